@@ -1,0 +1,189 @@
+"""The Starlette application: GraphQL over HTTP and WebSocket, GraphiQL, health."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.websockets import WebSocket
+from strawberry.asgi import GraphQL
+from strawberry.exceptions import ConnectionRejectionError
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+
+from gql.auth import authenticate
+from gql.context import Caller, Context, Services
+from gql.graphiql import STATIC_PATH, graphiql_html, static_app
+from gql.schema import schema
+from policies.loader import DEV_POLICY_YAML
+from store import policy_store
+from store.database import create_engine
+from store.ledger import Ledger
+from store.migrate import migrate
+from store.policy_store import PolicyCache
+
+log = logging.getLogger("edgeloom")
+
+DEFAULT_MAX_BODY = 8 * 1024 * 1024
+DEV_POLICY_ACTOR = "operator:development-default"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How one gateway process runs."""
+
+    database_url: str
+    policy_yaml: str | None = None
+    policy_source: str = "policy"
+    # The agent a request without a token acts as; only ever set for loopback.
+    anonymous_agent: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY
+    pool_size: int = 10
+    run_migrations: bool = True
+
+
+class GraphQLView(GraphQL[Context, None]):
+    """Strawberry's ASGI view with our context, auth and offline GraphiQL."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(
+            schema,
+            subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL],
+            keep_alive=True,
+            keep_alive_interval=15,
+        )
+        self.settings = settings
+
+    async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
+        services: Services = request.state.services
+        if isinstance(request, WebSocket):
+            # Authenticated from the connection_init payload in on_ws_connect.
+            return Context(services, Caller(agent=None, problem="connection not initialised"))
+        caller = await authenticate(
+            request.headers.get("authorization"), services, self.settings.anonymous_agent
+        )
+        return Context(services, caller)
+
+    async def on_ws_connect(self, context: Context) -> None:
+        params = context.connection_params or {}
+        raw = params.get("authorization") or params.get("Authorization")
+        caller = await authenticate(
+            raw if isinstance(raw, str) else None, context.services, self.settings.anonymous_agent
+        )
+        if caller.agent is None:
+            raise ConnectionRejectionError({"message": caller.problem})
+        context.caller = caller
+
+    async def render_graphql_ide(self, request: Request) -> HTMLResponse:
+        return HTMLResponse(graphiql_html())
+
+
+class BodySizeLimit:
+    """Refuses request bodies over a size before the GraphQL view reads them."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                raise _TooLarge()
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = JSONResponse(
+            {
+                "errors": [
+                    {
+                        "message": f"request body is over {self.max_bytes} bytes; "
+                        "split the work into smaller calls (ingestMany takes up to 1000 records)",
+                        "extensions": {"code": "BAD_USER_INPUT", "maxBytes": self.max_bytes},
+                    }
+                ]
+            },
+            status_code=413,
+        )
+        await response(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+async def health(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+def create_app(settings: Settings) -> Starlette:
+    """The gateway as an ASGI app; the lifespan opens the database and the policy."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        engine = create_engine(settings.database_url, pool_size=settings.pool_size)
+        try:
+            if settings.run_migrations:
+                await migrate(engine)
+            cache = PolicyCache.empty()
+            await _ensure_policy(engine, cache, settings)
+            yield {
+                "services": Services(engine=engine, ledger=Ledger(engine, cache), policies=cache)
+            }
+        finally:
+            await engine.dispose()
+
+    view = GraphQLView(settings)
+    app = Starlette(
+        routes=[
+            Route("/graphql", view, methods=["GET", "POST"]),
+            WebSocketRoute("/graphql", view),
+            Mount(STATIC_PATH, app=static_app()),
+            Route("/healthz", health),
+        ],
+        lifespan=lifespan,
+    )
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    return app
+
+
+async def _ensure_policy(engine: Any, cache: PolicyCache, settings: Settings) -> None:
+    if settings.policy_yaml is not None:
+        applied = await policy_store.apply(
+            engine,
+            cache,
+            settings.policy_yaml,
+            applied_by="operator",
+            source=settings.policy_source,
+        )
+        log.info("policy version %s in force (%s)", applied.version, settings.policy_source)
+        return
+    current = await policy_store.current(engine, cache)
+    if current is None and settings.anonymous_agent is not None:
+        applied = await policy_store.apply(
+            engine, cache, DEV_POLICY_YAML, applied_by=DEV_POLICY_ACTOR, source="development policy"
+        )
+        log.info("development policy version %s in force", applied.version)

@@ -1,0 +1,122 @@
+"""Query resolvers: every read goes through the caller's readable lanes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+
+from gql.types import (
+    AuditEvent,
+    AuditPage,
+    EdgeProperty,
+    GatherMode,
+    Info,
+    LabelCount,
+    PolicyVersion,
+    Profile,
+    Record,
+    RecordPage,
+    page_info,
+    record_page,
+)
+from policies.properties import parse_property
+from store import queries
+from store.errors import NotFoundError
+from store.resolve import resolve_record_id
+
+
+@strawberry.type
+class Query:
+    @strawberry.field(description="One record, as it is or as it was at asOf.")
+    async def record(
+        self, info: Info, id: strawberry.ID, as_of: datetime | None = None
+    ) -> Record | None:
+        async with info.context.read() as (conn, lanes):
+            try:
+                record_id = await resolve_record_id(conn, id, lanes)
+            except NotFoundError:
+                return None
+        found = await info.context.records([record_id], as_of)
+        return Record.from_domain(found[record_id], as_of) if record_id in found else None
+
+    @strawberry.field(description="Browse records in the order they were written.")
+    async def records(
+        self,
+        info: Info,
+        lane: str | None = None,
+        source_type: str | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> RecordPage:
+        async with info.context.read() as (conn, lanes):
+            chosen = [lane] if lane is not None else lanes
+            page = await queries.browse(
+                conn, [x for x in chosen if x in lanes], source_type, first, after
+            )
+        return await record_page(info, page)
+
+    @strawberry.field(description="Records by set operations over edge properties.")
+    async def gather(
+        self,
+        info: Info,
+        match: list[str],
+        mode: GatherMode = GatherMode.INTERSECT,
+        lanes: list[str] | None = None,
+        as_of: datetime | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> RecordPage:
+        async with info.context.read() as (conn, readable):
+            chosen = readable if lanes is None else [x for x in lanes if x in readable]
+            page = await queries.gather(conn, match, mode.to_store(), chosen, as_of, first, after)
+        return await record_page(info, page, as_of)
+
+    @strawberry.field(description="Labels in use with how many readable records carry each.")
+    async def labels(self, info: Info, lane: str | None = None) -> list[LabelCount]:
+        async with info.context.read() as (conn, lanes):
+            counts = await queries.label_counts(conn, lanes, lane)
+        return [LabelCount(label=c.label, record_count=c.record_count) for c in counts]
+
+    @strawberry.field(description="The hyperedge label:value, with its readable members.")
+    async def edge_property(
+        self, info: Info, property: str, as_of: datetime | None = None
+    ) -> EdgeProperty | None:
+        prop = parse_property(property)
+        if await info.context.member_count(prop, as_of) == 0:
+            return None
+        return EdgeProperty.of(prop, None, as_of)
+
+    @strawberry.field(description="Audit events, oldest first; cursors are feed positions.")
+    async def audit(
+        self,
+        info: Info,
+        record_id: strawberry.ID | None = None,
+        kinds: list[str] | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> AuditPage:
+        async with info.context.read() as (conn, lanes):
+            rid = None if record_id is None else await resolve_record_id(conn, record_id, lanes)
+            page = await queries.audit(conn, lanes, rid, kinds, first, after)
+        return AuditPage(
+            items=[AuditEvent.from_domain(e) for e in page.items],
+            total_count=page.total_count,
+            page_info=page_info(page),
+        )
+
+    @strawberry.field(description="One audit event with the record version before and after it.")
+    async def audit_event(self, info: Info, id: strawberry.ID) -> AuditEvent | None:
+        async with info.context.read() as (conn, lanes):
+            event = await queries.audit_event(conn, id, lanes)
+        return None if event is None else AuditEvent.from_domain(event)
+
+    @strawberry.field(description="The caller's lanes, source types and labels.")
+    async def profile(self, info: Info) -> Profile:
+        version = await info.context.policy()
+        return Profile.from_domain(version.policy, version.version, info.context.agent_name())
+
+    @strawberry.field(description="The policy in force.")
+    async def policy(self, info: Info) -> PolicyVersion:
+        await info.context.agent()
+        return PolicyVersion.from_domain(await info.context.policy())

@@ -1,0 +1,33 @@
+"""Scalars: JSON values, and DateTime that insists on a time zone."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, NewType
+
+import strawberry
+
+JSON = strawberry.scalar(
+    NewType("JSON", object),
+    description="A JSON value: object, array, string, number, boolean or null.",
+    serialize=lambda v: v,
+    parse_value=lambda v: v,
+)
+
+
+def _parse_datetime(value: Any) -> datetime:
+    if not isinstance(value, str):
+        raise ValueError("DateTime must be an ISO 8601 string with a time zone")
+    parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        raise ValueError(f"DateTime '{value}' has no time zone; write it like 2026-01-31T09:30:00Z")
+    return parsed
+
+
+DateTime = strawberry.scalar(
+    datetime,
+    name="DateTime",
+    description="A point in time, ISO 8601 with a time zone, e.g. 2026-01-31T09:30:00Z.",
+    serialize=lambda v: v.isoformat(),
+    parse_value=_parse_datetime,
+)

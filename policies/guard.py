@@ -1,0 +1,181 @@
+"""Pure decisions on whether a call may proceed under a policy.
+
+Each check returns quietly (or with the stamp to write) or raises a `PolicyError`
+whose message names what is allowed, so an agent learns the map from the refusal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from policies.errors import (
+    ContentFormatError,
+    LabelNotAllowedError,
+    LaneForbiddenError,
+    PolicyApplyForbiddenError,
+    RequiredKeysError,
+    ReservedLabelError,
+    SourceTypeNotAllowedError,
+    ValueNotAllowedError,
+)
+from policies.model import (
+    BUILTIN_SOURCE_TYPES,
+    DEFAULT_SOURCE_TYPE,
+    AgentProfile,
+    Lane,
+    Policy,
+    SourceType,
+)
+from policies.properties import RESERVED_PREFIX, Property, is_reserved_label
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """What the engine writes on an accepted record: its lane, source type and authority."""
+
+    lane: str
+    source_type: str
+    authority: str
+
+
+def check_write_lane(policy: Policy, agent: AgentProfile, lane: str) -> None:
+    """Refuse a write to a lane the policy does not declare or the agent may not write."""
+    policy.lane(lane)
+    if not agent.can_write(lane):
+        raise LaneForbiddenError(agent.name, lane, "write", agent.writable_lanes(policy))
+
+
+def check_read_lane(policy: Policy, agent: AgentProfile, lane: str) -> None:
+    """Refuse a read of a lane the policy does not declare or the agent may not read."""
+    policy.lane(lane)
+    if not agent.can_read(lane):
+        raise LaneForbiddenError(agent.name, lane, "read", agent.readable_lanes(policy))
+
+
+def readable_lanes(policy: Policy, agent: AgentProfile) -> list[str]:
+    """Declared lanes the agent may read, sorted."""
+    return agent.readable_lanes(policy)
+
+
+def check_apply_policy(policy: Policy, agent: AgentProfile) -> None:
+    """Refuse `applyPolicy` to an agent whose profile lacks `apply_policy`."""
+    if not agent.apply_policy:
+        raise PolicyApplyForbiddenError(agent.name, policy.policy_appliers())
+
+
+def check_caller_properties(properties: Sequence[Property]) -> None:
+    """Refuse a caller's ingest or update that passes labels reserved for the engine."""
+    reserved = sorted({prop.label for prop in properties if prop.reserved})
+    if reserved:
+        raise ReservedLabelError(reserved, RESERVED_PREFIX)
+
+
+def check_record(
+    policy: Policy,
+    agent: AgentProfile,
+    lane: str,
+    source_type: str | None,
+    content: str,
+    properties: Sequence[Property],
+) -> Stamp:
+    """Check a record about to be written (ingest, ingestMany, update) and say how to stamp it.
+
+    `properties` is the record's whole property set as it will be written; reserved
+    labels among them are the engine's and are not checked here (callers refuse them
+    from agents with `check_caller_properties`). On a closed lane the checks run in
+    this order: source type, labels, values, content format, required keys.
+    """
+    check_write_lane(policy, agent, lane)
+    declared = policy.lane(lane)
+    name = DEFAULT_SOURCE_TYPE if source_type is None else source_type
+    if declared.is_open:
+        if name not in BUILTIN_SOURCE_TYPES:
+            raise SourceTypeNotAllowedError(lane, name, BUILTIN_SOURCE_TYPES, lane_open=True)
+        return Stamp(lane=lane, source_type=name, authority=name)
+    chosen = _closed_source_type(declared, name)
+    written = [prop for prop in properties if not prop.reserved]
+    _check_labels(lane, chosen, written)
+    _check_values(lane, chosen, written)
+    if chosen.content_format == "json":
+        _check_json(lane, chosen, content)
+    return Stamp(lane=lane, source_type=chosen.name, authority=chosen.authority)
+
+
+def check_added_labels(
+    policy: Policy, agent: AgentProfile, lane: str, labels: Sequence[str]
+) -> None:
+    """Check labels for addProperties against the lane's combined label list.
+
+    Values are not checked. Reserved labels are skipped: addProperties reports them
+    under `rejected` rather than refusing the call.
+    """
+    check_write_lane(policy, agent, lane)
+    declared = policy.lane(lane)
+    if declared.is_open:
+        return
+    allowed = declared.combined_labels()
+    offending = sorted({label for label in labels if not is_reserved_label(label)} - set(allowed))
+    if offending:
+        raise LabelNotAllowedError(lane, None, offending, allowed)
+
+
+def _closed_source_type(lane: Lane, name: str) -> SourceType:
+    chosen = lane.enabled_source_type(name)
+    if chosen is None:
+        raise SourceTypeNotAllowedError(
+            lane.name, name, lane.enabled_source_types(), lane_open=False
+        )
+    return chosen
+
+
+def _check_labels(lane: str, source_type: SourceType, properties: Sequence[Property]) -> None:
+    allowed = source_type.allowed_labels()
+    offending = sorted({prop.label for prop in properties} - set(allowed))
+    if offending:
+        raise LabelNotAllowedError(lane, source_type.name, offending, allowed)
+
+
+def _check_values(lane: str, source_type: SourceType, properties: Sequence[Property]) -> None:
+    for prop in properties:
+        rule = source_type.rule(prop.label)
+        if rule is not None and rule.values is not None and prop.value not in rule.values:
+            raise ValueNotAllowedError(lane, source_type.name, prop.label, prop.value, rule.values)
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    return "number"
+
+
+def _check_json(lane: str, source_type: SourceType, content: str) -> None:
+    try:
+        # NaN and Infinity are Python's extension, not JSON
+        document: object = json.loads(content, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        detail = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+        raise ContentFormatError(lane, source_type.name, detail) from exc
+    except ValueError as exc:
+        raise ContentFormatError(lane, source_type.name, str(exc)) from exc
+    except RecursionError as exc:
+        raise ContentFormatError(lane, source_type.name, "nested too deeply") from exc
+    required = sorted(source_type.required_keys)
+    if not required:
+        return
+    if not isinstance(document, dict):
+        raise RequiredKeysError(lane, source_type.name, required, got_kind=_json_kind(document))
+    missing = sorted(set(required) - document.keys())
+    if missing:
+        raise RequiredKeysError(lane, source_type.name, required, missing=missing)

@@ -1,0 +1,366 @@
+"""Read a policy document (YAML text) into a `Policy`, refusing anything not understood.
+
+Every refusal is a `PolicyLoadError` naming the source, the dotted key and what is
+allowed. Lane, source-type, agent, label and authority names reach SQL, logs and
+messages, so they are held to one narrow pattern before anything else uses them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Iterable
+from typing import NoReturn, TypedDict, cast
+
+import yaml
+from yaml.nodes import MappingNode
+
+from policies.errors import PolicyLoadError
+from policies.model import (
+    ALL_LANES,
+    DEFAULT_AUTHORITY,
+    AgentProfile,
+    LabelRule,
+    Lane,
+    Policy,
+    SourceType,
+)
+from policies.properties import MAX_VALUE_LENGTH, RESERVED_PREFIX, is_reserved_label
+
+NAME_PATTERN = r"[a-z][a-z0-9_]{0,62}"
+_NAME = re.compile(NAME_PATTERN)
+_NAME_RULE = (
+    f"names must match ^{NAME_PATTERN}$ "
+    "(a lowercase letter, then up to 62 lowercase letters, digits or underscores)"
+)
+CONTENT_FORMATS: tuple[str, ...] = ("json", "text")
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class RawLabelRule(TypedDict, total=False):
+    """A label closed to a set of values: `{label: stage, values: [lead, won]}`."""
+
+    label: str
+    values: list[str]
+
+
+class RawSourceType(TypedDict, total=False):
+    """One entry under `lanes.<lane>.source_types`."""
+
+    authority: str
+    allowed_labels: list[str | RawLabelRule]
+    content_format: str | None
+    required_keys: list[str]
+    enabled: bool
+
+
+class RawLane(TypedDict, total=False):
+    """One entry under `lanes`; null or `{}` declares an open lane."""
+
+    source_types: dict[str, RawSourceType | None] | None
+
+
+class RawAgent(TypedDict, total=False):
+    """One entry under `agents`."""
+
+    read: list[str]
+    write: list[str]
+    apply_policy: bool
+
+
+class RawPolicy(TypedDict, total=False):
+    """The whole document."""
+
+    lanes: dict[str, RawLane | None]
+    agents: dict[str, RawAgent | None] | None
+
+
+def is_valid_name(name: object) -> bool:
+    """Whether `name` may be used as a lane, source type, agent, label or authority name."""
+    return isinstance(name, str) and _NAME.fullmatch(name) is not None
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _show(value: object) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """`yaml.safe_load`, except a key repeated within one mapping is refused, not last-wins."""
+
+    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Hashable, object]:
+        seen: set[Hashable] = set()
+        for key_node, _ in node.value if isinstance(node, MappingNode) else ():
+            if key_node.tag == _MERGE_TAG:
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, Hashable):
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while reading a mapping",
+                        node.start_mark,
+                        f"found key {key!r} twice",
+                        key_node.start_mark,
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _parse_yaml(text: str, source: str) -> object:
+    try:
+        return cast(object, yaml.load(text, Loader=_StrictLoader))
+    except yaml.MarkedYAMLError as exc:
+        where = ""
+        if exc.problem_mark is not None:
+            mark = exc.problem_mark
+            where = f" at line {mark.line + 1} column {mark.column + 1}"
+        raise PolicyLoadError(source, "", f"not valid YAML ({exc.problem}{where})") from exc
+    except yaml.YAMLError as exc:
+        raise PolicyLoadError(source, "", f"not valid YAML ({exc})") from exc
+
+
+class _Reader:
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, key: str, problem: str, allowed: Iterable[str] | None = None) -> NoReturn:
+        raise PolicyLoadError(self.source, key, problem, None if allowed is None else list(allowed))
+
+    def fields(self, value: object, key: str, allowed: Iterable[str]) -> dict[str, object]:
+        """A mapping whose keys must all be among `allowed`."""
+        names = sorted(allowed)
+        if not isinstance(value, dict):
+            self.fail(key, f"must be a mapping with keys {names}; got {_kind(value)}", names)
+        for field in value:
+            if field not in names:
+                self.fail(key, f"unknown key {_show(field)}; allowed keys: {names}", names)
+        return cast(dict[str, object], value)
+
+    def entries(self, value: object, key: str, what: str) -> dict[str, object]:
+        """A mapping from names (of lanes, source types or agents) to their declarations."""
+        if not isinstance(value, dict):
+            self.fail(key, f"must be a mapping of {what} names; got {_kind(value)}")
+        for name in value:
+            self.name(name, key, what)
+        return cast(dict[str, object], value)
+
+    def name(self, value: object, key: str, what: str) -> str:
+        if not isinstance(value, str):
+            self.fail(
+                key,
+                f"{what} name {_show(value)} is {_kind(value)}, not a string; {_NAME_RULE} "
+                "(YAML reads unquoted yes, no, on, off and numbers as other types; quote them)",
+            )
+        if _NAME.fullmatch(value) is None:
+            self.fail(key, f"{what} name {_show(value)} is not allowed; {_NAME_RULE}")
+        return value
+
+    def flag(self, value: object, key: str) -> bool:
+        if not isinstance(value, bool):
+            self.fail(key, f"must be true or false; got {_kind(value)} {_show(value)}")
+        return value
+
+    def strings(self, value: object, key: str) -> list[str]:
+        """A list of distinct non-empty strings, in the order written."""
+        if not isinstance(value, list):
+            self.fail(key, f"must be a list of strings; got {_kind(value)}")
+        seen: list[str] = []
+        for index, item in enumerate(value):
+            item_key = f"{key}[{index}]"
+            if not isinstance(item, str) or not item:
+                self.fail(item_key, f"must be a non-empty string; got {_kind(item)} {_show(item)}")
+            if item in seen:
+                self.fail(item_key, f"{_show(item)} is listed twice; list each once")
+            seen.append(item)
+        return seen
+
+    def policy(self, raw: object) -> Policy:
+        if raw is None:
+            self.fail("", "the document is empty; a policy needs 'lanes' (and usually 'agents')")
+        document = cast(RawPolicy, self.fields(raw, "", RawPolicy.__optional_keys__))
+        if "lanes" not in document:
+            self.fail(
+                "lanes", "is required; declare at least one lane, for example lanes: {notes: {}}"
+            )
+        raw_lanes = self.entries(document["lanes"], "lanes", "lane")
+        if not raw_lanes:
+            self.fail("lanes", "declares no lane; declare at least one, for example notes: {}")
+        lanes = {name: self.lane(name, raw, f"lanes.{name}") for name, raw in raw_lanes.items()}
+        raw_agents = document.get("agents")
+        agents: dict[str, AgentProfile] = {}
+        if raw_agents is not None:
+            entries = self.entries(raw_agents, "agents", "agent")
+            declared = sorted(lanes)
+            agents = {
+                name: self.agent(name, raw, f"agents.{name}", declared)
+                for name, raw in entries.items()
+            }
+        return Policy(lanes=lanes, agents=agents)
+
+    def lane(self, name: str, raw: object, key: str) -> Lane:
+        if raw is None:
+            return Lane(name)
+        fields = cast(RawLane, self.fields(raw, key, RawLane.__optional_keys__))
+        raw_types = fields.get("source_types")
+        if raw_types is None:
+            return Lane(name)
+        key = f"{key}.source_types"
+        entries = self.entries(raw_types, key, "source type")
+        return Lane(
+            name,
+            {
+                type_name: self.source_type(type_name, raw_type, f"{key}.{type_name}")
+                for type_name, raw_type in entries.items()
+            },
+        )
+
+    def source_type(self, name: str, raw: object, key: str) -> SourceType:
+        if raw is None:
+            return SourceType(name)
+        fields = cast(RawSourceType, self.fields(raw, key, RawSourceType.__optional_keys__))
+        authority = DEFAULT_AUTHORITY
+        if "authority" in fields:
+            authority = self.name(fields["authority"], f"{key}.authority", "authority")
+        labels = self.labels(fields.get("allowed_labels", []), f"{key}.allowed_labels")
+        content_format = self.content_format(fields.get("content_format"), f"{key}.content_format")
+        required_keys: list[str] = []
+        if "required_keys" in fields:
+            required_key = f"{key}.required_keys"
+            required_keys = self.strings(fields["required_keys"], required_key)
+            if required_keys and content_format != "json":
+                self.fail(required_key, "required_keys needs content_format: json", ["json"])
+        return SourceType(
+            name=name,
+            authority=authority,
+            labels=labels,
+            content_format=content_format,
+            required_keys=tuple(required_keys),
+            enabled=self.flag(fields.get("enabled", True), f"{key}.enabled"),
+        )
+
+    def content_format(self, value: object, key: str) -> str | None:
+        if value is None or value == "text":
+            return None
+        if value != "json":
+            allowed = list(CONTENT_FORMATS)
+            self.fail(
+                key, f"content_format {_show(value)} is not known; allowed: {allowed}", allowed
+            )
+        return "json"
+
+    def labels(self, value: object, key: str) -> tuple[LabelRule, ...]:
+        if not isinstance(value, list):
+            self.fail(
+                key, f"must be a list of label names or {{label, values}} maps; got {_kind(value)}"
+            )
+        rules: dict[str, LabelRule] = {}
+        for index, item in enumerate(value):
+            item_key = f"{key}[{index}]"
+            rule = self.label_rule(item, item_key)
+            if rule.label in rules:
+                self.fail(item_key, f"label {rule.label!r} is listed twice; list each label once")
+            rules[rule.label] = rule
+        return tuple(rules.values())
+
+    def label_rule(self, item: object, key: str) -> LabelRule:
+        if isinstance(item, str):
+            return LabelRule(self.label_name(item, key))
+        if not isinstance(item, dict):
+            self.fail(
+                key,
+                f"each allowed label is a name or a map {{label, values}}; got {_kind(item)}",
+                sorted(RawLabelRule.__optional_keys__),
+            )
+        fields = cast(RawLabelRule, self.fields(item, key, RawLabelRule.__optional_keys__))
+        if "label" not in fields:
+            self.fail(
+                key, "a label map needs 'label', for example {label: stage, values: [lead, won]}"
+            )
+        label = self.label_name(fields["label"], f"{key}.label")
+        if "values" not in fields:
+            return LabelRule(label)
+        values_key = f"{key}.values"
+        values = self.strings(fields["values"], values_key)
+        if not values:
+            self.fail(values_key, "must list at least one value; leave 'values' out to allow any")
+        for index, text in enumerate(values):
+            if text != text.strip() or len(text) > MAX_VALUE_LENGTH:
+                self.fail(
+                    f"{values_key}[{index}]",
+                    f"value {_show(text)} can never be written; values are trimmed and "
+                    f"at most {MAX_VALUE_LENGTH} characters",
+                )
+        return LabelRule(label, tuple(values))
+
+    def label_name(self, value: object, key: str) -> str:
+        label = self.name(value, key, "label")
+        if is_reserved_label(label):
+            self.fail(
+                key,
+                f"label {label!r} is reserved for the engine; labels beginning with "
+                f"{RESERVED_PREFIX!r} cannot be declared",
+            )
+        return label
+
+    def agent(self, name: str, raw: object, key: str, declared: list[str]) -> AgentProfile:
+        if raw is None:
+            return AgentProfile(name)
+        fields = cast(RawAgent, self.fields(raw, key, RawAgent.__optional_keys__))
+        return AgentProfile(
+            name=name,
+            read=self.lane_refs(fields.get("read", []), f"{key}.read", declared),
+            write=self.lane_refs(fields.get("write", []), f"{key}.write", declared),
+            apply_policy=self.flag(fields.get("apply_policy", False), f"{key}.apply_policy"),
+        )
+
+    def lane_refs(self, value: object, key: str, declared: list[str]) -> tuple[str, ...]:
+        allowed = [ALL_LANES, *declared]
+        if not isinstance(value, list):
+            self.fail(
+                key, f"must be a list of lanes; allowed: {allowed}; got {_kind(value)}", allowed
+            )
+        refs: list[str] = []
+        for index, item in enumerate(value):
+            if item not in allowed:
+                self.fail(
+                    f"{key}[{index}]",
+                    f"{_show(item)} is not a declared lane; allowed: {allowed}",
+                    allowed,
+                )
+            if item not in refs:
+                refs.append(cast(str, item))
+        return tuple(refs)
+
+
+def load_policy(text: str, source: str = "<policy>") -> Policy:
+    """Parse and validate a policy document; `source` names it in every refusal."""
+    return _Reader(source).policy(_parse_yaml(text, source))
+
+
+DEV_POLICY_YAML = """\
+# Development policy: one open lane, one agent that may do everything.
+lanes:
+  default: {}
+agents:
+  dev: { read: ["*"], write: ["*"], apply_policy: true }
+"""
+
+
+def dev_policy() -> Policy:
+    """The policy a gateway runs when no policy file is given."""
+    return load_policy(DEV_POLICY_YAML, "<dev policy>")

@@ -1,0 +1,80 @@
+"""Edge properties as written by callers: one `label:value` string each."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from policies.errors import PropertyFormatError
+
+RESERVED_PREFIX = "e_"
+DEFAULT_LABEL = "general"
+MAX_LABEL_LENGTH = 128
+MAX_VALUE_LENGTH = 1024
+
+_EXAMPLE = "write it as label:value, for example org:Acme"
+
+
+@dataclass(frozen=True, order=True)
+class Property:
+    """One edge property: every record carrying the same label and value shares an edge."""
+
+    label: str
+    value: str
+
+    def __str__(self) -> str:
+        return f"{self.label}:{self.value}"
+
+    @property
+    def reserved(self) -> bool:
+        """True for the engine's own labels (`e_connect`, `e_group`, `e_adjustment`, ...)."""
+        return is_reserved_label(self.label)
+
+
+def is_reserved_label(label: str) -> bool:
+    """Whether only the engine may write or remove `label`."""
+    return label.startswith(RESERVED_PREFIX)
+
+
+def parse_property(text: str) -> Property:
+    """Read one `label:value` string.
+
+    The string is split at the first colon; the label is trimmed and its spaces become
+    underscores; the value is trimmed and otherwise kept as written. A string without a
+    colon gets the label `general`.
+    """
+    if ":" in text:
+        raw_label, _, raw_value = text.partition(":")
+        label = raw_label.strip().replace(" ", "_")
+    else:
+        label, raw_value = DEFAULT_LABEL, text
+    value = raw_value.strip()
+    if not label:
+        raise PropertyFormatError(text, f"edge property {text!r} has an empty label; {_EXAMPLE}")
+    if not value:
+        raise PropertyFormatError(text, f"edge property {text!r} has an empty value; {_EXAMPLE}")
+    if len(label) > MAX_LABEL_LENGTH:
+        raise PropertyFormatError(
+            text,
+            f"edge property label {label[:40]!r}... is {len(label)} characters long; "
+            f"labels may be at most {MAX_LABEL_LENGTH} characters",
+        )
+    if len(value) > MAX_VALUE_LENGTH:
+        raise PropertyFormatError(
+            text,
+            f"edge property value for label {label!r} is {len(value)} characters long; "
+            f"values may be at most {MAX_VALUE_LENGTH} characters",
+        )
+    return Property(label, value)
+
+
+def parse_properties(texts: Sequence[str]) -> list[Property]:
+    """Parse each string and drop repeats, keeping the first-seen order."""
+    seen: set[Property] = set()
+    parsed: list[Property] = []
+    for text in texts:
+        prop = parse_property(text)
+        if prop not in seen:
+            seen.add(prop)
+            parsed.append(prop)
+    return parsed

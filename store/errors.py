@@ -1,0 +1,102 @@
+"""Errors the store raises; the GraphQL layer maps each to an error code."""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base of every error the store raises on purpose."""
+
+    code = "BAD_USER_INPUT"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def extensions(self) -> dict[str, object]:
+        return {}
+
+
+class NotFoundError(StoreError):
+    """No record (or event, or token) the caller may see has that id."""
+
+    code = "NOT_FOUND"
+
+    def __init__(self, kind: str, ident: str) -> None:
+        super().__init__(f"no {kind} with id '{ident}' exists or is readable by you")
+        self.kind = kind
+        self.ident = ident
+
+    def extensions(self) -> dict[str, object]:
+        return {"id": self.ident}
+
+
+class InvalidIdError(StoreError):
+    """An id that is not of the form the operation takes."""
+
+    def __init__(self, ident: str, expected: str) -> None:
+        super().__init__(f"'{ident}' is not a valid id; expected {expected}")
+        self.ident = ident
+
+
+class AmbiguousIdError(StoreError):
+    """A record id prefix that matches more than one readable record."""
+
+    code = "AMBIGUOUS_ID"
+
+    def __init__(self, prefix: str, candidates: list[str]) -> None:
+        shown = ", ".join(candidates)
+        super().__init__(
+            f"id prefix '{prefix}' matches more than one record ({shown}); "
+            "give more characters or the full id"
+        )
+        self.prefix = prefix
+        self.candidates = candidates
+
+    def extensions(self) -> dict[str, object]:
+        return {"candidates": self.candidates}
+
+
+class VersionConflictError(StoreError):
+    """An update whose expectedVersion is not the record's current version."""
+
+    code = "CONFLICT"
+
+    def __init__(self, record_id: str, expected: int, current: int) -> None:
+        super().__init__(
+            f"record '{record_id}' is at version {current}, not {expected}; "
+            "read it again and retry with expectedVersion: " + str(current)
+        )
+        self.expected = expected
+        self.current = current
+
+    def extensions(self) -> dict[str, object]:
+        return {"currentVersion": self.current, "expectedVersion": self.expected}
+
+
+class InvalidInputError(StoreError):
+    """Input that is well-typed but out of the accepted range."""
+
+    def __init__(self, message: str, allowed: object = None) -> None:
+        super().__init__(message)
+        self.allowed = allowed
+
+    def extensions(self) -> dict[str, object]:
+        return {} if self.allowed is None else {"allowed": self.allowed}
+
+
+class NoPolicyError(StoreError):
+    """No policy has been applied yet, so no lane takes a write."""
+
+    code = "FORBIDDEN"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "no policy is in force, so no lane takes a write; "
+            "start the gateway with --policy FILE or apply one with applyPolicy"
+        )
+
+
+class LedgerIntegrityError(StoreError):
+    """The database refused a change to an append-only table."""
+
+    code = "FORBIDDEN"

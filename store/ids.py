@@ -1,0 +1,26 @@
+"""Identifier formats: records, edge properties, audit events, tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+
+EP_SCHEMA = "epg/1"
+RECORD_ID = re.compile(r"^sr_[0-9a-f]{32}$")
+RECORD_PREFIX = re.compile(r"^sr_[0-9a-f]{6,31}$")
+MIN_PREFIX = 6
+
+
+def new_record_id() -> str:
+    return "sr_" + uuid.uuid4().hex
+
+
+def new_event_id() -> str:
+    return "ae_" + uuid.uuid4().hex
+
+
+def edge_property_id(record_id: str, label: str, value: str) -> str:
+    """The deterministic id of one declared edge property on one record."""
+    fact = "\x1f".join((record_id, EP_SCHEMA, label, value)).encode("utf-8")
+    return "ep_" + hashlib.sha256(fact).hexdigest()[:32]
