@@ -6,13 +6,9 @@ from datetime import datetime
 from typing import Any, NewType
 
 import strawberry
+from strawberry.types.scalar import ScalarDefinition
 
-JSON = strawberry.scalar(
-    NewType("JSON", object),
-    description="A JSON value: object, array, string, number, boolean or null.",
-    serialize=lambda v: v,
-    parse_value=lambda v: v,
-)
+JSON = NewType("JSON", object)
 
 
 def _parse_datetime(value: Any) -> datetime:
@@ -24,10 +20,21 @@ def _parse_datetime(value: Any) -> datetime:
     return parsed
 
 
-DateTime = strawberry.scalar(
-    datetime,
-    name="DateTime",
-    description="A point in time, ISO 8601 with a time zone, e.g. 2026-01-31T09:30:00Z.",
-    serialize=lambda v: v.isoformat(),
-    parse_value=_parse_datetime,
-)
+def _serialize_datetime(value: datetime) -> str:
+    return value.isoformat()
+
+
+SCALARS: dict[object, ScalarDefinition] = {
+    JSON: strawberry.scalar(
+        name="JSON",
+        description="A JSON value: object, array, string, number, boolean or null.",
+        serialize=lambda v: v,
+        parse_value=lambda v: v,
+    ),
+    datetime: strawberry.scalar(
+        name="DateTime",
+        description="A point in time, ISO 8601 with a time zone, e.g. 2026-01-31T09:30:00Z.",
+        serialize=_serialize_datetime,
+        parse_value=_parse_datetime,
+    ),
+}

@@ -221,7 +221,7 @@ class AuditEvent:
     lane: str | None
     actor: str
     at: datetime
-    payload: JSON  # type: ignore[valid-type]
+    payload: JSON
     _model: strawberry.Private[domain.AuditEvent]
 
     @strawberry.field(description="The record's version before the change (null for a new one).")

