@@ -1,0 +1,82 @@
+"""GraphiQL served from the package, driven in headless Chromium against a live gateway."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import Any
+
+import pytest
+
+from tests.support import Gateway
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.browser
+
+EDITOR = ".graphiql-query-editor .CodeMirror"
+RESPONSE = ".graphiql-response .CodeMirror"
+
+
+def _browser_or_skip() -> str:
+    if CHROMIUM is None:
+        if os.environ.get("EDGELOOM_REQUIRE_BROWSER"):
+            pytest.fail("EDGELOOM_REQUIRE_BROWSER is set but no chromium is installed")
+        pytest.skip("no chromium on this machine (CI installs Debian's chromium)")
+    return CHROMIUM
+
+
+async def test_graphiql_runs_a_query_offline(gateway: Gateway) -> None:
+    executable = _browser_or_skip()
+    from playwright.async_api import Route, async_playwright
+
+    await gateway.data(
+        'mutation { ingest(input: {content: "from the browser test", '
+        'properties: ["topic:graphiql-check"]}) { id } }'
+    )
+    outside: list[str] = []
+
+    async def only_loopback(route: Route) -> None:
+        if route.request.url.startswith(gateway.url) or route.request.url.startswith("data:"):
+            await route.continue_()
+        else:
+            outside.append(route.request.url)
+            await route.abort()
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(
+            executable_path=executable,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        try:
+            page = await browser.new_page()
+            await page.route("**/*", only_loopback)
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            response = await page.goto(gateway.graphql_url)
+            assert response is not None and response.status == 200
+            await page.wait_for_selector(EDITOR, timeout=20_000)
+
+            query = '{ edgeProperty(property: "topic:graphiql-check") { memberCount } }'
+            await page.eval_on_selector(EDITOR, "(el, q) => el.CodeMirror.setValue(q)", query)
+            # GraphiQL re-parses the document shortly after each change; run after that.
+            await page.wait_for_function(
+                """q => { const cm = document.querySelector('%s').CodeMirror;
+                          return !!cm.documentAST && cm.documentAST.loc.source.body === q; }"""
+                % EDITOR,
+                arg=query,
+            )
+            await page.click(".graphiql-execute-button")
+            await page.wait_for_function(
+                "() => document.querySelector('%s').CodeMirror.getValue().includes('memberCount')"
+                % RESPONSE,
+                timeout=20_000,
+            )
+            text = await page.eval_on_selector(RESPONSE, "el => el.CodeMirror.getValue()")
+            result: dict[str, Any] = json.loads(text)
+        finally:
+            await browser.close()
+
+    assert result == {"data": {"edgeProperty": {"memberCount": 1}}}
+    assert outside == [], f"GraphiQL tried to reach outside the gateway: {outside}"
+    assert errors == []
