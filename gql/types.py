@@ -248,7 +248,7 @@ class AuditEvent:
             lane=e.lane,
             actor=e.actor,
             at=e.at,
-            payload=dict(e.payload),
+            payload=JSON(dict(e.payload)),
             _model=e,
         )
 

@@ -100,3 +100,18 @@ class LedgerIntegrityError(StoreError):
     """The database refused a change to an append-only table."""
 
     code = "FORBIDDEN"
+
+
+class BatchItemError(StoreError):
+    """One input of a batch was refused, so none of the batch was written."""
+
+    def __init__(self, index: int, cause: Exception) -> None:
+        text = getattr(cause, "message", str(cause))
+        super().__init__(f"inputs[{index}] refused, so nothing was written: {text}")
+        self.index = index
+        self.cause = cause
+        self.code = getattr(cause, "code", StoreError.code)
+
+    def extensions(self) -> dict[str, object]:
+        details: dict[str, object] = getattr(self.cause, "extensions", dict)()
+        return {**details, "index": self.index}

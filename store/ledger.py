@@ -12,12 +12,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from policies import guard
-from policies.errors import PropertyFormatError, ReservedLabelError
+from policies.errors import PolicyError, PropertyFormatError, ReservedLabelError
 from policies.model import DEFAULT_LANE, AgentProfile, Policy
 from policies.properties import Property, is_reserved_label, parse_properties, parse_property
 from store import commands as c
 from store import tables as t
-from store.errors import InvalidInputError, VersionConflictError
+from store.errors import BatchItemError, InvalidInputError, StoreError, VersionConflictError
 from store.hashing import entry_hash
 from store.ids import edge_property_id, new_event_id, new_record_id
 from store.policy_store import PolicyCache, PolicyVersion, lock_for_write
@@ -80,12 +80,17 @@ class Ledger:
             existing = await self._idempotent(conn, agent, commands)
             results: list[Record] = []
             writes: list[tuple[str, RecordState, c.Ingest]] = []
-            for command in commands:
+            for index, command in enumerate(commands):
                 known = existing.get(command.idempotency_key or "")
                 if known is not None:
                     results.append(known)
                     continue
-                state = self._new_state(txn, command)
+                try:
+                    state = self._new_state(txn, command)
+                except (PolicyError, StoreError) as exc:
+                    if len(commands) == 1:
+                        raise
+                    raise BatchItemError(index, exc) from exc
                 record_id = new_record_id()
                 writes.append((record_id, state, command))
                 results.append(Record(record_id, 1, state, txn.at, txn.at, agent))
@@ -109,10 +114,10 @@ class Ledger:
         return {row["idempotency_key"]: Record.from_row(row) for row in rows.mappings()}
 
     def _new_state(self, txn: _Txn, command: c.Ingest) -> RecordState:
-        _check_content(command.content)
-        properties = _parse_caller_properties(command.properties)
         lane = command.lane or DEFAULT_LANE
         guard.check_write_lane(txn.rules, txn.agent, lane)
+        _check_content(command.content)
+        properties = _parse_caller_properties(command.properties)
         stamp = guard.check_record(
             txn.rules, txn.agent, lane, command.source_type, command.content, properties
         )
@@ -180,6 +185,7 @@ class Ledger:
         async with self.engine.begin() as conn:
             txn = await self._begin(conn, agent)
             record = await self._lock(txn, command.record_id)
+            guard.check_write_lane(txn.rules, txn.agent, record.lane)
             if command.expected_version is not None and command.expected_version != record.version:
                 raise VersionConflictError(record.id, command.expected_version, record.version)
             content = record.state.content if command.content is None else command.content
@@ -189,7 +195,6 @@ class Ledger:
                 named = _parse_caller_properties(command.properties)
                 labels = {p.label for p in named}
                 properties = [p for p in properties if p.label not in labels] + named
-            guard.check_write_lane(txn.rules, txn.agent, record.lane)
             stamp = guard.check_record(
                 txn.rules, txn.agent, record.lane, record.state.source_type, content, properties
             )
@@ -214,6 +219,7 @@ class Ledger:
         async with self.engine.begin() as conn:
             txn = await self._begin(conn, agent)
             record = await self._lock(txn, command.record_id)
+            guard.check_write_lane(txn.rules, txn.agent, record.lane)
             held = set(record.state.properties)
             added: list[Property] = []
             already: list[str] = []
@@ -227,7 +233,6 @@ class Ledger:
                 else:
                     added.append(prop)
             _check_count(len(record.state.properties) + len(added))
-            guard.check_write_lane(txn.rules, txn.agent, record.lane)
             guard.check_added_labels(txn.rules, txn.agent, record.lane, [p.label for p in added])
             if added:
                 state = _with_properties(record.state, [*record.state.properties, *added])

@@ -61,7 +61,7 @@ class Query:
         self,
         info: Info,
         match: list[str],
-        mode: GatherMode = GatherMode.INTERSECT,
+        mode: GatherMode | None = GatherMode.INTERSECT,
         lanes: list[str] | None = None,
         as_of: datetime | None = None,
         first: int | None = None,
@@ -69,7 +69,9 @@ class Query:
     ) -> RecordPage:
         async with info.context.read() as (conn, readable):
             chosen = readable if lanes is None else [x for x in lanes if x in readable]
-            page = await queries.gather(conn, match, mode.to_store(), chosen, as_of, first, after)
+            page = await queries.gather(
+                conn, match, (mode or GatherMode.INTERSECT).to_store(), chosen, as_of, first, after
+            )
         return await record_page(info, page, as_of)
 
     @strawberry.field(description="Labels in use with how many readable records carry each.")
