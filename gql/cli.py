@@ -190,6 +190,8 @@ def _serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         log_level=args.log_level,
+        # One line per request costs more than a small query; keep it for debugging.
+        access_log=args.log_level == "debug",
         proxy_headers=False,
     )
     return 0
