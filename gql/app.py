@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from cross_web import HTTPException
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
@@ -18,13 +20,15 @@ from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
-from gql.auth import authenticate
+from gql.auth import authenticate, socket_authorization
 from gql.context import Caller, Context, Services
 from gql.graphiql import STATIC_PATH, graphiql_html, static_app
 from gql.schema import schema
+from policies.errors import UnknownAgentError
 from policies.loader import DEV_POLICY_YAML
 from store import policy_store
 from store.database import create_engine
+from store.errors import NoPolicyError
 from store.ledger import Ledger
 from store.migrate import migrate
 from store.policy_store import PolicyCache
@@ -72,17 +76,56 @@ class GraphQLView(GraphQL[Context, None]):
         return Context(services, caller)
 
     async def on_ws_connect(self, context: Context) -> None:
-        params = context.connection_params or {}
-        raw = params.get("authorization") or params.get("Authorization")
         caller = await authenticate(
-            raw if isinstance(raw, str) else None, context.services, self.settings.anonymous_agent
+            socket_authorization(context.connection_params),
+            context.services,
+            self.settings.anonymous_agent,
         )
         if caller.agent is None:
             raise ConnectionRejectionError({"message": caller.problem})
+        # A live token is not enough: its agent must be one the policy in force declares.
+        in_force = await policy_store.current(context.services.engine, context.services.policies)
+        if in_force is None:
+            raise ConnectionRejectionError({"message": NoPolicyError().message})
+        if caller.agent not in in_force.policy.agents:
+            raise ConnectionRejectionError({"message": UnknownAgentError(caller.agent).message})
         context.caller = caller
 
     async def render_graphql_ide(self, request: Request) -> HTMLResponse:
         return HTMLResponse(graphiql_html())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        try:
+            response = await self.run(Request(scope=scope, receive=receive))
+        except HTTPException as exc:
+            # strawberry answers a malformed request in plain text; clients get JSON.
+            response = _request_refused(exc.status_code, exc.reason)
+        await response(scope, receive, send)
+
+    def decode_json(self, data: str | bytes) -> object:
+        try:
+            decoded = json.loads(data)
+        except ValueError as exc:  # bad JSON, or bytes that are not UTF-8
+            raise HTTPException(400, "Unable to parse request body as JSON") from exc
+        if not isinstance(decoded, dict | list):
+            raise HTTPException(400, "The request body must be a JSON object")
+        return decoded
+
+
+def _request_refused(status: int, reason: str) -> JSONResponse:
+    message = reason.rstrip(".")
+    if status == 400:
+        message += (
+            '; send a JSON object such as {"query": "{ labels { label } }", "variables": {}} '
+            "with Content-Type: application/json"
+        )
+    return JSONResponse(
+        {"errors": [{"message": message, "extensions": {"code": "BAD_USER_INPUT"}}]},
+        status_code=status,
+    )
 
 
 class BodySizeLimit:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from gql.context import Caller, Services
+from collections.abc import AsyncIterator, Mapping
+
+from strawberry.extensions import SchemaExtension
+
+from gql.context import Caller, Context, Services
 from store import tokens
 
 NO_TOKEN = (
@@ -32,3 +36,26 @@ async def authenticate(
     if agent is None:
         return Caller(agent=None, problem=BAD_TOKEN)
     return Caller(agent=agent)
+
+
+def socket_authorization(params: Mapping[str, object] | None) -> str | None:
+    """The Authorization value a WebSocket's connection_init payload carries, if any."""
+    raw = (params or {}).get("authorization") or (params or {}).get("Authorization")
+    return raw if isinstance(raw, str) else None
+
+
+class PerOperationAuth(SchemaExtension):
+    """Starts every operation afresh; on a WebSocket, checks its token again.
+
+    A socket's one context serves every operation for as long as it stays open, so
+    each must be decided under the token and the policy as they are when it runs.
+    """
+
+    async def on_operation(self) -> AsyncIterator[None]:
+        context = self.execution_context.context
+        if isinstance(context, Context):
+            context.begin_operation()
+            raw = socket_authorization(context.connection_params)
+            if raw is not None and context.caller.agent is not None:
+                context.caller = await authenticate(raw, context.services, None)
+        yield

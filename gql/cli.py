@@ -10,6 +10,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from sqlalchemy.exc import DBAPIError
+
 from policies.errors import PolicyError
 from policies.loader import is_valid_name, load_policy
 from store import policy_store, tokens
@@ -20,6 +22,10 @@ from store.policy_store import PolicyCache
 from store.verify import verify
 
 DEV_AGENT = "dev"
+DEV_POLICY_LOOPBACK_ONLY = (
+    "the development policy (no tokens) is served on loopback only; pass --policy FILE "
+    "and mint tokens with 'edgeloom token create --agent NAME', or use --host 127.0.0.1"
+)
 LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
 
 
@@ -101,6 +107,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (PolicyError, StoreError, ValueError) as exc:
         print(f"edgeloom: {exc}", file=sys.stderr)
         return 2
+    except (OSError, DBAPIError) as exc:
+        # Status 2, not verify's 1: an unreachable database says nothing about the ledger.
+        print(
+            f"edgeloom: cannot use the database: {getattr(exc, 'orig', None) or exc}",
+            file=sys.stderr,
+        )
+        return 2
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -168,11 +181,25 @@ def _serve(args: argparse.Namespace) -> int:
     loopback = is_loopback(args.host)
     policy_yaml = None
     if args.policy is not None:
-        policy_yaml = args.policy.read_text(encoding="utf-8")
+        try:
+            policy_yaml = args.policy.read_text(encoding="utf-8")
+        except OSError as exc:
+            print(
+                f"edgeloom: cannot read policy file '{args.policy}': {exc.strerror}",
+                file=sys.stderr,
+            )
+            return 2
         load_policy(policy_yaml, str(args.policy))  # refuse a bad file before anything starts
+    if not loopback and policy_yaml is None:
+        # Refused before any database is opened: an embedded one would be started for nothing.
+        print(
+            f"edgeloom: refusing to listen on {args.host}: {DEV_POLICY_LOOPBACK_ONLY}",
+            file=sys.stderr,
+        )
+        return 2
     database = open_database(args.data_dir)
     if not loopback:
-        problem = asyncio.run(_exposure_problem(database, policy_yaml is not None))
+        problem = asyncio.run(_exposure_problem(database))
         if problem:
             print(f"edgeloom: refusing to listen on {args.host}: {problem}", file=sys.stderr)
             return 2
@@ -197,12 +224,7 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _exposure_problem(database: Database, has_policy: bool) -> str | None:
-    if not has_policy:
-        return (
-            "the development policy (no tokens) is served on loopback only; pass --policy FILE "
-            "and mint tokens with 'edgeloom token create --agent NAME', or use --host 127.0.0.1"
-        )
+async def _exposure_problem(database: Database) -> str | None:
     engine = create_engine(database.url, pool_size=1)
     try:
         await migrate(engine)

@@ -60,6 +60,14 @@ class Context:
     def ledger(self) -> Ledger:
         return self.services.ledger
 
+    def begin_operation(self) -> None:
+        """Forget what the last operation learned: a WebSocket's one context serves many
+        operations, and each must be decided under the policy in force when it runs."""
+        self._policy = None
+        self._record_loaders = {}
+        self._versions = None
+        self._counts = {}
+
     def agent_name(self) -> str:
         """The caller's agent name; refuses an unauthenticated call."""
         if self.caller.agent is None:

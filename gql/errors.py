@@ -6,10 +6,11 @@ import logging
 from collections.abc import Iterator
 
 from graphql import GraphQLError
-from strawberry.extensions import SchemaExtension
+from strawberry.extensions import ParserCache, SchemaExtension
+from strawberry.types.execution import StreamExecutionResult
 
 from policies.errors import PolicyError
-from store.errors import StoreError
+from store.errors import StoreError, refusal_for
 
 log = logging.getLogger("edgeloom.errors")
 
@@ -37,6 +38,8 @@ Refusal = PolicyError | StoreError | UnauthenticatedError
 def to_graphql_error(error: GraphQLError) -> GraphQLError:
     """The error a client sees: a refusal with its code, an input error, or a masked failure."""
     original = error.original_error
+    if original is not None:
+        original = refusal_for(original) or original
     if isinstance(original, PolicyError | StoreError | UnauthenticatedError):
         return GraphQLError(
             original.message,
@@ -74,8 +77,38 @@ class ErrorCodes(SchemaExtension):
     """Maps every error of a result in one place (see `to_graphql_error`)."""
 
     def on_operation(self) -> Iterator[None]:
+        self._streamed = False
         yield
+        if self._streamed:
+            return
         result = self.execution_context.result
         errors = getattr(result, "errors", None)
         if errors:
             result.errors = [to_graphql_error(e) for e in errors]  # type: ignore[union-attr]
+
+    def on_stream_result(self, result: StreamExecutionResult) -> Iterator[None]:
+        """Maps each result an operation over WebSocket yields, before it is sent."""
+        self._streamed = True
+        errors = getattr(result, "errors", None)
+        if errors:
+            result.errors = [to_graphql_error(e) for e in errors]  # type: ignore[union-attr]
+        yield
+
+
+class ReportedParserCache(ParserCache):
+    """ParserCache whose syntax errors reach `ErrorCodes` like every other error.
+
+    ParserCache parses in its hook, where an error escapes the operation and so
+    skips `ErrorCodes`; leaving the document unparsed makes strawberry parse it
+    again inside its own error handling, which puts the error in the result.
+    """
+
+    def on_parse(self) -> Iterator[None]:
+        context = self.execution_context
+        try:
+            context.graphql_document = self.cached_parse_document(
+                context.query, **context.parse_options
+            )
+        except Exception:
+            context.graphql_document = None
+        yield

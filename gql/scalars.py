@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, NewType
 
 import strawberry
@@ -17,7 +17,12 @@ def _parse_datetime(value: Any) -> datetime:
     parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     if parsed.tzinfo is None:
         raise ValueError(f"DateTime '{value}' has no time zone; write it like 2026-01-31T09:30:00Z")
-    return parsed
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(
+            f"DateTime '{value}' is out of range; in UTC it must fall within the years 1 to 9999"
+        ) from None
 
 
 def _serialize_datetime(value: datetime) -> str:

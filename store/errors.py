@@ -115,3 +115,33 @@ class BatchItemError(StoreError):
     def extensions(self) -> dict[str, object]:
         details: dict[str, object] = getattr(self.cause, "extensions", dict)()
         return {**details, "index": self.index}
+
+
+class UnstorableTextError(InvalidInputError):
+    """Text PostgreSQL cannot hold: the NUL character or an unpaired surrogate."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "text may not contain the NUL character (U+0000) or unpaired surrogates "
+            "(U+D800 to U+DFFF); PostgreSQL cannot store them, so remove them and retry"
+        )
+
+
+# SQLSTATEs PostgreSQL raises for text it cannot hold: a NUL in text (22021),
+# a \u0000 escape in JSON (22P05).
+_UNSTORABLE_TEXT = frozenset({"22021", "22P05"})
+
+
+def refusal_for(exc: BaseException) -> StoreError | None:
+    """The refusal a failure caused by the caller's own text stands for, else None."""
+    seen: BaseException | None = exc
+    for _ in range(6):  # the failure, the driver's error inside it, and their causes
+        if seen is None:
+            break
+        # A lone surrogate (JSON allows \ud800) cannot be encoded as UTF-8 for the database.
+        if isinstance(seen, UnicodeEncodeError):
+            return UnstorableTextError()
+        if getattr(seen, "sqlstate", None) in _UNSTORABLE_TEXT:
+            return UnstorableTextError()
+        seen = getattr(seen, "orig", None) or seen.__cause__
+    return None

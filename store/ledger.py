@@ -82,15 +82,20 @@ class Ledger:
             writes: list[tuple[str, RecordState, c.Ingest]] = []
             for index, command in enumerate(commands):
                 known = existing.get(command.idempotency_key or "")
-                if known is not None:
-                    results.append(known)
-                    continue
                 try:
-                    state = self._new_state(txn, command)
+                    if known is not None:
+                        # A retry asks again to write where the first call wrote: under
+                        # a newer policy that lane may be closed to the caller.
+                        guard.check_write_lane(txn.rules, txn.agent, known.lane)
+                    else:
+                        state = self._new_state(txn, command)
                 except (PolicyError, StoreError) as exc:
                     if len(commands) == 1:
                         raise
                     raise BatchItemError(index, exc) from exc
+                if known is not None:
+                    results.append(known)
+                    continue
                 record_id = new_record_id()
                 writes.append((record_id, state, command))
                 results.append(Record(record_id, 1, state, txn.at, txn.at, agent))
@@ -194,7 +199,11 @@ class Ledger:
             if command.properties is not None:
                 named = _parse_caller_properties(command.properties)
                 labels = {p.label for p in named}
-                properties = [p for p in properties if p.label not in labels] + named
+                merged = [p for p in properties if p.label not in labels] + named
+                # The values already held, named in another order, are no change.
+                if set(merged) != set(properties):
+                    properties = merged
+                _check_count(len(properties))
             stamp = guard.check_record(
                 txn.rules, txn.agent, record.lane, record.state.source_type, content, properties
             )

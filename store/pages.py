@@ -48,7 +48,12 @@ def decode_cursor(cursor: str | None, width: int) -> list[Any] | None:
         key = json.loads(base64.urlsafe_b64decode(padded.encode()))
     except (ValueError, UnicodeDecodeError):
         key = None
-    if not isinstance(key, list) or len(key) != width:
+    # Every sort key this module encodes is a list of strings (times, ids).
+    if (
+        not isinstance(key, list)
+        or len(key) != width
+        or not all(isinstance(part, str) for part in key)
+    ):
         raise InvalidInputError(
             f"cursor '{cursor[:40]}' is not one this list gave out; pass an endCursor "
             "from a previous page of the same query, or omit after"

@@ -124,7 +124,6 @@ async def apply(
     `as_agent` names the calling agent, who must be allowed to apply policy under
     the policy in force; operators (the CLI) pass None.
     """
-    policy = load_policy(yaml_text, source)
     async with engine.begin() as conn:
         row = (
             await conn.execute(
@@ -134,12 +133,14 @@ async def apply(
             )
         ).one()
         head, at = row[0], row[1]
-        if head > 0:
-            in_force = await cache.version(conn, head)
-            if as_agent is not None:
-                check_apply_policy(in_force.policy, in_force.policy.agent(as_agent))
-            if in_force.yaml == yaml_text:
-                return in_force
+        in_force = await cache.version(conn, head) if head > 0 else None
+        if in_force is not None and as_agent is not None:
+            # Permission first: a caller who may not apply a policy learns nothing from
+            # having its text validated.
+            check_apply_policy(in_force.policy, in_force.policy.agent(as_agent))
+        policy = load_policy(yaml_text, source)
+        if in_force is not None and in_force.yaml == yaml_text:
+            return in_force
         applied = PolicyVersion(
             version=head + 1, yaml=yaml_text, applied_at=at, applied_by=applied_by, policy=policy
         )
