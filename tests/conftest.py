@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from importlib.resources import files
@@ -16,8 +18,11 @@ DEV = "dev"
 
 
 @pytest.fixture(scope="session")
-async def databases(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Databases]:
-    url, server = admin_url(tmp_path_factory.mktemp("pgdata"))
+async def databases() -> AsyncIterator[Databases]:
+    # Not under pytest's basetemp: another pytest run on the machine rotates those
+    # folders away, and the embedded server's data must outlive nothing but this run.
+    data_dir = Path(tempfile.mkdtemp(prefix="edgeloom-test-pg-"))
+    url, server = admin_url(data_dir)
     dbs = Databases(url)
     await dbs.setup()
     try:
@@ -26,6 +31,7 @@ async def databases(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[D
         await dbs.drop_all()
         if server is not None:
             server.cleanup()
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 GatewayFactory = Callable[..., Awaitable[Gateway]]

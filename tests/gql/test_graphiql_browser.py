@@ -61,15 +61,17 @@ async def test_graphiql_runs_a_query_offline(gateway: Gateway) -> None:
             await page.eval_on_selector(EDITOR, "(el, q) => el.CodeMirror.setValue(q)", query)
             # GraphiQL re-parses the document shortly after each change; run after that.
             await page.wait_for_function(
-                """q => { const cm = document.querySelector('%s').CodeMirror;
-                          return !!cm.documentAST && cm.documentAST.loc.source.body === q; }"""
-                % EDITOR,
+                "q => { const cm = document.querySelector('"
+                + EDITOR
+                + "').CodeMirror; return !!cm.documentAST"
+                " && cm.documentAST.loc.source.body === q; }",
                 arg=query,
             )
             await page.click(".graphiql-execute-button")
             await page.wait_for_function(
-                "() => document.querySelector('%s').CodeMirror.getValue().includes('memberCount')"
-                % RESPONSE,
+                "() => document.querySelector('"
+                + RESPONSE
+                + "').CodeMirror.getValue().includes('memberCount')",
                 timeout=20_000,
             )
             text = await page.eval_on_selector(RESPONSE, "el => el.CodeMirror.getValue()")

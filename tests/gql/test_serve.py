@@ -1,0 +1,200 @@
+"""`edgeloom serve` as an operator runs it: a subprocess, a policy file, and its refusals.
+
+Every server here listens on loopback only; the non-loopback cases are refused
+before anything binds (gql/cli.py decides them before uvicorn starts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+
+from store import tokens
+from store.database import create_engine
+from tests.gql._policy_support import INGEST, POLICY
+from tests.support import REPO, Databases, assert_verified, free_port
+
+EDGELOOM = Path(sys.executable).parent / "edgeloom"
+START_TIMEOUT = 30.0
+REFUSAL_TIMEOUT = 20.0
+
+
+def environment(database_url: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    if database_url is not None:
+        env["DATABASE_URL"] = database_url
+    return env
+
+
+@asynccontextmanager
+async def serving(
+    database_url: str, tmp_path: Path, *args: str
+) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
+    """`edgeloom serve ARGS` on a free loopback port, until /healthz answers; then stopped."""
+    port = free_port()
+    log = tmp_path / f"serve-{port}.log"
+    with log.open("wb") as out:
+        process = await asyncio.create_subprocess_exec(
+            str(EDGELOOM),
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            *args,
+            cwd=REPO,
+            env=environment(database_url),
+            stdout=out,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient(timeout=10) as client:
+            deadline = time.monotonic() + START_TIMEOUT
+            while True:
+                assert process.returncode is None, log.read_text()
+                try:
+                    if (await client.get(base + "/healthz")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert time.monotonic() < deadline, log.read_text()
+                await asyncio.sleep(0.1)
+            yield client, base + "/graphql"
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            try:
+                await asyncio.wait_for(process.wait(), 15)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+
+
+async def refused(database_url: str | None, *args: str) -> str:
+    """Run `edgeloom serve ARGS`, which must exit non-zero at once; returns its stderr."""
+    process = await asyncio.create_subprocess_exec(
+        str(EDGELOOM),
+        "serve",
+        *args,
+        cwd=REPO,
+        env=environment(database_url),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), REFUSAL_TIMEOUT)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise
+    assert process.returncode == 2, (out, err)
+    assert b"Traceback" not in err, err
+    return err.decode()
+
+
+async def call(
+    client: httpx.AsyncClient, url: str, query: str, token: str | None = None, **variables: object
+) -> dict[str, object]:
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    response = await client.post(
+        url, json={"query": query, "variables": variables}, headers=headers
+    )
+    body: dict[str, object] = response.json()
+    return body
+
+
+async def test_serve_with_a_policy_file(databases: Databases, tmp_path: Path) -> None:
+    database_url = await databases.create()
+    async with serving(database_url, tmp_path, "--policy", "policies/examples/crm.yaml") as (
+        client,
+        url,
+    ):
+        engine = create_engine(database_url, pool_size=1)
+        try:
+            _, secret = await tokens.create(engine, "sales")
+        finally:
+            await engine.dispose()
+        policy = await call(client, url, POLICY, secret)
+        assert policy["data"]["policy"]["version"] == 1  # type: ignore[index]
+        assert policy["data"]["policy"]["appliedBy"] == "operator"  # type: ignore[index]
+        assert "crm:" in policy["data"]["policy"]["yaml"]  # type: ignore[index]
+        meeting = {"content": "call", "lane": "crm", "sourceType": "meeting"}
+        written = await call(client, url, INGEST, secret, input=meeting)
+        assert written["data"]["ingest"]["authority"] == "documentary"  # type: ignore[index]
+        anonymous = await call(client, url, "{ profile { agent } }")
+        assert anonymous["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"  # type: ignore[index]
+    await assert_verified(database_url)
+
+
+async def test_serve_without_a_policy_runs_the_dev_policy_on_loopback(
+    databases: Databases, tmp_path: Path
+) -> None:
+    database_url = await databases.create()
+    async with serving(database_url, tmp_path) as (client, url):
+        profile = await call(client, url, "{ profile { agent readLanes writeLanes } }")
+        assert profile == {
+            "data": {
+                "profile": {"agent": "dev", "readLanes": ["default"], "writeLanes": ["default"]}
+            }
+        }
+
+
+async def test_serve_off_loopback_without_a_policy_is_refused_before_any_database(
+    tmp_path: Path,
+) -> None:
+    data_dir = tmp_path / "pgdata"
+    started = time.monotonic()
+    err = await refused(
+        None, "--host", "0.0.0.0", "--port", str(free_port()), "--data-dir", str(data_dir)
+    )
+    assert err.startswith(
+        "edgeloom: refusing to listen on 0.0.0.0: "
+        "the development policy (no tokens) is served on loopback only; pass --policy FILE"
+    ), err
+    assert time.monotonic() - started < 10
+    assert not data_dir.exists()
+
+
+async def test_serve_off_loopback_with_a_policy_but_no_token_is_refused(
+    databases: Databases,
+) -> None:
+    database_url = await databases.create()
+    err = await refused(
+        database_url,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(free_port()),
+        "--policy",
+        "policies/examples/crm.yaml",
+    )
+    assert err.strip().splitlines()[-1] == (
+        "edgeloom: refusing to listen on 0.0.0.0: no active bearer token exists, so no agent "
+        "could call it; mint one first with 'edgeloom token create --agent NAME'"
+    )
+
+
+async def test_serve_refuses_a_missing_or_bad_policy_file(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.yaml"
+    err = await refused(None, "--policy", str(missing), "--data-dir", str(tmp_path / "pg"))
+    assert (
+        err.strip() == f"edgeloom: cannot read policy file '{missing}': No such file or directory"
+    )
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("lanes:\n  notes: {colour: red}\n", encoding="utf-8")
+    err = await refused(None, "--policy", str(bad), "--data-dir", str(tmp_path / "pg"))
+    assert err.strip() == (
+        f"edgeloom: policy '{bad}': key 'lanes.notes': unknown key 'colour'; "
+        "allowed keys: ['source_types']"
+    )
+    assert not (tmp_path / "pg").exists()

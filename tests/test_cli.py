@@ -1,0 +1,135 @@
+"""The operator commands `edgeloom migrate` and `edgeloom verify`, run as real processes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import pytest
+from alembic.script import ScriptDirectory
+
+from gql.app import Settings
+from store.migrate import MIGRATIONS
+from tests.gql._api import UPDATE, ingest
+from tests.support import REPO, Databases, Gateway, plain, run_gateway, with_database
+
+EDGELOOM = REPO / ".venv" / "bin" / "edgeloom"
+
+
+async def edgeloom(database_url: str, *args: str) -> tuple[int, str, str]:
+    """Run the command with DATABASE_URL set; (exit status, stdout, stderr)."""
+    env = {**os.environ, "DATABASE_URL": database_url}
+    process = await asyncio.create_subprocess_exec(
+        str(EDGELOOM),
+        *args,
+        env=env,
+        cwd=REPO,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+@asynccontextmanager
+async def sql(url: str) -> AsyncIterator[asyncpg.Connection]:
+    conn = await asyncpg.connect(plain(url))
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+def with_scheme(url: str, scheme: str) -> str:
+    return urlunsplit((scheme, *urlsplit(url)[1:]))
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "postgresql+asyncpg", "postgres"])
+async def test_verify_passes_after_writes(gateway: Gateway, scheme: str) -> None:
+    record = await ingest(gateway, "v1", ["org:Acme"])
+    await gateway.data(UPDATE, {"id": record["id"], "properties": ["org:Globex"]})
+    async with sql(gateway.database_url) as conn:
+        records = await conn.fetchval("SELECT count(*) FROM records")
+        entries = await conn.fetchval("SELECT count(*) FROM ledger")
+
+    status, out, err = await edgeloom(with_scheme(gateway.database_url, scheme), "verify")
+    assert status == 0, (out, err)
+    assert f"verify ok: {records} records, {entries} ledger entries" in out
+    assert "Traceback" not in err
+
+
+async def test_verify_fails_after_tampering(databases: Databases) -> None:
+    # A database of its own, written by a gateway of its own that is not verified at
+    # teardown, so the tampering stays out of every other test.
+    url = await databases.create()
+    async with run_gateway(Settings(database_url=url, anonymous_agent="dev", pool_size=2)) as gw:
+        record = await ingest(gw, "genuine", ["org:Acme"])
+        await gw.data(UPDATE, {"id": record["id"], "content": "still genuine"})
+    status, out, err = await edgeloom(url, "verify")
+    assert status == 0, (out, err)
+    assert "verify ok: 1 records, 2 ledger entries, 1 memberships" in out
+
+    async with sql(url) as conn:
+        await conn.execute("ALTER TABLE ledger DISABLE TRIGGER ledger_append_only")
+        await conn.execute(
+            "UPDATE ledger SET state = jsonb_set(state, '{content}', '\"forged\"') "
+            "WHERE version = 1"
+        )
+    status, out, err = await edgeloom(url, "verify")
+    assert status == 1, (out, err)
+    assert f"{record['id']} v1: hash does not match content" in out
+    assert "verify FAILED (1 problems)" in out
+    assert "Traceback" not in err
+
+    async with sql(url) as conn:
+        await conn.execute("UPDATE records SET content = 'forged too'")
+    status, out, err = await edgeloom(url, "verify")
+    assert status == 1, (out, err)
+    assert f"{record['id']}: records.content differs from the ledger" in out
+
+
+async def test_migrate_builds_an_empty_database_and_is_repeatable(databases: Databases) -> None:
+    name = f"edgeloom_t_{uuid.uuid4().hex[:10]}"
+    async with sql(databases.url) as admin:
+        await admin.execute(f'CREATE DATABASE "{name}"')  # empty: not from the template
+    databases.created.append(name)
+    url = with_database(databases.url, name)
+
+    for _ in range(2):
+        status, out, err = await edgeloom(url, "migrate")
+        assert status == 0, (out, err)
+        assert "migrations applied" in out
+    async with sql(url) as conn:
+        head = await conn.fetchval("SELECT version_num FROM alembic_version")
+        tables = {
+            row["tablename"]
+            for row in await conn.fetch(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+            )
+        }
+    assert head == ScriptDirectory(str(MIGRATIONS)).get_current_head()
+    assert {"ledger", "records", "edge_properties", "audit_events", "policy_versions"} <= tables
+    status, out, err = await edgeloom(url, "verify")
+    assert status == 0, (out, err)
+
+
+async def test_a_database_url_of_another_kind_is_refused_plainly() -> None:
+    status, out, err = await edgeloom("mysql://root@127.0.0.1/db", "verify")
+    assert status == 2
+    assert "DATABASE_URL must start with postgresql://" in err
+    assert "Traceback" not in err
+
+
+async def test_an_unreachable_database_is_not_reported_as_tampering(databases: Databases) -> None:
+    missing = with_database(databases.url, f"edgeloom_missing_{uuid.uuid4().hex[:8]}")
+    status, out, err = await edgeloom(missing, "verify")
+    assert status == 2, (out, err)  # 1 means the ledger and projections differ
+    assert "cannot use the database" in err
+    assert "does not exist" in err
+    assert "Traceback" not in err
