@@ -282,7 +282,10 @@ async def label_counts(
     conn: AsyncConnection, lanes: Sequence[str], lane: str | None
 ) -> list[LabelCount]:
     """Labels in use now with the number of records carrying each; e_* labels excluded."""
-    chosen = [lane] if lane is not None and lane in lanes else ([] if lane else list(lanes))
+    if lane is None:
+        chosen = list(lanes)
+    else:
+        chosen = [lane] if lane in lanes else []
     rows = await conn.execute(
         select(ep.c.label, func.count(ep.c.record_id.distinct()).label("n"))
         .where(

@@ -323,3 +323,13 @@ async def read_created(gateway: Gateway, record_id: str) -> str:
     )
     created: str = data["record"]["createdAt"]
     return created
+
+
+async def test_labels_of_a_lane_nobody_declares_is_empty_not_everything(gateway: Gateway) -> None:
+    await gateway.data(
+        'mutation { ingest(input: {content: "x", properties: ["org:EmptyLane"]}) { id } }'
+    )
+    everything = await gateway.data(LABELS, {"lane": None})
+    assert any(row["label"] == "org" for row in everything["labels"])
+    assert (await gateway.data(LABELS, {"lane": ""}))["labels"] == []
+    assert (await gateway.data(LABELS, {"lane": "nowhere"}))["labels"] == []
