@@ -215,6 +215,15 @@ def create_app(settings: Settings) -> Starlette:
 
 async def _ensure_policy(engine: Any, cache: PolicyCache, settings: Settings) -> None:
     if settings.policy_yaml is not None:
+        before = await policy_store.current(engine, cache)
+        if before is not None and before.yaml != settings.policy_yaml:
+            log.warning(
+                "policy file %s replaces version %s (applied by %s at %s)",
+                settings.policy_source,
+                before.version,
+                before.applied_by,
+                before.applied_at.isoformat(),
+            )
         applied = await policy_store.apply(
             engine,
             cache,

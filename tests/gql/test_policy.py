@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
+
+import pytest
 
 from store import policy_store
 from store.database import create_engine
@@ -208,3 +211,23 @@ async def test_an_idempotent_retry_does_not_reach_a_lane_no_longer_granted(
         ), error
         assert error["extensions"]["code"] == "FORBIDDEN"
         assert first["id"] not in str(error)
+
+
+async def test_restarting_with_the_policy_file_replaces_an_applied_one_and_says_so(
+    start_gateway: GatewayFactory, crm_yaml: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = await start_gateway(policy_yaml=crm_yaml)
+    curator = (await mint(first, "curator"))["curator"]
+    await first.data(APPLY, {"yaml": with_memos(crm_yaml)}, curator)
+
+    with caplog.at_level(logging.WARNING, logger="edgeloom"):
+        second = await start_gateway(policy_yaml=crm_yaml, database_url=first.database_url)
+    policy = (await second.data(POLICY, token=curator))["policy"]
+    assert (policy["version"], policy["appliedBy"], policy["yaml"]) == (3, "operator", crm_yaml)
+    assert any("replaces version 2 (applied by curator" in r.getMessage() for r in caplog.records)
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="edgeloom"):
+        third = await start_gateway(policy_yaml=crm_yaml, database_url=first.database_url)
+    assert (await third.data(POLICY, token=curator))["policy"]["version"] == 3
+    assert not [r for r in caplog.records if "replaces version" in r.getMessage()]
