@@ -1,0 +1,131 @@
+"""The SQL the gateway executes for one call, recorded from a real in-process gateway.
+
+A `Recorder` listens on SQLAlchemy's Engine class (so it hears the gateway's own
+engine) and keeps, per connection the gateway checks out, the statements as sent to
+asyncpg (text with $n placeholders and the bound parameters after SQLAlchemy's type
+processing) and whether the transaction committed. That is what the raw client
+replays: same statements, same parameters, same transaction boundaries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+from bench.server import free_port
+from gql.app import Settings, create_app
+
+
+@dataclass
+class Statement:
+    sql: str
+    params: Any  # a tuple, or for executemany a list of tuples
+    many: bool
+
+
+@dataclass
+class Unit:
+    """One checked-out connection: its statements, then COMMIT or (pool reset) ROLLBACK."""
+
+    statements: list[Statement] = field(default_factory=list)
+    commit: bool = False
+
+
+Trace = list[Unit]
+
+
+def _is_policy_refresh(sql: str) -> bool:
+    # The read-side policy check runs at most once a second per process
+    # (policy_store.READ_TTL_SECONDS); the steady state does not execute it.
+    return ("policy_head" in sql and "FOR SHARE" not in sql) or "FROM policy_versions" in sql
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self._units: list[Unit] = []
+        self._by_conn: dict[int, Unit] = {}
+        self._active = False
+
+    def install(self) -> None:
+        event.listen(Engine, "engine_connect", self._connect)
+        event.listen(Engine, "before_cursor_execute", self._execute)
+        event.listen(Engine, "commit", self._commit)
+
+    def remove(self) -> None:
+        event.remove(Engine, "engine_connect", self._connect)
+        event.remove(Engine, "before_cursor_execute", self._execute)
+        event.remove(Engine, "commit", self._commit)
+
+    def _connect(self, conn: Connection) -> None:
+        unit = Unit()
+        self._by_conn[id(conn)] = unit  # a new Connection object each checkout
+        if self._active:
+            self._units.append(unit)
+
+    def _execute(
+        self,
+        conn: Connection,
+        cursor: Any,
+        statement: str,
+        parameters: Any,
+        context: Any,
+        executemany: bool,
+    ) -> None:
+        unit = self._by_conn.get(id(conn))
+        if not self._active or unit is None or _is_policy_refresh(statement):
+            return
+        if executemany:
+            params: Any = [tuple(p) for p in parameters]
+        else:
+            params = tuple(parameters or ())
+        unit.statements.append(Statement(statement, params, executemany))
+
+    def _commit(self, conn: Connection) -> None:
+        unit = self._by_conn.get(id(conn))
+        if unit is not None:
+            unit.commit = True
+
+    @contextlib.contextmanager
+    def record(self) -> Iterator[Trace]:
+        """Everything the gateway executes inside the block, as one trace."""
+        self._units = []
+        self._active = True
+        trace: Trace = []
+        try:
+            yield trace
+        finally:
+            self._active = False
+            trace.extend(u for u in self._units if u.statements)
+            self._units = []
+
+
+@contextlib.asynccontextmanager
+async def capture_gateway(database_url: str) -> AsyncIterator[tuple[int, Recorder]]:
+    """The same app `edgeloom serve` runs, in this process so its engine can be heard."""
+    recorder = Recorder()
+    recorder.install()
+    port = free_port()
+    settings = Settings(database_url=database_url, anonymous_agent="dev", pool_size=4)
+    config = uvicorn.Config(
+        create_app(settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if task.done():
+                task.result()
+                raise RuntimeError("capture gateway stopped during start-up")
+            await asyncio.sleep(0.02)
+        yield port, recorder
+    finally:
+        server.should_exit = True
+        await task
+        recorder.remove()

@@ -1,0 +1,353 @@
+"""The bench's phases: load, gather latency, single ingest, ingestMany; gateway vs raw."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from bench.capture import Recorder, Statement, Trace
+from bench.data import Generator, gather_pairs, sized_pairs
+from bench.http import Callers, LeanCaller
+from bench.measure import Progress, Rate, latencies, median, percentile, throughput
+from bench.raw import WriteTemplate, replay, run_unit
+from bench.server import BenchDatabase, GatewayProcess
+
+INGEST = "mutation Ingest($input: IngestInput!) { ingest(input: $input) { id version createdAt } }"
+INGEST_MANY = "mutation IngestMany($inputs: [IngestInput!]!) { ingestMany(inputs: $inputs) { id } }"
+GATHER = (
+    "query Gather($match: [String!]!, $first: Int) { gather(match: $match, mode: INTERSECT, "
+    "first: $first) { totalCount pageInfo { hasNextPage endCursor } "
+    "items { id content properties createdAt } } }"
+)
+MANY_BATCH = 500
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+@dataclass
+class Bench:
+    """Everything one run shares: options, database, gateway, capture, raw pool, data."""
+
+    args: Any
+    db: BenchDatabase
+    gateways: list[GatewayProcess]
+    capture_port: int
+    recorder: Recorder
+    pool: asyncpg.Pool
+    gen: Generator = field(default_factory=Generator)
+    samples: list[list[str]] = field(default_factory=list)
+    loaded: int = 0
+    sample_every: int = 1
+
+    def callers(self, n: int) -> Callers:
+        return Callers(self.args.client, "127.0.0.1", [g.port for g in self.gateways], n)
+
+    async def capture(self, query: str, variables: dict[str, Any]) -> tuple[Trace, Any]:
+        """One call through the in-process capture gateway, with the SQL it ran."""
+        caller = LeanCaller("127.0.0.1", self.capture_port)
+        try:
+            with self.recorder.record() as trace:
+                data = await caller.call(query, variables)
+        finally:
+            await caller.close()
+        return trace, data
+
+    async def rounds(
+        self,
+        name: str,
+        gateway: Callable[[], Awaitable[Any]],
+        raw: Callable[[], Awaitable[Any]],
+    ) -> tuple[list[Any], list[Any]]:
+        """Alternate gateway and raw (ABBA order) for `--rounds` rounds."""
+        gw_out: list[Any] = []
+        raw_out: list[Any] = []
+        for n in range(self.args.rounds):
+            order = [("gateway", gateway, gw_out), ("raw", raw, raw_out)]
+            if n % 2:
+                order.reverse()
+            for side, fn, out in order:
+                value = await fn()
+                out.append(value)
+                say(f"  {name} round {n + 1} {side}: {_short(value)}")
+        return gw_out, raw_out
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, Rate):
+        rate = value.records_per_s
+        return f"{rate:,.0f} records/s ({value.calls:,} calls in {value.seconds:.1f}s)"
+    if isinstance(value, list):
+        p50, p90 = percentile(value, 0.5) * 1000, percentile(value, 0.9) * 1000
+        return f"p50 {p50:.2f} ms, p90 {p90:.2f} ms"
+    return str(value)
+
+
+# -- load -------------------------------------------------------------------------
+
+
+async def load(bench: Bench, target: int) -> dict[str, Any]:
+    """Ingest records through the gateway's ingestMany (the real write path) up to `target`
+    records in all (the write measurements of an earlier stage count too)."""
+    todo = target - await count_records(bench)
+    if todo <= 0:
+        return {"records": 0, "seconds": 0.0}
+    bench.sample_every = max(1, target // 20_000)
+    callers = bench.callers(bench.args.load_clients)
+    progress = Progress(todo, f"loading to {target:,}")
+    done = 0
+    left = todo
+
+    async def worker(n: int) -> None:
+        nonlocal done, left
+        caller = callers.items[n]
+        while left > 0:
+            size = min(MANY_BATCH, left)
+            left -= size
+            batch = bench.gen.records(size)
+            for i, record in enumerate(batch):
+                if (bench.gen.count - size + i) % bench.sample_every == 0:
+                    bench.samples.append(list(record["properties"]))  # type: ignore[call-overload]
+            await caller.call(INGEST_MANY, {"inputs": batch})
+            done += size
+            progress.update(done)
+
+    try:
+        await asyncio.gather(*(worker(n) for n in range(len(callers.items))))
+    finally:
+        await callers.close()
+    seconds = progress.finish(done)
+    bench.loaded = target
+    async with bench.pool.acquire() as conn:
+        for table in ("records", "ledger", "edge_properties", "audit_events"):
+            await conn.execute(f"VACUUM (ANALYZE) {table}")
+    return {"records": done, "seconds": seconds, "records_per_s": done / seconds}
+
+
+async def count_records(bench: Bench) -> int:
+    async with bench.pool.acquire() as conn:
+        return int(await conn.fetchval("SELECT count(*) FROM records"))
+
+
+# -- gather ---------------------------------------------------------------------------
+
+
+async def gather_phase(bench: Bench) -> dict[str, Any]:
+    """Two workloads: `zipf` pairs (ranks as the data has them, so member counts grow
+    with N) and `sized` pairs (member counts in fixed bands, the same work at any N)."""
+    out = {"zipf": await _gather(bench, "zipf", gather_pairs(bench.samples, bench.args.queries))}
+    async with bench.pool.acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT label || ':' || value, count(*) FROM edge_properties "
+            "WHERE valid_to IS NULL GROUP BY label, value"
+        )
+    members = {r[0]: r[1] for r in rows}
+    sized = sized_pairs(bench.samples, members, bench.args.queries)
+    if sized:
+        out["sized"] = await _gather(bench, "sized", sized)
+    else:
+        say("gather sized: no pair of properties in the member bands; skipped")
+    return out
+
+
+async def _gather(bench: Bench, name: str, pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    args = bench.args
+    variables = [{"match": [a, b], "first": args.page} for a, b in pairs]
+    traces: list[Trace] = []
+    totals: list[int] = []
+    for v in variables:
+        trace, data = await bench.capture(GATHER, v)
+        traces.append(trace)
+        totals.append(data["gather"]["totalCount"])
+    await _check_counts(bench, traces[:5], totals[:5])
+    say(
+        f"gather {name}: {len(pairs)} INTERSECT pairs, shared members min {min(totals):,} / "
+        f"median {int(median(totals)):,} / max {max(totals):,}; "
+        f"{sum(len(u.statements) for u in traces[0])} statements in "
+        f"{len(traces[0])} transactions per call"
+    )
+    explain = await _explain(bench, traces, totals)
+    callers = bench.callers(1)
+    caller = callers.items[0]
+
+    async def gw_one(v: dict[str, Any]) -> Any:
+        return await caller.call(GATHER, v)
+
+    async def raw_one(trace: Trace) -> None:
+        await replay(bench.pool, trace)
+
+    try:
+        await latencies(variables, gw_one)  # warm-up: caches, prepared statements, buffers
+        await latencies(traces, raw_one)
+        gw, raw = await bench.rounds(
+            f"gather {name}",
+            lambda: latencies(variables, gw_one),
+            lambda: latencies(traces, raw_one),
+        )
+    finally:
+        await callers.close()
+    return {
+        "queries": len(pairs),
+        "shared_members": {"min": min(totals), "median": median(totals), "max": max(totals)},
+        "gateway_p50_ms": [percentile(x, 0.5) * 1000 for x in gw],
+        "raw_p50_ms": [percentile(x, 0.5) * 1000 for x in raw],
+        "gateway_p90_ms": [percentile(x, 0.9) * 1000 for x in gw],
+        "raw_p90_ms": [percentile(x, 0.9) * 1000 for x in raw],
+        "explain": explain,
+    }
+
+
+async def _check_counts(bench: Bench, traces: list[Trace], totals: list[int]) -> None:
+    """The raw replay of the count statement gives the totalCount the gateway returned."""
+    async with bench.pool.acquire() as conn:
+        for trace, total in zip(traces, totals, strict=True):
+            stmt = trace[0].statements[0]
+            got = await conn.fetchval(stmt.sql, *stmt.params)
+            if got != total:
+                raise RuntimeError(f"raw count {got} != gateway totalCount {total}: {stmt.sql}")
+
+
+_NODE = re.compile(r"->\s+|^\s*[A-Z][A-Za-z ]+(Scan|Join|Loop|Aggregate|Unique|Limit|Sort)")
+
+
+async def _explain(bench: Bench, traces: list[Trace], totals: list[int]) -> list[dict[str, Any]]:
+    """EXPLAIN (ANALYZE, BUFFERS) of the count and page statements for the median-sized
+    and the largest intersection."""
+    order = sorted(range(len(totals)), key=lambda i: totals[i])
+    picks = {"median": order[len(order) // 2], "largest": order[-1]}
+    plans: list[dict[str, Any]] = []
+    async with bench.pool.acquire() as conn:
+        for name, i in picks.items():
+            for stmt in traces[i][0].statements[:2]:
+                rows = await conn.fetch("EXPLAIN (ANALYZE, BUFFERS) " + stmt.sql, *stmt.params)
+                lines = [r[0] for r in rows]
+                kind = "count" if "count(" in stmt.sql else "page"
+                plans.append(
+                    {
+                        "case": name,
+                        "statement": kind,
+                        "shared_members": totals[i],
+                        "params": [str(p) for p in stmt.params],
+                        "plan": lines,
+                        "seq_scan": any("Seq Scan" in line for line in lines),
+                    }
+                )
+    return plans
+
+
+def explain_summary(plans: list[dict[str, Any]]) -> str:
+    out: list[str] = []
+    for p in plans:
+        props = " & ".join(
+            f"{p['params'][k]}:{p['params'][k + 1]}" for k in (2, 0) if k + 1 < len(p["params"])
+        )
+        out.append(
+            f"{p['case']} pair ({props}, {p['shared_members']:,} shared), {p['statement']} query:"
+        )
+        for line in p["plan"]:
+            text = line.strip()
+            if _NODE.search(line) or text.startswith(("Execution Time", "Planning Time")):
+                out.append("    " + line.rstrip())
+        if p["seq_scan"]:
+            out.append("    !! sequential scan in this plan")
+    return "\n".join(out)
+
+
+# -- writes -------------------------------------------------------------------------
+
+
+async def ingest_phase(bench: Bench) -> dict[str, Any]:
+    """Single-record ingest, `--clients` concurrent callers, gateway vs raw."""
+    args = bench.args
+    inputs = bench.gen.records(2000)
+    templates = []
+    for record in inputs[:32]:
+        trace, _ = await bench.capture(INGEST, {"input": record})
+        templates.append(WriteTemplate.of(trace))
+    say(
+        f"ingest: {len(templates[0].unit.statements)} statements per transaction "
+        f"({', '.join(_verb(s) for s in templates[0].unit.statements)})"
+    )
+    return await _write_rounds(bench, "ingest", INGEST, "input", inputs, templates, args.clients)
+
+
+async def many_phase(bench: Bench) -> dict[str, Any]:
+    """ingestMany of 500 records per call, `--many-clients` concurrent callers."""
+    batches = [bench.gen.records(MANY_BATCH) for _ in range(8)]
+    templates = []
+    for batch in batches[:3]:
+        trace, _ = await bench.capture(INGEST_MANY, {"inputs": batch})
+        templates.append(WriteTemplate.of(trace))
+    return await _write_rounds(
+        bench, "ingestMany", INGEST_MANY, "inputs", batches, templates, bench.args.many_clients
+    )
+
+
+def _verb(stmt: Statement) -> str:
+    words = stmt.sql.split()
+    text = f"INSERT {words[2]}" if words[0] == "INSERT" else words[0]
+    if "FOR SHARE" in stmt.sql:
+        text += " ... FOR SHARE"
+    return text + (f" x{len(stmt.params)} (executemany)" if stmt.many else "")
+
+
+async def _write_rounds(
+    bench: Bench,
+    name: str,
+    query: str,
+    key: str,
+    inputs: list[Any],
+    templates: list[WriteTemplate],
+    workers: int,
+) -> dict[str, Any]:
+    args = bench.args
+    callers = bench.callers(workers)
+    counter = [0]
+    per_call = MANY_BATCH if key == "inputs" else 1
+
+    async def gw_op(w: int) -> int:
+        counter[0] += 1
+        await callers.items[w].call(query, {key: inputs[counter[0] % len(inputs)]})
+        return per_call
+
+    async def raw_op(w: int) -> int:
+        counter[0] += 1
+        template = templates[counter[0] % len(templates)]
+        params = template.fresh()
+        async with bench.pool.acquire() as conn:
+            await run_unit(conn, template.unit, params)
+        return template.records
+
+    try:
+        warm = min(2.0, args.duration / 2)
+        await throughput(workers, warm, gw_op)
+        await throughput(workers, warm, raw_op)
+        gw, raw = await bench.rounds(
+            name,
+            lambda: throughput(workers, args.duration, gw_op),
+            lambda: throughput(workers, args.duration, raw_op),
+        )
+    finally:
+        await callers.close()
+    return {
+        "clients": workers,
+        "records_per_call": per_call,
+        "statements": [_verb(s) for s in templates[0].unit.statements],
+        "gateway_records_per_s": [r.records_per_s for r in gw],
+        "raw_records_per_s": [r.records_per_s for r in raw],
+        "gateway_calls": [r.calls for r in gw],
+        "raw_calls": [r.calls for r in raw],
+    }
+
+
+def dump(path: str, results: dict[str, Any]) -> None:
+    with open(path, "w", encoding="utf-8") as sink:
+        json.dump(results, sink, indent=2, default=str)

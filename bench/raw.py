@@ -1,0 +1,138 @@
+"""The baseline: a raw asyncpg pool replaying the gateway's recorded SQL.
+
+Each connection gets the JSON/JSONB codecs SQLAlchemy's asyncpg dialect installs,
+so parameters travel exactly as the gateway sends them. A write trace is replayed
+with fresh record, edge-property and audit-event ids (everything else as recorded),
+so each replay inserts new rows the way a new call would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+from bench.capture import Statement, Trace, Unit
+
+_ID = re.compile(r"^(sr|ep|ae)_[0-9a-f]{32}$")
+
+
+async def _codecs(conn: asyncpg.Connection) -> None:
+    await conn.set_type_codec(
+        "json",
+        encoder=str.encode,
+        decoder=lambda b: json.loads(b.decode()),
+        schema="pg_catalog",
+        format="binary",
+    )
+    await conn.set_type_codec(
+        "jsonb",
+        encoder=lambda s: b"\x01" + s.encode(),
+        decoder=lambda b: json.loads(b[1:].decode()),
+        schema="pg_catalog",
+        format="binary",
+    )
+
+
+async def open_pool(url: str, size: int) -> asyncpg.Pool:
+    pool: asyncpg.Pool = await asyncpg.create_pool(url, min_size=size, max_size=size, init=_codecs)
+    return pool
+
+
+async def run_unit(conn: asyncpg.Connection, unit: Unit, params: list[Any] | None = None) -> Any:
+    """One transaction as the gateway ran it; returns the last statement's rows."""
+    rows: Any = None
+    transaction = conn.transaction()
+    await transaction.start()
+    try:
+        for n, stmt in enumerate(unit.statements):
+            bound = stmt.params if params is None else params[n]
+            if stmt.many:
+                await conn.executemany(stmt.sql, bound)
+            else:
+                rows = await conn.fetch(stmt.sql, *bound)
+    except BaseException:
+        await transaction.rollback()
+        raise
+    if unit.commit:
+        await transaction.commit()
+    else:
+        await transaction.rollback()
+    return rows
+
+
+async def replay(pool: asyncpg.Pool, trace: Trace) -> None:
+    """A read trace exactly as recorded, one pooled connection per unit (as the gateway)."""
+    for unit in trace:
+        async with pool.acquire() as conn:
+            await run_unit(conn, unit)
+
+
+def _new_id(old: str) -> str:
+    return old[:3] + os.urandom(16).hex()
+
+
+@dataclass
+class WriteTemplate:
+    """A recorded write with the places of its ids, to replay with fresh ones."""
+
+    unit: Unit
+    # per statement: (row, column) of every id; row is -1 for a single execute
+    places: list[list[tuple[int, int]]]
+    records: int
+
+    @classmethod
+    def of(cls, trace: Trace) -> WriteTemplate:
+        if len(trace) != 1 or not trace[0].commit:
+            raise ValueError(f"a write call should be one committed transaction, got {trace}")
+        unit = trace[0]
+        places: list[list[tuple[int, int]]] = []
+        for stmt in unit.statements:
+            rows = stmt.params if stmt.many else [stmt.params]
+            found = [
+                (r if stmt.many else -1, c)
+                for r, row in enumerate(rows)
+                for c, value in enumerate(row)
+                if isinstance(value, str) and _ID.match(value)
+            ]
+            places.append(found)
+        records = sum(
+            len(s.params) if s.many else 1
+            for s in unit.statements
+            if s.sql.startswith("INSERT INTO records ")
+        )
+        if records == 0:  # insertmanyvalues: one statement, rows in its VALUES list
+            records = sum(_values_rows(s) for s in unit.statements if "INTO records " in s.sql)
+        return cls(unit, places, records)
+
+    def fresh(self) -> list[Any]:
+        """Parameters for one replay: same values, new ids (consistent across statements)."""
+        mapping: dict[str, str] = {}
+        out: list[Any] = []
+        for stmt, places in zip(self.unit.statements, self.places, strict=True):
+            out.append(_rebind(stmt, places, mapping))
+        return out
+
+
+def _values_rows(stmt: Statement) -> int:
+    return stmt.sql.count("), (") + 1 if " VALUES (" in stmt.sql else 1
+
+
+def _rebind(stmt: Statement, places: list[tuple[int, int]], mapping: dict[str, str]) -> Any:
+    if not places:
+        return stmt.params
+    if not stmt.many:
+        row = list(stmt.params)
+        for _, c in places:
+            old = row[c]
+            row[c] = mapping.get(old) or mapping.setdefault(old, _new_id(old))
+        return tuple(row)
+    rows = [list(r) for r in stmt.params]
+    for r, c in places:
+        old = rows[r][c]
+        rows[r][c] = mapping.get(old) or mapping.setdefault(old, _new_id(old))
+    return [tuple(r) for r in rows]
