@@ -86,14 +86,20 @@ def _parser() -> argparse.ArgumentParser:
         description="Exit 0 when ledger and projections agree; 1 listing the differences.",
     )
 
-    token = commands.add_parser("token", parents=[data_dir], help="manage bearer tokens")
+    token = commands.add_parser("token", help="manage bearer tokens")
     token_commands = token.add_subparsers(dest="token_command", required=True, metavar="ACTION")
     create = token_commands.add_parser(
-        "create", help="mint a token for an agent; printed once, alone on the last line"
+        "create",
+        parents=[data_dir],
+        help="mint a token for an agent; printed once, alone on the last line",
     )
     create.add_argument("--agent", required=True, help="agent name as declared in the policy")
-    token_commands.add_parser("list", help="list tokens (ids, agents, state; never the secrets)")
-    revoke = token_commands.add_parser("revoke", help="revoke a token by its id (tok_...)")
+    token_commands.add_parser(
+        "list", parents=[data_dir], help="list tokens (ids, agents, state; never the secrets)"
+    )
+    revoke = token_commands.add_parser(
+        "revoke", parents=[data_dir], help="revoke a token by its id (tok_...)"
+    )
     revoke.add_argument("id", help="the token id, as 'token list' shows it")
     return parser
 

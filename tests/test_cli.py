@@ -133,3 +133,19 @@ async def test_an_unreachable_database_is_not_reported_as_tampering(databases: D
     assert "cannot use the database" in err
     assert "does not exist" in err
     assert "Traceback" not in err
+
+
+def test_every_command_takes_data_dir_after_its_own_arguments() -> None:
+    from pathlib import Path
+
+    from gql.cli import _parser
+
+    for argv in (
+        ["serve", "--data-dir", "d"],
+        ["migrate", "--data-dir", "d"],
+        ["verify", "--data-dir", "d"],
+        ["token", "create", "--agent", "sales", "--data-dir", "d"],
+        ["token", "list", "--data-dir", "d"],
+        ["token", "revoke", "tok_1", "--data-dir", "d"],
+    ):
+        assert _parser().parse_args(argv).data_dir == Path("d"), argv
