@@ -282,10 +282,7 @@ async def label_counts(
     conn: AsyncConnection, lanes: Sequence[str], lane: str | None
 ) -> list[LabelCount]:
     """Labels in use now with the number of records carrying each; e_* labels excluded."""
-    if lane is None:
-        chosen = list(lanes)
-    else:
-        chosen = [lane] if lane in lanes else []
+    chosen = [x for x in (lanes if lane is None else [lane]) if x in lanes]
     rows = await conn.execute(
         select(ep.c.label, func.count(ep.c.record_id.distinct()).label("n"))
         .where(

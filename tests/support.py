@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import sys
 import uuid
 import warnings
 from collections.abc import AsyncIterator
@@ -24,6 +25,8 @@ from store.migrate import migrate
 from store.verify import verify
 
 REPO = Path(__file__).resolve().parent.parent
+# The console script installed beside the interpreter running the suite.
+EDGELOOM = Path(sys.executable).with_name("edgeloom")
 
 
 def admin_url(data_dir: Path) -> tuple[str, Any]:

@@ -7,6 +7,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -14,11 +15,10 @@ import pytest
 from alembic.script import ScriptDirectory
 
 from gql.app import Settings
+from gql.cli import _parser
 from store.migrate import MIGRATIONS
 from tests.gql._api import UPDATE, ingest
-from tests.support import REPO, Databases, Gateway, plain, run_gateway, with_database
-
-EDGELOOM = REPO / ".venv" / "bin" / "edgeloom"
+from tests.support import EDGELOOM, REPO, Databases, Gateway, plain, run_gateway, with_database
 
 
 async def edgeloom(database_url: str, *args: str) -> tuple[int, str, str]:
@@ -136,9 +136,6 @@ async def test_an_unreachable_database_is_not_reported_as_tampering(databases: D
 
 
 def test_every_command_takes_data_dir_after_its_own_arguments() -> None:
-    from pathlib import Path
-
-    from gql.cli import _parser
 
     for argv in (
         ["serve", "--data-dir", "d"],

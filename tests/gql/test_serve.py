@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,9 +18,8 @@ import httpx
 from store import tokens
 from store.database import create_engine
 from tests.gql._policy_support import INGEST, POLICY
-from tests.support import REPO, Databases, assert_verified, free_port
+from tests.support import EDGELOOM, REPO, Databases, assert_verified, free_port
 
-EDGELOOM = Path(sys.executable).parent / "edgeloom"
 START_TIMEOUT = 30.0
 REFUSAL_TIMEOUT = 20.0
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -13,9 +11,8 @@ from store import tokens
 from store.database import create_engine
 from tests.conftest import GatewayFactory
 from tests.gql._policy_support import APPLY, INGEST, mint
-from tests.support import Gateway
+from tests.support import EDGELOOM, Gateway
 
-EDGELOOM = Path(sys.executable).parent / "edgeloom"
 PROFILE = "{ profile { agent } }"
 NO_TOKEN = (
     "this gateway needs a bearer token: send the header 'Authorization: Bearer <token>' "
