@@ -175,6 +175,16 @@ async def run_gateway(settings: Settings) -> AsyncIterator[Gateway]:
         await task
 
 
+@asynccontextmanager
+async def sql(url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A plain asyncpg connection to `url`, for checks below the GraphQL surface."""
+    conn = await asyncpg.connect(plain(url))
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
 async def assert_verified(database_url: str) -> None:
     """The ledger of `database_url` verifies: chains hold, projections equal a rebuild."""
     engine = create_engine(database_url, pool_size=1)

@@ -5,12 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-import asyncpg
 import pytest
 from alembic.script import ScriptDirectory
 
@@ -18,7 +15,7 @@ from gql.app import Settings
 from gql.cli import _parser
 from store.migrate import MIGRATIONS
 from tests.gql._api import UPDATE, ingest
-from tests.support import EDGELOOM, REPO, Databases, Gateway, plain, run_gateway, with_database
+from tests.support import EDGELOOM, REPO, Databases, Gateway, run_gateway, sql, with_database
 
 
 async def edgeloom(database_url: str, *args: str) -> tuple[int, str, str]:
@@ -35,15 +32,6 @@ async def edgeloom(database_url: str, *args: str) -> tuple[int, str, str]:
     out, err = await asyncio.wait_for(process.communicate(), timeout=60)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
-
-
-@asynccontextmanager
-async def sql(url: str) -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(plain(url))
-    try:
-        yield conn
-    finally:
-        await conn.close()
 
 
 def with_scheme(url: str, scheme: str) -> str:

@@ -6,35 +6,9 @@ from typing import Any
 
 from store import tokens
 from store.database import create_engine
+from tests.gql._api import ADD, INGEST, INGEST_MANY, RECORD_FIELDS, REMOVE, UPDATE
 from tests.support import Gateway
 
-RECORD_FIELDS = "id lane sourceType authority content version properties"
-
-INGEST = f"""
-mutation($input: IngestInput!) {{ ingest(input: $input) {{ {RECORD_FIELDS} }} }}
-"""
-INGEST_MANY = f"""
-mutation($inputs: [IngestInput!]!) {{ ingestMany(inputs: $inputs) {{ {RECORD_FIELDS} }} }}
-"""
-UPDATE = f"""
-mutation($id: ID!, $content: String, $properties: [String!]) {{
-  update(id: $id, content: $content, properties: $properties) {{ {RECORD_FIELDS} }}
-}}
-"""
-ADD = f"""
-mutation($id: ID!, $properties: [String!]!) {{
-  addProperties(id: $id, properties: $properties) {{
-    added alreadyHeld rejected record {{ {RECORD_FIELDS} }}
-  }}
-}}
-"""
-REMOVE = f"""
-mutation($id: ID!, $labels: [String!], $properties: [String!]) {{
-  removeProperties(id: $id, labels: $labels, properties: $properties) {{
-    removed notHeld record {{ {RECORD_FIELDS} }}
-  }}
-}}
-"""
 RECORD = f"""
 query($id: ID!) {{ record(id: $id) {{ {RECORD_FIELDS} versions {{ number policyVersion }} }} }}
 """
@@ -61,3 +35,6 @@ def without_id(error: dict[str, Any], ident: str) -> dict[str, Any]:
     """An error with the id it echoes blanked, to compare refusals about different ids."""
     extensions = {k: v for k, v in error.get("extensions", {}).items() if k != "id"}
     return {"message": error["message"].replace(ident, "<id>"), "extensions": extensions}
+
+
+__all__ = ["ADD", "INGEST", "INGEST_MANY", "REMOVE", "UPDATE"]

@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
 import asyncpg
@@ -16,16 +14,7 @@ from gql.app import Settings
 from store.database import create_engine
 from store.verify import Report, verify
 from tests.gql._api import ADD, REMOVE, UPDATE, ingest
-from tests.support import Databases, Gateway, plain, run_gateway, with_database
-
-
-@asynccontextmanager
-async def sql(url: str) -> AsyncIterator[asyncpg.Connection]:
-    conn = await asyncpg.connect(plain(url))
-    try:
-        yield conn
-    finally:
-        await conn.close()
+from tests.support import Databases, Gateway, plain, run_gateway, sql, with_database
 
 
 async def verify_report(url: str) -> Report:
