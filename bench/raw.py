@@ -18,7 +18,8 @@ import asyncpg
 
 from bench.capture import Statement, Trace, Unit
 
-_ID = re.compile(r"^(sr|ep|ae)_[0-9a-f]{32}$")
+# Ids stand alone as parameters, or inside the JSON rows of a set-based insert.
+_ID = re.compile(r"\b(sr|ep|ae)_[0-9a-f]{32}\b")
 
 
 async def _codecs(conn: asyncpg.Connection) -> None:
@@ -97,7 +98,7 @@ class WriteTemplate:
                 (r if stmt.many else -1, c)
                 for r, row in enumerate(rows)
                 for c, value in enumerate(row)
-                if isinstance(value, str) and _ID.match(value)
+                if isinstance(value, str) and _ID.search(value)
             ]
             places.append(found)
         records = sum(
@@ -105,7 +106,7 @@ class WriteTemplate:
             for s in unit.statements
             if s.sql.startswith("INSERT INTO records ")
         )
-        if records == 0:  # insertmanyvalues: one statement, rows in its VALUES list
+        if records == 0:  # one statement: rows in its VALUES list or in a JSON parameter
             records = sum(_values_rows(s) for s in unit.statements if "INTO records " in s.sql)
         return cls(unit, places, records)
 
@@ -119,20 +120,29 @@ class WriteTemplate:
 
 
 def _values_rows(stmt: Statement) -> int:
+    if "jsonb_to_recordset" in stmt.sql:
+        # the records rows are the JSON parameter whose rows carry a ledger_hash
+        for value in stmt.params:
+            rows = json.loads(value) if isinstance(value, str) and value[:1] == "[" else None
+            if rows and isinstance(rows[0], dict) and "ledger_hash" in rows[0]:
+                return len(rows)
     return stmt.sql.count("), (") + 1 if " VALUES (" in stmt.sql else 1
 
 
 def _rebind(stmt: Statement, places: list[tuple[int, int]], mapping: dict[str, str]) -> Any:
     if not places:
         return stmt.params
+
+    def swap(match: re.Match[str]) -> str:
+        old = match.group(0)
+        return mapping.get(old) or mapping.setdefault(old, _new_id(old))
+
     if not stmt.many:
         row = list(stmt.params)
         for _, c in places:
-            old = row[c]
-            row[c] = mapping.get(old) or mapping.setdefault(old, _new_id(old))
+            row[c] = _ID.sub(swap, row[c])
         return tuple(row)
     rows = [list(r) for r in stmt.params]
     for r, c in places:
-        old = rows[r][c]
-        rows[r][c] = mapping.get(old) or mapping.setdefault(old, _new_id(old))
+        rows[r][c] = _ID.sub(swap, rows[r][c])
     return [tuple(r) for r in rows]

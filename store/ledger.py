@@ -17,12 +17,39 @@ from policies.model import DEFAULT_LANE, AgentProfile, Policy
 from policies.properties import Property, is_reserved_label, parse_properties, parse_property
 from store import commands as c
 from store import tables as t
+from store.bulk import json_rows, rows_insert
 from store.errors import BatchItemError, InvalidInputError, StoreError, VersionConflictError
 from store.hashing import entry_hash
 from store.ids import edge_property_id, new_event_id, new_record_id
 from store.policy_store import PolicyCache, PolicyVersion, lock_for_write
 from store.records import Record, RecordState
 from store.resolve import resolve_record_id
+
+# New records in one statement: each table's rows arrive as one JSON parameter, and
+# PostgreSQL runs every data-modifying CTE whether or not the outer query reads it.
+_INGEST = rows_insert(
+    t.audit_events,
+    [
+        "id",
+        "kind",
+        "record_id",
+        "lane",
+        "actor",
+        "at",
+        "payload",
+        "version_before",
+        "version_after",
+    ],
+    "events",
+).add_cte(
+    rows_insert(t.records, [c.name for c in t.records.c], "records").cte("new_records"),
+    rows_insert(t.ledger, [c.name for c in t.ledger.c if c.name != "seq"], "entries").cte(
+        "new_entries"
+    ),
+    rows_insert(t.edge_properties, [c.name for c in t.edge_properties.c], "memberships").cte(
+        "new_memberships"
+    ),
+)
 
 MAX_CONTENT_CHARS = 1_000_000
 MAX_PROPERTIES = 256
@@ -176,12 +203,15 @@ class Ledger:
                     1,
                 )
             )
-        conn = txn.conn
-        await conn.execute(insert(t.records), record_rows)
-        await conn.execute(insert(t.ledger), ledger_rows)
-        if ep_rows:
-            await conn.execute(insert(t.edge_properties), ep_rows)
-        await conn.execute(insert(t.audit_events), event_rows)
+        await txn.conn.execute(
+            _INGEST,
+            {
+                "records": json_rows(record_rows),
+                "entries": json_rows(ledger_rows),
+                "memberships": json_rows(ep_rows),
+                "events": json_rows(event_rows),
+            },
+        )
 
     # -- changes to one record ------------------------------------------------
 
