@@ -41,35 +41,26 @@ def to_graphql_error(error: GraphQLError) -> GraphQLError:
     if original is not None:
         original = refusal_for(original) or original
     if isinstance(original, PolicyError | StoreError | UnauthenticatedError):
-        return GraphQLError(
-            original.message,
-            nodes=error.nodes,
-            source=error.source,
-            positions=error.positions,
-            path=error.path,
-            extensions={"code": original.code, **original.extensions()},
-        )
+        return _reworded(error, original.message, {"code": original.code, **original.extensions()})
     if error.path is None or original is None:
         # Raised before execution (syntax, validation, variable coercion): the
         # message describes the caller's document and is safe to show.
         extensions = dict(error.extensions or {})
         extensions.setdefault("code", "BAD_USER_INPUT")
-        return GraphQLError(
-            error.message,
-            nodes=error.nodes,
-            source=error.source,
-            positions=error.positions,
-            path=error.path,
-            extensions=extensions,
-        )
+        return _reworded(error, error.message, extensions)
     log.error("unexpected failure at %s", ".".join(map(str, error.path)), exc_info=original)
+    return _reworded(error, MASKED_MESSAGE, {"code": "INTERNAL_SERVER_ERROR"})
+
+
+def _reworded(error: GraphQLError, message: str, extensions: dict[str, object]) -> GraphQLError:
+    """`error` at the same place in the document, with this message and these extensions."""
     return GraphQLError(
-        MASKED_MESSAGE,
+        message,
         nodes=error.nodes,
         source=error.source,
         positions=error.positions,
         path=error.path,
-        extensions={"code": "INTERNAL_SERVER_ERROR"},
+        extensions=extensions,
     )
 
 
