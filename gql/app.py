@@ -122,9 +122,14 @@ def _request_refused(status: int, reason: str) -> JSONResponse:
             '; send a JSON object such as {"query": "{ labels { label } }", "variables": {}} '
             "with Content-Type: application/json"
         )
+    return refusal_response(status, message)
+
+
+def refusal_response(status: int, message: str, **details: object) -> JSONResponse:
+    """A request refused before GraphQL runs, in the shape of a GraphQL error."""
+    extensions = {"code": "BAD_USER_INPUT", **details}
     return JSONResponse(
-        {"errors": [{"message": message, "extensions": {"code": "BAD_USER_INPUT"}}]},
-        status_code=status,
+        {"errors": [{"message": message, "extensions": extensions}]}, status_code=status
     )
 
 
@@ -159,17 +164,11 @@ class BodySizeLimit:
             await self._refuse(scope, receive, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = JSONResponse(
-            {
-                "errors": [
-                    {
-                        "message": f"request body is over {self.max_bytes} bytes; "
-                        "split the work into smaller calls (ingestMany takes up to 1000 records)",
-                        "extensions": {"code": "BAD_USER_INPUT", "maxBytes": self.max_bytes},
-                    }
-                ]
-            },
-            status_code=413,
+        response = refusal_response(
+            413,
+            f"request body is over {self.max_bytes} bytes; "
+            "split the work into smaller calls (ingestMany takes up to 1000 records)",
+            maxBytes=self.max_bytes,
         )
         await response(scope, receive, send)
 
