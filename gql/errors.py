@@ -40,7 +40,7 @@ def to_graphql_error(error: GraphQLError) -> GraphQLError:
     original = error.original_error
     if original is not None:
         original = refusal_for(original) or original
-    if isinstance(original, PolicyError | StoreError | UnauthenticatedError):
+    if isinstance(original, Refusal):
         return _reworded(error, original.message, {"code": original.code, **original.extensions()})
     if error.path is None or original is None:
         # Raised before execution (syntax, validation, variable coercion): the

@@ -47,18 +47,6 @@ def check_write_lane(policy: Policy, agent: AgentProfile, lane: str) -> None:
         raise LaneForbiddenError(agent.name, lane, "write", agent.writable_lanes(policy))
 
 
-def check_read_lane(policy: Policy, agent: AgentProfile, lane: str) -> None:
-    """Refuse a read of a lane the policy does not declare or the agent may not read."""
-    policy.lane(lane)
-    if not agent.can_read(lane):
-        raise LaneForbiddenError(agent.name, lane, "read", agent.readable_lanes(policy))
-
-
-def readable_lanes(policy: Policy, agent: AgentProfile) -> list[str]:
-    """Declared lanes the agent may read, sorted."""
-    return agent.readable_lanes(policy)
-
-
 def check_apply_policy(policy: Policy, agent: AgentProfile) -> None:
     """Refuse `applyPolicy` to an agent whose profile lacks `apply_policy`."""
     if not agent.apply_policy:

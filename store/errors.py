@@ -96,12 +96,6 @@ class NoPolicyError(StoreError):
         )
 
 
-class LedgerIntegrityError(StoreError):
-    """The database refused a change to an append-only table."""
-
-    code = "FORBIDDEN"
-
-
 class BatchItemError(StoreError):
     """One input of a batch was refused, so none of the batch was written."""
 
