@@ -1,26 +1,73 @@
-"""The ledger's hash chain: each entry's hash covers its content and the previous hash."""
+"""The ledger's hash chain: each entry's hash covers its content and the previous hash.
+
+Format 2 (README, "The ledger's canonical bytes"): a JSON object with exactly the keys
+actor, at, event, id, kind, policy_version, prev_hash, state and version, keys sorted
+by code point at every level, no whitespace, non-ASCII characters as themselves, `at`
+in UTC as YYYY-MM-DDTHH:MM:SS.ffffffZ; SHA-256 over its UTF-8 bytes, as lower-case hex.
+Format 1 is how entries were hashed before kinds existed; verify still checks them.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
+FORMAT = 2
 
-def entry_hash(
+
+def canonical_time(at: datetime) -> str:
+    """A timestamp as the canonical bytes hold it: UTC, always six fractional digits."""
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def canonical_bytes(
     *,
-    record_id: str,
+    kind: str,
+    object_id: str,
     version: int,
     event: str,
     actor: str,
     at: datetime,
     policy_version: int,
-    state: dict[str, Any],
+    state: Mapping[str, Any],
+    prev_hash: str | None,
+) -> bytes:
+    body = {
+        "kind": kind,
+        "id": object_id,
+        "version": version,
+        "event": event,
+        "actor": actor,
+        "at": canonical_time(at),
+        "policy_version": policy_version,
+        "state": state,
+        "prev_hash": prev_hash,
+    }
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def entry_hash(**fields: Any) -> str:
+    """The format-2 hash of an entry (keyword arguments as `canonical_bytes` takes)."""
+    return hashlib.sha256(canonical_bytes(**fields)).hexdigest()
+
+
+def legacy_entry_hash(
+    *,
+    object_id: str,
+    version: int,
+    event: str,
+    actor: str,
+    at: datetime,
+    policy_version: int,
+    state: Mapping[str, Any],
     prev_hash: str | None,
 ) -> str:
+    """Format 1: record entries written before ledger kinds (times as isoformat())."""
     body = {
-        "record_id": record_id,
+        "record_id": object_id,
         "version": version,
         "event": event,
         "actor": actor,

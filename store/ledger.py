@@ -39,13 +39,17 @@ _INGEST = rows_insert(
         "payload",
         "version_before",
         "version_after",
+        "object_kind",
+        "object_id",
     ],
     "events",
 ).add_cte(
     rows_insert(t.records, [c.name for c in t.records.c], "records").cte("new_records"),
-    rows_insert(t.ledger, [c.name for c in t.ledger.c if c.name != "seq"], "entries").cte(
-        "new_entries"
-    ),
+    rows_insert(
+        t.ledger,
+        [c.name for c in t.ledger.c if c.name not in ("seq", "txid", "hash_format")],
+        "entries",
+    ).cte("new_entries"),
     rows_insert(t.edge_properties, [c.name for c in t.edge_properties.c], "memberships").cte(
         "new_memberships"
     ),
@@ -343,7 +347,8 @@ class Ledger:
     ) -> dict[str, Any]:
         body = state.to_json()
         fields: dict[str, Any] = {
-            "record_id": record_id,
+            "kind": "record",
+            "object_id": record_id,
             "version": version,
             "event": event,
             "actor": txn.agent.name,
@@ -392,11 +397,11 @@ class Ledger:
                 .where(
                     and_(
                         t.edge_properties.c.record_id == record.id,
-                        t.edge_properties.c.valid_to.is_(None),
+                        t.edge_properties.c.recorded_to.is_(None),
                         t.edge_properties.c.id.in_(gone),
                     )
                 )
-                .values(valid_to=at, to_version=number)
+                .values(recorded_to=at, to_version=number)
             )
         fresh = [p for p in state.properties if p not in before]
         if fresh:
@@ -471,8 +476,8 @@ def _membership(
             "lane": lane,
             "label": p.label,
             "value": p.value,
-            "valid_from": at,
-            "valid_to": None,
+            "recorded_from": at,
+            "recorded_to": None,
             "from_version": version,
             "to_version": None,
         }
@@ -500,4 +505,6 @@ def _event(
         "payload": payload,
         "version_before": before,
         "version_after": after,
+        "object_kind": "record",
+        "object_id": record_id,
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -14,6 +15,7 @@ from policies.loader import load_policy
 from policies.model import Policy
 from store import tables as t
 from store.errors import NoPolicyError
+from store.hashing import entry_hash
 from store.ids import new_event_id
 
 # Reads accept a policy this many seconds old (another replica may have applied a
@@ -144,6 +146,27 @@ async def apply(
         applied = PolicyVersion(
             version=head + 1, yaml=yaml_text, applied_at=at, applied_by=applied_by, policy=policy
         )
+        previous_hash = (
+            await conn.execute(
+                select(t.ledger.c.hash).where(
+                    t.ledger.c.kind == "policy",
+                    t.ledger.c.object_id == "policy",
+                    t.ledger.c.version == head,
+                )
+            )
+        ).scalar_one_or_none()
+        fields: dict[str, Any] = {
+            "kind": "policy",
+            "object_id": "policy",
+            "version": applied.version,
+            "event": "policy_applied",
+            "actor": applied_by,
+            "at": at,
+            "policy_version": head,
+            "state": {"yaml": yaml_text},
+            "prev_hash": previous_hash,
+        }
+        await conn.execute(insert(t.ledger).values(**fields, hash=entry_hash(**fields)))
         await conn.execute(
             insert(t.policy_versions).values(
                 version=applied.version, yaml=yaml_text, applied_at=at, applied_by=applied_by
@@ -161,6 +184,10 @@ async def apply(
                 actor=applied_by,
                 at=at,
                 payload={"version": applied.version, "previousVersion": head},
+                version_before=head or None,
+                version_after=applied.version,
+                object_kind="policy",
+                object_id="policy",
             )
         )
     cache.remember(applied)

@@ -47,10 +47,11 @@ class LabelCount:
 
 def _member_at(table: Any, as_of: datetime | BindParameter[Any] | None) -> ColumnElement[bool]:
     if as_of is None:
-        current: ColumnElement[bool] = table.c.valid_to.is_(None)
+        current: ColumnElement[bool] = table.c.recorded_to.is_(None)
         return current
     return and_(
-        table.c.valid_from <= as_of, or_(table.c.valid_to.is_(None), table.c.valid_to > as_of)
+        table.c.recorded_from <= as_of,
+        or_(table.c.recorded_to.is_(None), table.c.recorded_to > as_of),
     )
 
 
@@ -84,25 +85,29 @@ async def _records_as_of(
     # The newest version written by `as_of`, per record (GROUP BY rather than
     # DISTINCT ON, whose SQLAlchemy spelling differs between 2.0 and 2.1).
     newest = (
-        select(led.c.record_id, func.max(led.c.version).label("version"))
-        .where(and_(led.c.record_id.in_(list(ids)), led.c.at <= as_of))
-        .group_by(led.c.record_id)
+        select(led.c.object_id, func.max(led.c.version).label("version"))
+        .where(and_(led.c.kind == "record", led.c.object_id.in_(list(ids)), led.c.at <= as_of))
+        .group_by(led.c.object_id)
         .subquery()
     )
     rows = await conn.execute(
         select(led, t.records.c.created_at, t.records.c.created_by)
         .join(
             newest,
-            and_(led.c.record_id == newest.c.record_id, led.c.version == newest.c.version),
+            and_(
+                led.c.kind == "record",
+                led.c.object_id == newest.c.object_id,
+                led.c.version == newest.c.version,
+            ),
         )
-        .join(t.records, t.records.c.id == led.c.record_id)
+        .join(t.records, t.records.c.id == led.c.object_id)
         .where(t.records.c.lane.in_(lanes))
     )
     found: dict[str, Record] = {}
     for row in rows.mappings():
         state = RecordState.from_json(row["state"])
-        found[row["record_id"]] = Record(
-            id=row["record_id"],
+        found[row["object_id"]] = Record(
+            id=row["object_id"],
             version=row["version"],
             state=state,
             created_at=row["created_at"],
@@ -117,12 +122,12 @@ async def versions_of(conn: AsyncConnection, record_ids: Sequence[str]) -> dict[
     """Every ledger entry of each record, oldest first (callers check readability)."""
     rows = await conn.execute(
         select(t.ledger)
-        .where(t.ledger.c.record_id.in_(list(record_ids)))
-        .order_by(t.ledger.c.record_id, t.ledger.c.version)
+        .where(t.ledger.c.kind == "record", t.ledger.c.object_id.in_(list(record_ids)))
+        .order_by(t.ledger.c.object_id, t.ledger.c.version)
     )
     found: dict[str, list[Version]] = {rid: [] for rid in record_ids}
     for row in rows.mappings():
-        found[row["record_id"]].append(Version.from_row(row))
+        found[row["object_id"]].append(Version.from_row(row))
     return found
 
 
@@ -286,7 +291,7 @@ async def label_counts(
     rows = await conn.execute(
         select(ep.c.label, func.count(ep.c.record_id.distinct()).label("n"))
         .where(
-            ep.c.valid_to.is_(None),
+            ep.c.recorded_to.is_(None),
             ep.c.lane.in_(chosen),
             ~ep.c.label.startswith("e_", autoescape=True),
         )
@@ -381,7 +386,9 @@ async def version(conn: AsyncConnection, record_id: str, number: int) -> Version
         (
             await conn.execute(
                 select(t.ledger).where(
-                    t.ledger.c.record_id == record_id, t.ledger.c.version == number
+                    t.ledger.c.kind == "record",
+                    t.ledger.c.object_id == record_id,
+                    t.ledger.c.version == number,
                 )
             )
         )

@@ -107,7 +107,7 @@ class Version:
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> Version:
         return cls(
-            record_id=row["record_id"],
+            record_id=row["object_id"],
             number=row["version"],
             at=row["at"],
             event=row["event"],

@@ -9,11 +9,28 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    SmallInteger,
     Table,
     Text,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql.base import ischema_names
+from sqlalchemy.types import UserDefinedType
+
+
+class XID8(UserDefinedType[int]):
+    """PostgreSQL's 64-bit transaction id, which compares as a number."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: object) -> str:
+        return "xid8"
+
+
+# So that reflection (and the migrations-match-tables test) knows the type.
+ischema_names["xid8"] = XID8
+
 
 metadata = MetaData(
     naming_convention={
@@ -27,13 +44,21 @@ metadata = MetaData(
 
 TZ = DateTime(timezone=True)
 
-# Append-only: one entry per record version, holding the record's whole state.
-# A trigger (see the migration) refuses UPDATE and DELETE.
+# Record ids sort bytewise, so a prefix is a primary-key range scan; every column
+# holding one uses the same collation, so joins between them can use the indexes.
+RECORD_ID = Text(collation="C")
+
+# Append-only: one entry per version of a ledgered object (kind "record", "policy",
+# and each kind to come), holding the object's whole state, hash-chained per object.
+# Triggers refuse UPDATE, DELETE and TRUNCATE; the runtime role may only SELECT and
+# INSERT. `txid` lets checkpoints cover exactly the entries no running transaction
+# can still add to.
 ledger = Table(
     "ledger",
     metadata,
     Column("seq", BigInteger, primary_key=True, autoincrement=True),
-    Column("record_id", Text, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("object_id", RECORD_ID, nullable=False),
     Column("version", Integer, nullable=False),
     Column("event", Text, nullable=False),
     Column("actor", Text, nullable=False),
@@ -42,15 +67,18 @@ ledger = Table(
     Column("state", JSONB, nullable=False),
     Column("prev_hash", Text, nullable=True),
     Column("hash", Text, nullable=False),
-    Index("uq_ledger_record_id_version", "record_id", "version", unique=True),
+    # 2: the canonical bytes the README specifies; 1: entries written before it.
+    Column("hash_format", SmallInteger, nullable=False, server_default=text("2")),
+    Column("txid", XID8, nullable=False, server_default=text("pg_current_xact_id()")),
+    Index("uq_ledger_kind_object_id_version", "kind", "object_id", "version", unique=True),
+    Index("ix_ledger_txid", "txid"),
 )
 
 # Projection: the latest version of each record.
 records = Table(
     "records",
     metadata,
-    # "C" collation: ids sort bytewise, so a prefix is a primary-key range scan.
-    Column("id", Text(collation="C"), primary_key=True),
+    Column("id", RECORD_ID, primary_key=True),
     Column("lane", Text, nullable=False),
     Column("source_type", Text, nullable=False),
     Column("authority", Text, nullable=False),
@@ -72,18 +100,20 @@ records = Table(
     ),
 )
 
-# Projection: hyperedge membership with validity intervals, so a gather at any
-# point in time is an index scan. The current membership has valid_to NULL.
+# Projection: hyperedge membership with the transaction-time interval in which the
+# record carried it, so a gather at any point in time is an index scan. The current
+# membership has recorded_to NULL. Every index that reads filter by holds the lane,
+# so the lane filter is applied inside the index whatever the statistics say.
 edge_properties = Table(
     "edge_properties",
     metadata,
     Column("id", Text, nullable=False),
-    Column("record_id", Text, nullable=False),
+    Column("record_id", RECORD_ID, nullable=False),
     Column("lane", Text, nullable=False),
     Column("label", Text, nullable=False),
     Column("value", Text, nullable=False),
-    Column("valid_from", TZ, nullable=False),
-    Column("valid_to", TZ, nullable=True),
+    Column("recorded_from", TZ, nullable=False),
+    Column("recorded_to", TZ, nullable=True),
     Column("from_version", Integer, nullable=False),
     Column("to_version", Integer, nullable=True),
     Index("uq_edge_properties_id_from_version", "id", "from_version", unique=True),
@@ -93,33 +123,44 @@ edge_properties = Table(
         "value",
         "lane",
         "record_id",
-        postgresql_where=text("valid_to IS NULL"),
+        postgresql_where=text("recorded_to IS NULL"),
     ),
-    Index("ix_edge_properties_history", "label", "value", "valid_from"),
+    Index("ix_edge_properties_history", "label", "value", "lane", "recorded_from"),
     Index("ix_edge_properties_record_id", "record_id"),
 )
 
+# Append-only like the ledger: every event names the ledger entry it reports
+# (object_kind, object_id, version_after), and verify checks both directions.
 audit_events = Table(
     "audit_events",
     metadata,
     Column("seq", BigInteger, primary_key=True, autoincrement=True),
     Column("id", Text, nullable=False, unique=True),
     Column("kind", Text, nullable=False),
-    Column("record_id", Text, nullable=True),
+    Column("record_id", RECORD_ID, nullable=True),
     Column("lane", Text, nullable=True),
     Column("actor", Text, nullable=False),
     Column("at", TZ, nullable=False),
     Column("payload", JSONB, nullable=False),
     Column("version_before", Integer, nullable=True),
     Column("version_after", Integer, nullable=True),
+    Column("object_kind", Text, nullable=False),
+    Column("object_id", RECORD_ID, nullable=False),
     # Transaction id, so the live feed can tell which events are visible to
     # every snapshot even when commits land out of sequence order.
-    Column("txid", Text, nullable=False, server_default=text("pg_current_xact_id()::text")),
+    Column("txid", XID8, nullable=False, server_default=text("pg_current_xact_id()")),
     Index("ix_audit_events_record_id_seq", "record_id", "seq"),
+    Index("ix_audit_events_txid", "txid"),
+    Index(
+        "ix_audit_events_object_kind_object_id_version_after",
+        "object_kind",
+        "object_id",
+        "version_after",
+    ),
 )
 
-# The policy ledger: every applied policy is a new version; policy_head names
-# the one in force and is the row writers share-lock.
+# Projection of the ledger's "policy" entries: every applied policy is a new
+# version; policy_head names the one in force and is the row writers share-lock.
 policy_versions = Table(
     "policy_versions",
     metadata,
@@ -134,6 +175,23 @@ policy_head = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=False),
     Column("version", Integer, nullable=False),
+)
+
+# Anchors over the whole ledger, computed off the write path: checkpoint n covers
+# every entry whose transaction id is below `below_txid` (all of them committed
+# when it was taken) and chains to checkpoint n-1, so erasing or rewriting history
+# before the newest checkpoint is detected.
+checkpoints = Table(
+    "checkpoints",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=False),
+    Column("below_txid", XID8, nullable=False),
+    Column("entries", BigInteger, nullable=False),
+    Column("at", TZ, nullable=False),
+    Column("prev_hash", Text, nullable=True),
+    Column("hash", Text, nullable=False),
+    Column("signature", Text, nullable=True),
+    Column("key_id", Text, nullable=True),
 )
 
 tokens = Table(

@@ -11,11 +11,11 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from store import tables as t
-from store.hashing import entry_hash
+from store.hashing import entry_hash, legacy_entry_hash
 from store.ids import edge_property_id
 from store.records import RecordState
 
-HASHED = ("record_id", "version", "event", "actor", "at", "policy_version", "state", "prev_hash")
+HASHED = ("object_id", "version", "event", "actor", "at", "policy_version", "state", "prev_hash")
 
 
 @dataclass
@@ -37,7 +37,11 @@ Membership = tuple[str, str, str, str, str, datetime, datetime | None, int, int 
 
 
 async def _entries(conn: AsyncConnection) -> AsyncIterator[dict[str, Any]]:
-    stream = await conn.stream(select(t.ledger).order_by(t.ledger.c.record_id, t.ledger.c.version))
+    stream = await conn.stream(
+        select(t.ledger)
+        .where(t.ledger.c.kind == "record")
+        .order_by(t.ledger.c.object_id, t.ledger.c.version)
+    )
     async for row in stream.mappings():
         yield dict(row)
 
@@ -46,7 +50,7 @@ def _rebuild_one(
     entries: list[dict[str, Any]], report: Report
 ) -> tuple[dict[str, Any], list[Membership]]:
     """Replay one record's entries into its records row and membership rows."""
-    record_id = entries[0]["record_id"]
+    record_id = entries[0]["object_id"]
     prev_hash: str | None = None
     opened: dict[str, tuple[str, str, str, datetime, int]] = {}
     memberships: list[Membership] = []
@@ -58,7 +62,12 @@ def _rebuild_one(
         if entry["prev_hash"] != prev_hash:
             report.problems.append(f"{record_id} v{entry['version']}: prev_hash breaks the chain")
         fields = {k: entry[k] for k in HASHED}
-        if entry_hash(**fields) != entry["hash"]:
+        digest = (
+            legacy_entry_hash(**fields)
+            if entry["hash_format"] == 1
+            else entry_hash(kind=entry["kind"], **fields)
+        )
+        if digest != entry["hash"]:
             report.problems.append(f"{record_id} v{entry['version']}: hash does not match content")
         prev_hash = entry["hash"]
         state = RecordState.from_json(entry["state"])
@@ -91,6 +100,35 @@ def _rebuild_one(
     return record, memberships
 
 
+async def _check_policies(conn: AsyncConnection, report: Report) -> None:
+    """The policy chain holds and policy_versions equals its entries."""
+    rows = (
+        await conn.execute(
+            select(t.ledger).where(t.ledger.c.kind == "policy").order_by(t.ledger.c.version)
+        )
+    ).mappings()
+    prev: str | None = None
+    rebuilt: dict[int, tuple[str, datetime, str]] = {}
+    for entry in rows:
+        report.entries += 1
+        fields = {k: entry[k] for k in HASHED}
+        if entry["prev_hash"] != prev:
+            report.problems.append(f"policy v{entry['version']}: prev_hash breaks the chain")
+        if entry_hash(kind="policy", **fields) != entry["hash"]:
+            report.problems.append(f"policy v{entry['version']}: hash does not match content")
+        prev = entry["hash"]
+        rebuilt[entry["version"]] = (entry["state"]["yaml"], entry["at"], entry["actor"])
+    pv = t.policy_versions
+    live = {
+        row[0]: (row[1], row[2], row[3])
+        for row in await conn.execute(
+            select(pv.c.version, pv.c.yaml, pv.c.applied_at, pv.c.applied_by)
+        )
+    }
+    if live != rebuilt:
+        report.problems.append("policy_versions differs from the ledger's policy entries")
+
+
 async def verify(engine: AsyncEngine) -> Report:
     """Replay the whole ledger and compare it with the live projections."""
     report = Report()
@@ -100,7 +138,7 @@ async def verify(engine: AsyncEngine) -> Report:
         current: list[dict[str, Any]] = []
         async for entry in _entries(conn):
             report.entries += 1
-            if current and current[0]["record_id"] != entry["record_id"]:
+            if current and current[0]["object_id"] != entry["object_id"]:
                 record, rows = _rebuild_one(current, report)
                 rebuilt[record["id"]] = record
                 members.update(rows)
@@ -110,6 +148,7 @@ async def verify(engine: AsyncEngine) -> Report:
             record, rows = _rebuild_one(current, report)
             rebuilt[record["id"]] = record
             members.update(rows)
+        await _check_policies(conn, report)
         columns = [c for c in t.records.c if c.name != "idempotency_key"]
         live = {row["id"]: dict(row) for row in (await conn.execute(select(*columns))).mappings()}
         ep = t.edge_properties
@@ -122,8 +161,8 @@ async def verify(engine: AsyncEngine) -> Report:
                     ep.c.lane,
                     ep.c.label,
                     ep.c.value,
-                    ep.c.valid_from,
-                    ep.c.valid_to,
+                    ep.c.recorded_from,
+                    ep.c.recorded_to,
                     ep.c.from_version,
                     ep.c.to_version,
                 )

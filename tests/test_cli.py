@@ -61,7 +61,7 @@ async def test_verify_fails_after_tampering(databases: Databases) -> None:
         await gw.data(UPDATE, {"id": record["id"], "content": "still genuine"})
     status, out, err = await edgeloom(url, "verify")
     assert status == 0, (out, err)
-    assert "verify ok: 1 records, 2 ledger entries, 1 memberships" in out
+    assert "verify ok: 1 records, 3 ledger entries, 1 memberships" in out
 
     async with sql(url) as conn:
         await conn.execute("ALTER TABLE ledger DISABLE TRIGGER ledger_append_only")

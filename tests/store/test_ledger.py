@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from datetime import UTC
 from urllib.parse import urlsplit
 
 import asyncpg
@@ -26,13 +27,14 @@ async def verify_report(url: str) -> Report:
 
 
 def expected_hash(row: asyncpg.Record) -> str:
-    """The chain's hash, written out from ARCHITECTURE.md independently of store.hashing."""
+    """The chain's hash, written out from the README's specification alone."""
     body = {
-        "record_id": row["record_id"],
+        "kind": row["kind"],
+        "id": row["object_id"],
         "version": row["version"],
         "event": row["event"],
         "actor": row["actor"],
-        "at": row["at"].isoformat(),
+        "at": row["at"].astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "policy_version": row["policy_version"],
         "state": json.loads(row["state"]),
         "prev_hash": row["prev_hash"],
@@ -57,18 +59,18 @@ async def write_history(gateway: Gateway) -> str:
 @pytest.mark.parametrize(
     "statement",
     [
-        "UPDATE ledger SET event = 'forged' WHERE record_id = $1",
-        "UPDATE ledger SET state = jsonb_set(state, '{content}', '\"x\"') WHERE record_id = $1",
-        "DELETE FROM ledger WHERE record_id = $1",
+        "UPDATE ledger SET event = 'forged' WHERE object_id = $1",
+        "UPDATE ledger SET state = jsonb_set(state, '{content}', '\"x\"') WHERE object_id = $1",
+        "DELETE FROM ledger WHERE object_id = $1",
     ],
 )
 async def test_postgres_refuses_to_change_the_ledger(gateway: Gateway, statement: str) -> None:
     record = await ingest(gateway, "kept", ["org:Acme"])
     async with sql(gateway.database_url) as conn:
-        before = await conn.fetch("SELECT * FROM ledger WHERE record_id = $1", record["id"])
+        before = await conn.fetch("SELECT * FROM ledger WHERE object_id = $1", record["id"])
         with pytest.raises(asyncpg.InsufficientPrivilegeError, match="append-only"):
             await conn.execute(statement, record["id"])
-        after = await conn.fetch("SELECT * FROM ledger WHERE record_id = $1", record["id"])
+        after = await conn.fetch("SELECT * FROM ledger WHERE object_id = $1", record["id"])
     assert len(before) == 1
     assert after == before
 
@@ -88,7 +90,7 @@ async def test_postgres_refuses_to_change_applied_policies(gateway: Gateway) -> 
 async def test_each_version_is_one_entry_chained_to_the_previous(gateway: Gateway) -> None:
     rid = await write_history(gateway)
     async with sql(gateway.database_url) as conn:
-        rows = await conn.fetch("SELECT * FROM ledger WHERE record_id = $1 ORDER BY version", rid)
+        rows = await conn.fetch("SELECT * FROM ledger WHERE object_id = $1 ORDER BY version", rid)
         head = await conn.fetchrow("SELECT version, ledger_hash FROM records WHERE id = $1", rid)
 
     assert [r["version"] for r in rows] == [1, 2, 3, 4]
@@ -133,20 +135,21 @@ async def test_audit_events_match_the_ledger_entries(gateway: Gateway) -> None:
     async with sql(gateway.database_url) as conn:
         events = await conn.fetch(
             "SELECT kind, version_before, version_after, at FROM audit_events "
-            "WHERE record_id = $1 ORDER BY seq",
+            "WHERE object_id = $1 ORDER BY seq",
             rid,
         )
         entries = await conn.fetch(
-            "SELECT version, event, at FROM ledger WHERE record_id = $1 ORDER BY version", rid
+            "SELECT version, event, at FROM ledger WHERE object_id = $1 ORDER BY version", rid
         )
         # Across the whole database: no version without its events, no event without its version.
         orphans = await conn.fetchval(
             "SELECT count(*) FROM ledger l WHERE NOT EXISTS (SELECT 1 FROM audit_events e "
-            "WHERE e.record_id = l.record_id AND e.version_after = l.version)"
+            "WHERE e.object_kind = l.kind AND e.object_id = l.object_id "
+            "AND e.version_after = l.version)"
         )
         dangling = await conn.fetchval(
-            "SELECT count(*) FROM audit_events e WHERE e.record_id IS NOT NULL AND NOT EXISTS "
-            "(SELECT 1 FROM ledger l WHERE l.record_id = e.record_id "
+            "SELECT count(*) FROM audit_events e WHERE NOT EXISTS "
+            "(SELECT 1 FROM ledger l WHERE l.kind = e.object_kind AND l.object_id = e.object_id "
             "AND l.version = e.version_after)"
         )
     assert [(e["kind"], e["version_before"], e["version_after"]) for e in events] == [
@@ -210,20 +213,20 @@ TAMPERING: dict[str, tuple[list[str], str]] = {
         [
             LEDGER_OFF,
             "UPDATE ledger SET state = jsonb_set(state, '{content}', '\"forged\"') "
-            "WHERE record_id = $1 AND version = 2",
+            "WHERE object_id = $1 AND version = 2",
         ],
         "v2: hash does not match content",
     ),
     "actor rewritten": (
-        [LEDGER_OFF, "UPDATE ledger SET actor = 'mallory' WHERE record_id = $1 AND version = 1"],
+        [LEDGER_OFF, "UPDATE ledger SET actor = 'mallory' WHERE object_id = $1 AND version = 1"],
         "v1: hash does not match content",
     ),
     "chain cut": (
-        [LEDGER_OFF, "UPDATE ledger SET prev_hash = NULL WHERE record_id = $1 AND version = 3"],
+        [LEDGER_OFF, "UPDATE ledger SET prev_hash = NULL WHERE object_id = $1 AND version = 3"],
         "v3: prev_hash breaks the chain",
     ),
     "entry deleted": (
-        [LEDGER_OFF, "DELETE FROM ledger WHERE record_id = $1 AND version = 2"],
+        [LEDGER_OFF, "DELETE FROM ledger WHERE object_id = $1 AND version = 2"],
         "version 3 where 2 was expected",
     ),
     "projection content": (
@@ -244,7 +247,7 @@ TAMPERING: dict[str, tuple[list[str], str]] = {
     ),
     "membership forged": (
         [
-            "INSERT INTO edge_properties (id, record_id, lane, label, value, valid_from, "
+            "INSERT INTO edge_properties (id, record_id, lane, label, value, recorded_from, "
             "from_version) SELECT 'ep_forged', id, lane, 'org', 'Evil', updated_at, version "
             "FROM records WHERE id = $1"
         ],
@@ -252,7 +255,7 @@ TAMPERING: dict[str, tuple[list[str], str]] = {
     ),
     "membership history moved": (
         [
-            "UPDATE edge_properties SET valid_to = valid_to + interval '1 day' "
+            "UPDATE edge_properties SET recorded_to = recorded_to + interval '1 day' "
             "WHERE record_id = $1 AND label = 'topic'"
         ],
         "membership topic:renewal",
@@ -287,10 +290,11 @@ async def test_postgres_refuses_to_truncate_the_ledger(
     url = await copy_of(databases, history_db[0])
     async with sql(url) as conn:
         count = await conn.fetchval("SELECT count(*) FROM ledger")
-        for table in ("ledger", "policy_versions"):
+        for table in ("ledger", "policy_versions", "audit_events", "checkpoints"):
             with pytest.raises(asyncpg.InsufficientPrivilegeError, match="append-only"):
                 await conn.execute(f"TRUNCATE {table} CASCADE")
-        assert await conn.fetchval("SELECT count(*) FROM ledger") == count == 5
+        assert await conn.fetchval("SELECT count(*) FROM ledger WHERE kind = 'record'") == 5
+        assert await conn.fetchval("SELECT count(*) FROM ledger") == count
     assert (await verify_report(url)).ok
 
 

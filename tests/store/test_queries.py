@@ -95,7 +95,7 @@ async def test_labels_leave_out_the_engines_labels(conn: AsyncConnection) -> Non
                 "lane": "default",
                 "label": name,
                 "value": "v",
-                "valid_from": NOW,
+                "recorded_from": NOW,
                 "from_version": 1,
             }
             for n, name in enumerate([label, "e_group", "e_connect", "e_adjustment"])

@@ -1,0 +1,77 @@
+"""Two roles: migrations run as the owner, the gateway as a role that cannot undo history.
+
+The runtime role may only SELECT and INSERT on the append-only tables (ledger, audit
+events, checkpoints, policy versions), so neither a code path nor an injected
+statement can update, delete, truncate or disable their triggers: only the owner of a
+table may ALTER it. Projections it may also UPDATE, since they are caches the ledger
+rebuilds.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlsplit, urlunsplit
+
+from sqlalchemy import Connection, text
+
+log = logging.getLogger("edgeloom.roles")
+
+RUNTIME_ROLE = "edgeloom_runtime"
+
+APPEND_ONLY_TABLES = ("ledger", "audit_events", "checkpoints", "policy_versions")
+PROJECTION_TABLES = ("records", "edge_properties", "policy_head")
+READ_ONLY_TABLES = ("tokens", "alembic_version")
+
+# CREATE ROLE is cluster-wide and races between databases migrated at once; an owner
+# without CREATEROLE simply has no runtime role, and the gateway says so at start.
+_CREATE_ROLE = f"""
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{RUNTIME_ROLE}') THEN
+    CREATE ROLE {RUNTIME_ROLE} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT;
+  END IF;
+EXCEPTION
+  WHEN duplicate_object OR unique_violation THEN NULL;
+  WHEN insufficient_privilege THEN
+    RAISE NOTICE 'no privilege to create role {RUNTIME_ROLE}';
+END $$;
+"""
+
+
+def grant_runtime(connection: Connection) -> bool:
+    """Create the runtime role if it is missing and grant it what the gateway needs.
+
+    Idempotent; run after every migration so new tables are granted too. Returns
+    False when the role does not exist (the owner may not create roles).
+    """
+    connection.execute(text(_CREATE_ROLE))
+    exists = connection.execute(
+        text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": RUNTIME_ROLE}
+    ).first()
+    if exists is None:
+        return False
+    role = RUNTIME_ROLE
+    statements = [
+        f"GRANT USAGE ON SCHEMA public TO {role}",
+        f"GRANT SELECT, INSERT ON {', '.join(APPEND_ONLY_TABLES)} TO {role}",
+        f"GRANT SELECT, INSERT, UPDATE ON {', '.join(PROJECTION_TABLES)} TO {role}",
+        f"GRANT SELECT ON {', '.join(READ_ONLY_TABLES)} TO {role}",
+        f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}",
+    ]
+    for statement in statements:
+        connection.execute(text(statement))
+    return True
+
+
+def runtime_url(owner_url: str, explicit: str | None = None) -> str:
+    """The URL the gateway serves with: `explicit` when given, else the owner's URL
+    with the runtime role as its user (no password: the server's auth must trust it,
+    as the embedded server and a local socket do)."""
+    if explicit:
+        return explicit
+    parts = urlsplit(owner_url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{RUNTIME_ROLE}@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
