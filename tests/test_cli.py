@@ -67,7 +67,7 @@ async def test_verify_fails_after_tampering(databases: Databases) -> None:
         await conn.execute("ALTER TABLE ledger DISABLE TRIGGER ledger_append_only")
         await conn.execute(
             "UPDATE ledger SET state = jsonb_set(state, '{content}', '\"forged\"') "
-            "WHERE version = 1"
+            "WHERE kind = 'record' AND version = 1"
         )
     status, out, err = await edgeloom(url, "verify")
     assert status == 1, (out, err)
