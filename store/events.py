@@ -1,0 +1,17 @@
+"""The kinds of audit event: each one names a change a ledger entry records.
+
+A new capability adds its kinds here; the feed, `audit(kinds:)` and the dashboard
+take them from this list, so none of them changes when a kind is added.
+"""
+
+from __future__ import annotations
+
+RECORD_EVENT_KINDS = (
+    "sr_ingested",
+    "sr_updated",
+    "property_added",
+    "property_removed",
+)
+POLICY_EVENT_KINDS = ("policy_applied",)
+
+EVENT_KINDS: tuple[str, ...] = (*RECORD_EVENT_KINDS, *POLICY_EVENT_KINDS)
