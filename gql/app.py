@@ -29,9 +29,12 @@ from policies.loader import DEV_POLICY_YAML
 from store import policy_store
 from store.database import create_engine
 from store.errors import NoPolicyError
-from store.ledger import Ledger
+from store.executor import Executor
 from store.migrate import migrate
+from store.policy_commands import ApplyPolicy
 from store.policy_store import PolicyCache
+from store.pool import create_pool
+from store.roles import serving_url
 
 log = logging.getLogger("edgeloom")
 
@@ -51,6 +54,8 @@ class Settings:
     max_body_bytes: int = DEFAULT_MAX_BODY
     pool_size: int = 10
     run_migrations: bool = True
+    # The role the gateway serves as; derived from database_url when None (see store.roles).
+    runtime_database_url: str | None = None
 
 
 class GraphQLView(GraphQL[Context, None]):
@@ -84,7 +89,7 @@ class GraphQLView(GraphQL[Context, None]):
         if caller.agent is None:
             raise ConnectionRejectionError({"message": caller.problem})
         # A live token is not enough: its agent must be one the policy in force declares.
-        in_force = await policy_store.current(context.services.engine, context.services.policies)
+        in_force = await policy_store.current(context.services.pool, context.services.policies)
         if in_force is None:
             raise ConnectionRejectionError({"message": NoPolicyError().message})
         if caller.agent not in in_force.policy.agents:
@@ -186,16 +191,24 @@ def create_app(settings: Settings) -> Starlette:
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        engine = create_engine(settings.database_url, pool_size=settings.pool_size)
+        if settings.run_migrations:
+            owner = create_engine(settings.database_url, pool_size=1)
+            try:
+                await migrate(owner)
+            finally:
+                await owner.dispose()
+        url = await serving_url(settings.database_url, settings.runtime_database_url)
+        engine = create_engine(url, pool_size=settings.pool_size)
+        pool = await create_pool(url, settings.pool_size)
         try:
-            if settings.run_migrations:
-                await migrate(engine)
             cache = PolicyCache.empty()
-            await _ensure_policy(engine, cache, settings)
-            yield {
-                "services": Services(engine=engine, ledger=Ledger(engine, cache), policies=cache)
-            }
+            services = Services(
+                engine=engine, pool=pool, executor=Executor(pool, cache), policies=cache
+            )
+            await _ensure_policy(services, settings)
+            yield {"services": services}
         finally:
+            await pool.close()
             await engine.dispose()
 
     view = GraphQLView(settings)
@@ -212,9 +225,10 @@ def create_app(settings: Settings) -> Starlette:
     return app
 
 
-async def _ensure_policy(engine: Any, cache: PolicyCache, settings: Settings) -> None:
+async def _ensure_policy(services: Services, settings: Settings) -> None:
+    executor, cache = services.executor, services.policies
     if settings.policy_yaml is not None:
-        before = await policy_store.current(engine, cache)
+        before = await policy_store.current(services.pool, cache)
         if before is not None and before.yaml != settings.policy_yaml:
             log.warning(
                 "policy file %s replaces version %s (applied by %s at %s)",
@@ -223,18 +237,12 @@ async def _ensure_policy(engine: Any, cache: PolicyCache, settings: Settings) ->
                 before.applied_by,
                 before.applied_at.isoformat(),
             )
-        applied = await policy_store.apply(
-            engine,
-            cache,
-            settings.policy_yaml,
-            applied_by="operator",
-            source=settings.policy_source,
-        )
+        command = ApplyPolicy(settings.policy_yaml, settings.policy_source, None, cache)
+        applied = await executor.execute("operator", command)
         log.info("policy version %s in force (%s)", applied.version, settings.policy_source)
         return
-    current = await policy_store.current(engine, cache)
+    current = await policy_store.current(services.pool, cache)
     if current is None and settings.anonymous_agent is not None:
-        applied = await policy_store.apply(
-            engine, cache, DEV_POLICY_YAML, applied_by=DEV_POLICY_ACTOR, source="development policy"
-        )
+        command = ApplyPolicy(DEV_POLICY_YAML, "development policy", None, cache)
+        applied = await executor.execute(DEV_POLICY_ACTOR, command)
         log.info("development policy version %s in force", applied.version)

@@ -18,7 +18,6 @@ from store import policy_store, tokens
 from store.database import DEFAULT_DATA_DIR, Database, create_engine, open_database
 from store.errors import StoreError
 from store.migrate import migrate
-from store.policy_store import PolicyCache
 from store.verify import verify
 
 DEV_AGENT = "dev"
@@ -157,7 +156,7 @@ async def _token(args: argparse.Namespace, engine: object) -> int:
                 file=sys.stderr,
             )
             return 2
-        in_force = await policy_store.current(engine, PolicyCache.empty())
+        in_force = await policy_store.in_force_at(engine.url.render_as_string(hide_password=False))
         if in_force is not None and args.agent not in in_force.policy.agents:
             print(
                 f"warning: agent {args.agent!r} is not in policy version {in_force.version} "

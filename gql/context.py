@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from strawberry.dataloader import DataLoader
@@ -14,10 +15,14 @@ from gql.errors import UnauthenticatedError
 from policies.model import AgentProfile, Policy
 from policies.properties import Property
 from store import policy_store, queries
+from store.command import Command
 from store.errors import NoPolicyError
-from store.ledger import Ledger
+from store.executor import Executor
 from store.policy_store import PolicyCache, PolicyVersion
+from store.pool import Pool
 from store.records import Record, Version
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -25,7 +30,8 @@ class Services:
     """What the app's lifespan builds once and every request shares."""
 
     engine: AsyncEngine
-    ledger: Ledger
+    pool: Pool
+    executor: Executor
     policies: PolicyCache
 
 
@@ -56,9 +62,9 @@ class Context:
     def engine(self) -> AsyncEngine:
         return self.services.engine
 
-    @property
-    def ledger(self) -> Ledger:
-        return self.services.ledger
+    async def execute(self, command: Command[R]) -> R:
+        """Run a write command as the caller (refused when unauthenticated)."""
+        return await self.services.executor.execute(self.agent_name(), command)
 
     def begin_operation(self) -> None:
         """Forget what the last operation learned: a WebSocket's one context serves many
@@ -76,7 +82,7 @@ class Context:
 
     async def policy(self) -> PolicyVersion:
         if self._policy is None:
-            self._policy = await policy_store.current(self.engine, self.services.policies)
+            self._policy = await policy_store.current(self.services.pool, self.services.policies)
             if self._policy is None:
                 raise NoPolicyError()
         return self._policy

@@ -22,8 +22,8 @@ class IngestInput:
         description="A retry with the same key (per agent) returns the first record.",
     )
 
-    def to_command(self) -> commands.Ingest:
-        return commands.Ingest(
+    def to_command(self) -> commands.NewRecord:
+        return commands.NewRecord(
             content=self.content,
             properties=tuple(self.properties or ()),
             source_type=self.source_type,

@@ -40,6 +40,73 @@ class Stamp:
     authority: str
 
 
+@dataclass(frozen=True)
+class RecordChange:
+    """What one command changes on one record: all the guard decides on.
+
+    `new` records are checked whole. For an existing record only what the change
+    writes is checked (the content when it changes, the properties it adds), so a
+    value the change does not touch never refuses it: a record that a tightened
+    policy would no longer accept can still be edited, and removals always pass.
+    `engine` marks changes the engine makes (connections, groups, adjustments),
+    the only ones that may carry reserved labels.
+    """
+
+    lane: str
+    source_type: str | None
+    new: bool = False
+    content: str | None = None
+    added: tuple[Property, ...] = ()
+    removed: tuple[Property, ...] = ()
+    add_only: bool = False
+    engine: bool = False
+    authority: str | None = None
+
+
+@dataclass(frozen=True)
+class PolicyChange:
+    """A new policy version proposed by an agent (None: by the operator)."""
+
+    agent: str | None
+
+
+def decide(policy: Policy, agent: AgentProfile, change: RecordChange) -> Stamp:
+    """Allow a change to one record (returning how to stamp it) or raise a refusal.
+
+    One pure function of the policy, the caller's profile and what the change
+    writes; every write command asks it, once per record it touches.
+    """
+    if not change.engine:
+        check_caller_properties([*change.added, *change.removed])
+    if change.new:
+        return check_record(
+            policy, agent, change.lane, change.source_type, change.content or "", change.added
+        )
+    check_write_lane(policy, agent, change.lane)
+    lane = policy.lane(change.lane)
+    kept = Stamp(change.lane, change.source_type or DEFAULT_SOURCE_TYPE, change.authority or "")
+    if lane.is_open:
+        return kept
+    chosen = lane.enabled_source_type(kept.source_type)
+    written = [prop for prop in change.added if not prop.reserved]
+    if change.add_only or chosen is None:
+        # addProperties checks the lane's combined labels, not values; so does any
+        # change to a record whose type the policy in force no longer offers.
+        check_added_labels(policy, agent, change.lane, [prop.label for prop in written])
+        return kept if chosen is None else Stamp(change.lane, chosen.name, chosen.authority)
+    _check_labels(change.lane, chosen, written)
+    _check_values(change.lane, chosen, written)
+    if change.content is not None and chosen.content_format == "json":
+        _check_json(change.lane, chosen, change.content)
+    return Stamp(change.lane, chosen.name, chosen.authority)
+
+
+def decide_policy(policy: Policy | None, change: PolicyChange) -> None:
+    """Allow a new policy version or raise: an agent needs `apply_policy`."""
+    if policy is not None and change.agent is not None:
+        check_apply_policy(policy, policy.agent(change.agent))
+
+
 def check_write_lane(policy: Policy, agent: AgentProfile, lane: str) -> None:
     """Refuse a write to a lane the policy does not declare or the agent may not write."""
     policy.lane(lane)

@@ -73,6 +73,23 @@ class VersionConflictError(StoreError):
         return {"currentVersion": self.current, "expectedVersion": self.expected}
 
 
+class IdempotencyConflictError(StoreError):
+    """An idempotency key reused for a different write."""
+
+    code = "CONFLICT"
+
+    def __init__(self, key: str, record_id: str) -> None:
+        super().__init__(
+            f"idempotencyKey '{key}' was already used for a different write (record "
+            f"'{record_id}'); retry with exactly the same input, or use a new key"
+        )
+        self.key = key
+        self.record_id = record_id
+
+    def extensions(self) -> dict[str, object]:
+        return {"idempotencyKey": self.key, "recordId": self.record_id}
+
+
 class InvalidInputError(StoreError):
     """Input that is well-typed but out of the accepted range."""
 

@@ -9,6 +9,8 @@ from alembic.config import Config
 from sqlalchemy import Connection, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from store.roles import grant_runtime
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 # Any fixed number: replicas starting together queue on it instead of racing.
 _MIGRATION_LOCK = 7_113_003
@@ -24,6 +26,8 @@ def _config(connection: Connection) -> Config:
 def _upgrade(connection: Connection) -> None:
     connection.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
     command.upgrade(_config(connection), "head")
+    # Every time, not once: tables a later revision adds are granted too.
+    grant_runtime(connection)
 
 
 async def migrate(engine: AsyncEngine) -> None:

@@ -1,26 +1,28 @@
-"""The policy ledger: which policy is in force, applying a new one, caching parsed versions."""
+"""The policy in force: reading the policy head and caching parsed versions.
+
+Policy versions are ledger entries of kind "policy"; applying one is the command
+`store.policy_commands.ApplyPolicy`, run by the executor like every other write.
+"""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import func, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+import asyncpg
 
-from policies.guard import check_apply_policy
 from policies.loader import load_policy
 from policies.model import Policy
-from store import tables as t
 from store.errors import NoPolicyError
-from store.hashing import entry_hash
-from store.ids import new_event_id
+from store.pool import Conn, Pool, plain_url
 
 # Reads accept a policy this many seconds old (another replica may have applied a
 # newer one); every write re-reads the head under a lock instead.
 READ_TTL_SECONDS = 1.0
+
+_VERSION = "SELECT version, yaml, applied_at, applied_by FROM policy_versions WHERE version = $1"
+_HEAD = "SELECT version FROM policy_head WHERE id = 1"
 
 
 @dataclass(frozen=True)
@@ -46,19 +48,13 @@ class PolicyCache:
     def empty(cls) -> PolicyCache:
         return cls(versions={})
 
-    async def version(self, conn: AsyncConnection, number: int) -> PolicyVersion:
+    async def version(self, conn: Conn, number: int) -> PolicyVersion:
         cached = self.versions.get(number)
         if cached is not None:
             return cached
-        row = (
-            (
-                await conn.execute(
-                    select(t.policy_versions).where(t.policy_versions.c.version == number)
-                )
-            )
-            .mappings()
-            .one()
-        )
+        row = await conn.fetchrow(_VERSION, number)
+        if row is None:
+            raise LookupError(f"policy version {number} is not in policy_versions")
         loaded = PolicyVersion(
             version=row["version"],
             yaml=row["yaml"],
@@ -69,43 +65,26 @@ class PolicyCache:
         self.versions[number] = loaded
         return loaded
 
+    async def current_version(self, conn: Conn) -> PolicyVersion:
+        """The policy in force now, read on `conn`; refuses when there is none."""
+        head = await conn.fetchval(_HEAD)
+        if not head:
+            raise NoPolicyError()
+        return await self.version(conn, head)
+
     def remember(self, version: PolicyVersion) -> None:
         self.versions[version.version] = version
         self.head = max(self.head, version.version)
         self.checked_at = time.monotonic()
 
 
-async def lock_for_write(
-    conn: AsyncConnection, cache: PolicyCache
-) -> tuple[PolicyVersion, datetime]:
-    """Share-lock the policy head for this transaction; return it and the database clock.
-
-    applyPolicy takes the same row FOR UPDATE, so a write is decided under exactly
-    the policy that is in force when it commits.
-    """
-    row = (
-        await conn.execute(
-            select(t.policy_head.c.version, func.clock_timestamp())
-            .where(t.policy_head.c.id == 1)
-            .with_for_update(read=True)
-        )
-    ).one()
-    if row[0] == 0:
-        raise NoPolicyError()
-    version = await cache.version(conn, row[0])
-    cache.head = max(cache.head, row[0])
-    return version, row[1]
-
-
-async def current(engine: AsyncEngine, cache: PolicyCache) -> PolicyVersion | None:
+async def current(pool: Pool, cache: PolicyCache) -> PolicyVersion | None:
     """The policy in force for reads (at most READ_TTL_SECONDS stale), or None if none."""
     if cache.head > 0 and time.monotonic() - cache.checked_at < READ_TTL_SECONDS:
         return cache.versions[cache.head]
-    async with engine.connect() as conn:
-        head = (
-            await conn.execute(select(t.policy_head.c.version).where(t.policy_head.c.id == 1))
-        ).scalar_one()
-        if head == 0:
+    async with pool.acquire() as conn:
+        head = await conn.fetchval(_HEAD)
+        if not head:
             return None
         version = await cache.version(conn, head)
     cache.head = head
@@ -113,95 +92,19 @@ async def current(engine: AsyncEngine, cache: PolicyCache) -> PolicyVersion | No
     return version
 
 
-async def apply(
-    engine: AsyncEngine,
-    cache: PolicyCache,
-    yaml_text: str,
-    applied_by: str,
-    source: str = "applyPolicy",
-    as_agent: str | None = None,
-) -> PolicyVersion:
-    """Validate and apply a policy as a new version; the same text again is a no-op.
-
-    `as_agent` names the calling agent, who must be allowed to apply policy under
-    the policy in force; operators (the CLI) pass None.
-    """
-    async with engine.begin() as conn:
-        row = (
-            await conn.execute(
-                select(t.policy_head.c.version, func.clock_timestamp())
-                .where(t.policy_head.c.id == 1)
-                .with_for_update()
-            )
-        ).one()
-        head, at = row[0], row[1]
-        in_force = await cache.version(conn, head) if head > 0 else None
-        if in_force is not None and as_agent is not None:
-            # Permission first: a caller who may not apply a policy learns nothing from
-            # having its text validated.
-            check_apply_policy(in_force.policy, in_force.policy.agent(as_agent))
-        policy = load_policy(yaml_text, source)
-        if in_force is not None and in_force.yaml == yaml_text:
-            return in_force
-        applied = PolicyVersion(
-            version=head + 1, yaml=yaml_text, applied_at=at, applied_by=applied_by, policy=policy
-        )
-        previous_hash = (
-            await conn.execute(
-                select(t.ledger.c.hash).where(
-                    t.ledger.c.kind == "policy",
-                    t.ledger.c.object_id == "policy",
-                    t.ledger.c.version == head,
-                )
-            )
-        ).scalar_one_or_none()
-        fields: dict[str, Any] = {
-            "kind": "policy",
-            "object_id": "policy",
-            "version": applied.version,
-            "event": "policy_applied",
-            "actor": applied_by,
-            "at": at,
-            "policy_version": head,
-            "state": {"yaml": yaml_text},
-            "prev_hash": previous_hash,
-        }
-        await conn.execute(insert(t.ledger).values(**fields, hash=entry_hash(**fields)))
-        await conn.execute(
-            insert(t.policy_versions).values(
-                version=applied.version, yaml=yaml_text, applied_at=at, applied_by=applied_by
-            )
-        )
-        await conn.execute(
-            update(t.policy_head).where(t.policy_head.c.id == 1).values(version=applied.version)
-        )
-        await conn.execute(
-            insert(t.audit_events).values(
-                id=new_event_id(),
-                kind="policy_applied",
-                record_id=None,
-                lane=None,
-                actor=applied_by,
-                at=at,
-                payload={"version": applied.version, "previousVersion": head},
-                version_before=head or None,
-                version_after=applied.version,
-                object_kind="policy",
-                object_id="policy",
-            )
-        )
-    cache.remember(applied)
-    return applied
+async def in_force_at(url: str) -> PolicyVersion | None:
+    """The policy in force in the database at `url` (for the command line), or None."""
+    conn = await asyncpg.connect(plain_url(url))
+    try:
+        head = await conn.fetchval(_HEAD)
+        return await PolicyCache.empty().version(conn, head) if head else None
+    finally:
+        await conn.close()
 
 
-async def history(engine: AsyncEngine) -> list[tuple[int, datetime, str]]:
+async def history(conn: Conn) -> list[tuple[int, datetime, str]]:
     """Every applied version, oldest first: (version, applied_at, applied_by)."""
-    async with engine.connect() as conn:
-        rows = await conn.execute(
-            select(
-                t.policy_versions.c.version,
-                t.policy_versions.c.applied_at,
-                t.policy_versions.c.applied_by,
-            ).order_by(t.policy_versions.c.version)
-        )
-        return [(r[0], r[1], r[2]) for r in rows]
+    rows = await conn.fetch(
+        "SELECT version, applied_at, applied_by FROM policy_versions ORDER BY version"
+    )
+    return [(r[0], r[1], r[2]) for r in rows]

@@ -15,6 +15,10 @@ import orjson
 from store.database import asyncpg_url
 
 Pool: TypeAlias = "asyncpg.Pool[asyncpg.Record]"
+# A connection of our own or one borrowed from the pool: statements run the same.
+Conn: TypeAlias = (
+    "asyncpg.Connection[asyncpg.Record] | asyncpg.pool.PoolConnectionProxy[asyncpg.Record]"
+)
 
 
 def _encode(value: Any) -> str:

@@ -12,7 +12,10 @@ from __future__ import annotations
 import logging
 from urllib.parse import urlsplit, urlunsplit
 
+import asyncpg
 from sqlalchemy import Connection, text
+
+from store.pool import plain_url
 
 log = logging.getLogger("edgeloom.roles")
 
@@ -75,3 +78,24 @@ def runtime_url(owner_url: str, explicit: str | None = None) -> str:
         host = f"[{host}]"
     netloc = f"{RUNTIME_ROLE}@{host}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+async def serving_url(owner_url: str, explicit: str | None = None) -> str:
+    """The URL to serve with: the runtime role's when it can log in, else the owner's,
+    with a warning that history is then protected by the triggers alone."""
+    candidate = runtime_url(owner_url, explicit)
+    try:
+        conn = await asyncpg.connect(plain_url(candidate), timeout=10)
+    except (OSError, asyncpg.PostgresError) as exc:
+        if explicit:
+            raise
+        log.warning(
+            "serving as the migrating role: the runtime role %s cannot log in (%s); "
+            "create it and grant it as 'edgeloom migrate' does, or set "
+            "EDGELOOM_RUNTIME_DATABASE_URL, so that no code path can alter history",
+            RUNTIME_ROLE,
+            exc,
+        )
+        return owner_url
+    await conn.close()
+    return candidate

@@ -6,22 +6,21 @@ import strawberry
 
 from gql.inputs import IngestInput
 from gql.types import Info, PolicyVersion, PropertyChange, Record
-from store import commands, policy_store
+from store import commands
+from store.policy_commands import ApplyPolicy
 
 
 @strawberry.type
 class Mutation:
     @strawberry.mutation(description="Write one record.")
     async def ingest(self, info: Info, input: IngestInput) -> Record:
-        ctx = info.context
-        [record] = await ctx.ledger.ingest(ctx.agent_name(), [input.to_command()])
+        [record] = await info.context.execute(commands.Ingest((input.to_command(),)))
         return Record.from_domain(record)
 
     @strawberry.mutation(description="Write many records in one transaction: all or nothing.")
     async def ingest_many(self, info: Info, inputs: list[IngestInput]) -> list[Record]:
-        ctx = info.context
-        written = await ctx.ledger.ingest(ctx.agent_name(), [i.to_command() for i in inputs])
-        return [Record.from_domain(r) for r in written]
+        command = commands.Ingest(tuple(i.to_command() for i in inputs))
+        return [Record.from_domain(r) for r in await info.context.execute(command)]
 
     @strawberry.mutation(
         description="Replace content and/or the values of the labels named; other labels stay."
@@ -34,24 +33,20 @@ class Mutation:
         properties: list[str] | None = None,
         expected_version: int | None = None,
     ) -> Record:
-        ctx = info.context
         command = commands.Update(
             record_id=id,
             content=content,
             properties=None if properties is None else tuple(properties),
             expected_version=expected_version,
         )
-        return Record.from_domain(await ctx.ledger.update(ctx.agent_name(), command))
+        return Record.from_domain(await info.context.execute(command))
 
     @strawberry.mutation(description="Add edge properties; values already held are reported.")
     async def add_properties(
         self, info: Info, id: strawberry.ID, properties: list[str]
     ) -> PropertyChange:
-        ctx = info.context
         command = commands.AddProperties(record_id=id, properties=tuple(properties))
-        return PropertyChange.from_domain(
-            await ctx.ledger.add_properties(ctx.agent_name(), command)
-        )
+        return PropertyChange.from_domain(await info.context.execute(command))
 
     @strawberry.mutation(description="Remove whole labels and/or single label:value properties.")
     async def remove_properties(
@@ -61,18 +56,13 @@ class Mutation:
         labels: list[str] | None = None,
         properties: list[str] | None = None,
     ) -> PropertyChange:
-        ctx = info.context
         command = commands.RemoveProperties(
             record_id=id, labels=tuple(labels or ()), properties=tuple(properties or ())
         )
-        change = await ctx.ledger.remove_properties(ctx.agent_name(), command)
-        return PropertyChange.from_domain(change)
+        return PropertyChange.from_domain(await info.context.execute(command))
 
     @strawberry.mutation(description="Apply a new policy version (agents with apply_policy only).")
     async def apply_policy(self, info: Info, yaml: str) -> PolicyVersion:
         ctx = info.context
-        agent = ctx.agent_name()
-        applied = await policy_store.apply(
-            ctx.engine, ctx.services.policies, yaml, applied_by=agent, as_agent=agent
-        )
-        return PolicyVersion.from_domain(applied)
+        command = ApplyPolicy(yaml, "applyPolicy", ctx.agent_name(), ctx.services.policies)
+        return PolicyVersion.from_domain(await ctx.execute(command))

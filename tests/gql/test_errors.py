@@ -228,6 +228,7 @@ async def test_an_internal_failure_is_masked_and_logged(
     gateway = await start_gateway(anonymous_agent="dev")
     for _ in range(3):
         await ingest(gateway, "warm the pool")
+        await gateway.data("{ records { totalCount } }")
     # Cut every connection the gateway holds: its next query fails inside the server.
     admin = await asyncpg.connect(plain(gateway.database_url))
     try:

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from store import ledger
+from store import commands
 from store.ids import edge_property_id
 from tests.gql._api import ADD, AUDIT, UPDATE, ingest, read
 from tests.support import Gateway
@@ -94,7 +94,7 @@ async def test_an_ambiguous_prefix_lists_the_candidates(
     prefix = "sr_" + uuid.uuid4().hex[:8]
     tails = [f"{n:x}" + "0" * 23 for n in range(1, 7)] + ["1" + "0" * 22 + "1"]
     fresh = iter(prefix + tail for tail in tails)
-    monkeypatch.setattr(ledger, "new_record_id", lambda: next(fresh))
+    monkeypatch.setattr(commands, "new_record_id", lambda: next(fresh))
     written = [(await ingest(gateway, f"twin {n}", ["topic:twins"]))["id"] for n in range(7)]
     monkeypatch.undo()
     assert written == [prefix + tail for tail in tails]

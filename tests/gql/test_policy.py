@@ -8,10 +8,9 @@ from datetime import datetime
 import pytest
 
 from store import policy_store
-from store.database import create_engine
 from tests.conftest import GatewayFactory
 from tests.gql._policy_support import APPLY, INGEST, POLICY, RECORD, UPDATE, ingest, mint
-from tests.support import Gateway
+from tests.support import Gateway, sql
 
 MEMOS = """
   memos:
@@ -26,11 +25,8 @@ def with_memos(crm_yaml: str) -> str:
 
 
 async def history(gateway: Gateway) -> list[tuple[int, datetime, str]]:
-    engine = create_engine(gateway.database_url, pool_size=1)
-    try:
-        return await policy_store.history(engine)
-    finally:
-        await engine.dispose()
+    async with sql(gateway.database_url) as conn:
+        return await policy_store.history(conn)
 
 
 async def test_the_policy_given_at_start_is_in_force(

@@ -218,22 +218,52 @@ async def test_idempotency_key_returns_the_first_record_and_writes_nothing(
     records = await record_total(gateway)
     events = await audit_total(gateway)
 
-    again = await ingest(gateway, "second attempt", ["topic:other"], idempotencyKey=key)
-    assert again["id"] == first["id"]
-    assert again["content"] == "first"
-    assert again["properties"] == ["topic:retry"]
-    assert again["version"] == 1
+    again = await ingest(gateway, "first", ["topic:retry"], idempotencyKey=key)
+    assert again == first
 
     # In a batch, the known key returns its record beside the new ones.
     data = await gateway.data(
         INGEST_MANY,
-        {"inputs": [{"content": "new one"}, {"content": "retry", "idempotencyKey": key}]},
+        {
+            "inputs": [
+                {"content": "new one"},
+                {"content": "first", "properties": ["topic:retry"], "idempotencyKey": key},
+            ]
+        },
     )
     assert data["ingestMany"][1]["id"] == first["id"]
     assert data["ingestMany"][0]["id"] != first["id"]
 
     assert await record_total(gateway) == records + 1
     assert await audit_total(gateway) == events + 1
+
+
+async def test_a_reused_idempotency_key_with_other_input_is_a_conflict(gateway: Gateway) -> None:
+    key = unique("key-")
+    first = await ingest(gateway, "first", ["topic:retry"], idempotencyKey=key)
+    records = await record_total(gateway)
+    for changed in (
+        {"content": "second attempt", "properties": ["topic:retry"]},
+        {"content": "first", "properties": ["topic:other"]},
+        {"content": "first", "properties": ["topic:retry"], "sourceType": "documentary"},
+    ):
+        error = await gateway.error(INGEST, {"input": {**changed, "idempotencyKey": key}})
+        assert error["extensions"]["code"] == "CONFLICT"
+        assert error["extensions"]["idempotencyKey"] == key
+        assert error["extensions"]["recordId"] == first["id"]
+        assert (
+            f"idempotencyKey '{key}' was already used for a different write" in (error["message"])
+        )
+    assert await record_total(gateway) == records
+
+
+async def test_an_empty_idempotency_key_is_refused(gateway: Gateway) -> None:
+    records = await record_total(gateway)
+    for key in ("", "   "):
+        error = await gateway.error(INGEST, {"input": {"content": "x", "idempotencyKey": key}})
+        assert error["extensions"]["code"] == "BAD_USER_INPUT"
+        assert "idempotencyKey is empty" in error["message"]
+    assert await record_total(gateway) == records
 
 
 async def test_one_idempotency_key_twice_in_a_batch_is_refused(gateway: Gateway) -> None:
@@ -300,9 +330,10 @@ async def test_concurrent_retries_with_one_key_write_one_record(gateway: Gateway
     records = await record_total(gateway)
     events = await audit_total(gateway)
     written = await asyncio.gather(
-        *(ingest(gateway, f"attempt {n}", ["topic:race"], idempotencyKey=key) for n in range(8))
+        *(ingest(gateway, "attempt", ["topic:race"], idempotencyKey=key) for _ in range(8))
     )
     assert len({r["id"] for r in written}) == 1
+    assert all(r == written[0] for r in written)
     assert await record_total(gateway) == records + 1
     assert await audit_total(gateway) == events + 1
 

@@ -1,0 +1,141 @@
+"""The protocol every write command follows, and what its decision returns.
+
+A command says what it locks (`Locks`), decides purely from the current state under
+the policy in force (`decide`), and returns a `Plan`: the new versions to append,
+each with the audit events that report it, and how to build its result once they
+are written. `store.executor.Executor` runs every command the same way; a new
+capability is a new class here, never a second path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Protocol, TypeVar
+
+from policies.model import AgentProfile, Policy
+from store.errors import NoPolicyError
+from store.policy_store import PolicyVersion
+from store.projection import Entry
+from store.records import Record
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Locks:
+    """What a command reads and locks before it decides.
+
+    `records`: record ids or unique prefixes, locked FOR UPDATE in sorted id order so
+    that commands touching several records never deadlock each other.
+    `idempotency_keys`: the caller's keys whose first writes it must see.
+    `policy_exclusive`: take the policy head FOR UPDATE (applying a policy) instead
+    of sharing it.
+    `heads`: other ledgered objects (kind, id) whose newest entry it needs.
+    """
+
+    records: tuple[str, ...] = ()
+    idempotency_keys: tuple[str, ...] = ()
+    policy_exclusive: bool = False
+    heads: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Head:
+    """The newest entry of a ledgered object: what the next entry chains to."""
+
+    version: int
+    hash: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Current:
+    """The state a command decides on, read under its locks."""
+
+    records: Mapping[str, Record]  # by the ident the command gave, exact or prefix
+    first_writes: Mapping[str, Record]  # idempotency key -> the record as first written
+    heads: Mapping[tuple[str, str], Head]
+
+    def record(self, ident: str) -> Record:
+        return self.records[ident]
+
+
+@dataclass(frozen=True)
+class Txn:
+    """Who decides, under which policy (None before the first), and the database clock."""
+
+    agent_name: str
+    policy: PolicyVersion | None
+    at: datetime
+
+    @property
+    def in_force(self) -> PolicyVersion:
+        if self.policy is None:
+            raise NoPolicyError()
+        return self.policy
+
+    @property
+    def policy_version(self) -> int:
+        return 0 if self.policy is None else self.policy.version
+
+    @property
+    def rules(self) -> Policy:
+        return self.in_force.policy
+
+    @property
+    def agent(self) -> AgentProfile:
+        return self.rules.agent(self.agent_name)
+
+
+@dataclass(frozen=True)
+class Event:
+    """An audit event to append beside the entry it reports."""
+
+    kind: str
+    payload: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Write:
+    """One new version of one ledgered object, with the events that report it.
+
+    `previous` is the head it follows (None for a new object). `lane` and
+    `record_id` go on its events; `idempotency_key` on a new record's row.
+    """
+
+    kind: str
+    object_id: str
+    event: str
+    state: Mapping[str, Any]
+    previous: Head | None
+    events: tuple[Event, ...]
+    lane: str | None = None
+    record_id: str | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What the executor wrote: entries in plan order, and records as they now are."""
+
+    entries: Sequence[Entry]
+    records: Mapping[str, Record]
+
+
+@dataclass(frozen=True)
+class Plan(Generic[R]):
+    """A command's decision: writes to append (none: nothing changes) and its result."""
+
+    writes: Sequence[Write]
+    result: Callable[[Applied], R]
+    after_commit: Sequence[Callable[[], None]] = field(default_factory=tuple)
+
+
+class Command(Protocol[R]):
+    """The tiny protocol every write command implements."""
+
+    def locks(self) -> Locks: ...
+
+    def decide(self, txn: Txn, current: Current) -> Plan[R]: ...

@@ -1,0 +1,189 @@
+"""The one way anything is written: every command runs through `Executor.execute`.
+
+1. begin; share-lock the policy head (exclusively for a policy change) and lock
+   every record the command names, in sorted id order, in one statement;
+2. let the command decide, purely, on the current state under the policy in force
+   (its guard decision included);
+3. append the ledger entries, move the projections and append the audit events in
+   one statement; a decision that changes nothing writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+import asyncpg
+
+from store.append import append, build_rows
+from store.command import Applied, Command, Current, Head, Locks, Txn
+from store.errors import AmbiguousIdError, NoPolicyError, NotFoundError, refusal_for
+from store.policy_store import PolicyCache
+from store.pool import Conn, Pool
+from store.records import Record
+from store.resolve import MAX_CANDIDATES, check_record_ident
+
+R = TypeVar("R")
+
+IDEMPOTENCY_CONSTRAINT = "uq_records_created_by_idempotency_key"
+# A retry after losing an idempotency race or a policy change sees the winner's state.
+_ATTEMPTS = 3
+
+_RECORD_COLUMNS = (
+    "id, lane, source_type, authority, content, properties, version, created_at, "
+    "updated_at, created_by, ledger_hash"
+)
+_LOCK = """
+WITH head AS (
+  SELECT version, clock_timestamp() AS now FROM policy_head WHERE id = 1 FOR {mode}
+)
+SELECT head.version AS policy_head, head.now, r.*
+FROM head LEFT JOIN LATERAL (
+  SELECT {columns} FROM records WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE
+) r ON true
+"""
+LOCK_SHARED = _LOCK.format(mode="SHARE", columns=_RECORD_COLUMNS)
+LOCK_EXCLUSIVE = _LOCK.format(mode="UPDATE", columns=_RECORD_COLUMNS)
+
+FIRST_WRITES = """
+SELECT r.idempotency_key, r.id, r.created_at, r.created_by, l.version, l.at AS updated_at,
+       l.hash AS ledger_hash, l.state
+FROM records r
+JOIN ledger l ON l.kind = 'record' AND l.object_id = r.id AND l.version = 1
+WHERE r.created_by = $1 AND r.idempotency_key = ANY($2::text[])
+"""
+
+PREFIX = """
+SELECT id FROM records
+WHERE id >= $1 AND id < $1 || 'g' AND lane = ANY($2::text[])
+ORDER BY id LIMIT $3
+"""
+
+HEADS = """
+SELECT DISTINCT ON (kind, object_id) kind, object_id, version, hash, at
+FROM ledger
+WHERE (kind, object_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+ORDER BY kind, object_id, version DESC
+"""
+
+
+class Executor:
+    """Runs write commands, one transaction each, on the gateway's pool."""
+
+    def __init__(self, pool: Pool, policies: PolicyCache) -> None:
+        self.pool = pool
+        self.policies = policies
+
+    async def execute(self, agent: str, command: Command[R]) -> R:
+        for attempt in range(_ATTEMPTS):
+            try:
+                return await self._run(agent, command)
+            except asyncpg.UniqueViolationError as exc:
+                # Two calls raced on one idempotency key: the retry sees the winner's write.
+                if exc.constraint_name != IDEMPOTENCY_CONSTRAINT or attempt == _ATTEMPTS - 1:
+                    raise
+            except asyncpg.PostgresError as exc:
+                refusal = refusal_for(exc)
+                if refusal is not None:
+                    raise refusal from exc
+                raise
+        raise AssertionError("unreachable")
+
+    async def _run(self, agent: str, command: Command[R]) -> R:
+        locks = command.locks()
+        async with self.pool.acquire() as conn, conn.transaction():
+            exact = await self._exact_ids(conn, agent, locks.records)
+            txn, rows = await self._lock(conn, agent, locks, sorted(set(exact.values())))
+            current = Current(
+                records=self._readable(txn, exact, rows),
+                first_writes=await self._first_writes(conn, agent, locks.idempotency_keys),
+                heads=await self._heads(conn, locks.heads),
+            )
+            plan = command.decide(txn, current)
+            applied = Applied(entries=(), records={})
+            if plan.writes:
+                before = {r.id: r for r in current.records.values()}
+                table_rows, entries, records = build_rows(txn, plan.writes, before)
+                await append(conn, table_rows)
+                applied = Applied(entries=entries, records=records)
+        for hook in plan.after_commit:
+            hook()
+        return plan.result(applied)
+
+    async def _exact_ids(self, conn: Conn, agent: str, idents: Sequence[str]) -> dict[str, str]:
+        """Each ident's full id; prefixes resolve among the records the agent may read."""
+        cleaned = {ident: check_record_ident(ident) for ident in idents}
+        prefixes = [c for c in cleaned.values() if len(c) < 35]
+        if not prefixes:
+            return cleaned
+        in_force = await self.policies.current_version(conn)
+        lanes = in_force.policy.agent(agent).readable_lanes(in_force.policy)
+        full: dict[str, str] = {}
+        for prefix in prefixes:
+            # Every id starting with the prefix sorts between it and it followed by 'g'.
+            found = [r["id"] for r in await conn.fetch(PREFIX, prefix, lanes, MAX_CANDIDATES + 1)]
+            if not found:
+                raise NotFoundError("record", prefix)
+            if len(found) > 1:
+                raise AmbiguousIdError(prefix, found[:MAX_CANDIDATES])
+            full[prefix] = found[0]
+        return {ident: full.get(c, c) for ident, c in cleaned.items()}
+
+    async def _lock(
+        self, conn: Conn, agent: str, locks: Locks, ids: list[str]
+    ) -> tuple[Txn, list[asyncpg.Record]]:
+        statement = LOCK_EXCLUSIVE if locks.policy_exclusive else LOCK_SHARED
+        rows = await conn.fetch(statement, ids)
+        head, now = rows[0]["policy_head"], rows[0]["now"]
+        if head == 0 and not locks.policy_exclusive:
+            raise NoPolicyError()
+        policy = await self.policies.version(conn, head) if head else None
+        return Txn(agent_name=agent, policy=policy, at=now), [r for r in rows if r["id"]]
+
+    @staticmethod
+    def _readable(
+        txn: Txn, exact: Mapping[str, str], rows: Sequence[asyncpg.Record]
+    ) -> dict[str, Record]:
+        """The locked records by the caller's ident; one it may not read is not found."""
+        if not exact:
+            return {}
+        lanes = set(txn.agent.readable_lanes(txn.rules))
+        found = {row["id"]: _record(row) for row in rows if row["lane"] in lanes}
+        missing = [ident for ident, rid in exact.items() if rid not in found]
+        if missing:
+            raise NotFoundError("record", missing[0])
+        return {ident: found[rid] for ident, rid in exact.items()}
+
+    @staticmethod
+    async def _first_writes(conn: Conn, agent: str, keys: Sequence[str]) -> dict[str, Record]:
+        if not keys:
+            return {}
+        rows = await conn.fetch(FIRST_WRITES, agent, list(keys))
+        return {row["idempotency_key"]: _record(row, state=row["state"]) for row in rows}
+
+    @staticmethod
+    async def _heads(conn: Conn, heads: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Head]:
+        if not heads:
+            return {}
+        rows = await conn.fetch(HEADS, [k for k, _ in heads], [i for _, i in heads])
+        return {(r["kind"], r["object_id"]): Head(r["version"], r["hash"], r["at"]) for r in rows}
+
+
+def _record(row: Any, state: Mapping[str, Any] | None = None) -> Record:
+    """A record from a records row, or from a ledger entry's state with its bookkeeping."""
+    source = state if state is not None else row
+    return Record.from_row(
+        {
+            "id": row["id"],
+            "version": row["version"],
+            "lane": source["lane"],
+            "source_type": source["source_type"],
+            "authority": source["authority"],
+            "content": source["content"],
+            "properties": source["properties"],
+            "created_at": row["created_at"],
+            "updated_at": row["updated_at"],
+            "created_by": row["created_by"],
+            "ledger_hash": row["ledger_hash"],
+        }
+    )
