@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -26,14 +28,14 @@ from gql.graphiql import STATIC_PATH, graphiql_html, static_app
 from gql.schema import schema
 from policies.errors import UnknownAgentError
 from policies.loader import DEV_POLICY_YAML
-from store import policy_store
+from store import checkpoints, policy_store
 from store.database import create_engine
 from store.errors import NoPolicyError
 from store.executor import Executor
 from store.migrate import migrate
 from store.policy_commands import ApplyPolicy
 from store.policy_store import PolicyCache
-from store.pool import create_pool
+from store.pool import Pool, create_pool
 from store.roles import serving_url
 
 log = logging.getLogger("edgeloom")
@@ -56,6 +58,8 @@ class Settings:
     run_migrations: bool = True
     # The role the gateway serves as; derived from database_url when None (see store.roles).
     runtime_database_url: str | None = None
+    # How often a checkpoint anchors the ledger (0: never; `edgeloom checkpoint` on demand).
+    checkpoint_seconds: float = 60.0
 
 
 class GraphQLView(GraphQL[Context, None]):
@@ -206,7 +210,13 @@ def create_app(settings: Settings) -> Starlette:
                 engine=engine, pool=pool, executor=Executor(pool, cache), policies=cache
             )
             await _ensure_policy(services, settings)
-            yield {"services": services}
+            anchor = asyncio.create_task(_checkpoints(pool, settings.checkpoint_seconds))
+            try:
+                yield {"services": services}
+            finally:
+                anchor.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await anchor
         finally:
             await pool.close()
             await engine.dispose()
@@ -223,6 +233,21 @@ def create_app(settings: Settings) -> Starlette:
     )
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     return app
+
+
+async def _checkpoints(pool: Pool, every: float) -> None:
+    """Anchor the ledger at an interval, off the write path; a failure waits for the next."""
+    if every <= 0:
+        return
+    while True:
+        await asyncio.sleep(every)
+        try:
+            async with pool.acquire() as conn:
+                made = await checkpoints.take(conn)
+            if made is not None:
+                log.info("checkpoint %s anchors %s new entries", made.seq, made.entries)
+        except Exception:
+            log.exception("checkpoint failed; the next interval tries again")
 
 
 async def _ensure_policy(services: Services, settings: Settings) -> None:

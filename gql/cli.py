@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import ipaddress
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,10 +15,11 @@ from sqlalchemy.exc import DBAPIError
 
 from policies.errors import PolicyError
 from policies.loader import is_valid_name, load_policy
-from store import policy_store, tokens
+from store import checkpoints, policy_store, tokens
 from store.database import DEFAULT_DATA_DIR, Database, create_engine, open_database
 from store.errors import StoreError
 from store.migrate import migrate
+from store.pool import connect
 from store.verify import verify
 
 DEV_AGENT = "dev"
@@ -85,6 +87,17 @@ def _parser() -> argparse.ArgumentParser:
         description="Exit 0 when ledger and projections agree; 1 listing the differences.",
     )
 
+    commands.add_parser(
+        "checkpoint",
+        parents=[data_dir],
+        help="anchor every settled ledger entry in a new checkpoint now",
+        description=(
+            "Append a checkpoint covering every ledger entry committed since the last one; "
+            "verify then detects erased or rewritten history before it. The gateway also "
+            "takes one every minute while it runs."
+        ),
+    )
+
     token = commands.add_parser("token", help="manage bearer tokens")
     token_commands = token.add_subparsers(dest="token_command", required=True, metavar="ACTION")
     create = token_commands.add_parser(
@@ -129,14 +142,25 @@ async def _run(args: argparse.Namespace) -> int:
         if args.command == "migrate":
             print(f"migrations applied to {database.description}")
             return 0
+        if args.command == "checkpoint":
+            made = await _checkpoint(database.url)
+            if made is None:
+                print("no new ledger entries since the last checkpoint; nothing to anchor")
+            else:
+                print(
+                    f"checkpoint {made.seq}: {made.entries} new entries, hash {made.hash} "
+                    f"(entries of transactions below {made.below_txid})"
+                )
+            return 0
         if args.command == "verify":
-            report = await verify(engine)
+            report = await verify(database.url)
             for problem in report.problems:
                 print(problem)
             status = "ok" if report.ok else f"FAILED ({len(report.problems)} problems)"
             print(
                 f"verify {status}: {report.records} records, {report.entries} ledger entries, "
-                f"{report.memberships} memberships checked in {database.description}"
+                f"{report.memberships} memberships, {report.checkpoints} checkpoints checked "
+                f"in {database.description}"
             )
             return 0 if report.ok else 1
         return await _token(args, engine)
@@ -177,6 +201,14 @@ async def _token(args: argparse.Namespace, engine: object) -> int:
     return 0
 
 
+async def _checkpoint(url: str) -> checkpoints.Checkpoint | None:
+    conn = await connect(url)
+    try:
+        return await checkpoints.take(conn)
+    finally:
+        await conn.close()
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -213,6 +245,7 @@ def _serve(args: argparse.Namespace) -> int:
         policy_yaml=policy_yaml,
         policy_source=str(args.policy) if args.policy else "policy",
         anonymous_agent=DEV_AGENT if policy_yaml is None and loopback else None,
+        runtime_database_url=os.environ.get("EDGELOOM_RUNTIME_DATABASE_URL") or None,
     )
     print(f"edgeloom on http://{args.host}:{args.port}/graphql with {database.description}")
     if settings.anonymous_agent:

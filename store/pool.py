@@ -50,3 +50,10 @@ async def create_pool(url: str, size: int) -> Pool:
         server_settings={"application_name": "edgeloom"},
     )
     return pool
+
+
+async def connect(url: str) -> asyncpg.Connection[asyncpg.Record]:
+    """One connection of its own (not pooled), with the same JSON codecs."""
+    conn: asyncpg.Connection[asyncpg.Record] = await asyncpg.connect(plain_url(url))
+    await _init(conn)
+    return conn

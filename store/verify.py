@@ -1,21 +1,72 @@
-"""Checking the ledger: its hash chains hold, and the projections equal a rebuild from it."""
+"""Checking the ledger: chains, checkpoints and events hold, and the projections equal a
+rebuild from the ledger made with the same projection rules the write path uses.
+
+Everything is read in one REPEATABLE READ, READ ONLY, DEFERRABLE transaction: one
+snapshot, so writers running meanwhile never look like tampering.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+import asyncpg
 
-from store import tables as t
+from store.checkpoints import chain
 from store.hashing import entry_hash, legacy_entry_hash
-from store.ids import edge_property_id
-from store.records import RecordState
+from store.pool import Conn, connect
+from store.projection import Entry, Membership, PolicyRow, project_policy, project_record
+from store.records import Record
 
-HASHED = ("object_id", "version", "event", "actor", "at", "policy_version", "state", "prev_hash")
+_LEDGER = """
+SELECT kind, object_id, version, event, actor, at, policy_version, state, prev_hash, hash,
+       hash_format
+FROM ledger ORDER BY kind, object_id, version
+"""
+_RECORDS = """
+SELECT id, lane, source_type, authority, content, properties, version, created_at, updated_at,
+       created_by, ledger_hash
+FROM records
+"""
+_MEMBERSHIPS = """
+SELECT id, record_id, lane, label, value, recorded_from, from_version, recorded_to, to_version
+FROM edge_properties
+"""
+_POLICIES = "SELECT version, yaml, applied_at, applied_by FROM policy_versions ORDER BY version"
+_HEAD = "SELECT version FROM policy_head WHERE id = 1"
+_ENTRIES_WITHOUT_EVENTS = """
+SELECT l.kind, l.object_id, l.version FROM ledger l
+WHERE NOT EXISTS (SELECT 1 FROM audit_events e WHERE e.object_kind = l.kind
+                  AND e.object_id = l.object_id AND e.version_after = l.version)
+ORDER BY l.seq LIMIT 50
+"""
+_EVENTS_WITHOUT_ENTRIES = """
+SELECT e.id, e.object_kind, e.object_id, e.version_after FROM audit_events e
+WHERE NOT EXISTS (SELECT 1 FROM ledger l WHERE l.kind = e.object_kind
+                  AND l.object_id = e.object_id AND l.version = e.version_after)
+ORDER BY e.seq LIMIT 50
+"""
+_CHECKPOINTS = """
+SELECT seq, below_txid::text::bigint AS below, entries, prev_hash, hash
+FROM checkpoints ORDER BY seq
+"""
+_COVERED = """
+SELECT hash FROM ledger
+WHERE txid >= $1::text::xid8 AND txid < $2::text::xid8 ORDER BY seq
+"""
+_RECORD_COLUMNS = (
+    "lane",
+    "source_type",
+    "authority",
+    "content",
+    "properties",
+    "version",
+    "created_at",
+    "updated_at",
+    "created_by",
+    "ledger_hash",
+)
 
 
 @dataclass
@@ -25,6 +76,7 @@ class Report:
     records: int = 0
     entries: int = 0
     memberships: int = 0
+    checkpoints: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -32,156 +84,191 @@ class Report:
         return not self.problems
 
 
-# (id, record_id, lane, label, value, valid_from, valid_to, from_version, to_version)
-Membership = tuple[str, str, str, str, str, datetime, datetime | None, int, int | None]
+@dataclass
+class _Rebuild:
+    records: dict[str, Record] = field(default_factory=dict)
+    memberships: set[Membership] = field(default_factory=set)
+    policies: list[PolicyRow] = field(default_factory=list)
 
 
-async def _entries(conn: AsyncConnection) -> AsyncIterator[dict[str, Any]]:
-    stream = await conn.stream(
-        select(t.ledger)
-        .where(t.ledger.c.kind == "record")
-        .order_by(t.ledger.c.object_id, t.ledger.c.version)
-    )
-    async for row in stream.mappings():
-        yield dict(row)
-
-
-def _rebuild_one(
-    entries: list[dict[str, Any]], report: Report
-) -> tuple[dict[str, Any], list[Membership]]:
-    """Replay one record's entries into its records row and membership rows."""
-    record_id = entries[0]["object_id"]
-    prev_hash: str | None = None
-    opened: dict[str, tuple[str, str, str, datetime, int]] = {}
-    memberships: list[Membership] = []
-    for number, entry in enumerate(entries, start=1):
-        if entry["version"] != number:
-            report.problems.append(
-                f"{record_id}: version {entry['version']} where {number} was expected"
-            )
-        if entry["prev_hash"] != prev_hash:
-            report.problems.append(f"{record_id} v{entry['version']}: prev_hash breaks the chain")
-        fields = {k: entry[k] for k in HASHED}
-        digest = (
-            legacy_entry_hash(**fields)
-            if entry["hash_format"] == 1
-            else entry_hash(kind=entry["kind"], **fields)
-        )
-        if digest != entry["hash"]:
-            report.problems.append(f"{record_id} v{entry['version']}: hash does not match content")
-        prev_hash = entry["hash"]
-        state = RecordState.from_json(entry["state"])
-        now = {edge_property_id(record_id, p.label, p.value): p for p in state.properties}
-        for ep_id in [k for k in opened if k not in now]:
-            lane, label, value, since, from_v = opened.pop(ep_id)
-            memberships.append(
-                (ep_id, record_id, lane, label, value, since, entry["at"], from_v, entry["version"])
-            )
-        for ep_id, prop in now.items():
-            if ep_id not in opened:
-                opened[ep_id] = (state.lane, prop.label, prop.value, entry["at"], entry["version"])
-    for ep_id, (lane, label, value, since, from_v) in opened.items():
-        memberships.append((ep_id, record_id, lane, label, value, since, None, from_v, None))
-    first, last = entries[0], entries[-1]
-    final = RecordState.from_json(last["state"])
-    record = {
-        "id": record_id,
-        "lane": final.lane,
-        "source_type": final.source_type,
-        "authority": final.authority,
-        "content": final.content,
-        "properties": last["state"]["properties"],
-        "version": last["version"],
-        "created_at": first["at"],
-        "updated_at": last["at"],
-        "created_by": first["actor"],
-        "ledger_hash": last["hash"],
-    }
-    return record, memberships
-
-
-async def _check_policies(conn: AsyncConnection, report: Report) -> None:
-    """The policy chain holds and policy_versions equals its entries."""
-    rows = (
-        await conn.execute(
-            select(t.ledger).where(t.ledger.c.kind == "policy").order_by(t.ledger.c.version)
-        )
-    ).mappings()
-    prev: str | None = None
-    rebuilt: dict[int, tuple[str, datetime, str]] = {}
-    for entry in rows:
-        report.entries += 1
-        fields = {k: entry[k] for k in HASHED}
-        if entry["prev_hash"] != prev:
-            report.problems.append(f"policy v{entry['version']}: prev_hash breaks the chain")
-        if entry_hash(kind="policy", **fields) != entry["hash"]:
-            report.problems.append(f"policy v{entry['version']}: hash does not match content")
-        prev = entry["hash"]
-        rebuilt[entry["version"]] = (entry["state"]["yaml"], entry["at"], entry["actor"])
-    pv = t.policy_versions
-    live = {
-        row[0]: (row[1], row[2], row[3])
-        for row in await conn.execute(
-            select(pv.c.version, pv.c.yaml, pv.c.applied_at, pv.c.applied_by)
-        )
-    }
-    if live != rebuilt:
-        report.problems.append("policy_versions differs from the ledger's policy entries")
-
-
-async def verify(engine: AsyncEngine) -> Report:
+async def verify(url: str) -> Report:
     """Replay the whole ledger and compare it with the live projections."""
     report = Report()
-    rebuilt: dict[str, dict[str, Any]] = {}
-    members: set[Membership] = set()
-    async with engine.connect() as conn:
-        current: list[dict[str, Any]] = []
-        async for entry in _entries(conn):
-            report.entries += 1
-            if current and current[0]["object_id"] != entry["object_id"]:
-                record, rows = _rebuild_one(current, report)
-                rebuilt[record["id"]] = record
-                members.update(rows)
-                current = []
-            current.append(entry)
-        if current:
-            record, rows = _rebuild_one(current, report)
-            rebuilt[record["id"]] = record
-            members.update(rows)
-        await _check_policies(conn, report)
-        columns = [c for c in t.records.c if c.name != "idempotency_key"]
-        live = {row["id"]: dict(row) for row in (await conn.execute(select(*columns))).mappings()}
-        ep = t.edge_properties
-        live_members = {
-            tuple(row)
-            for row in await conn.execute(
-                select(
-                    ep.c.id,
-                    ep.c.record_id,
-                    ep.c.lane,
-                    ep.c.label,
-                    ep.c.value,
-                    ep.c.recorded_from,
-                    ep.c.recorded_to,
-                    ep.c.from_version,
-                    ep.c.to_version,
-                )
-            )
-        }
-    report.records = len(live)
-    report.memberships = len(live_members)
-    for record_id in sorted(rebuilt.keys() - live.keys()):
-        report.problems.append(f"{record_id}: in the ledger but missing from records")
-    for record_id in sorted(live.keys() - rebuilt.keys()):
-        report.problems.append(f"{record_id}: in records but has no ledger entry")
-    for record_id in sorted(rebuilt.keys() & live.keys()):
-        for column, value in rebuilt[record_id].items():
-            if live[record_id][column] != value:
-                report.problems.append(f"{record_id}: records.{column} differs from the ledger")
-    for row in sorted(members - live_members, key=str)[:50]:
-        report.problems.append(
-            f"{row[1]}: membership {row[3]}:{row[4]} missing from the projection"
-        )
-    for row in sorted(live_members - members, key=str)[:50]:
-        report.problems.append(f"{row[1]}: membership {row[3]}:{row[4]} not in the ledger")
+    conn = await connect(url)
+    try:
+        async with conn.transaction(isolation="repeatable_read", readonly=True, deferrable=True):
+            rebuilt = await _replay(conn, report)
+            await _compare_records(conn, rebuilt, report)
+            await _compare_memberships(conn, rebuilt, report)
+            await _compare_policies(conn, rebuilt, report)
+            await _check_events(conn, report)
+            await _check_checkpoints(conn, report)
+    finally:
+        await conn.close()
     return report
+
+
+async def _replay(conn: Conn, report: Report) -> _Rebuild:
+    rebuilt = _Rebuild()
+    chain_of: list[asyncpg.Record] = []
+    async for row in conn.cursor(_LEDGER, prefetch=2000):
+        report.entries += 1
+        if chain_of and (chain_of[0]["kind"], chain_of[0]["object_id"]) != (
+            row["kind"],
+            row["object_id"],
+        ):
+            _replay_object(chain_of, rebuilt, report)
+            chain_of = []
+        chain_of.append(row)
+    if chain_of:
+        _replay_object(chain_of, rebuilt, report)
+    return rebuilt
+
+
+def _replay_object(rows: list[asyncpg.Record], rebuilt: _Rebuild, report: Report) -> None:
+    """Check one object's chain and move the rebuilt projections through its entries."""
+    kind, object_id = rows[0]["kind"], rows[0]["object_id"]
+    name = object_id if kind == "record" else f"{kind} {object_id}"
+    prev_hash: str | None = None
+    record: Record | None = None
+    opened: dict[str, Membership] = {}
+    for number, row in enumerate(rows, start=1):
+        entry = _entry(row)
+        if entry.version != number:
+            report.problems.append(f"{name}: version {entry.version} where {number} was expected")
+        if entry.prev_hash != prev_hash:
+            report.problems.append(f"{name} v{entry.version}: prev_hash breaks the chain")
+        if _hash(entry, row["hash_format"]) != entry.hash:
+            report.problems.append(f"{name} v{entry.version}: hash does not match content")
+        prev_hash = entry.hash
+        if kind == "record":
+            delta = project_record(record, entry)
+            record = delta.record
+            for ep_id in delta.closed:
+                was = opened.pop(ep_id)
+                rebuilt.memberships.add(
+                    Membership(**{**was.row(), "recorded_to": entry.at, "to_version": number})
+                )
+            opened.update((m.id, m) for m in delta.opened)
+        elif kind == "policy":
+            rebuilt.policies.append(project_policy(entry))
+        else:
+            report.problems.append(f"{name}: no projection rule for ledger kind '{kind}'")
+    if record is not None:
+        rebuilt.records[record.id] = record
+        rebuilt.memberships.update(opened.values())
+
+
+def _entry(row: asyncpg.Record) -> Entry:
+    return Entry(
+        kind=row["kind"],
+        object_id=row["object_id"],
+        version=row["version"],
+        event=row["event"],
+        actor=row["actor"],
+        at=row["at"],
+        policy_version=row["policy_version"],
+        state=row["state"],
+        prev_hash=row["prev_hash"],
+        hash=row["hash"],
+    )
+
+
+def _hash(entry: Entry, hash_format: int) -> str:
+    fields: dict[str, Any] = {
+        "object_id": entry.object_id,
+        "version": entry.version,
+        "event": entry.event,
+        "actor": entry.actor,
+        "at": entry.at,
+        "policy_version": entry.policy_version,
+        "state": entry.state,
+        "prev_hash": entry.prev_hash,
+    }
+    if hash_format == 1:
+        return legacy_entry_hash(**fields)
+    return entry_hash(kind=entry.kind, **fields)
+
+
+def _record_columns(record: Record) -> Mapping[str, Any]:
+    s = record.state
+    return {
+        "lane": s.lane,
+        "source_type": s.source_type,
+        "authority": s.authority,
+        "content": s.content,
+        "properties": [[p.label, p.value] for p in s.properties],
+        "version": record.version,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "created_by": record.created_by,
+        "ledger_hash": record.ledger_hash,
+    }
+
+
+async def _compare_records(conn: Conn, rebuilt: _Rebuild, report: Report) -> None:
+    live: dict[str, asyncpg.Record] = {}
+    async for row in conn.cursor(_RECORDS, prefetch=2000):
+        live[row["id"]] = row
+    report.records = len(live)
+    for record_id in sorted(rebuilt.records.keys() - live.keys()):
+        report.problems.append(f"{record_id}: in the ledger but missing from records")
+    for record_id in sorted(live.keys() - rebuilt.records.keys()):
+        report.problems.append(f"{record_id}: in records but has no ledger entry")
+    for record_id in sorted(rebuilt.records.keys() & live.keys()):
+        expected = _record_columns(rebuilt.records[record_id])
+        for column in _RECORD_COLUMNS:
+            if live[record_id][column] != expected[column]:
+                report.problems.append(f"{record_id}: records.{column} differs from the ledger")
+
+
+async def _compare_memberships(conn: Conn, rebuilt: _Rebuild, report: Report) -> None:
+    live: set[Membership] = set()
+    async for row in conn.cursor(_MEMBERSHIPS, prefetch=5000):
+        live.add(Membership(**dict(row)))
+    report.memberships = len(live)
+    for m in sorted(rebuilt.memberships - live, key=str)[:50]:
+        report.problems.append(
+            f"{m.record_id}: membership {m.label}:{m.value} missing from the projection"
+        )
+    for m in sorted(live - rebuilt.memberships, key=str)[:50]:
+        report.problems.append(f"{m.record_id}: membership {m.label}:{m.value} not in the ledger")
+
+
+async def _compare_policies(conn: Conn, rebuilt: _Rebuild, report: Report) -> None:
+    live = [PolicyRow(*row) for row in await conn.fetch(_POLICIES)]
+    if live != rebuilt.policies:
+        report.problems.append("policy_versions differs from the ledger's policy entries")
+    head = await conn.fetchval(_HEAD)
+    newest = rebuilt.policies[-1].version if rebuilt.policies else 0
+    if head != newest:
+        report.problems.append(f"policy_head names version {head}; the ledger's newest is {newest}")
+
+
+async def _check_events(conn: Conn, report: Report) -> None:
+    """Every entry has the events that report it, and no event lacks its entry."""
+    for kind, object_id, version in await conn.fetch(_ENTRIES_WITHOUT_EVENTS):
+        report.problems.append(f"{object_id} v{version}: {kind} entry has no audit event")
+    for event_id, kind, object_id, version in await conn.fetch(_EVENTS_WITHOUT_ENTRIES):
+        report.problems.append(
+            f"{object_id} v{version}: audit event {event_id} reports a {kind} entry "
+            "the ledger does not hold"
+        )
+
+
+async def _check_checkpoints(conn: Conn, report: Report) -> None:
+    """Recompute every checkpoint from the entries it covers."""
+    prev_hash: str | None = None
+    start = 0
+    for row in await conn.fetch(_CHECKPOINTS):
+        report.checkpoints += 1
+        hashes = [r[0] for r in await conn.fetch(_COVERED, str(start), str(row["below"]))]
+        if row["prev_hash"] != prev_hash:
+            report.problems.append(f"checkpoint {row['seq']}: prev_hash breaks the chain")
+        if len(hashes) != row["entries"] or chain(row["prev_hash"], hashes) != row["hash"]:
+            report.problems.append(
+                f"checkpoint {row['seq']}: covers {row['entries']} entries, but the ledger "
+                f"holds {len(hashes)} below it that hash differently: history before it "
+                "was erased or rewritten"
+            )
+        prev_hash, start = row["hash"], row["below"]

@@ -187,9 +187,5 @@ async def sql(url: str) -> AsyncIterator[asyncpg.Connection]:
 
 async def assert_verified(database_url: str) -> None:
     """The ledger of `database_url` verifies: chains hold, projections equal a rebuild."""
-    engine = create_engine(database_url, pool_size=1)
-    try:
-        report = await verify(engine)
-    finally:
-        await engine.dispose()
+    report = await verify(database_url)
     assert report.ok, report.problems

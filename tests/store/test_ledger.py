@@ -12,18 +12,13 @@ import asyncpg
 import pytest
 
 from gql.app import Settings
-from store.database import create_engine
 from store.verify import Report, verify
 from tests.gql._api import ADD, REMOVE, UPDATE, ingest
 from tests.support import Databases, Gateway, plain, run_gateway, sql, with_database
 
 
 async def verify_report(url: str) -> Report:
-    engine = create_engine(url, pool_size=1)
-    try:
-        return await verify(engine)
-    finally:
-        await engine.dispose()
+    return await verify(url)
 
 
 def expected_hash(row: asyncpg.Record) -> str:
