@@ -9,6 +9,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cross_web import HTTPException
@@ -37,6 +38,7 @@ from store.policy_commands import ApplyPolicy
 from store.policy_store import PolicyCache
 from store.pool import Pool, create_pool
 from store.roles import serving_url
+from store.signing import Signer, load_or_create
 
 log = logging.getLogger("edgeloom")
 
@@ -58,8 +60,10 @@ class Settings:
     run_migrations: bool = True
     # The role the gateway serves as; derived from database_url when None (see store.roles).
     runtime_database_url: str | None = None
-    # How often a checkpoint anchors the ledger (0: never; `edgeloom checkpoint` on demand).
+    # How often a checkpoint anchors the ledger (0: never; `edgeloom checkpoint` on demand),
+    # and the key file that signs them (None: unsigned).
     checkpoint_seconds: float = 60.0
+    checkpoint_key: Path | None = None
 
 
 class GraphQLView(GraphQL[Context, None]):
@@ -210,7 +214,10 @@ def create_app(settings: Settings) -> Starlette:
                 engine=engine, pool=pool, executor=Executor(pool, cache), policies=cache
             )
             await _ensure_policy(services, settings)
-            anchor = asyncio.create_task(_checkpoints(pool, settings.checkpoint_seconds))
+            signer = (
+                None if settings.checkpoint_key is None else load_or_create(settings.checkpoint_key)
+            )
+            anchor = asyncio.create_task(_checkpoints(pool, settings.checkpoint_seconds, signer))
             try:
                 yield {"services": services}
             finally:
@@ -235,7 +242,7 @@ def create_app(settings: Settings) -> Starlette:
     return app
 
 
-async def _checkpoints(pool: Pool, every: float) -> None:
+async def _checkpoints(pool: Pool, every: float, signer: Signer | None) -> None:
     """Anchor the ledger at an interval, off the write path; a failure waits for the next."""
     if every <= 0:
         return
@@ -243,7 +250,7 @@ async def _checkpoints(pool: Pool, every: float) -> None:
         await asyncio.sleep(every)
         try:
             async with pool.acquire() as conn:
-                made = await checkpoints.take(conn)
+                made = await checkpoints.take(conn, signer)
             if made is not None:
                 log.info("checkpoint %s anchors %s new entries", made.seq, made.entries)
         except Exception:

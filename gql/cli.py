@@ -15,7 +15,7 @@ from sqlalchemy.exc import DBAPIError
 
 from policies.errors import PolicyError
 from policies.loader import is_valid_name, load_policy
-from store import checkpoints, policy_store, tokens
+from store import checkpoints, policy_store, signing, tokens
 from store.database import DEFAULT_DATA_DIR, Database, create_engine, open_database
 from store.errors import StoreError
 from store.migrate import migrate
@@ -56,6 +56,14 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_DATA_DIR,
         help=f"folder of the embedded PostgreSQL, when DATABASE_URL is unset "
         f"(default: {DEFAULT_DATA_DIR})",
+    )
+    data_dir.add_argument(
+        "--checkpoint-key",
+        type=Path,
+        default=None,
+        help="Ed25519 key (PEM) that signs checkpoints, kept outside the database; created "
+        "at first use (default: EDGELOOM_CHECKPOINT_KEY, else checkpoint-key.pem beside the "
+        "data folder)",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -143,7 +151,7 @@ async def _run(args: argparse.Namespace) -> int:
             print(f"migrations applied to {database.description}")
             return 0
         if args.command == "checkpoint":
-            made = await _checkpoint(database.url)
+            made = await _checkpoint(database.url, signing.load_or_create(key_path(args)))
             if made is None:
                 print("no new ledger entries since the last checkpoint; nothing to anchor")
             else:
@@ -153,7 +161,11 @@ async def _run(args: argparse.Namespace) -> int:
                 )
             return 0
         if args.command == "verify":
-            report = await verify(database.url)
+            key = key_path(args)
+            signer = signing.load_or_create(key) if key.exists() else None
+            if signer is None:
+                print(f"checkpoint signatures not checked: no checkpoint key at {key}")
+            report = await verify(database.url, signer)
             for problem in report.problems:
                 print(problem)
             status = "ok" if report.ok else f"FAILED ({len(report.problems)} problems)"
@@ -201,10 +213,18 @@ async def _token(args: argparse.Namespace, engine: object) -> int:
     return 0
 
 
-async def _checkpoint(url: str) -> checkpoints.Checkpoint | None:
+def key_path(args: argparse.Namespace) -> Path:
+    """Where the checkpoint key lives: the flag, EDGELOOM_CHECKPOINT_KEY, or beside the data."""
+    if args.checkpoint_key is not None:
+        return Path(args.checkpoint_key)
+    named = os.environ.get("EDGELOOM_CHECKPOINT_KEY")
+    return Path(named) if named else Path(args.data_dir).parent / "checkpoint-key.pem"
+
+
+async def _checkpoint(url: str, signer: signing.Signer) -> checkpoints.Checkpoint | None:
     conn = await connect(url)
     try:
-        return await checkpoints.take(conn)
+        return await checkpoints.take(conn, signer)
     finally:
         await conn.close()
 
@@ -246,6 +266,7 @@ def _serve(args: argparse.Namespace) -> int:
         policy_source=str(args.policy) if args.policy else "policy",
         anonymous_agent=DEV_AGENT if policy_yaml is None and loopback else None,
         runtime_database_url=os.environ.get("EDGELOOM_RUNTIME_DATABASE_URL") or None,
+        checkpoint_key=key_path(args),
     )
     print(f"edgeloom on http://{args.host}:{args.port}/graphql with {database.description}")
     if settings.anonymous_agent:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from store.pool import Conn
+from store.signing import Signer, message
 
 # Any fixed number: checkpoints from several gateway processes queue on it.
 _CHECKPOINT_LOCK = 7_113_004
@@ -32,8 +33,8 @@ WHERE txid >= $1::text::xid8 AND txid < $2::text::xid8
 ORDER BY seq
 """
 _INSERT = """
-INSERT INTO checkpoints (seq, below_txid, entries, at, prev_hash, hash)
-VALUES ($1, $2::text::xid8, $3, $4, $5, $6)
+INSERT INTO checkpoints (seq, below_txid, entries, at, prev_hash, hash, signature, key_id)
+VALUES ($1, $2::text::xid8, $3, $4, $5, $6, $7, $8)
 """
 
 
@@ -46,6 +47,9 @@ class Checkpoint:
     prev_hash: str | None
     hash: str
 
+    def payload(self) -> bytes:
+        return message(self.seq, self.below_txid, self.entries, self.prev_hash, self.hash)
+
 
 def chain(prev_hash: str | None, entry_hashes: Iterable[str]) -> str:
     digest = hashlib.sha256((prev_hash or "").encode() + b"\n")
@@ -54,8 +58,9 @@ def chain(prev_hash: str | None, entry_hashes: Iterable[str]) -> str:
     return digest.hexdigest()
 
 
-async def take(conn: Conn) -> Checkpoint | None:
-    """Append a checkpoint over every entry settled since the last one (None: nothing new)."""
+async def take(conn: Conn, signer: Signer | None = None) -> Checkpoint | None:
+    """Append a checkpoint over every entry settled since the last one (None: nothing new),
+    signed with `signer` when one is given."""
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", _CHECKPOINT_LOCK)
         last = await conn.fetchrow(_LAST)
@@ -77,6 +82,10 @@ async def take(conn: Conn) -> Checkpoint | None:
             prev_hash=prev,
             hash=chain(prev, hashes),
         )
+        signature = key_id = None
+        if signer is not None:
+            signature = signer.sign(made.payload())
+            key_id = signer.key_id
         await conn.execute(
             _INSERT,
             made.seq,
@@ -85,5 +94,9 @@ async def take(conn: Conn) -> Checkpoint | None:
             made.at,
             made.prev_hash,
             made.hash,
+            signature,
+            key_id,
         )
-        return made
+    if signer is not None:
+        signer.remember(made.seq, made.hash)
+    return made

@@ -18,6 +18,7 @@ from store.hashing import entry_hash, legacy_entry_hash
 from store.pool import Conn, connect
 from store.projection import Entry, Membership, PolicyRow, project_policy, project_record
 from store.records import Record
+from store.signing import Signer, message
 
 _LEDGER = """
 SELECT kind, object_id, version, event, actor, at, policy_version, state, prev_hash, hash,
@@ -48,7 +49,7 @@ WHERE NOT EXISTS (SELECT 1 FROM ledger l WHERE l.kind = e.object_kind
 ORDER BY e.seq LIMIT 50
 """
 _CHECKPOINTS = """
-SELECT seq, below_txid::text::bigint AS below, entries, prev_hash, hash
+SELECT seq, below_txid::text::bigint AS below, entries, prev_hash, hash, signature, key_id
 FROM checkpoints ORDER BY seq
 """
 _COVERED = """
@@ -91,8 +92,9 @@ class _Rebuild:
     policies: list[PolicyRow] = field(default_factory=list)
 
 
-async def verify(url: str) -> Report:
-    """Replay the whole ledger and compare it with the live projections."""
+async def verify(url: str, signer: Signer | None = None) -> Report:
+    """Replay the whole ledger and compare it with the live projections; with the
+    checkpoint key, check every checkpoint's signature and that none was removed."""
     report = Report()
     conn = await connect(url)
     try:
@@ -102,7 +104,7 @@ async def verify(url: str) -> Report:
             await _compare_memberships(conn, rebuilt, report)
             await _compare_policies(conn, rebuilt, report)
             await _check_events(conn, report)
-            await _check_checkpoints(conn, report)
+            await _check_checkpoints(conn, report, signer)
     finally:
         await conn.close()
     return report
@@ -256,19 +258,45 @@ async def _check_events(conn: Conn, report: Report) -> None:
         )
 
 
-async def _check_checkpoints(conn: Conn, report: Report) -> None:
-    """Recompute every checkpoint from the entries it covers."""
+async def _check_checkpoints(conn: Conn, report: Report, signer: Signer | None) -> None:
+    """Recompute every checkpoint from the entries it covers; check its signature."""
     prev_hash: str | None = None
     start = 0
+    seen: dict[int, str] = {}
     for row in await conn.fetch(_CHECKPOINTS):
         report.checkpoints += 1
+        seq = row["seq"]
+        seen[seq] = row["hash"]
         hashes = [r[0] for r in await conn.fetch(_COVERED, str(start), str(row["below"]))]
         if row["prev_hash"] != prev_hash:
-            report.problems.append(f"checkpoint {row['seq']}: prev_hash breaks the chain")
+            report.problems.append(f"checkpoint {seq}: prev_hash breaks the chain")
         if len(hashes) != row["entries"] or chain(row["prev_hash"], hashes) != row["hash"]:
             report.problems.append(
-                f"checkpoint {row['seq']}: covers {row['entries']} entries, but the ledger "
+                f"checkpoint {seq}: covers {row['entries']} entries, but the ledger "
                 f"holds {len(hashes)} below it that hash differently: history before it "
                 "was erased or rewritten"
             )
+        if signer is not None:
+            _check_signature(row, signer, report)
         prev_hash, start = row["hash"], row["below"]
+    newest = None if signer is None else signer.newest()
+    if newest is not None and seen.get(newest[0]) != newest[1]:
+        report.problems.append(
+            f"checkpoint {newest[0]}, recorded beside the key as signed, is missing or "
+            "differs: checkpoints were removed or rewritten"
+        )
+
+
+def _check_signature(row: asyncpg.Record, signer: Signer, report: Report) -> None:
+    seq = row["seq"]
+    if row["signature"] is None:
+        report.problems.append(f"checkpoint {seq}: not signed")
+        return
+    if row["key_id"] != signer.key_id:
+        report.problems.append(
+            f"checkpoint {seq}: signed by key {row['key_id']}, not by this key ({signer.key_id})"
+        )
+        return
+    payload = message(seq, row["below"], row["entries"], row["prev_hash"], row["hash"])
+    if not signer.valid(payload, row["signature"]):
+        report.problems.append(f"checkpoint {seq}: the signature does not match; it was forged")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from gql.app import Settings
-from store import checkpoints
+from store import checkpoints, signing
 from store.hashing import entry_hash
 from store.pool import connect
 from store.verify import verify
@@ -17,10 +18,10 @@ LEDGER_OFF = "ALTER TABLE ledger DISABLE TRIGGER ledger_append_only"
 EVENTS_OFF = "ALTER TABLE audit_events DISABLE TRIGGER audit_events_append_only"
 
 
-async def take(url: str) -> checkpoints.Checkpoint | None:
+async def take(url: str, signer: signing.Signer | None = None) -> checkpoints.Checkpoint | None:
     conn = await connect(url)
     try:
-        return await checkpoints.take(conn)
+        return await checkpoints.take(conn, signer)
     finally:
         await conn.close()
 
@@ -168,3 +169,51 @@ async def test_policy_versions_are_a_ledgered_kind_rebuilt_by_verify(gateway: Ga
         await conn.execute("UPDATE policy_versions SET applied_by = $1", entries[0]["actor"])
         await conn.execute("ALTER TABLE policy_versions ENABLE TRIGGER policy_versions_append_only")
     assert (await verify(gateway.database_url)).ok
+
+
+async def test_signed_checkpoints_resist_an_owner_who_recomputes_every_hash(
+    databases: Databases, tmp_path: Path
+) -> None:
+    url, _, erased = await history_unanchored(databases)
+    signer = signing.load_or_create(tmp_path / "checkpoint-key.pem")
+    assert (tmp_path / "checkpoint-key.pem").stat().st_mode & 0o777 == 0o600
+    made = await take(url, signer)
+    assert made is not None
+    assert (await verify(url, signer)).ok
+    # The owner erases a record and recomputes the checkpoint to match what is left...
+    await erase_record(url, erased)
+    async with sql(url) as conn:
+        hashes = [r[0] for r in await conn.fetch("SELECT hash FROM ledger ORDER BY seq")]
+        await conn.execute("ALTER TABLE checkpoints DISABLE TRIGGER checkpoints_append_only")
+        await conn.execute(
+            "UPDATE checkpoints SET entries = $1, hash = $2",
+            len(hashes),
+            checkpoints.chain(None, hashes),
+        )
+    assert (await verify(url)).ok  # without the key, nothing is left to disagree
+    report = await verify(url, signer)
+    assert report.problems == [
+        "checkpoint 1: the signature does not match; it was forged",
+        "checkpoint 1, recorded beside the key as signed, is missing or differs: "
+        "checkpoints were removed or rewritten",
+    ]
+    # ...or removes the checkpoints altogether: the head kept beside the key says otherwise.
+    async with sql(url) as conn:
+        await conn.execute("DELETE FROM checkpoints")
+    report = await verify(url, signer)
+    assert report.problems == [
+        "checkpoint 1, recorded beside the key as signed, is missing or differs: "
+        "checkpoints were removed or rewritten"
+    ]
+    other = signing.load_or_create(tmp_path / "other.pem")
+    assert other.key_id != signer.key_id
+
+
+async def history_unanchored(databases: Databases) -> tuple[str, str, str]:
+    url = await databases.create()
+    async with run_gateway(
+        Settings(database_url=url, anonymous_agent="dev", pool_size=2, checkpoint_seconds=0)
+    ) as gateway:
+        kept = (await ingest(gateway, "kept", ["org:Acme"]))["id"]
+        erased = (await ingest(gateway, "to be erased", ["org:Acme"]))["id"]
+    return url, kept, erased

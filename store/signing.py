@@ -1,0 +1,90 @@
+"""Signing checkpoints with a key kept outside the database.
+
+A database owner can rewrite entries and recompute every hash, checkpoints included;
+what the owner cannot do without the key file is sign the result. The key is an
+Ed25519 private key in a PEM file (created with mode 0600 at first use); beside it,
+`<key>.head` records the newest checkpoint this key signed, so deleting or rolling
+back checkpoints is detected too.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+
+def message(seq: int, below_txid: int, entries: int, prev_hash: str | None, digest: str) -> bytes:
+    """The bytes a checkpoint's signature covers."""
+    fields = ("edgeloom-checkpoint/1", seq, below_txid, entries, prev_hash or "", digest)
+    return "".join(f"{field}\n" for field in fields).encode()
+
+
+@dataclass(frozen=True)
+class Signer:
+    """A checkpoint key: signs new checkpoints, checks old ones, remembers the newest."""
+
+    key: Ed25519PrivateKey
+    path: Path
+
+    @property
+    def key_id(self) -> str:
+        raw = self.key.public_key().public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw
+        )
+        return hashlib.sha256(raw).hexdigest()[:16]
+
+    def sign(self, payload: bytes) -> str:
+        return base64.b64encode(self.key.sign(payload)).decode()
+
+    def valid(self, payload: bytes, signature: str) -> bool:
+        try:
+            self.key.public_key().verify(base64.b64decode(signature), payload)
+        except (InvalidSignature, ValueError):
+            return False
+        return True
+
+    @property
+    def head_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".head")
+
+    def remember(self, seq: int, digest: str) -> None:
+        """Record the newest checkpoint signed, unless a newer one is already recorded."""
+        known = self.newest()
+        if known is not None and known[0] >= seq:
+            return
+        tmp = self.head_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"seq": seq, "hash": digest}))
+        os.replace(tmp, self.head_path)
+
+    def newest(self) -> tuple[int, str] | None:
+        try:
+            data = json.loads(self.head_path.read_text())
+        except (OSError, ValueError):
+            return None
+        return int(data["seq"]), str(data["hash"])
+
+
+def load_or_create(path: Path) -> Signer:
+    """The key in `path`, made (readable by its owner only) when the file does not exist."""
+    if path.exists():
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+        if not isinstance(key, Ed25519PrivateKey):
+            raise ValueError(f"{path} holds no Ed25519 private key")
+        return Signer(key, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = Ed25519PrivateKey.generate()
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(pem)
+    return Signer(key, path)
