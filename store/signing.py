@@ -21,9 +21,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 
-def message(seq: int, below_txid: int, entries: int, prev_hash: str | None, digest: str) -> bytes:
+def message(seq: int, covers: str, entries: int, prev_hash: str | None, digest: str) -> bytes:
     """The bytes a checkpoint's signature covers."""
-    fields = ("edgeloom-checkpoint/1", seq, below_txid, entries, prev_hash or "", digest)
+    fields = ("edgeloom-checkpoint/1", seq, covers, entries, prev_hash or "", digest)
     return "".join(f"{field}\n" for field in fields).encode()
 
 

@@ -178,15 +178,17 @@ policy_head = Table(
 )
 
 # Anchors over the whole ledger, computed off the write path: checkpoint n covers
-# every entry whose transaction id is below `below_txid` (all of them committed
-# when it was taken) and chains to checkpoint n-1, so erasing or rewriting history
-# before the newest checkpoint is detected.
+# the entries settled since checkpoint n-1 (transaction id below `below_txid`, all
+# committed when it was taken), names their positions in `covers`, and chains to
+# checkpoint n-1, so erasing or rewriting history before the newest is detected.
 checkpoints = Table(
     "checkpoints",
     metadata,
     Column("seq", Integer, primary_key=True, autoincrement=False),
     Column("below_txid", XID8, nullable=False),
     Column("entries", BigInteger, nullable=False),
+    # The ledger positions it covers, as ranges "a-b,c-d" (see store.checkpoints).
+    Column("covers", Text, nullable=False),
     Column("at", TZ, nullable=False),
     Column("prev_hash", Text, nullable=True),
     Column("hash", Text, nullable=False),

@@ -13,7 +13,7 @@ from typing import Any
 
 import asyncpg
 
-from store.checkpoints import chain
+from store.checkpoints import chain, covered_hashes
 from store.hashing import entry_hash, legacy_entry_hash
 from store.pool import Conn, connect
 from store.projection import Entry, Membership, PolicyRow, project_policy, project_record
@@ -49,12 +49,7 @@ WHERE NOT EXISTS (SELECT 1 FROM ledger l WHERE l.kind = e.object_kind
 ORDER BY e.seq LIMIT 50
 """
 _CHECKPOINTS = """
-SELECT seq, below_txid::text::bigint AS below, entries, prev_hash, hash, signature, key_id
-FROM checkpoints ORDER BY seq
-"""
-_COVERED = """
-SELECT hash FROM ledger
-WHERE txid >= $1::text::xid8 AND txid < $2::text::xid8 ORDER BY seq
+SELECT seq, covers, entries, prev_hash, hash, signature, key_id FROM checkpoints ORDER BY seq
 """
 _RECORD_COLUMNS = (
     "lane",
@@ -261,24 +256,23 @@ async def _check_events(conn: Conn, report: Report) -> None:
 async def _check_checkpoints(conn: Conn, report: Report, signer: Signer | None) -> None:
     """Recompute every checkpoint from the entries it covers; check its signature."""
     prev_hash: str | None = None
-    start = 0
     seen: dict[int, str] = {}
     for row in await conn.fetch(_CHECKPOINTS):
         report.checkpoints += 1
         seq = row["seq"]
         seen[seq] = row["hash"]
-        hashes = [r[0] for r in await conn.fetch(_COVERED, str(start), str(row["below"]))]
+        hashes = await covered_hashes(conn, row["covers"])
         if row["prev_hash"] != prev_hash:
             report.problems.append(f"checkpoint {seq}: prev_hash breaks the chain")
         if len(hashes) != row["entries"] or chain(row["prev_hash"], hashes) != row["hash"]:
             report.problems.append(
                 f"checkpoint {seq}: covers {row['entries']} entries, but the ledger "
-                f"holds {len(hashes)} below it that hash differently: history before it "
+                f"holds {len(hashes)} at those positions that hash differently: history before it "
                 "was erased or rewritten"
             )
         if signer is not None:
             _check_signature(row, signer, report)
-        prev_hash, start = row["hash"], row["below"]
+        prev_hash = row["hash"]
     newest = None if signer is None else signer.newest()
     if newest is not None and seen.get(newest[0]) != newest[1]:
         report.problems.append(
@@ -297,6 +291,6 @@ def _check_signature(row: asyncpg.Record, signer: Signer, report: Report) -> Non
             f"checkpoint {seq}: signed by key {row['key_id']}, not by this key ({signer.key_id})"
         )
         return
-    payload = message(seq, row["below"], row["entries"], row["prev_hash"], row["hash"])
+    payload = message(seq, row["covers"], row["entries"], row["prev_hash"], row["hash"])
     if not signer.valid(payload, row["signature"]):
         report.problems.append(f"checkpoint {seq}: the signature does not match; it was forged")
