@@ -38,7 +38,7 @@ from store.policy_commands import ApplyPolicy
 from store.policy_store import PolicyCache
 from store.pool import Pool, create_pool
 from store.roles import serving_url
-from store.signing import Signer, load_or_create
+from store.signing import Signer, load_or_create, memory_of
 
 log = logging.getLogger("edgeloom")
 
@@ -215,7 +215,9 @@ def create_app(settings: Settings) -> Starlette:
             )
             await _ensure_policy(services, settings)
             signer = (
-                None if settings.checkpoint_key is None else load_or_create(settings.checkpoint_key)
+                None
+                if settings.checkpoint_key is None
+                else load_or_create(settings.checkpoint_key, memory_of(settings.database_url))
             )
             anchor = asyncio.create_task(_checkpoints(pool, settings.checkpoint_seconds, signer))
             try:

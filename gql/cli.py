@@ -13,9 +13,10 @@ from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError
 
+from gql.progress import ProgressBar
 from policies.errors import PolicyError
 from policies.loader import is_valid_name, load_policy
-from store import checkpoints, policy_store, signing, tokens
+from store import backup, checkpoints, policy_store, signing, tokens
 from store.database import DEFAULT_DATA_DIR, Database, create_engine, open_database
 from store.errors import StoreError
 from store.migrate import migrate
@@ -106,6 +107,19 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
 
+    export = commands.add_parser(
+        "export",
+        parents=[data_dir],
+        help="write the whole memory to a file (gzip JSON Lines), consistent while writers run",
+    )
+    export.add_argument("file", type=Path, help="where to write, e.g. memory.jsonl.gz")
+    restore = commands.add_parser(
+        "import",
+        parents=[data_dir],
+        help="fill an empty database from an export; verify passes afterwards",
+    )
+    restore.add_argument("file", type=Path, help="a file written by 'edgeloom export'")
+
     token = commands.add_parser("token", help="manage bearer tokens")
     token_commands = token.add_subparsers(dest="token_command", required=True, metavar="ACTION")
     create = token_commands.add_parser(
@@ -150,8 +164,23 @@ async def _run(args: argparse.Namespace) -> int:
         if args.command == "migrate":
             print(f"migrations applied to {database.description}")
             return 0
+        if args.command == "export":
+            done = await backup.export(database.url, args.file, ProgressBar("export"))
+            print(f"exported {_counted(done.counts)} to {args.file}")
+            return 0
+        if args.command == "import":
+            key = signing.load_or_create(key_path(args), signing.memory_of(database.url))
+            done = await backup.import_(database.url, args.file, key, ProgressBar("import"))
+            print(
+                f"imported {_counted(done.counts)} into {database.description}; "
+                f"checkpoint {done.checkpoint} anchors them"
+            )
+            return 0
         if args.command == "checkpoint":
-            made = await _checkpoint(database.url, signing.load_or_create(key_path(args)))
+            made = await _checkpoint(
+                database.url,
+                signing.load_or_create(key_path(args), signing.memory_of(database.url)),
+            )
             if made is None:
                 print("no new ledger entries since the last checkpoint; nothing to anchor")
             else:
@@ -161,10 +190,14 @@ async def _run(args: argparse.Namespace) -> int:
                 )
             return 0
         if args.command == "verify":
-            key = key_path(args)
-            signer = signing.load_or_create(key) if key.exists() else None
+            where = key_path(args)
+            signer = (
+                signing.load_or_create(where, signing.memory_of(database.url))
+                if where.exists()
+                else None
+            )
             if signer is None:
-                print(f"checkpoint signatures not checked: no checkpoint key at {key}")
+                print(f"checkpoint signatures not checked: no checkpoint key at {where}")
             report = await verify(database.url, signer)
             for problem in report.problems:
                 print(problem)
@@ -211,6 +244,17 @@ async def _token(args: argparse.Namespace, engine: object) -> int:
     info = await tokens.revoke(engine, args.id)
     print(f"token {info.id} for agent {info.agent} revoked")
     return 0
+
+
+def _counted(counts: dict[str, int]) -> str:
+    names = {
+        "entry": "ledger entries",
+        "event": "audit events",
+        "checkpoint": "checkpoints",
+        "token": "tokens",
+        "key": "idempotency keys",
+    }
+    return ", ".join(f"{counts.get(k, 0)} {v}" for k, v in names.items())
 
 
 def key_path(args: argparse.Namespace) -> Path:

@@ -3,8 +3,10 @@
 A database owner can rewrite entries and recompute every hash, checkpoints included;
 what the owner cannot do without the key file is sign the result. The key is an
 Ed25519 private key in a PEM file (created with mode 0600 at first use); beside it,
-`<key>.head` records the newest checkpoint this key signed, so deleting or rolling
-back checkpoints is detected too.
+`<key>.head` records, for each memory (database) the key signs for, the newest
+checkpoint it signed there, so deleting or rolling back checkpoints is detected too.
+A memory is named by where it lives (host, port, database), which the database owner
+cannot change from inside the database.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -33,6 +37,7 @@ class Signer:
 
     key: Ed25519PrivateKey
     path: Path
+    memory: str
 
     @property
     def key_id(self) -> str:
@@ -56,29 +61,43 @@ class Signer:
         return self.path.with_name(self.path.name + ".head")
 
     def remember(self, seq: int, digest: str) -> None:
-        """Record the newest checkpoint signed, unless a newer one is already recorded."""
-        known = self.newest()
-        if known is not None and known[0] >= seq:
+        """Record the newest checkpoint signed here, unless a newer one is recorded."""
+        heads = self._heads()
+        known = heads.get(self.memory)
+        if known is not None and known["seq"] >= seq:
             return
-        tmp = self.head_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"seq": seq, "hash": digest}))
+        heads[self.memory] = {"seq": seq, "hash": digest}
+        tmp = self.head_path.with_name(self.head_path.name + f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(heads, indent=1, sort_keys=True))
         os.replace(tmp, self.head_path)
 
     def newest(self) -> tuple[int, str] | None:
+        known = self._heads().get(self.memory)
+        return None if known is None else (int(known["seq"]), str(known["hash"]))
+
+    def _heads(self) -> dict[str, dict[str, Any]]:
         try:
             data = json.loads(self.head_path.read_text())
         except (OSError, ValueError):
-            return None
-        return int(data["seq"]), str(data["hash"])
+            return {}
+        return data if isinstance(data, dict) else {}
 
 
-def load_or_create(path: Path) -> Signer:
-    """The key in `path`, made (readable by its owner only) when the file does not exist."""
+def memory_of(url: str) -> str:
+    """Where a memory lives, as the key's head file names it (no user, no password)."""
+    parts = urlsplit(url)
+    host = parts.hostname or dict(parse_qsl(parts.query)).get("host", "local")
+    return f"{host}:{parts.port or 5432}{parts.path}"
+
+
+def load_or_create(path: Path, memory: str) -> Signer:
+    """The key in `path`, made (readable by its owner only) when the file does not exist,
+    signing for the memory named `memory` (see `memory_of`)."""
     if path.exists():
         key = serialization.load_pem_private_key(path.read_bytes(), password=None)
         if not isinstance(key, Ed25519PrivateKey):
             raise ValueError(f"{path} holds no Ed25519 private key")
-        return Signer(key, path)
+        return Signer(key, path, memory)
     path.parent.mkdir(parents=True, exist_ok=True)
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(
@@ -87,4 +106,4 @@ def load_or_create(path: Path) -> Signer:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as handle:
         handle.write(pem)
-    return Signer(key, path)
+    return Signer(key, path, memory)

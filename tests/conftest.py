@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -15,6 +16,12 @@ from gql.app import Settings
 from tests.support import Databases, Gateway, admin_url, assert_verified, run_gateway
 
 DEV = "dev"
+
+# Every edgeloom process the suite starts signs checkpoints with a key of this run's
+# own, never with a key an operator keeps beside a real data folder.
+os.environ["EDGELOOM_CHECKPOINT_KEY"] = str(
+    Path(tempfile.mkdtemp(prefix="edgeloom-test-key-")) / "checkpoint-key.pem"
+)
 
 
 @pytest.fixture(scope="session")

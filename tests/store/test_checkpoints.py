@@ -175,7 +175,7 @@ async def test_signed_checkpoints_resist_an_owner_who_recomputes_every_hash(
     databases: Databases, tmp_path: Path
 ) -> None:
     url, _, erased = await history_unanchored(databases)
-    signer = signing.load_or_create(tmp_path / "checkpoint-key.pem")
+    signer = signing.load_or_create(tmp_path / "checkpoint-key.pem", signing.memory_of(url))
     assert (tmp_path / "checkpoint-key.pem").stat().st_mode & 0o777 == 0o600
     made = await take(url, signer)
     assert made is not None
@@ -205,7 +205,7 @@ async def test_signed_checkpoints_resist_an_owner_who_recomputes_every_hash(
         "checkpoint 1, recorded beside the key as signed, is missing or differs: "
         "checkpoints were removed or rewritten"
     ]
-    other = signing.load_or_create(tmp_path / "other.pem")
+    other = signing.load_or_create(tmp_path / "other.pem", signing.memory_of(url))
     assert other.key_id != signer.key_id
 
 
