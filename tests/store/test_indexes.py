@@ -1,0 +1,77 @@
+"""Reads filter by lane inside the index, whatever the statistics say.
+
+Before ANALYZE the planner may pick any index; when an index lacks the lane, the lane
+is filtered after fetching every member of the value, so a probe on another lane's
+popular value costs measurably more than one on an absent value: a timing tell.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from tests.support import Databases, sql
+
+PROBES = {
+    "current members": (
+        "SELECT record_id FROM edge_properties WHERE label = $1 AND value = $2 "
+        "AND lane = ANY($3::text[]) AND recorded_to IS NULL"
+    ),
+    "members as of": (
+        "SELECT record_id FROM edge_properties WHERE label = $1 AND value = $2 "
+        "AND lane = ANY($3::text[]) AND recorded_from <= now() "
+        "AND (recorded_to IS NULL OR recorded_to > now())"
+    ),
+    "records of a lane": (
+        "SELECT id FROM records WHERE lane = ANY($3::text[]) AND $1::text IS NOT NULL "
+        "AND $2::text IS NOT NULL ORDER BY created_at, id LIMIT 20"
+    ),
+}
+
+
+def index_conditions(plan: object) -> list[str]:
+    """Every index condition of a JSON plan, with the index it is on."""
+    found: list[str] = []
+    if isinstance(plan, dict):
+        if "Index Name" in plan:
+            found.append(f"{plan['Index Name']}: {plan.get('Index Cond', '')}")
+        for value in plan.values():
+            found += index_conditions(value)
+    elif isinstance(plan, list):
+        for value in plan:
+            found += index_conditions(value)
+    return found
+
+
+@pytest.mark.parametrize("probe", sorted(PROBES))
+async def test_the_lane_is_an_index_condition_before_any_analyze(
+    databases: Databases, probe: str
+) -> None:
+    url = await databases.create()
+    async with sql(url) as conn:
+        # Another lane's popular value, with no statistics gathered yet.
+        rows = [
+            (f"ep_{uuid.uuid4().hex}", f"sr_{uuid.uuid4().hex}", "secret", "org", "Acme")
+            for _ in range(3000)
+        ]
+        await conn.executemany(
+            "INSERT INTO edge_properties (id, record_id, lane, label, value, recorded_from, "
+            "from_version) VALUES ($1, $2, $3, $4, $5, now() - interval '1 day', 1)",
+            rows,
+        )
+        await conn.executemany(
+            "INSERT INTO records (id, lane, source_type, authority, content, properties, "
+            "version, created_at, updated_at, created_by, ledger_hash) "
+            "VALUES ($1, $2, 'conversational', 'conversational', '', '[]', 1, now(), now(), "
+            "'dev', '')",
+            [(r[1], r[2]) for r in rows],
+        )
+        await conn.execute("SET enable_seqscan = off")  # an index is chosen; which one is the test
+        raw = await conn.fetchval(
+            f"EXPLAIN (FORMAT JSON) {PROBES[probe]}", "org", "Acme", ["default"]
+        )
+    conditions = index_conditions(json.loads(raw))
+    assert conditions, raw
+    assert all("lane" in c for c in conditions), conditions
