@@ -226,6 +226,8 @@ def _serve(args: argparse.Namespace) -> int:
         # One line per request costs more than a small query; keep it for debugging.
         access_log=args.log_level == "debug",
         proxy_headers=False,
+        # uvicorn refuses a larger WebSocket message (1009) before buffering all of it.
+        ws_max_size=settings.max_body_bytes,
     )
     return 0
 

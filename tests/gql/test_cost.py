@@ -1,13 +1,18 @@
-"""Nested lists are counted before they run, and refused over the limit."""
+"""Nested lists are counted before they run; a request stops when its client leaves or times out."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import datetime
 from typing import Any
 
 import asyncpg
+import httpx
+import pytest
 
 from gql.cost import DEFAULT_MAX_COST
+from tests.conftest import GatewayFactory
 from tests.gql._api import INGEST_MANY, unique
 from tests.support import Gateway, sql
 
@@ -35,6 +40,12 @@ async def seed(gateway: Gateway, records: int) -> str:
     data = await gateway.data(INGEST_MANY, {"inputs": inputs})
     first: str = data["ingestMany"][0]["id"]
     return first
+
+
+@pytest.fixture(scope="module")
+async def unlimited(start_gateway: GatewayFactory) -> Gateway:
+    """A gateway that runs any query, so that one can run long enough to be left."""
+    return await start_gateway(anonymous_agent="dev", max_query_cost=10**15)
 
 
 async def gateway_backends(conn: asyncpg.Connection) -> dict[int, Any]:
@@ -91,3 +102,56 @@ async def test_the_cost_counts_first_from_the_variables(gateway: Gateway) -> Non
     assert error["extensions"]["cost"] == 1 + 500 * (1 + 256)
     # without first, a page counts its default size of 50
     assert (await gateway.data(PAGE, {"n": None}))["records"] is not None
+
+
+async def test_a_lower_limit_is_a_setting(start_gateway: GatewayFactory) -> None:
+    small = await start_gateway(anonymous_agent="dev", max_query_cost=100)
+    error = await small.error(PAGE, {"n": 1})
+    assert error["extensions"] == {"code": "BAD_USER_INPUT", "cost": 258, "limit": 100}
+    assert (await small.data("{ records(first: 99) { totalCount items { id } } }"))["records"]
+
+
+async def test_a_request_stops_when_its_client_leaves(unlimited: Gateway) -> None:
+    record_id = await seed(unlimited, 40)
+    async with sql(unlimited.database_url) as conn:
+        started = await conn.fetchval("SELECT clock_timestamp()")
+        async with httpx.AsyncClient(timeout=60) as client:
+            call = asyncio.create_task(
+                client.post(
+                    unlimited.graphql_url,
+                    json={"query": NESTED, "variables": {"id": record_id, "n": 40}},
+                )
+            )
+            deadline = time.monotonic() + 20
+            while await member_reads_since(conn, started) == 0:
+                assert not call.done(), call.result().text[:300]
+                assert time.monotonic() < deadline, "the nested query never started"
+                await asyncio.sleep(0.05)
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+        # The connection is closed; give the gateway a moment to notice, then watch.
+        await asyncio.sleep(1.0)
+        quiet_since = await conn.fetchval("SELECT clock_timestamp()")
+        await asyncio.sleep(1.5)
+        assert await member_reads_since(conn, quiet_since) == 0
+    assert (await unlimited.client.get(unlimited.url + "/healthz")).status_code == 200
+
+
+async def test_a_request_over_its_time_is_stopped_and_answered(
+    start_gateway: GatewayFactory,
+) -> None:
+    slow = await start_gateway(anonymous_agent="dev", max_query_cost=10**15, request_timeout=2)
+    record_id = await seed(slow, 40)
+    response = await slow.client.post(
+        slow.graphql_url, json={"query": NESTED, "variables": {"id": record_id, "n": 40}}
+    )
+    assert response.status_code == 503
+    [error] = response.json()["errors"]
+    assert error["extensions"] == {"code": "BAD_USER_INPUT", "timeoutSeconds": 2}
+    assert error["message"].startswith("the request was stopped after 2 seconds")
+    async with sql(slow.database_url) as conn:
+        await asyncio.sleep(1.0)
+        quiet_since = await conn.fetchval("SELECT clock_timestamp()")
+        await asyncio.sleep(1.5)
+        assert await member_reads_since(conn, quiet_since) == 0
