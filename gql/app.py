@@ -13,10 +13,11 @@ from typing import Any
 
 from cross_web import HTTPException
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
@@ -28,6 +29,7 @@ from gql.cost import DEFAULT_MAX_COST
 from gql.errors import refusal_response
 from gql.graphiql import STATIC_PATH, graphiql_html, static_app
 from gql.limits import DEFAULT_MAX_BODY, BodySizeLimit, RequestLimitError, check_variables
+from gql.loopback import loopback_problem
 from gql.schema import build_schema, schema
 from gql.websocket import TransportWSHandler
 from policies.errors import UnknownAgentError
@@ -307,7 +309,43 @@ def create_app(settings: Settings) -> Starlette:
         lifespan=lifespan,
     )
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    if settings.anonymous_agent is not None:
+        app.add_middleware(LoopbackOnly)  # added last, so it runs first
     return app
+
+
+class LoopbackOnly:
+    """Refuses every request to the tokenless development gateway not addressed to loopback.
+
+    HTTP is answered 403; a WebSocket is accepted and closed with 4403, as strawberry
+    closes one it rejects, so clients see one code for "not allowed here".
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        problem = loopback_problem(headers.get("host"), headers.get("origin"))
+        if problem is None:
+            await self.app(scope, receive, send)
+        elif scope["type"] == "http":
+            await refusal_response(403, problem, code="FORBIDDEN")(scope, receive, send)
+        else:
+            await receive()  # websocket.connect
+            offered = scope.get("subprotocols") or []
+            chosen = (
+                GRAPHQL_TRANSPORT_WS_PROTOCOL if GRAPHQL_TRANSPORT_WS_PROTOCOL in offered else None
+            )
+            await send({"type": "websocket.accept", "subprotocol": chosen})
+            # A close reason holds at most 123 bytes: the whole sentence goes to the log.
+            log.info("WebSocket refused: %s", problem)
+            await send(
+                {"type": "websocket.close", "code": 4403, "reason": "Forbidden: loopback only"}
+            )
 
 
 async def _ensure_policy(engine: Any, cache: PolicyCache, settings: Settings) -> None:

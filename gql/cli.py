@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ipaddress
 import logging
 import sys
 from collections.abc import Sequence
@@ -12,6 +11,7 @@ from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError
 
+from gql.loopback import is_loopback
 from policies.errors import PolicyError
 from policies.loader import is_valid_name, load_policy
 from store import policy_store, tokens
@@ -26,16 +26,6 @@ DEV_POLICY_LOOPBACK_ONLY = (
     "the development policy (no tokens) is served on loopback only; pass --policy FILE "
     "and mint tokens with 'edgeloom token create --agent NAME', or use --host 127.0.0.1"
 )
-LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
-
-
-def is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _parser() -> argparse.ArgumentParser:
