@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cross_web import HTTPException
+from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -39,7 +40,7 @@ from store.database import create_engine
 from store.errors import NoPolicyError
 from store.ledger import Ledger
 from store.migrate import migrate
-from store.policy_store import PolicyCache
+from store.policy_store import PolicyCache, PolicyVersion
 
 log = logging.getLogger("edgeloom")
 
@@ -291,7 +292,7 @@ def create_app(settings: Settings) -> Starlette:
             if settings.run_migrations:
                 await migrate(engine)
             cache = PolicyCache.empty()
-            await _ensure_policy(engine, cache, settings)
+            await ensure_policy(engine, cache, settings)
             yield {
                 "services": Services(engine=engine, ledger=Ledger(engine, cache), policies=cache)
             }
@@ -348,7 +349,11 @@ class LoopbackOnly:
             )
 
 
-async def _ensure_policy(engine: Any, cache: PolicyCache, settings: Settings) -> None:
+async def ensure_policy(
+    engine: AsyncEngine, cache: PolicyCache, settings: Settings
+) -> PolicyVersion | None:
+    """Apply the policy `settings` names (or the development one, if none is in force and
+    the gateway is a development one); the policy in force after it."""
     if settings.policy_yaml is not None:
         before = await policy_store.current(engine, cache)
         if before is not None and before.yaml != settings.policy_yaml:
@@ -363,14 +368,15 @@ async def _ensure_policy(engine: Any, cache: PolicyCache, settings: Settings) ->
             engine,
             cache,
             settings.policy_yaml,
-            applied_by="operator",
+            applied_by=DEV_POLICY_ACTOR if settings.policy_yaml == DEV_POLICY_YAML else "operator",
             source=settings.policy_source,
         )
         log.info("policy version %s in force (%s)", applied.version, settings.policy_source)
-        return
+        return applied
     current = await policy_store.current(engine, cache)
     if current is None and settings.anonymous_agent is not None:
-        applied = await policy_store.apply(
+        current = await policy_store.apply(
             engine, cache, DEV_POLICY_YAML, applied_by=DEV_POLICY_ACTOR, source="development policy"
         )
-        log.info("development policy version %s in force", applied.version)
+        log.info("development policy version %s in force", current.version)
+    return current

@@ -7,19 +7,24 @@ import asyncio
 import logging
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy.exc import DBAPIError
 
 from gql.loopback import is_loopback
 from policies.errors import PolicyError
-from policies.loader import is_valid_name, load_policy
+from policies.loader import DEV_POLICY_YAML, is_valid_name, load_policy
 from store import policy_store, tokens
 from store.database import DEFAULT_DATA_DIR, Database, create_engine, open_database
 from store.errors import StoreError
 from store.migrate import migrate
-from store.policy_store import PolicyCache
+from store.policy_store import PolicyCache, PolicyVersion
 from store.verify import verify
+
+if TYPE_CHECKING:
+    from gql.app import Settings
 
 DEV_AGENT = "dev"
 DEV_POLICY_LOOPBACK_ONLY = (
@@ -63,8 +68,15 @@ def _parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
     )
     serve.add_argument("--port", type=int, default=4000, help="port to listen on (default 4000)")
-    serve.add_argument(
+    chosen = serve.add_mutually_exclusive_group()
+    chosen.add_argument(
         "--policy", type=Path, help="policy YAML to apply at start (see policies/examples)"
+    )
+    chosen.add_argument(
+        "--dev-policy",
+        action="store_true",
+        help="apply the development policy again (as a new version) and serve it without "
+        "tokens; loopback only",
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
@@ -150,10 +162,13 @@ async def _token(args: argparse.Namespace, engine: object) -> int:
         in_force = await policy_store.current(engine, PolicyCache.empty())
         if in_force is not None and args.agent not in in_force.policy.agents:
             print(
-                f"warning: agent {args.agent!r} is not in policy version {in_force.version} "
-                f"(agents: {sorted(in_force.policy.agents)}); the token works once it is",
+                f"edgeloom: agent {args.agent!r} is not declared by policy version "
+                f"{in_force.version}, so its token would be refused; declared agents: "
+                f"{sorted(in_force.policy.agents)}. Add it to the policy first (applyPolicy, "
+                "or serve --policy FILE)",
                 file=sys.stderr,
             )
+            return 2
         info, secret = await tokens.create(engine, args.agent)
         print(f"token {info.id} for agent {info.agent} (shown once; store it now):")
         print(secret)
@@ -186,7 +201,9 @@ def _serve(args: argparse.Namespace) -> int:
             )
             return 2
         load_policy(policy_yaml, str(args.policy))  # refuse a bad file before anything starts
-    if not loopback and policy_yaml is None:
+    elif args.dev_policy:
+        policy_yaml = DEV_POLICY_YAML
+    if not loopback and args.policy is None:
         # Refused before any database is opened: an embedded one would be started for nothing.
         print(
             f"edgeloom: refusing to listen on {args.host}: {DEV_POLICY_LOOPBACK_ONLY}",
@@ -194,20 +211,32 @@ def _serve(args: argparse.Namespace) -> int:
         )
         return 2
     database = open_database(args.data_dir)
-    if not loopback:
-        problem = asyncio.run(_exposure_problem(database))
-        if problem:
-            print(f"edgeloom: refusing to listen on {args.host}: {problem}", file=sys.stderr)
-            return 2
     settings = Settings(
         database_url=database.url,
         policy_yaml=policy_yaml,
-        policy_source=str(args.policy) if args.policy else "policy",
-        anonymous_agent=DEV_AGENT if policy_yaml is None and loopback else None,
+        policy_source=str(args.policy) if args.policy else "development policy",
+        # Only a development gateway applies the development policy when none is in force.
+        anonymous_agent=DEV_AGENT if args.policy is None else None,
     )
+    problem, in_force = asyncio.run(_start(database, settings, exposed=not loopback))
+    if problem:
+        print(f"edgeloom: refusing to listen on {args.host}: {problem}", file=sys.stderr)
+        return 2
+    development = args.policy is None and in_force is not None and in_force.yaml == DEV_POLICY_YAML
+    settings = replace(settings, anonymous_agent=DEV_AGENT if development else None)
     print(f"edgeloom on http://{args.host}:{args.port}/graphql with {database.description}")
-    if settings.anonymous_agent:
+    if in_force is not None:
+        print(_policy_line(in_force, args.policy, policy_yaml))
+    if development:
         print("development mode: requests without a token act as agent 'dev' (loopback only)")
+    elif in_force is not None and args.policy is None:
+        print(
+            f"policy version {in_force.version} is not the development policy, so every call "
+            f"needs a bearer token for an agent it declares ({_agents(in_force)}): mint one "
+            "with 'edgeloom token create --agent NAME', or start with --dev-policy to apply the "
+            "development policy again as a new version"
+        )
+    sys.stdout.flush()  # before uvicorn's own lines, and visible when stdout is a file
     uvicorn.run(
         create_app(settings),
         host=args.host,
@@ -222,18 +251,42 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _exposure_problem(database: Database) -> str | None:
+async def _start(
+    database: Database, settings: Settings, exposed: bool
+) -> tuple[str | None, PolicyVersion | None]:
+    """Migrate, refuse an exposed gateway no agent could call, and settle the policy."""
+    from gql.app import ensure_policy
+
     engine = create_engine(database.url, pool_size=1)
     try:
         await migrate(engine)
-        if await tokens.active_count(engine) == 0:
-            return (
+        if exposed and await tokens.active_count(engine) == 0:
+            problem = (
                 "no active bearer token exists, so no agent could call it; mint one first with "
                 "'edgeloom token create --agent NAME'"
             )
+            return problem, None
+        return None, await ensure_policy(engine, PolicyCache.empty(), settings)
     finally:
         await engine.dispose()
-    return None
+
+
+def _policy_line(in_force: PolicyVersion, path: Path | None, given: str | None) -> str:
+    if in_force.yaml == DEV_POLICY_YAML:
+        origin = "the development policy"
+    elif path is not None and in_force.yaml == given:
+        origin = f"from {path}"
+    else:
+        origin = "applied earlier, by applyPolicy or serve --policy"
+    at = in_force.applied_at.strftime("%Y-%m-%d %H:%M:%S %Z")
+    return (
+        f"policy version {in_force.version} in force ({origin}), "
+        f"applied by {in_force.applied_by} at {at}"
+    )
+
+
+def _agents(in_force: PolicyVersion) -> str:
+    return ", ".join(sorted(in_force.policy.agents)) or "none"
 
 
 if __name__ == "__main__":

@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
+from gql.auth import NO_TOKEN
 from store import tokens
 from store.database import create_engine
 from tests.gql._policy_support import INGEST, POLICY
 from tests.support import EDGELOOM, REPO, Databases, assert_verified, free_port
 
-START_TIMEOUT = 30.0
+START_TIMEOUT = 60.0  # a first embedded start runs initdb
 REFUSAL_TIMEOUT = 20.0
 
 
@@ -31,11 +34,27 @@ def environment(database_url: str | None) -> dict[str, str]:
     return env
 
 
+@dataclass
+class Served:
+    """A running `edgeloom serve`: a client, its GraphQL URL, its output, its process."""
+
+    client: httpx.AsyncClient
+    url: str
+    log: Path
+    process: asyncio.subprocess.Process
+
+
 @asynccontextmanager
 async def serving(
-    database_url: str, tmp_path: Path, *args: str
-) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
-    """`edgeloom serve ARGS` on a free loopback port, until /healthz answers; then stopped."""
+    database_url: str | None,
+    tmp_path: Path,
+    *args: str,
+    stop: signal.Signals = signal.SIGTERM,
+) -> AsyncIterator[Served]:
+    """`edgeloom serve ARGS` on a free loopback port, until /healthz answers; then `stop`ped.
+
+    Without `database_url` it runs an embedded PostgreSQL (pass --data-dir).
+    """
     port = free_port()
     log = tmp_path / f"serve-{port}.log"
     with log.open("wb") as out:
@@ -67,10 +86,10 @@ async def serving(
                     pass
                 assert time.monotonic() < deadline, log.read_text()
                 await asyncio.sleep(0.1)
-            yield client, base + "/graphql"
+            yield Served(client, base + "/graphql", log, process)
     finally:
         if process.returncode is None:
-            process.terminate()
+            process.send_signal(stop)
             try:
                 await asyncio.wait_for(process.wait(), 15)
             except TimeoutError:
@@ -113,10 +132,8 @@ async def call(
 
 async def test_serve_with_a_policy_file(databases: Databases, tmp_path: Path) -> None:
     database_url = await databases.create()
-    async with serving(database_url, tmp_path, "--policy", "policies/examples/crm.yaml") as (
-        client,
-        url,
-    ):
+    async with serving(database_url, tmp_path, "--policy", "policies/examples/crm.yaml") as served:
+        client, url = served.client, served.url
         engine = create_engine(database_url, pool_size=1)
         try:
             _, secret = await tokens.create(engine, "sales")
@@ -138,7 +155,8 @@ async def test_serve_without_a_policy_runs_the_dev_policy_on_loopback(
     databases: Databases, tmp_path: Path
 ) -> None:
     database_url = await databases.create()
-    async with serving(database_url, tmp_path) as (client, url):
+    async with serving(database_url, tmp_path) as served:
+        client, url = served.client, served.url
         profile = await call(client, url, "{ profile { agent readLanes writeLanes } }")
         assert profile == {
             "data": {
@@ -195,4 +213,62 @@ async def test_serve_refuses_a_missing_or_bad_policy_file(tmp_path: Path) -> Non
         f"edgeloom: policy '{bad}': key 'lanes.notes': unknown key 'colour'; "
         "allowed keys: ['source_types']"
     )
+    assert not (tmp_path / "pg").exists()
+
+
+# -- the policy in force at start ------------------------------------------------
+
+PROFILE = "{ profile { agent } }"
+
+
+async def test_a_plain_start_after_a_policy_file_keeps_it_and_says_how_to_get_back(
+    databases: Databases, tmp_path: Path
+) -> None:
+    database_url = await databases.create()
+    async with serving(database_url, tmp_path, "--policy", "policies/examples/crm.yaml") as s:
+        pass
+    out = s.log.read_text()
+    assert (
+        "policy version 1 in force (from policies/examples/crm.yaml), applied by operator at "
+    ) in out, out
+    assert "development mode" not in out
+
+    async with serving(database_url, tmp_path) as s:
+        refused_call = await call(s.client, s.url, PROFILE)
+    out = s.log.read_text()
+    assert "development mode" not in out, out
+    assert (
+        "policy version 1 in force (applied earlier, by applyPolicy or serve --policy), "
+        "applied by operator at "
+    ) in out
+    assert (
+        "policy version 1 is not the development policy, so every call needs a bearer token "
+        "for an agent it declares (curator, planner, sales): mint one with 'edgeloom token "
+        "create --agent NAME', or start with --dev-policy to apply the development policy "
+        "again as a new version"
+    ) in out
+    [error] = refused_call["errors"]  # type: ignore[misc]
+    assert error == {"message": NO_TOKEN, "extensions": {"code": "UNAUTHENTICATED"}}
+
+    async with serving(database_url, tmp_path, "--dev-policy") as s:
+        profile = await call(s.client, s.url, PROFILE)
+        policy = await call(s.client, s.url, "{ policy { version appliedBy } }")
+    out = s.log.read_text()
+    assert "policy version 2 in force (the development policy)" in out, out
+    assert "development mode: requests without a token act as agent 'dev'" in out
+    assert profile == {"data": {"profile": {"agent": "dev"}}}
+    assert policy == {
+        "data": {"policy": {"version": 2, "appliedBy": "operator:development-default"}}
+    }
+
+    async with serving(database_url, tmp_path) as s:
+        assert await call(s.client, s.url, PROFILE) == {"data": {"profile": {"agent": "dev"}}}
+    assert "policy version 2 in force (the development policy)" in s.log.read_text()
+
+
+async def test_dev_policy_is_refused_off_loopback(tmp_path: Path) -> None:
+    err = await refused(
+        None, "--host", "0.0.0.0", "--dev-policy", "--data-dir", str(tmp_path / "pg")
+    )
+    assert "the development policy (no tokens) is served on loopback only" in err
     assert not (tmp_path / "pg").exists()
