@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -237,18 +238,36 @@ def _serve(args: argparse.Namespace) -> int:
             "development policy again as a new version"
         )
     sys.stdout.flush()  # before uvicorn's own lines, and visible when stdout is a file
-    uvicorn.run(
-        create_app(settings),
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        # One line per request costs more than a small query; keep it for debugging.
-        access_log=args.log_level == "debug",
-        proxy_headers=False,
-        # uvicorn refuses a larger WebSocket message (1009) before buffering all of it.
-        ws_max_size=settings.max_body_bytes,
-    )
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        uvicorn.run(
+            create_app(settings),
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            # One line per request costs more than a small query; keep it for debugging.
+            access_log=args.log_level == "debug",
+            proxy_headers=False,
+            # uvicorn refuses a larger WebSocket message (1009) before buffering all of it.
+            ws_max_size=settings.max_body_bytes,
+        )
+    except _Stopped:
+        pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return 0
+
+
+class _Stopped(Exception):
+    """SIGTERM or SIGINT, after uvicorn has shut down gracefully."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    # uvicorn shuts down on the signal, then raises it again for this handler. Without
+    # one, SIGTERM would end the process on the spot, skipping the exit handlers that
+    # stop the embedded PostgreSQL when this is the last process using it.
+    raise _Stopped(signum)
 
 
 async def _start(

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
+import tempfile
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 
 from gql.auth import NO_TOKEN
 from store import tokens
@@ -272,3 +275,70 @@ async def test_dev_policy_is_refused_off_loopback(tmp_path: Path) -> None:
     )
     assert "the development policy (no tokens) is served on loopback only" in err
     assert not (tmp_path / "pg").exists()
+
+
+# -- stopping: the embedded PostgreSQL stops with the last process ----------------
+
+
+def postmaster_pid(data_dir: Path) -> int:
+    return int((data_dir / "postmaster.pid").read_text().split()[0])
+
+
+def is_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def assert_stopped(data_dir: Path, pid: int) -> None:
+    deadline = time.monotonic() + 20
+    while is_running(pid) or (data_dir / "postmaster.pid").exists():
+        assert time.monotonic() < deadline, f"the embedded PostgreSQL (pid {pid}) still runs"
+        await asyncio.sleep(0.1)
+
+
+@asynccontextmanager
+async def embedded_data_dir() -> AsyncIterator[Path]:
+    """A data folder for an embedded server that no server outlives, whatever the test finds.
+
+    Not under pytest's tmp_path: pytest resets the permissions of its folders at the start
+    of every run on the machine, and the server runs as another user when we are root.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="edgeloom-test-serve-"))
+    data_dir = folder / "pgdata"
+    try:
+        yield data_dir
+    finally:
+        with suppress(OSError, ValueError):
+            os.kill(postmaster_pid(data_dir), signal.SIGQUIT)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+async def test_a_stopped_gateway_stops_its_embedded_postgres(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
+    async with embedded_data_dir() as data_dir:
+        async with serving(None, tmp_path, "--data-dir", str(data_dir), stop=stop) as s:
+            pid = postmaster_pid(data_dir)
+            assert is_running(pid)
+        await assert_stopped(data_dir, pid)
+        assert s.process.returncode == 0, s.log.read_text()
+        assert "Traceback" not in s.log.read_text()
+
+
+async def test_a_gateway_killed_outright_does_not_keep_postgres_running_later(
+    tmp_path: Path,
+) -> None:
+    """The killed process's pid stays in pgserver's list of users; the next start drops it."""
+    async with embedded_data_dir() as data_dir:
+        async with serving(None, tmp_path, "--data-dir", str(data_dir)) as s:
+            pid = postmaster_pid(data_dir)
+            s.process.kill()
+            await s.process.wait()
+        assert is_running(pid)  # nothing stopped it
+        async with serving(None, tmp_path, "--data-dir", str(data_dir)) as s:
+            assert postmaster_pid(data_dir) == pid  # the running server is reused
+        await assert_stopped(data_dir, pid)
