@@ -173,7 +173,7 @@ class GraphQLView(GraphQL[Context, None]):
             with suppress(asyncio.CancelledError):
                 await left
             # Wait for the work to unwind, so its connections are back in the pool.
-            with suppress(BaseException):
+            with suppress(Exception, asyncio.CancelledError):
                 await work
         if work in done:
             return work.result()
