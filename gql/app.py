@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
+import warnings
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cross_web import HTTPException
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
@@ -25,8 +26,13 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from gql.auth import authenticate, socket_authorization
 from gql.context import Caller, Context, Services
+from gql.cost import DEFAULT_MAX_COST
+from gql.errors import refusal_response
 from gql.graphiql import STATIC_PATH, graphiql_html, static_app
-from gql.schema import schema
+from gql.limits import DEFAULT_MAX_BODY, BodySizeLimit, RequestLimitError, check_variables
+from gql.loopback import loopback_problem
+from gql.schema import build_schema, schema
+from gql.websocket import TransportWSHandler
 from policies.errors import UnknownAgentError
 from policies.loader import DEV_POLICY_YAML
 from store import checkpoints, policy_store
@@ -35,14 +41,20 @@ from store.errors import NoPolicyError
 from store.executor import Executor
 from store.migrate import migrate
 from store.policy_commands import ApplyPolicy
-from store.policy_store import PolicyCache
+from store.policy_store import PolicyCache, PolicyVersion
 from store.pool import Pool, create_pool
 from store.roles import serving_url
 from store.signing import Signer, load_or_create, memory_of
 
 log = logging.getLogger("edgeloom")
 
-DEFAULT_MAX_BODY = 8 * 1024 * 1024
+# A request stopped midway (its client left, or its time ran out) leaves graphql-core
+# and strawberry with resolver coroutines made but never started; Python warns about
+# each as it is freed. They are expected there, and only there.
+ABANDONED_RESOLVERS = r"coroutine '(Executor|GraphQLCoreConverter)\..*' was never awaited"
+warnings.filterwarnings("ignore", ABANDONED_RESOLVERS, RuntimeWarning)
+
+DEFAULT_REQUEST_TIMEOUT = 30.0
 DEV_POLICY_ACTOR = "operator:development-default"
 
 
@@ -55,7 +67,12 @@ class Settings:
     policy_source: str = "policy"
     # The agent a request without a token acts as; only ever set for loopback.
     anonymous_agent: str | None = None
+    # Also the largest WebSocket message.
     max_body_bytes: int = DEFAULT_MAX_BODY
+    # The most objects one operation may ask for (see gql.cost).
+    max_query_cost: int = DEFAULT_MAX_COST
+    # An HTTP request still running after this many seconds is stopped and answered.
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     pool_size: int = 10
     run_migrations: bool = True
     # The role the gateway serves as; derived from database_url when None (see store.roles).
@@ -67,11 +84,15 @@ class Settings:
 
 
 class GraphQLView(GraphQL[Context, None]):
-    """Strawberry's ASGI view with our context, auth and offline GraphiQL."""
+    """Strawberry's ASGI view with our context, auth, limits and offline GraphiQL."""
+
+    graphql_transport_ws_handler_class = TransportWSHandler
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(
-            schema,
+            schema
+            if settings.max_query_cost == DEFAULT_MAX_COST
+            else build_schema(settings.max_query_cost),
             subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL],
             keep_alive=True,
             keep_alive_interval=15,
@@ -83,9 +104,12 @@ class GraphQLView(GraphQL[Context, None]):
         if isinstance(request, WebSocket):
             # Authenticated from the connection_init payload in on_ws_connect.
             return Context(services, Caller(agent=None, problem="connection not initialised"))
-        caller = await authenticate(
-            request.headers.get("authorization"), services, self.settings.anonymous_agent
-        )
+        # Set by __call__ from the headers, before the body was read.
+        caller: Caller | None = getattr(request.state, "caller", None)
+        if caller is None:
+            caller = await authenticate(
+                request.headers.get("authorization"), services, self.settings.anonymous_agent
+            )
         return Context(services, caller)
 
     async def on_ws_connect(self, context: Context) -> None:
@@ -111,21 +135,147 @@ class GraphQLView(GraphQL[Context, None]):
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
+        # Who is calling is decided from the headers alone, before the body is read:
+        # a caller without a valid token costs the gateway nothing more.
+        refusal = await self._refuse_caller(Request(scope=scope))
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        response = await self._answer_while_connected(scope, receive)
+        if response is not None:
+            await response(scope, receive, send)
+
+    async def _refuse_caller(self, request: Request) -> Response | None:
+        if self.should_render_graphql_ide(self.request_adapter_class(request)):
+            return None  # GraphiQL's page needs no token; its requests do
+        services: Services = request.state.services
+        caller = await authenticate(
+            request.headers.get("authorization"), services, self.settings.anonymous_agent
+        )
+        if caller.agent is None:
+            return _unauthenticated(caller.problem or "authentication required")
+        undeclared = await _undeclared(services, caller.agent)
+        if undeclared is not None:
+            return _unauthenticated(undeclared.message, undeclared.extensions())
+        request.state.caller = caller
+        return None
+
+    async def _answer_while_connected(self, scope: Scope, receive: Receive) -> Response | None:
+        """The response, unless the client left first (None); past the timeout, a refusal.
+
+        Leaving or timing out cancels the work: its reads stop at their next await,
+        and a write in progress rolls back.
+        """
+        body = await _read_body(receive)
+        if body is None:
+            return None
+        work = asyncio.ensure_future(self._answer(Request(scope, _replay(body))))
+        left = asyncio.ensure_future(_disconnected(receive))
         try:
-            response = await self.run(Request(scope=scope, receive=receive))
+            done, _ = await asyncio.wait(
+                {work, left},
+                timeout=self.settings.request_timeout,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            for task in (work, left):
+                task.cancel()
+            with suppress(asyncio.CancelledError):
+                await left
+            # Wait for the work to unwind, so its connections are back in the pool.
+            with suppress(Exception, asyncio.CancelledError):
+                await work
+        if work in done:
+            return work.result()
+        if left in done:
+            return None
+        seconds = self.settings.request_timeout
+        return refusal_response(
+            503,
+            f"the request was stopped after {seconds:g} seconds, the most one request may run; "
+            "ask for less (a smaller first:, fewer nested lists) or split the work, and read "
+            "before retrying a write, which may have been applied",
+            details={"timeoutSeconds": seconds},
+        )
+
+    async def _answer(self, request: Request) -> Response:
+        try:
+            return await self.run(request)
         except HTTPException as exc:
             # strawberry answers a malformed request in plain text; clients get JSON.
-            response = _request_refused(exc.status_code, exc.reason)
-        await response(scope, receive, send)
+            return _request_refused(exc.status_code, exc.reason)
+        except RequestLimitError as exc:
+            return refusal_response(exc.status, exc.message, details=exc.details)
 
-    def decode_json(self, data: str | bytes) -> object:
-        try:
-            decoded = json.loads(data)
-        except ValueError as exc:  # bad JSON, or bytes that are not UTF-8
-            raise HTTPException(400, "Unable to parse request body as JSON") from exc
+    async def parse_http_body(self, request: Any) -> Any:
+        data = await super().parse_http_body(request)
+        # Decoded JSON, not yet coerced: the cheap place to refuse too many values.
+        for item in data if isinstance(data, list) else [data]:
+            check_variables(item.variables)
+        return data
+
+    def parse_json(self, data: str | bytes) -> Any:
+        decoded = super().parse_json(data)
         if not isinstance(decoded, dict | list):
             raise HTTPException(400, "The request body must be a JSON object")
         return decoded
+
+    def decode_json(self, data: str | bytes) -> object:
+        try:
+            return json.loads(data)
+        except (ValueError, RecursionError) as exc:
+            # Bytes that are not UTF-8, or nesting deeper than the decoder goes, are bad
+            # JSON too: HTTP answers them 400 and a WebSocket closes with 4400.
+            raise json.JSONDecodeError(str(exc), "", 0) from exc
+
+
+async def _undeclared(services: Services, agent: str) -> UnknownAgentError | None:
+    """A live token is not enough: its agent must be one the policy in force declares.
+
+    With no policy in force the request goes on, to be refused for that by GraphQL.
+    """
+    in_force = await policy_store.current(services.pool, services.policies)
+    if in_force is not None and agent not in in_force.policy.agents:
+        return UnknownAgentError(agent)
+    return None
+
+
+def _unauthenticated(message: str, details: dict[str, object] | None = None) -> Response:
+    return refusal_response(
+        401, message, "UNAUTHENTICATED", details, headers={"WWW-Authenticate": "Bearer"}
+    )
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole request body, or None if the client left while sending it."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes) -> Receive:
+    """A receive that gives the body once; the real one is left to watch for the client."""
+    given = False
+
+    async def receive() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.Event().wait()  # never: the view reads the body once
+        raise AssertionError
+
+    return receive
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def _request_refused(status: int, reason: str) -> JSONResponse:
@@ -136,58 +286,6 @@ def _request_refused(status: int, reason: str) -> JSONResponse:
             "with Content-Type: application/json"
         )
     return refusal_response(status, message)
-
-
-def refusal_response(status: int, message: str, **details: object) -> JSONResponse:
-    """A request refused before GraphQL runs, in the shape of a GraphQL error."""
-    extensions = {"code": "BAD_USER_INPUT", **details}
-    return JSONResponse(
-        {"errors": [{"message": message, "extensions": extensions}]}, status_code=status
-    )
-
-
-class BodySizeLimit:
-    """Refuses request bodies over a size before the GraphQL view reads them."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(scope, receive, send)
-            return
-        seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.max_bytes:
-                raise _TooLarge()
-            return message
-
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await self._refuse(scope, receive, send)
-
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = refusal_response(
-            413,
-            f"request body is over {self.max_bytes} bytes; "
-            "split the work into smaller calls (ingestMany takes up to 1000 records)",
-            maxBytes=self.max_bytes,
-        )
-        await response(scope, receive, send)
-
-
-class _TooLarge(Exception):
-    pass
 
 
 async def health(request: Request) -> Response:
@@ -213,7 +311,7 @@ def create_app(settings: Settings) -> Starlette:
             services = Services(
                 engine=engine, pool=pool, executor=Executor(pool, cache), policies=cache
             )
-            await _ensure_policy(services, settings)
+            await ensure_policy(services.executor, settings)
             signer = (
                 None
                 if settings.checkpoint_key is None
@@ -224,7 +322,7 @@ def create_app(settings: Settings) -> Starlette:
                 yield {"services": services}
             finally:
                 anchor.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
+                with suppress(asyncio.CancelledError):
                     await anchor
         finally:
             await pool.close()
@@ -241,6 +339,8 @@ def create_app(settings: Settings) -> Starlette:
         lifespan=lifespan,
     )
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    if settings.anonymous_agent is not None:
+        app.add_middleware(LoopbackOnly)  # added last, so it runs first
     return app
 
 
@@ -259,10 +359,46 @@ async def _checkpoints(pool: Pool, every: float, signer: Signer | None) -> None:
             log.exception("checkpoint failed; the next interval tries again")
 
 
-async def _ensure_policy(services: Services, settings: Settings) -> None:
-    executor, cache = services.executor, services.policies
+class LoopbackOnly:
+    """Refuses every request to the tokenless development gateway not addressed to loopback.
+
+    HTTP is answered 403; a WebSocket is accepted and closed with 4403, as strawberry
+    closes one it rejects, so clients see one code for "not allowed here".
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        problem = loopback_problem(headers.get("host"), headers.get("origin"))
+        if problem is None:
+            await self.app(scope, receive, send)
+        elif scope["type"] == "http":
+            await refusal_response(403, problem, code="FORBIDDEN")(scope, receive, send)
+        else:
+            await receive()  # websocket.connect
+            offered = scope.get("subprotocols") or []
+            chosen = (
+                GRAPHQL_TRANSPORT_WS_PROTOCOL if GRAPHQL_TRANSPORT_WS_PROTOCOL in offered else None
+            )
+            await send({"type": "websocket.accept", "subprotocol": chosen})
+            # A close reason holds at most 123 bytes: the whole sentence goes to the log.
+            log.info("WebSocket refused: %s", problem)
+            await send(
+                {"type": "websocket.close", "code": 4403, "reason": "Forbidden: loopback only"}
+            )
+
+
+async def ensure_policy(executor: Executor, settings: Settings) -> PolicyVersion | None:
+    """Apply the policy `settings` names (or the development one, if none is in force and
+    the gateway is a development one); the policy in force after it."""
+    cache = executor.policies
     if settings.policy_yaml is not None:
-        before = await policy_store.current(services.pool, cache)
+        before = await policy_store.current(executor.pool, cache)
         if before is not None and before.yaml != settings.policy_yaml:
             log.warning(
                 "policy file %s replaces version %s (applied by %s at %s)",
@@ -271,12 +407,14 @@ async def _ensure_policy(services: Services, settings: Settings) -> None:
                 before.applied_by,
                 before.applied_at.isoformat(),
             )
+        actor = DEV_POLICY_ACTOR if settings.policy_yaml == DEV_POLICY_YAML else "operator"
         command = ApplyPolicy(settings.policy_yaml, settings.policy_source, None, cache)
-        applied = await executor.execute("operator", command)
+        applied = await executor.execute(actor, command)
         log.info("policy version %s in force (%s)", applied.version, settings.policy_source)
-        return
-    current = await policy_store.current(services.pool, cache)
+        return applied
+    current = await policy_store.current(executor.pool, cache)
     if current is None and settings.anonymous_agent is not None:
         command = ApplyPolicy(DEV_POLICY_YAML, "development policy", None, cache)
-        applied = await executor.execute(DEV_POLICY_ACTOR, command)
-        log.info("development policy version %s in force", applied.version)
+        current = await executor.execute(DEV_POLICY_ACTOR, command)
+        log.info("development policy version %s in force", current.version)
+    return current

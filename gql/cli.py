@@ -4,40 +4,38 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ipaddress
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy.exc import DBAPIError
 
+from gql.loopback import is_loopback
 from gql.progress import ProgressBar
 from policies.errors import PolicyError
-from policies.loader import is_valid_name, load_policy
+from policies.loader import DEV_POLICY_YAML, is_valid_name, load_policy
 from store import backup, checkpoints, policy_store, signing, tokens
 from store.database import DEFAULT_DATA_DIR, Database, create_engine, open_database
 from store.errors import StoreError
+from store.executor import Executor
 from store.migrate import migrate
-from store.pool import connect
+from store.policy_store import PolicyCache, PolicyVersion
+from store.pool import connect, create_pool
 from store.verify import verify
+
+if TYPE_CHECKING:
+    from gql.app import Settings
 
 DEV_AGENT = "dev"
 DEV_POLICY_LOOPBACK_ONLY = (
     "the development policy (no tokens) is served on loopback only; pass --policy FILE "
     "and mint tokens with 'edgeloom token create --agent NAME', or use --host 127.0.0.1"
 )
-LOOPBACK_NAMES = {"localhost", "localhost.localdomain"}
-
-
-def is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -83,8 +81,15 @@ def _parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
     )
     serve.add_argument("--port", type=int, default=4000, help="port to listen on (default 4000)")
-    serve.add_argument(
+    chosen = serve.add_mutually_exclusive_group()
+    chosen.add_argument(
         "--policy", type=Path, help="policy YAML to apply at start (see policies/examples)"
+    )
+    chosen.add_argument(
+        "--dev-policy",
+        action="store_true",
+        help="apply the development policy again (as a new version) and serve it without "
+        "tokens; loopback only",
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
@@ -228,10 +233,13 @@ async def _token(args: argparse.Namespace, engine: object) -> int:
         in_force = await policy_store.in_force_at(engine.url.render_as_string(hide_password=False))
         if in_force is not None and args.agent not in in_force.policy.agents:
             print(
-                f"warning: agent {args.agent!r} is not in policy version {in_force.version} "
-                f"(agents: {sorted(in_force.policy.agents)}); the token works once it is",
+                f"edgeloom: agent {args.agent!r} is not declared by policy version "
+                f"{in_force.version}, so its token would be refused; declared agents: "
+                f"{sorted(in_force.policy.agents)}. Add it to the policy first (applyPolicy, "
+                "or serve --policy FILE)",
                 file=sys.stderr,
             )
+            return 2
         info, secret = await tokens.create(engine, args.agent)
         print(f"token {info.id} for agent {info.agent} (shown once; store it now):")
         print(secret)
@@ -291,7 +299,9 @@ def _serve(args: argparse.Namespace) -> int:
             )
             return 2
         load_policy(policy_yaml, str(args.policy))  # refuse a bad file before anything starts
-    if not loopback and policy_yaml is None:
+    elif args.dev_policy:
+        policy_yaml = DEV_POLICY_YAML
+    if not loopback and args.policy is None:
         # Refused before any database is opened: an embedded one would be started for nothing.
         print(
             f"edgeloom: refusing to listen on {args.host}: {DEV_POLICY_LOOPBACK_ONLY}",
@@ -299,46 +309,106 @@ def _serve(args: argparse.Namespace) -> int:
         )
         return 2
     database = open_database(args.data_dir)
-    if not loopback:
-        problem = asyncio.run(_exposure_problem(database))
-        if problem:
-            print(f"edgeloom: refusing to listen on {args.host}: {problem}", file=sys.stderr)
-            return 2
     settings = Settings(
         database_url=database.url,
         policy_yaml=policy_yaml,
-        policy_source=str(args.policy) if args.policy else "policy",
-        anonymous_agent=DEV_AGENT if policy_yaml is None and loopback else None,
+        policy_source=str(args.policy) if args.policy else "development policy",
+        # Only a development gateway applies the development policy when none is in force.
+        anonymous_agent=DEV_AGENT if args.policy is None else None,
         runtime_database_url=os.environ.get("EDGELOOM_RUNTIME_DATABASE_URL") or None,
         checkpoint_key=key_path(args),
     )
+    problem, in_force = asyncio.run(_start(database, settings, exposed=not loopback))
+    if problem:
+        print(f"edgeloom: refusing to listen on {args.host}: {problem}", file=sys.stderr)
+        return 2
+    development = args.policy is None and in_force is not None and in_force.yaml == DEV_POLICY_YAML
+    settings = replace(settings, anonymous_agent=DEV_AGENT if development else None)
     print(f"edgeloom on http://{args.host}:{args.port}/graphql with {database.description}")
-    if settings.anonymous_agent:
+    if in_force is not None:
+        print(_policy_line(in_force, args.policy, policy_yaml))
+    if development:
         print("development mode: requests without a token act as agent 'dev' (loopback only)")
-    uvicorn.run(
-        create_app(settings),
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        # One line per request costs more than a small query; keep it for debugging.
-        access_log=args.log_level == "debug",
-        proxy_headers=False,
-    )
+    elif in_force is not None and args.policy is None:
+        print(
+            f"policy version {in_force.version} is not the development policy, so every call "
+            f"needs a bearer token for an agent it declares ({_agents(in_force)}): mint one "
+            "with 'edgeloom token create --agent NAME', or start with --dev-policy to apply the "
+            "development policy again as a new version"
+        )
+    sys.stdout.flush()  # before uvicorn's own lines, and visible when stdout is a file
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        uvicorn.run(
+            create_app(settings),
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            # One line per request costs more than a small query; keep it for debugging.
+            access_log=args.log_level == "debug",
+            proxy_headers=False,
+            # uvicorn refuses a larger WebSocket message (1009) before buffering all of it.
+            ws_max_size=settings.max_body_bytes,
+        )
+    except _Stopped:
+        pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return 0
 
 
-async def _exposure_problem(database: Database) -> str | None:
+class _Stopped(Exception):
+    """SIGTERM or SIGINT, after uvicorn has shut down gracefully."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    # uvicorn shuts down on the signal, then raises it again for this handler. Without
+    # one, SIGTERM would end the process on the spot, skipping the exit handlers that
+    # stop the embedded PostgreSQL when this is the last process using it.
+    raise _Stopped(signum)
+
+
+async def _start(
+    database: Database, settings: Settings, exposed: bool
+) -> tuple[str | None, PolicyVersion | None]:
+    """Migrate, refuse an exposed gateway no agent could call, and settle the policy."""
+    from gql.app import ensure_policy
+
     engine = create_engine(database.url, pool_size=1)
     try:
         await migrate(engine)
-        if await tokens.active_count(engine) == 0:
-            return (
+        if exposed and await tokens.active_count(engine) == 0:
+            problem = (
                 "no active bearer token exists, so no agent could call it; mint one first with "
                 "'edgeloom token create --agent NAME'"
             )
+            return problem, None
+        pool = await create_pool(database.url, 1)
+        try:
+            return None, await ensure_policy(Executor(pool, PolicyCache.empty()), settings)
+        finally:
+            await pool.close()
     finally:
         await engine.dispose()
-    return None
+
+
+def _policy_line(in_force: PolicyVersion, path: Path | None, given: str | None) -> str:
+    if in_force.yaml == DEV_POLICY_YAML:
+        origin = "the development policy"
+    elif path is not None and in_force.yaml == given:
+        origin = f"from {path}"
+    else:
+        origin = "applied earlier, by applyPolicy or serve --policy"
+    at = in_force.applied_at.strftime("%Y-%m-%d %H:%M:%S %Z")
+    return (
+        f"policy version {in_force.version} in force ({origin}), "
+        f"applied by {in_force.applied_by} at {at}"
+    )
+
+
+def _agents(in_force: PolicyVersion) -> str:
+    return ", ".join(sorted(in_force.policy.agents)) or "none"
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from graphql import GraphQLError
+from starlette.responses import JSONResponse
 from strawberry.extensions import ParserCache, SchemaExtension
 from strawberry.types.execution import StreamExecutionResult
 
@@ -61,6 +62,22 @@ def _reworded(error: GraphQLError, message: str, extensions: dict[str, object]) 
         positions=error.positions,
         path=error.path,
         extensions=extensions,
+    )
+
+
+def refusal_response(
+    status: int,
+    message: str,
+    code: str = "BAD_USER_INPUT",
+    details: Mapping[str, object] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    """A request refused before GraphQL runs, in the shape of a GraphQL error."""
+    extensions = {"code": code, **(details or {})}
+    return JSONResponse(
+        {"errors": [{"message": message, "extensions": extensions}]},
+        status_code=status,
+        headers=headers,
     )
 
 

@@ -18,6 +18,7 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
 from gql.auth import PerOperationAuth
+from gql.cost import DEFAULT_MAX_COST, QueryCostLimit
 from gql.errors import ErrorCodes, ReportedParserCache
 from gql.resolvers.mutation import Mutation
 from gql.resolvers.query import Query
@@ -26,21 +27,28 @@ from gql.scalars import SCALARS
 # The depth and alias limits as validation rule classes, made once: each
 # QueryDepthLimiter / MaxAliasesLimiter instance makes new rule classes, and the
 # ValidationCache keys on the rule classes, so per-request instances never hit it.
+MAX_DEPTH = 12
+MAX_ALIASES = 50
+MAX_TOKENS = 20_000
 LIMIT_RULES = [
-    *QueryDepthLimiter(max_depth=12).validation_rules,
-    *MaxAliasesLimiter(max_alias_count=50).validation_rules,
+    *QueryDepthLimiter(max_depth=MAX_DEPTH).validation_rules,
+    *MaxAliasesLimiter(max_alias_count=MAX_ALIASES).validation_rules,
 ]
 
-# Factories: each request gets fresh extension objects; the parse and validation
-# caches themselves live at module level in strawberry and are shared.
-EXTENSIONS: list[Callable[[], SchemaExtension] | type[SchemaExtension]] = [
-    PerOperationAuth,
-    ErrorCodes,
-    lambda: ReportedParserCache(maxsize=1024),
-    lambda: ValidationCache(maxsize=1024),
-    lambda: AddValidationRules(LIMIT_RULES),
-    lambda: MaxTokensLimiter(max_token_count=20_000),
-]
+
+def extensions(max_query_cost: int) -> list[Callable[[], SchemaExtension] | type[SchemaExtension]]:
+    """Factories: each request gets fresh extension objects; the parse and validation
+    caches themselves live at module level in strawberry and are shared."""
+    return [
+        PerOperationAuth,
+        ErrorCodes,
+        lambda: ReportedParserCache(maxsize=1024),
+        lambda: ValidationCache(maxsize=1024),
+        lambda: AddValidationRules(LIMIT_RULES),
+        # After ValidationCache: it counts only documents that passed validation.
+        lambda: QueryCostLimit(max_query_cost),
+        lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
+    ]
 
 
 class Schema(strawberry.Schema):
@@ -56,9 +64,14 @@ class Schema(strawberry.Schema):
         return None
 
 
-schema = Schema(
-    query=Query,
-    mutation=Mutation,
-    config=StrawberryConfig(scalar_map=SCALARS),
-    extensions=EXTENSIONS,
-)
+def build_schema(max_query_cost: int = DEFAULT_MAX_COST) -> Schema:
+    """The schema with its limits; the types are shared by every schema built."""
+    return Schema(
+        query=Query,
+        mutation=Mutation,
+        config=StrawberryConfig(scalar_map=SCALARS),
+        extensions=extensions(max_query_cost),
+    )
+
+
+schema = build_schema()

@@ -12,7 +12,7 @@ from collections.abc import Hashable, Iterable
 from typing import NoReturn, TypedDict, cast
 
 import yaml
-from yaml.nodes import MappingNode
+from yaml.nodes import MappingNode, Node
 
 from policies.errors import PolicyLoadError
 from policies.model import (
@@ -119,6 +119,26 @@ class _StrictLoader(yaml.SafeLoader):
                     )
                 seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+    def construct_object(self, node: Node, deep: bool = False) -> object:
+        """A scalar its tag cannot read (`!!int abc`) is a YAML error at its position."""
+        try:
+            return super().construct_object(node, deep=deep)
+        except ValueError as exc:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"cannot read {_show(node.value)} as {node.tag} ({exc})",
+                node.start_mark,
+            ) from exc
+
+
+# YAML 1.1 reads an unquoted 2026-01-01 as a date, and 2026-13-01 as a crash. A policy
+# holds no dates, so such a scalar stays the text it is and is judged by the key it is under.
+_StrictLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 
 
 def _parse_yaml(text: str, source: str) -> object:

@@ -13,6 +13,9 @@ MAX_LABEL_LENGTH = 128
 MAX_VALUE_LENGTH = 1024
 
 _EXAMPLE = "write it as label:value, for example org:Acme"
+# C0 controls and DEL: U+001F is the separator inside ep_ ids (see store.ids), and none
+# of them can be told apart by a reader of a label or value.
+_CONTROL = frozenset(chr(c) for c in [*range(0x20), 0x7F])
 
 
 @dataclass(frozen=True, order=True)
@@ -65,6 +68,16 @@ def parse_property(text: str) -> Property:
             f"edge property value for label {label!r} is {len(value)} characters long; "
             f"values may be at most {MAX_VALUE_LENGTH} characters",
         )
+    for part, written in (("label", label), ("value", value)):
+        controls = sorted(set(written) & _CONTROL)
+        if controls:
+            named = ", ".join(f"U+{ord(ch):04X}" for ch in controls)
+            raise PropertyFormatError(
+                text,
+                f"edge property {text[:40]!r} has the control character(s) {named} in its "
+                f"{part}; labels and values may hold any characters except the control "
+                "characters U+0000 to U+001F and U+007F",
+            )
     return Property(label, value)
 
 

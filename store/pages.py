@@ -6,6 +6,7 @@ import base64
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from store.errors import InvalidInputError
@@ -48,14 +49,23 @@ def decode_cursor(cursor: str | None, width: int) -> list[Any] | None:
         key = json.loads(base64.urlsafe_b64decode(padded.encode()))
     except (ValueError, UnicodeDecodeError):
         key = None
-    # Every sort key this module encodes is a list of strings (times, ids).
+    # Every sort key this module encodes is a list of strings (times, ids); the times
+    # are written with their zone, and one without a zone cannot be compared with them.
     if (
         not isinstance(key, list)
         or len(key) != width
         or not all(isinstance(part, str) for part in key)
+        or any(_is_naive_time(part) for part in key)
     ):
         raise InvalidInputError(
             f"cursor '{cursor[:40]}' is not one this list gave out; pass an endCursor "
             "from a previous page of the same query, or omit after"
         )
     return key
+
+
+def _is_naive_time(part: str) -> bool:
+    try:
+        return datetime.fromisoformat(part).tzinfo is None
+    except ValueError:
+        return False

@@ -158,7 +158,13 @@ async def run_gateway(settings: Settings) -> AsyncIterator[Gateway]:
     """A real uvicorn server for `settings` on a free loopback port, in this event loop."""
     port = free_port()
     config = uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
+        create_app(settings),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        # A request that never ends (the failure some tests look for) cannot hang teardown.
+        timeout_graceful_shutdown=5,
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

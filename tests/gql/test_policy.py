@@ -137,6 +137,14 @@ async def test_a_bad_policy_is_refused_naming_the_key_and_what_is_allowed(
     assert error["extensions"]["code"] == "BAD_USER_INPUT"
     assert error["message"].startswith("policy 'applyPolicy': not valid YAML (")
 
+    # YAML 1.1 would read this as a date and fail inside the parser
+    dated = crm_yaml.replace("apply_policy: true", "apply_policy: 2026-13-01", 1)
+    assert dated != crm_yaml
+    error = await gateway.error(APPLY, {"yaml": dated}, curator)
+    assert error["extensions"]["code"] == "BAD_USER_INPUT", error
+    assert error["extensions"]["key"] == "agents.curator.apply_policy"
+    assert "must be true or false; got a string '2026-13-01'" in error["message"]
+
     policy = (await gateway.data(POLICY, token=curator))["policy"]
     assert (policy["version"], policy["yaml"]) == (1, crm_yaml)
 

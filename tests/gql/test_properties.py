@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.gql._api import ADD, AUDIT, REMOVE, UPDATE, audit_total, ingest, read, unique
+from tests.gql._api import (
+    ADD,
+    AUDIT,
+    REMOVE,
+    UPDATE,
+    audit_total,
+    ingest,
+    read,
+    record_total,
+    unique,
+)
 from tests.support import Gateway
 
 EVENT = """
@@ -99,6 +109,23 @@ async def test_over_long_labels_and_values_are_refused(gateway: Gateway) -> None
     assert (await gateway.data(query, {"p": ["org:" + "v" * 1024]}))["ingest"]["id"]
     error = await gateway.error(query, {"p": [f"n{n}:v" for n in range(257)]})
     assert "at most 256" in error["message"]
+
+
+async def test_control_characters_are_refused_naming_them(gateway: Gateway) -> None:
+    """U+001F separates the parts of an ep_ id: `a\x1fb:c` and `a:b\x1fc` would share one."""
+    query = 'mutation($p: [String!]) { ingest(input: {content: "x", properties: $p}) { id } }'
+    before = await record_total(gateway)
+    error = await gateway.error(query, {"p": ["a\u001fb:c"]})
+    assert error["extensions"]["code"] == "BAD_USER_INPUT", error
+    assert "U+001F" in error["message"], error
+    assert error["extensions"]["property"] == "a\u001fb:c"
+    error = await gateway.error(query, {"p": ["a\u001fb:c", "a:b\u001fc"]})
+    assert error["extensions"]["code"] == "BAD_USER_INPUT", error
+    record = await ingest(gateway, "x", ["topic:fine"])
+    for text in ("topic:a\u0000b", "to\u007fpic:x"):
+        error = await gateway.error(ADD, {"id": record["id"], "properties": [text]})
+        assert error["extensions"]["code"] == "BAD_USER_INPUT", error
+    assert await record_total(gateway) == before + 1
 
 
 # -- reserved labels ------------------------------------------------------------

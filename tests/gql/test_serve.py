@@ -8,19 +8,25 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import signal
+import tempfile
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 
+from gql.auth import NO_TOKEN
 from store import tokens
 from store.database import create_engine
 from tests.gql._policy_support import INGEST, POLICY
 from tests.support import EDGELOOM, REPO, Databases, assert_verified, free_port
 
-START_TIMEOUT = 30.0
+START_TIMEOUT = 60.0  # a first embedded start runs initdb
 REFUSAL_TIMEOUT = 20.0
 
 
@@ -31,11 +37,27 @@ def environment(database_url: str | None) -> dict[str, str]:
     return env
 
 
+@dataclass
+class Served:
+    """A running `edgeloom serve`: a client, its GraphQL URL, its output, its process."""
+
+    client: httpx.AsyncClient
+    url: str
+    log: Path
+    process: asyncio.subprocess.Process
+
+
 @asynccontextmanager
 async def serving(
-    database_url: str, tmp_path: Path, *args: str
-) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
-    """`edgeloom serve ARGS` on a free loopback port, until /healthz answers; then stopped."""
+    database_url: str | None,
+    tmp_path: Path,
+    *args: str,
+    stop: signal.Signals = signal.SIGTERM,
+) -> AsyncIterator[Served]:
+    """`edgeloom serve ARGS` on a free loopback port, until /healthz answers; then `stop`ped.
+
+    Without `database_url` it runs an embedded PostgreSQL (pass --data-dir).
+    """
     port = free_port()
     log = tmp_path / f"serve-{port}.log"
     with log.open("wb") as out:
@@ -67,10 +89,10 @@ async def serving(
                     pass
                 assert time.monotonic() < deadline, log.read_text()
                 await asyncio.sleep(0.1)
-            yield client, base + "/graphql"
+            yield Served(client, base + "/graphql", log, process)
     finally:
         if process.returncode is None:
-            process.terminate()
+            process.send_signal(stop)
             try:
                 await asyncio.wait_for(process.wait(), 15)
             except TimeoutError:
@@ -113,10 +135,8 @@ async def call(
 
 async def test_serve_with_a_policy_file(databases: Databases, tmp_path: Path) -> None:
     database_url = await databases.create()
-    async with serving(database_url, tmp_path, "--policy", "policies/examples/crm.yaml") as (
-        client,
-        url,
-    ):
+    async with serving(database_url, tmp_path, "--policy", "policies/examples/crm.yaml") as served:
+        client, url = served.client, served.url
         engine = create_engine(database_url, pool_size=1)
         try:
             _, secret = await tokens.create(engine, "sales")
@@ -138,7 +158,8 @@ async def test_serve_without_a_policy_runs_the_dev_policy_on_loopback(
     databases: Databases, tmp_path: Path
 ) -> None:
     database_url = await databases.create()
-    async with serving(database_url, tmp_path) as (client, url):
+    async with serving(database_url, tmp_path) as served:
+        client, url = served.client, served.url
         profile = await call(client, url, "{ profile { agent readLanes writeLanes } }")
         assert profile == {
             "data": {
@@ -196,3 +217,128 @@ async def test_serve_refuses_a_missing_or_bad_policy_file(tmp_path: Path) -> Non
         "allowed keys: ['source_types']"
     )
     assert not (tmp_path / "pg").exists()
+
+
+# -- the policy in force at start ------------------------------------------------
+
+PROFILE = "{ profile { agent } }"
+
+
+async def test_a_plain_start_after_a_policy_file_keeps_it_and_says_how_to_get_back(
+    databases: Databases, tmp_path: Path
+) -> None:
+    database_url = await databases.create()
+    async with serving(database_url, tmp_path, "--policy", "policies/examples/crm.yaml") as s:
+        pass
+    out = s.log.read_text()
+    assert (
+        "policy version 1 in force (from policies/examples/crm.yaml), applied by operator at "
+    ) in out, out
+    assert "development mode" not in out
+
+    async with serving(database_url, tmp_path) as s:
+        refused_call = await call(s.client, s.url, PROFILE)
+    out = s.log.read_text()
+    assert "development mode" not in out, out
+    assert (
+        "policy version 1 in force (applied earlier, by applyPolicy or serve --policy), "
+        "applied by operator at "
+    ) in out
+    assert (
+        "policy version 1 is not the development policy, so every call needs a bearer token "
+        "for an agent it declares (curator, planner, sales): mint one with 'edgeloom token "
+        "create --agent NAME', or start with --dev-policy to apply the development policy "
+        "again as a new version"
+    ) in out
+    [error] = refused_call["errors"]  # type: ignore[misc]
+    assert error == {"message": NO_TOKEN, "extensions": {"code": "UNAUTHENTICATED"}}
+
+    async with serving(database_url, tmp_path, "--dev-policy") as s:
+        profile = await call(s.client, s.url, PROFILE)
+        policy = await call(s.client, s.url, "{ policy { version appliedBy } }")
+    out = s.log.read_text()
+    assert "policy version 2 in force (the development policy)" in out, out
+    assert "development mode: requests without a token act as agent 'dev'" in out
+    assert profile == {"data": {"profile": {"agent": "dev"}}}
+    assert policy == {
+        "data": {"policy": {"version": 2, "appliedBy": "operator:development-default"}}
+    }
+
+    async with serving(database_url, tmp_path) as s:
+        assert await call(s.client, s.url, PROFILE) == {"data": {"profile": {"agent": "dev"}}}
+    assert "policy version 2 in force (the development policy)" in s.log.read_text()
+
+
+async def test_dev_policy_is_refused_off_loopback(tmp_path: Path) -> None:
+    err = await refused(
+        None, "--host", "0.0.0.0", "--dev-policy", "--data-dir", str(tmp_path / "pg")
+    )
+    assert "the development policy (no tokens) is served on loopback only" in err
+    assert not (tmp_path / "pg").exists()
+
+
+# -- stopping: the embedded PostgreSQL stops with the last process ----------------
+
+
+def postmaster_pid(data_dir: Path) -> int:
+    return int((data_dir / "postmaster.pid").read_text().split()[0])
+
+
+def is_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def assert_stopped(data_dir: Path, pid: int) -> None:
+    deadline = time.monotonic() + 20
+    while is_running(pid) or (data_dir / "postmaster.pid").exists():
+        assert time.monotonic() < deadline, f"the embedded PostgreSQL (pid {pid}) still runs"
+        await asyncio.sleep(0.1)
+
+
+@asynccontextmanager
+async def embedded_data_dir() -> AsyncIterator[Path]:
+    """A data folder for an embedded server that no server outlives, whatever the test finds.
+
+    Not under pytest's tmp_path: pytest resets the permissions of its folders at the start
+    of every run on the machine, and the server runs as another user when we are root.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="edgeloom-test-serve-"))
+    data_dir = folder / "pgdata"
+    try:
+        yield data_dir
+    finally:
+        with suppress(OSError, ValueError):
+            os.kill(postmaster_pid(data_dir), signal.SIGQUIT)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+async def test_a_stopped_gateway_stops_its_embedded_postgres(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
+    async with embedded_data_dir() as data_dir:
+        async with serving(None, tmp_path, "--data-dir", str(data_dir), stop=stop) as s:
+            pid = postmaster_pid(data_dir)
+            assert is_running(pid)
+        await assert_stopped(data_dir, pid)
+        assert s.process.returncode == 0, s.log.read_text()
+        assert "Traceback" not in s.log.read_text()
+
+
+async def test_a_gateway_killed_outright_does_not_keep_postgres_running_later(
+    tmp_path: Path,
+) -> None:
+    """The killed process's pid stays in pgserver's list of users; the next start drops it."""
+    async with embedded_data_dir() as data_dir:
+        async with serving(None, tmp_path, "--data-dir", str(data_dir)) as s:
+            pid = postmaster_pid(data_dir)
+            s.process.kill()
+            await s.process.wait()
+        assert is_running(pid)  # nothing stopped it
+        async with serving(None, tmp_path, "--data-dir", str(data_dir)) as s:
+            assert postmaster_pid(data_dir) == pid  # the running server is reused
+        await assert_stopped(data_dir, pid)

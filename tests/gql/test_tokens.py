@@ -11,7 +11,7 @@ from store import tokens
 from store.database import create_engine
 from tests.conftest import GatewayFactory
 from tests.gql._policy_support import APPLY, INGEST, mint
-from tests.support import EDGELOOM, Gateway
+from tests.support import EDGELOOM, Databases, Gateway
 
 PROFILE = "{ profile { agent } }"
 NO_TOKEN = (
@@ -171,3 +171,22 @@ async def test_token_commands_create_list_and_revoke(crm: Gateway) -> None:
     code, out, err = await run_cli(crm.database_url, "token", "list")
     assert code == 0, err
     assert token_rows(out)[token_id][2].startswith("revoked ")
+
+
+async def test_token_create_refuses_an_agent_the_policy_does_not_declare(crm: Gateway) -> None:
+    code, out, err = await run_cli(crm.database_url, "token", "create", "--agent", "stranger")
+    assert code == 2, (out, err)
+    assert "elt_" not in out
+    [line] = err.strip().splitlines()
+    assert line.startswith("edgeloom: agent 'stranger' is not declared by policy version "), line
+    assert line.endswith(
+        ", so its token would be refused; declared agents: ['curator', 'planner', 'sales']. "
+        "Add it to the policy first (applyPolicy, or serve --policy FILE)"
+    ), line
+
+
+async def test_token_create_before_any_policy_is_allowed(databases: Databases) -> None:
+    """Tokens may be minted first, for the policy the gateway will be started with."""
+    code, out, err = await run_cli(await databases.create(), "token", "create", "--agent", "sales")
+    assert code == 0, err
+    assert out.strip().splitlines()[-1].startswith("elt_")

@@ -315,3 +315,24 @@ def test_default_source_is_named() -> None:
 def test_builtin_named_type_on_closed_lane_is_allowed() -> None:
     policy: Policy = load_policy("lanes: {l: {source_types: {documentary: {}}}}")
     assert policy.lanes["l"].enabled_source_types() == ["documentary"]
+
+
+def test_an_unquoted_date_is_text_judged_by_its_key() -> None:
+    """2026-13-01 made YAML's date reader raise; dates are never part of a policy."""
+    values = "lanes: {n: {source_types: {t: {allowed_labels: [{label: day, values: [%s]}]}}}}"
+    for day in ("2026-13-01", "2026-01-01"):
+        policy = load_policy(values % day)
+        assert policy.lanes["n"].source_types["t"].labels[0].values == (day,)
+    error = refuse("lanes: {n: {}}\nagents: {a: {apply_policy: 2026-13-01}}")
+    assert error.key == "agents.a.apply_policy"
+    assert "must be true or false; got a string '2026-13-01'" in error.message
+    error = refuse("lanes: {2026-13-01: {}}")
+    assert error.key == "lanes"
+    assert "lane name '2026-13-01' is not allowed" in error.message
+
+
+@pytest.mark.parametrize("text", ["!!timestamp 2026-13-01", "!!int twelve", "!!float x"])
+def test_a_scalar_its_tag_cannot_read_is_refused_at_its_position(text: str) -> None:
+    error = refuse(f"lanes:\n  n: {{}}\nagents:\n  a: {{apply_policy: {text}}}\n")
+    assert "not valid YAML" in error.message
+    assert "line 4" in error.message

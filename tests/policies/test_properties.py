@@ -127,3 +127,28 @@ def test_property_is_frozen_and_ordered() -> None:
         Property("a", "2"),
         Property("b", "1"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("a\u001fb:c", "U+001F in its label"),
+        ("a:b\u001fc", "U+001F in its value"),
+        ("org:Ac\u0000me", "U+0000 in its value"),
+        ("org:Acme\u007f\u0007!", "U+0007, U+007F in its value"),
+        ("or\tg:Acme", "U+0009 in its label"),
+        ("note:line one\nline two", "U+000A in its value"),
+    ],
+)
+def test_control_characters_are_refused_by_name(text: str, named: str) -> None:
+    with pytest.raises(PropertyFormatError) as caught:
+        parse_property(text)
+    assert named in caught.value.message
+    assert caught.value.message.endswith(
+        "labels and values may hold any characters except the control characters "
+        "U+0000 to U+001F and U+007F"
+    )
+
+
+def test_control_characters_around_a_label_or_value_are_trimmed_like_spaces() -> None:
+    assert parse_property("\torg:Acme\n") == Property("org", "Acme")

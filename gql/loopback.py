@@ -1,0 +1,52 @@
+"""Loopback names: where the tokenless development gateway may listen, and whom it answers."""
+
+from __future__ import annotations
+
+import ipaddress
+from urllib.parse import urlsplit
+
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (a name or an address, IPv6 with or without brackets) is loopback."""
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def loopback_problem(host: str | None, origin: str | None) -> str | None:
+    """Why a request to the tokenless development gateway is refused, or None.
+
+    Loopback alone does not keep a web page out: DNS rebinding points a name the page
+    controls at 127.0.0.1, and the browser then sends that name as Host (and Origin).
+    """
+    allowed = (
+        "in development mode (no policy, no token) the gateway answers only requests "
+        "addressed to 127.0.0.1, localhost or [::1] (any port), from pages on those hosts; "
+        "to serve other names, start with --policy FILE and give callers bearer tokens"
+    )
+    name = _host_name(host or "")
+    if name is None or not is_loopback(name):
+        addressed = repr(host) if host else "no Host header"
+        return f"{allowed} (this request was addressed to {addressed})"
+    if origin is not None:
+        try:
+            origin_host = urlsplit(origin).hostname
+        except ValueError:
+            origin_host = None
+        if origin_host is None or not is_loopback(origin_host):
+            return f"{allowed} (this request came from a page at {origin!r})"
+    return None
+
+
+def _host_name(host: str) -> str | None:
+    """The name in a Host header value, without its port."""
+    if host.startswith("["):
+        end = host.find("]")
+        return host[: end + 1] if end > 0 else None
+    name = host.rpartition(":")[0] if ":" in host else host
+    return name or None

@@ -1,0 +1,157 @@
+"""Nested lists are counted before they run; a request stops when its client leaves or times out."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+
+from gql.cost import DEFAULT_MAX_COST
+from tests.conftest import GatewayFactory
+from tests.gql._api import INGEST_MANY, unique
+from tests.support import Gateway, sql
+
+NESTED = """
+query($id: ID!, $n: Int) {
+  record(id: $id) {
+    edgeProperties { members(first: $n) { items {
+      edgeProperties { members(first: $n) { items {
+        edgeProperties { members(first: $n) { items { id } } }
+      } } }
+    } } }
+  }
+}
+"""
+ONE_LEVEL = """
+query($id: ID!) { record(id: $id) { edgeProperties { members(first: 5) { items { id } } } } }
+"""
+PAGE = "query($n: Int) { records(first: $n) { items { id edgeProperties { id } } } }"
+
+
+async def seed(gateway: Gateway, records: int) -> str:
+    """`records` records sharing three edge properties; the id of the first."""
+    tags = [unique("t:") for _ in range(3)]
+    inputs = [{"content": f"r{n}", "properties": tags} for n in range(records)]
+    data = await gateway.data(INGEST_MANY, {"inputs": inputs})
+    first: str = data["ingestMany"][0]["id"]
+    return first
+
+
+@pytest.fixture(scope="module")
+async def unlimited(start_gateway: GatewayFactory) -> Gateway:
+    """A gateway that runs any query, so that one can run long enough to be left."""
+    return await start_gateway(anonymous_agent="dev", max_query_cost=10**15)
+
+
+async def gateway_backends(conn: asyncpg.Connection) -> dict[int, Any]:
+    """Each of the gateway's connections: when its last statement started, and its text."""
+    rows = await conn.fetch(
+        "SELECT pid, query_start, query FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+        "AND application_name = 'edgeloom'"
+    )
+    return {row["pid"]: (row["query_start"], row["query"]) for row in rows}
+
+
+async def member_reads_since(conn: asyncpg.Connection, since: datetime) -> int:
+    """How many of the gateway's connections started reading edge properties after `since`."""
+    count: int = await conn.fetchval(
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+        "AND application_name = 'edgeloom' AND query_start > $1 "
+        "AND query ILIKE '%edge_properties%'",
+        since,
+    )
+    return count
+
+
+async def test_nested_lists_over_the_limit_are_refused_before_any_sql(gateway: Gateway) -> None:
+    record_id = await seed(gateway, 3)
+    async with sql(gateway.database_url) as conn:
+        await gateway.data("{ labels { label } }")  # the policy is read and cached now
+        before = await gateway_backends(conn)
+        body = await gateway.post(NESTED, {"id": record_id, "n": 500})
+        after = await gateway_backends(conn)
+    [error] = body["errors"]
+    assert body.get("data") is None, body
+    assert error["extensions"]["code"] == "BAD_USER_INPUT"
+    cost = error["extensions"]["cost"]
+    assert cost > 500**3
+    assert error["extensions"]["limit"] == DEFAULT_MAX_COST
+    assert f"{cost:,} objects, over the limit of {DEFAULT_MAX_COST:,}" in error["message"]
+    assert "first:" in error["message"]
+    # Nothing but the policy head (read to decide who may call) ran for it.
+    ran = [query for pid, (start, query) in after.items() if before.get(pid, (None,))[0] != start]
+    assert all("policy_head" in query for query in ran), ran
+
+
+async def test_a_query_within_the_limit_runs(gateway: Gateway) -> None:
+    record_id = await seed(gateway, 3)
+    data = await gateway.data(ONE_LEVEL, {"id": record_id})
+    assert [len(p["members"]["items"]) for p in data["record"]["edgeProperties"]] == [3, 3, 3]
+
+
+async def test_the_cost_counts_first_from_the_variables(gateway: Gateway) -> None:
+    assert (await gateway.data(PAGE, {"n": 100}))["records"] is not None
+    error = await gateway.error(PAGE, {"n": 500})
+    assert error["extensions"]["cost"] == 1 + 500 * (1 + 256)
+    # without first, a page counts its default size of 50
+    assert (await gateway.data(PAGE, {"n": None}))["records"] is not None
+
+
+async def test_a_lower_limit_is_a_setting(start_gateway: GatewayFactory) -> None:
+    small = await start_gateway(anonymous_agent="dev", max_query_cost=100)
+    error = await small.error(PAGE, {"n": 1})
+    assert error["extensions"] == {"code": "BAD_USER_INPUT", "cost": 258, "limit": 100}
+    assert (await small.data("{ records(first: 99) { totalCount items { id } } }"))["records"]
+
+
+async def test_a_request_stops_when_its_client_leaves(unlimited: Gateway) -> None:
+    record_id = await seed(unlimited, 40)
+    async with sql(unlimited.database_url) as conn:
+        started = await conn.fetchval("SELECT clock_timestamp()")
+        async with httpx.AsyncClient(timeout=60) as client:
+            call = asyncio.create_task(
+                client.post(
+                    unlimited.graphql_url,
+                    json={"query": NESTED, "variables": {"id": record_id, "n": 40}},
+                )
+            )
+            deadline = time.monotonic() + 20
+            while await member_reads_since(conn, started) == 0:
+                assert not call.done(), call.result().text[:300]
+                assert time.monotonic() < deadline, "the nested query never started"
+                await asyncio.sleep(0.05)
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+        # The connection is closed; give the gateway a moment to notice, then watch.
+        await asyncio.sleep(1.0)
+        quiet_since = await conn.fetchval("SELECT clock_timestamp()")
+        await asyncio.sleep(1.5)
+        assert await member_reads_since(conn, quiet_since) == 0
+    assert (await unlimited.client.get(unlimited.url + "/healthz")).status_code == 200
+
+
+async def test_a_request_over_its_time_is_stopped_and_answered(
+    start_gateway: GatewayFactory,
+) -> None:
+    slow = await start_gateway(anonymous_agent="dev", max_query_cost=10**15, request_timeout=2)
+    record_id = await seed(slow, 40)
+    response = await slow.client.post(
+        slow.graphql_url, json={"query": NESTED, "variables": {"id": record_id, "n": 40}}
+    )
+    assert response.status_code == 503
+    [error] = response.json()["errors"]
+    assert error["extensions"] == {"code": "BAD_USER_INPUT", "timeoutSeconds": 2}
+    assert error["message"].startswith("the request was stopped after 2 seconds")
+    async with sql(slow.database_url) as conn:
+        await asyncio.sleep(1.0)
+        quiet_since = await conn.fetchval("SELECT clock_timestamp()")
+        await asyncio.sleep(1.5)
+        assert await member_reads_since(conn, quiet_since) == 0

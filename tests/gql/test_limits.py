@@ -1,0 +1,112 @@
+"""Who calls is decided from the headers before the body is read; big variables are refused
+before they are coerced, and no request stalls the others."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from gql.auth import NO_TOKEN
+from gql.limits import MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
+from tests.conftest import GatewayFactory
+from tests.gql._api import INGEST_MANY
+from tests.gql._policy_support import mint
+from tests.support import Gateway
+
+# 100,000 inputs, about 4 MB: seconds of coercion on the event loop if it were ever coerced.
+BIG_BODY = json.dumps(
+    {"query": INGEST_MANY, "variables": {"inputs": [{"content": "x"}] * 100_000}}
+).encode()
+
+
+async def record_total(gateway: Gateway, token: str) -> int:
+    total: int = (await gateway.data("{ records { totalCount } }", token=token))["records"][
+        "totalCount"
+    ]
+    return total
+
+
+@pytest.fixture(scope="module")
+async def crm(start_gateway: GatewayFactory, crm_yaml: str) -> Gateway:
+    return await start_gateway(policy_yaml=crm_yaml)
+
+
+async def test_a_call_without_a_token_is_answered_before_its_body_is_read(crm: Gateway) -> None:
+    """Only the head and a first slice of a 4 MB body are sent; the answer comes anyway."""
+    host, port = crm.url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(
+            (
+                f"POST /graphql HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                "Content-Type: application/json\r\n"
+                f"Content-Length: {len(BIG_BODY)}\r\n\r\n"
+            ).encode()
+            + BIG_BODY[:1000]
+        )
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+        status_line, *header_lines = head.decode().split("\r\n")
+        headers = dict(line.split(": ", 1) for line in header_lines if line)
+        assert status_line == "HTTP/1.1 401 Unauthorized", head
+        assert headers["www-authenticate"] == "Bearer"
+        body = await asyncio.wait_for(reader.readexactly(int(headers["content-length"])), 10)
+    finally:
+        writer.close()
+    assert json.loads(body) == {
+        "errors": [{"message": NO_TOKEN, "extensions": {"code": "UNAUTHENTICATED"}}]
+    }
+
+
+async def test_health_answers_while_big_calls_without_a_token_arrive(crm: Gateway) -> None:
+    async def tokenless() -> None:
+        response = await crm.client.post(
+            crm.graphql_url, content=BIG_BODY, headers={"content-type": "application/json"}
+        )
+        assert response.status_code == 401
+        assert response.json()["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+
+    async def health() -> float:
+        slowest = 0.0
+        for _ in range(20):
+            started = time.monotonic()
+            assert (await crm.client.get(crm.url + "/healthz")).status_code == 200
+            slowest = max(slowest, time.monotonic() - started)
+            await asyncio.sleep(0.02)
+        return slowest
+
+    results = await asyncio.gather(health(), *(tokenless() for _ in range(4)))
+    # Coercing them (as before) held the event loop for seconds per request.
+    assert results[0] < 1.0, results[0]
+
+
+async def test_a_list_over_the_batch_size_is_refused_before_coercion(crm: Gateway) -> None:
+    token = (await mint(crm, "curator"))["curator"]
+    response = await crm.client.post(
+        crm.graphql_url,
+        content=BIG_BODY,
+        headers={"content-type": "application/json", "authorization": f"Bearer {token}"},
+    )
+    assert response.status_code == 413
+    [error] = response.json()["errors"]
+    assert error["message"] == (
+        "a list in the variables has 100,000 items; lists may hold at most 1000 "
+        "(ingestMany takes at most 1000 records per call), so split the work into smaller calls"
+    )
+    assert error["extensions"] == {"code": "BAD_USER_INPUT", "maxListItems": MAX_LIST_ITEMS}
+    assert await record_total(crm, token) == 0
+
+
+async def test_too_many_values_in_all_are_refused_before_coercion(crm: Gateway) -> None:
+    token = (await mint(crm, "curator"))["curator"]
+    # 400 inputs of 255 properties: no list is too long, but 100k+ values in all
+    inputs = [
+        {"content": "x", "lane": "notes", "properties": [f"n{i}:v" for i in range(255)]}
+    ] * 400
+    error = await crm.error(INGEST_MANY, {"inputs": inputs}, token)
+    assert error["message"].startswith(f"the variables hold over {MAX_VARIABLE_VALUES:,} values")
+    assert error["extensions"] == {"code": "BAD_USER_INPUT", "maxValues": MAX_VARIABLE_VALUES}
+    assert await record_total(crm, token) == 0

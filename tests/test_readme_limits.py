@@ -1,0 +1,34 @@
+"""The README's Limits table states the limits the code enforces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gql.app import DEFAULT_REQUEST_TIMEOUT
+from gql.cost import DEFAULT_MAX_COST
+from gql.limits import DEFAULT_MAX_BODY, MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
+from gql.schema import MAX_ALIASES, MAX_DEPTH, MAX_TOKENS
+from policies.properties import MAX_LABEL_LENGTH, MAX_VALUE_LENGTH
+from store.limits import MAX_BATCH, MAX_CONTENT_CHARS, MAX_PROPERTIES
+from store.pages import DEFAULT_PAGE, MAX_PAGE
+
+
+def test_the_limits_table_matches_the_code(repo: Path) -> None:
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Limits", 1)[1].split("\n## ", 1)[0]
+    assert MAX_LIST_ITEMS == MAX_BATCH
+    for row in (
+        f"| edge-property value | {MAX_VALUE_LENGTH} characters,",
+        f"| edge-property label | {MAX_LABEL_LENGTH} characters,",
+        f"| edge properties per record | {MAX_PROPERTIES} |",
+        f"| record content | {MAX_CONTENT_CHARS:,} characters |",
+        f"| request body | {DEFAULT_MAX_BODY // 2**20} MiB |",
+        f"| WebSocket message | {DEFAULT_MAX_BODY // 2**20} MiB (the body limit) |",
+        f"| `ingestMany` batch, and any list in variables | {MAX_BATCH} items |",
+        f"| values in a request's variables | {MAX_VARIABLE_VALUES:,} |",
+        f"| query depth / aliases / tokens | {MAX_DEPTH} / {MAX_ALIASES} / {MAX_TOKENS:,} |",
+        f"| query cost | {DEFAULT_MAX_COST:,} objects |",
+        f"| page size (`first`) | {MAX_PAGE} (default {DEFAULT_PAGE}) |",
+        f"| request time (HTTP) | {DEFAULT_REQUEST_TIMEOUT:g} seconds |",
+    ):
+        assert row in table, row
