@@ -18,10 +18,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
-from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 
 from gql.auth import authenticate, socket_authorization
 from gql.context import Caller, Context, Services
+from gql.dashboard import dashboard_routes
+from gql.feed_hub import FeedHub, FeedOptions
 from gql.graphiql import STATIC_PATH, graphiql_html, static_app
 from gql.schema import schema
 from policies.errors import UnknownAgentError
@@ -51,6 +53,7 @@ class Settings:
     max_body_bytes: int = DEFAULT_MAX_BODY
     pool_size: int = 10
     run_migrations: bool = True
+    feed: FeedOptions = FeedOptions()
 
 
 class GraphQLView(GraphQL[Context, None]):
@@ -59,7 +62,8 @@ class GraphQLView(GraphQL[Context, None]):
     def __init__(self, settings: Settings) -> None:
         super().__init__(
             schema,
-            subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL],
+            # graphql-transport-ws, and the legacy graphql-ws that older clients speak.
+            subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL],
             keep_alive=True,
             keep_alive_interval=15,
         )
@@ -192,9 +196,16 @@ def create_app(settings: Settings) -> Starlette:
                 await migrate(engine)
             cache = PolicyCache.empty()
             await _ensure_policy(engine, cache, settings)
-            yield {
-                "services": Services(engine=engine, ledger=Ledger(engine, cache), policies=cache)
-            }
+            feed = FeedHub(settings.database_url, engine, settings.feed)
+            await feed.start()
+            try:
+                yield {
+                    "services": Services(
+                        engine=engine, ledger=Ledger(engine, cache), policies=cache, feed=feed
+                    )
+                }
+            finally:
+                await feed.stop()
         finally:
             await engine.dispose()
 
@@ -204,6 +215,7 @@ def create_app(settings: Settings) -> Starlette:
             Route("/graphql", view, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", view),
             Mount(STATIC_PATH, app=static_app()),
+            *dashboard_routes(),
             Route("/healthz", health),
         ],
         lifespan=lifespan,

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from strawberry.dataloader import DataLoader
 
 from gql.errors import UnauthenticatedError
+from gql.feed_hub import FeedHub
 from policies.model import AgentProfile, Policy
 from policies.properties import Property
 from store import policy_store, queries
@@ -27,6 +28,8 @@ class Services:
     engine: AsyncEngine
     ledger: Ledger
     policies: PolicyCache
+    # The live audit feed's fan-out; None where no app lifespan runs one.
+    feed: FeedHub | None = None
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from gql.auth import PerOperationAuth
 from gql.errors import ErrorCodes, ReportedParserCache
 from gql.resolvers.mutation import Mutation
 from gql.resolvers.query import Query
+from gql.resolvers.subscription import Subscription
 from gql.scalars import SCALARS
 
 # The depth and alias limits as validation rule classes, made once: each
@@ -59,6 +60,7 @@ class Schema(strawberry.Schema):
 schema = Schema(
     query=Query,
     mutation=Mutation,
+    subscription=Subscription,
     config=StrawberryConfig(scalar_map=SCALARS),
     extensions=EXTENSIONS,
 )
