@@ -102,12 +102,20 @@ def small_buffer_socket(url: str, rcvbuf: int) -> socket.socket:
 
 @asynccontextmanager
 async def feed_client(
-    gateway: Gateway | str, token: str | None = None, sock: socket.socket | None = None
+    gateway: Gateway | str,
+    token: str | None = None,
+    sock: socket.socket | None = None,
+    max_queue: int = 16,
 ) -> AsyncIterator[FeedClient]:
     """An acknowledged graphql-transport-ws socket (with `token` in connection_init)."""
     url = gateway if isinstance(gateway, str) else gateway.ws_url
     async with connect(
-        url, subprotocols=[PROTOCOL], open_timeout=TIMEOUT, sock=sock, max_size=None
+        url,
+        subprotocols=[PROTOCOL],
+        open_timeout=TIMEOUT,
+        sock=sock,
+        max_size=None,
+        max_queue=max_queue,
     ) as ws:
         payload = {"authorization": f"Bearer {token}"} if token else {}
         await ws.send(json.dumps({"type": "connection_init", "payload": payload}))
