@@ -82,6 +82,22 @@ SELECT pg_snapshot_xmin(s)::text::bigint AS xmin,
        (SELECT coalesce(max(seq), 0) FROM audit_events) AS newest
 FROM pg_current_snapshot() AS s
 """
+# One statement, one round trip: the statement's snapshot (pg_current_snapshot() is
+# the snapshot the statement runs under) beside the first $3 events it can see that
+# the previous snapshot could not. A read that fills the limit is repeated in the
+# transaction below, which streams any number of rows under one snapshot.
+_POLL = f"""
+SELECT snap.xmin, snap.xmax, snap.xip, e.*
+FROM (SELECT pg_snapshot_xmin(s)::text::bigint AS xmin,
+             pg_snapshot_xmax(s)::text::bigint AS xmax,
+             ARRAY(SELECT pg_snapshot_xip(s)::text::bigint) AS xip
+      FROM pg_current_snapshot() AS s) AS snap
+LEFT JOIN LATERAL (
+  SELECT {_EVENT_COLUMNS} FROM audit_events
+  WHERE txid >= $1::text::xid8 OR txid = ANY($2::text[]::xid8[])
+  ORDER BY seq LIMIT $3
+) AS e ON true
+"""
 # Every event the previous snapshot could not see: its transaction was running
 # ($2) or had not yet started ($1).
 _UNSEEN = f"""
@@ -293,6 +309,22 @@ class FeedReader:
     async def _read(self, conn: asyncpg.Connection) -> None:
         assert self._snapshot is not None and self._orderer is not None
         previous = self._snapshot
+        unseen = (str(previous.xmax), [str(x) for x in previous.xip])
+        rows = await conn.fetch(_POLL, *unseen, self.fetch_size)
+        events = [r for r in rows if r["seq"] is not None]
+        if len(events) < self.fetch_size:
+            first = rows[0]
+            current = Snapshot(first["xmin"], first["xmax"], frozenset(first["xip"]))
+            fresh = [FeedEvent.from_row(r) for r in events if r["seq"] not in self._partial]
+            self._snapshot = current
+            self._hand_out(self._orderer.release(fresh, current.xip, time.monotonic()))
+            self._partial.clear()
+            return
+        await self._read_many(conn, previous)
+
+    async def _read_many(self, conn: asyncpg.Connection, previous: Snapshot) -> None:
+        """A read of any size (a catch-up), streamed under one snapshot."""
+        assert self._orderer is not None
         async with conn.transaction(isolation="repeatable_read", readonly=True):
             row = await conn.fetchrow(_SNAPSHOT)
             assert row is not None

@@ -96,8 +96,9 @@ def test_a_snapshot_knows_what_it_saw() -> None:
 # -- the reader on a real database ------------------------------------------
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 async def database(databases: Databases) -> str:
+    """One database for the module (each database dropped costs a checkpoint)."""
     return await databases.create()
 
 
@@ -112,6 +113,21 @@ RETURNING seq
 async def insert(conn: asyncpg.Connection) -> int:
     seq: int = await conn.fetchval(INSERT, "ev_" + uuid.uuid4().hex)
     return seq
+
+
+async def feed_connections(conn: asyncpg.Connection, expected: int) -> int:
+    """The feed connections on this database, once they number `expected` (or after 5 s):
+    a closed connection's backend leaves pg_stat_activity a moment later."""
+    for _ in range(50):
+        count: int = await conn.fetchval(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE application_name = $1 AND datname = current_database()",
+            APPLICATION_NAME,
+        )
+        if count == expected:
+            break
+        await asyncio.sleep(0.1)
+    return count
 
 
 class Collected:
@@ -190,6 +206,7 @@ async def test_the_reader_reconnects_and_catches_up_from_the_table(
     async with sql(database) as conn:
         first = await insert(conn)
         assert await collected.take(1) == [first]
+        assert await feed_connections(conn, 1) == 1  # the last test's reader has gone
         killed = await conn.fetchval(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
             "WHERE application_name = $1 AND datname = current_database()",
@@ -204,14 +221,7 @@ async def test_the_reader_reconnects_and_catches_up_from_the_table(
         await collected.nothing(0.2)
         assert feed.reconnects >= 1
         # one dedicated connection again, under its own name
-        assert (
-            await conn.fetchval(
-                "SELECT count(*) FROM pg_stat_activity "
-                "WHERE application_name = $1 AND datname = current_database()",
-                APPLICATION_NAME,
-            )
-            == 1
-        )
+        assert await feed_connections(conn, 1) == 1
 
 
 async def test_the_reader_polls_only_while_wanted(database: str) -> None:
@@ -222,14 +232,7 @@ async def test_the_reader_polls_only_while_wanted(database: str) -> None:
     try:
         assert not await feed.live(0.2)  # no one asked: no connection, no polling
         async with sql(database) as conn:
-            assert (
-                await conn.fetchval(
-                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 "
-                    "AND datname = current_database()",
-                    APPLICATION_NAME,
-                )
-                == 0
-            )
+            assert await feed_connections(conn, 0) == 0
             await insert(conn)
             wanted = True
             feed.wake()
