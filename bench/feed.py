@@ -108,6 +108,78 @@ class Subscriber:
                     self.after = event["cursor"]
 
 
+def _shares(total: int, parts: int) -> list[int]:
+    parts = max(1, min(parts, total)) if total else 0
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+@dataclass
+class SubscriberProcess:
+    """`python -m bench.feed --worker`: runs subscribers, reports what each received."""
+
+    process: asyncio.subprocess.Process
+
+    @classmethod
+    async def start(cls, urls: list[str], after: str, count: int) -> SubscriberProcess:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.feed",
+            "--worker",
+            json.dumps({"urls": urls, "after": after, "count": count}),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            limit=2**26,
+        )
+        return cls(process)
+
+    async def ready(self) -> None:
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(self.process.stdout.readline(), 180)
+        if line.strip() != b"ready":
+            raise RuntimeError(f"subscriber process failed: {line!r}")
+
+    async def finish(self, expected: set[str]) -> list[Subscriber]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(sorted(expected)).encode() + b"\n")
+        await self.process.stdin.drain()
+        line = await asyncio.wait_for(self.process.stdout.readline(), 120)
+        await self.process.wait()
+        return [
+            Subscriber(
+                url="",
+                after="",
+                received=r["received"],
+                duplicates=r["duplicates"],
+                resumes=r["resumes"],
+            )
+            for r in json.loads(line)
+        ]
+
+
+async def worker(spec: dict[str, Any]) -> None:
+    """The subscriber side of a round, in its own process (see SubscriberProcess)."""
+    urls = spec["urls"]
+    subs = [Subscriber(urls[i % len(urls)], spec["after"]) for i in range(spec["count"])]
+    tasks = [asyncio.create_task(s.run()) for s in subs]
+    await asyncio.wait_for(asyncio.gather(*(s.ready.wait() for s in subs)), 120)
+    print("ready", flush=True)
+    reader = asyncio.StreamReader()
+    loop = asyncio.get_running_loop()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    expected = set(json.loads(await reader.readline()))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not all(expected <= set(s.received) for s in subs):
+        await asyncio.sleep(0.2)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    report = [
+        {"received": s.received, "duplicates": s.duplicates, "resumes": s.resumes} for s in subs
+    ]
+    print(json.dumps(report), flush=True)
+
+
 @dataclass
 class Probe:
     """Adds `probe:<n>` to one record every `interval`; remembers when each committed."""
@@ -176,14 +248,17 @@ async def phase(
     try:
         probe_id = (await prober.call(CREATE_PROBE, {}))["ingest"]["id"]
         start = await newest(database_url)
-        subs = [
-            Subscriber(gateways[i % len(gateways)].url.replace("http", "ws") + "/graphql", start)
-            for i in range(subscribers)
+        urls = [g.url.replace("http", "ws") + "/graphql" for g in gateways]
+        # The subscribers live in processes of their own, so that receiving does not
+        # take the writers' event loop.
+        workers = [
+            await SubscriberProcess.start(urls, start, share)
+            for share in _shares(subscribers, args.subscriber_processes)
         ]
-        tasks = [asyncio.create_task(s.run()) for s in subs]
-        if subs:
-            log(f"  connecting {subscribers} subscribers")
-            await asyncio.wait_for(asyncio.gather(*(s.ready.wait() for s in subs)), 120)
+        if workers:
+            log(f"  connecting {subscribers} subscribers in {len(workers)} processes")
+            for worker in workers:
+                await worker.ready()
             await asyncio.sleep(2)  # let every subscription finish its (empty) replay
         probe = Probe(prober, probe_id, 1 / args.probe_rate)
         stop = asyncio.Event()
@@ -193,14 +268,9 @@ async def phase(
         stop.set()
         await probing
         expected = set(probe.committed)
-        deadline = time.monotonic() + 60
-        while subs and time.monotonic() < deadline:
-            if all(expected <= set(s.received) for s in subs):
-                break
-            await asyncio.sleep(0.2)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        subs: list[Subscriber] = []
+        for worker in workers:
+            subs.extend(await worker.finish(expected))
         delays = [
             (s.received[p] - probe.committed[p]) * 1000
             for s in subs
@@ -309,9 +379,17 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--rounds", type=int, default=2, help="alternating rounds without / with subscribers"
     )
+    parser.add_argument(
+        "--subscriber-processes", type=int, default=2, help="processes the subscribers run in"
+    )
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--strict", action="store_true", help="exit 1 below the 0.9 target")
     return parser.parse_args(argv)
 
 
 if __name__ == "__main__":
-    raise SystemExit(asyncio.run(main(parse())))
+    arguments = parse()
+    if arguments.worker:
+        asyncio.run(worker(json.loads(arguments.worker)))
+    else:
+        raise SystemExit(asyncio.run(main(arguments)))
