@@ -8,10 +8,12 @@ remembers what its last read could see, as a PostgreSQL snapshot: every event in
 a transaction that was still running (`xip`) or had not started (`txid >= xmax`)
 when the snapshot was taken is not yet delivered, and nothing else can ever
 appear, since a transaction absent from both sets had finished. Each read asks for
-exactly those rows (`txid = ANY(xip) OR txid >= xmax`, both on `ix_audit_events_txid`),
-takes a new snapshot in the same REPEATABLE READ transaction, and so never skips an
-event nor reads one twice; a read that fails half-way remembers which events it has
-already handed out until the read is repeated.
+exactly those rows (`txid = ANY(xip) OR txid >= xmax`, both on `ix_audit_events_txid`)
+together with the snapshot it reads them under (one statement, one round trip; a read
+too large for one statement is streamed in a REPEATABLE READ transaction instead), and
+so never skips an event nor reads one twice, without keeping a set of delivered seqs;
+a read that fails half-way remembers which events it has already handed out until the
+read is repeated.
 
 What a reader guarantees, per process:
 
@@ -37,7 +39,9 @@ snapshot, pages through every event visible in it with a seq after the cursor,
 and then takes from the live feed only the events that snapshot could not see
 (`Snapshot.visible`). Subscribing to the live feed before taking that snapshot
 makes the seam exact: every event is either in the replay or arrives live, never
-both, never neither.
+both, never neither. (An event whose transaction was still running when the replay's
+snapshot was taken arrives live, after the replay, so possibly after events with a
+higher cursor: exactly once, but not in seq order across the seam.)
 """
 
 from __future__ import annotations
