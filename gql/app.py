@@ -22,12 +22,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
-from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 
 from gql.auth import authenticate, socket_authorization
 from gql.context import Caller, Context, Services
 from gql.cost import DEFAULT_MAX_COST
+from gql.dashboard import dashboard_routes
 from gql.errors import refusal_response
+from gql.feed_hub import FeedHub, FeedOptions
 from gql.graphiql import STATIC_PATH, graphiql_html, static_app
 from gql.limits import DEFAULT_MAX_BODY, BodySizeLimit, RequestLimitError, check_variables
 from gql.loopback import loopback_problem
@@ -81,6 +83,7 @@ class Settings:
     # and the key file that signs them (None: unsigned).
     checkpoint_seconds: float = 60.0
     checkpoint_key: Path | None = None
+    feed: FeedOptions = FeedOptions()
 
 
 class GraphQLView(GraphQL[Context, None]):
@@ -93,7 +96,8 @@ class GraphQLView(GraphQL[Context, None]):
             schema
             if settings.max_query_cost == DEFAULT_MAX_COST
             else build_schema(settings.max_query_cost),
-            subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL],
+            # graphql-transport-ws, and the legacy graphql-ws that older clients speak.
+            subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL],
             keep_alive=True,
             keep_alive_interval=15,
         )
@@ -308,10 +312,17 @@ def create_app(settings: Settings) -> Starlette:
         pool = await create_pool(url, settings.pool_size)
         try:
             cache = PolicyCache.empty()
+            executor = Executor(pool, cache)
+            await ensure_policy(executor, settings)
+            feed = FeedHub(url, engine, settings.feed)
+            await feed.start()
             services = Services(
-                engine=engine, pool=pool, executor=Executor(pool, cache), policies=cache
+                engine=engine,
+                pool=pool,
+                executor=executor,
+                policies=cache,
+                feed=feed,
             )
-            await ensure_policy(services.executor, settings)
             signer = (
                 None
                 if settings.checkpoint_key is None
@@ -324,6 +335,7 @@ def create_app(settings: Settings) -> Starlette:
                 anchor.cancel()
                 with suppress(asyncio.CancelledError):
                     await anchor
+                await feed.stop()
         finally:
             await pool.close()
             await engine.dispose()
@@ -334,6 +346,7 @@ def create_app(settings: Settings) -> Starlette:
             Route("/graphql", view, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", view),
             Mount(STATIC_PATH, app=static_app()),
+            *dashboard_routes(),
             Route("/healthz", health),
         ],
         lifespan=lifespan,

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from strawberry.dataloader import DataLoader
 
 from gql.errors import UnauthenticatedError
+from gql.feed_hub import FeedHub
 from policies.model import AgentProfile, Policy
 from policies.properties import Property
 from store import policy_store, queries
@@ -33,6 +34,8 @@ class Services:
     pool: Pool
     executor: Executor
     policies: PolicyCache
+    # The live audit feed's fan-out; None where no app lifespan runs one.
+    feed: FeedHub | None = None
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from gql.cost import DEFAULT_MAX_COST, QueryCostLimit
 from gql.errors import ErrorCodes, ReportedParserCache
 from gql.resolvers.mutation import Mutation
 from gql.resolvers.query import Query
+from gql.resolvers.subscription import Subscription
 from gql.scalars import SCALARS
 
 # The depth and alias limits as validation rule classes, made once: each
@@ -69,6 +70,7 @@ def build_schema(max_query_cost: int = DEFAULT_MAX_COST) -> Schema:
     return Schema(
         query=Query,
         mutation=Mutation,
+        subscription=Subscription,
         config=StrawberryConfig(scalar_map=SCALARS),
         extensions=extensions(max_query_cost),
     )

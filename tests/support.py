@@ -87,12 +87,20 @@ class Databases:
         return with_database(self.url, name)
 
     async def drop_all(self) -> None:
-        conn = await self._admin()
-        try:
-            for name in [*self.created, self.template]:
-                await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await conn.close()
+        # Every DROP DATABASE waits for a checkpoint; dropped side by side, the drops
+        # share checkpoints instead of waiting for one each.
+        slots = asyncio.Semaphore(8)
+
+        async def drop(name: str) -> None:
+            async with slots:
+                conn = await self._admin()
+                try:
+                    await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                finally:
+                    await conn.close()
+
+        await asyncio.gather(*(drop(name) for name in self.created))
+        await drop(self.template)
 
 
 def free_port() -> int:

@@ -1,0 +1,182 @@
+"""Fan-out of the live feed: one hub per process, one bounded queue per subscriber.
+
+The app's lifespan starts the hub and stops it. The hub's `FeedReader` polls the
+audit table only while someone subscribes; each batch it reads is offered to every
+subscriber whose lane and kind filters match, with `put_nowait`: a subscriber that
+cannot keep up is closed (told where to resume), never waited for, so one slow
+reader slows neither the writers nor the other subscribers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from store import tokens
+from store.errors import StoreError
+from store.feed import FeedEvent, FeedReader
+
+
+class Closed(enum.Enum):
+    """Why a subscription's queue was closed by the hub."""
+
+    TOO_SLOW = "too slow"
+    STOPPING = "stopping"
+
+
+@dataclass(frozen=True)
+class FeedOptions:
+    """How the feed of one gateway process runs."""
+
+    poll_seconds: float = 0.05
+    order_wait_seconds: float = 1.0
+    # Batches (one per read that has events for the subscriber), not events: a
+    # subscriber this far behind is closed and resumes from its last cursor.
+    queue_batches: int = 256
+    start_timeout_seconds: float = 10.0
+    token_recheck_seconds: float = 2.0
+
+
+class FeedUnavailableError(StoreError):
+    """The live feed has no database connection to start from."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the live feed cannot reach the database right now; subscribe again in a moment"
+        )
+
+
+Item = tuple[FeedEvent, ...] | Closed
+
+
+@dataclass(eq=False)
+class Subscriber:
+    """One subscription's filters and queue; events for it arrive in feed order."""
+
+    lanes: frozenset[str] | None
+    kinds: frozenset[str]
+    queue: asyncio.Queue[Item]
+
+    def wants(self, event: FeedEvent) -> bool:
+        e = event.event
+        if e.kind not in self.kinds:
+            return False
+        # Lane-less events (policy changes) concern every lane.
+        return self.lanes is None or e.lane is None or e.lane in self.lanes
+
+    async def next(self, timeout: float) -> Item | None:
+        """The next batch, or None when `timeout` passes first."""
+        try:
+            async with asyncio.timeout(timeout):
+                return await self.queue.get()
+        except TimeoutError:
+            return None
+
+
+@dataclass
+class _TokenCheck:
+    agent: str | None
+    at: float
+
+
+@dataclass
+class FeedHub:
+    """The process's one feed reader and its subscribers."""
+
+    database_url: str
+    engine: AsyncEngine
+    options: FeedOptions = field(default_factory=FeedOptions)
+    _subscribers: set[Subscriber] = field(default_factory=set)
+    _task: asyncio.Task[None] | None = None
+    _tokens: dict[str, _TokenCheck] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.reader = FeedReader(
+            self.database_url,
+            self._fan_out,
+            lambda: bool(self._subscribers),
+            poll_interval=self.options.poll_seconds,
+            order_wait=self.options.order_wait_seconds,
+        )
+
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subscribers)
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self.reader.run(), name="edgeloom-feed")
+
+    async def stop(self) -> None:
+        for subscriber in list(self._subscribers):
+            self._close(subscriber, Closed.STOPPING)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    @asynccontextmanager
+    async def subscribe(
+        self, lanes: Sequence[str] | None, kinds: Sequence[str]
+    ) -> AsyncIterator[Subscriber]:
+        """Register a subscriber for as long as the block runs.
+
+        On entry the reader is live: every event it has not handed out yet will
+        reach this subscriber's queue (if the filters match).
+        """
+        subscriber = Subscriber(
+            lanes=None if lanes is None else frozenset(lanes),
+            kinds=frozenset(kinds),
+            queue=asyncio.Queue(maxsize=self.options.queue_batches),
+        )
+        self._subscribers.add(subscriber)
+        try:
+            self.reader.wake()
+            if not await self.reader.live(self.options.start_timeout_seconds):
+                raise FeedUnavailableError()
+            yield subscriber
+        finally:
+            self._subscribers.discard(subscriber)
+
+    def _fan_out(self, events: Sequence[FeedEvent]) -> None:
+        for subscriber in list(self._subscribers):
+            mine = tuple(e for e in events if subscriber.wants(e))
+            if not mine:
+                continue
+            try:
+                subscriber.queue.put_nowait(mine)
+            except asyncio.QueueFull:
+                self._close(subscriber, Closed.TOO_SLOW)
+
+    def _close(self, subscriber: Subscriber, why: Closed) -> None:
+        """Stop feeding a subscriber and tell it why, in place of what it had queued.
+
+        What it had not taken yet is dropped here, but not lost: it resumes from the
+        last event it delivered and replays the rest from the table.
+        """
+        self._subscribers.discard(subscriber)
+        while not subscriber.queue.empty():
+            subscriber.queue.get_nowait()
+        subscriber.queue.put_nowait(why)
+
+    async def token_agent(self, secret: str) -> str | None:
+        """The agent of a live token, checked at most once per recheck interval.
+
+        Shared by every subscription of the process, so many subscribers holding one
+        token cost one query per interval.
+        """
+        now = time.monotonic()
+        known = self._tokens.get(secret)
+        if known is not None and now - known.at < self.options.token_recheck_seconds:
+            return known.agent
+        agent = await tokens.agent_for(self.engine, secret)
+        if len(self._tokens) > 10_000:
+            self._tokens.clear()
+        self._tokens[secret] = _TokenCheck(agent, now)
+        return agent

@@ -1,0 +1,467 @@
+"""The live feed: reading `audit_events` by transaction visibility, and replaying it.
+
+Feed order is `seq`, the event's position. Sequence numbers are taken when a row
+is inserted but become visible when its transaction commits, so transactions
+commit out of sequence order all the time: "everything after the last seq I saw"
+would skip an event whose seq is below one already delivered. The reader instead
+remembers what its last read could see, as a PostgreSQL snapshot: every event in
+a transaction that was still running (`xip`) or had not started (`txid >= xmax`)
+when the snapshot was taken is not yet delivered, and nothing else can ever
+appear, since a transaction absent from both sets had finished. Each read asks for
+exactly those rows (`txid = ANY(xip) OR txid >= xmax`, both on `ix_audit_events_txid`)
+together with the snapshot it reads them under (one statement, one round trip; a read
+too large for one statement is streamed in a REPEATABLE READ transaction instead), and
+so never skips an event nor reads one twice, without keeping a set of delivered seqs;
+a read that fails half-way remembers which events it has already handed out until the
+read is repeated.
+
+What a reader guarantees, per process:
+
+* **Exactly once.** Every committed event with a seq above the feed's position when
+  the reader went live (and every event still uncommitted then) is handed to the
+  sink exactly once, including across a lost connection or a PostgreSQL restart:
+  the reader reconnects with backoff and the next read starts from the snapshot it
+  last completed, so it catches up from the table.
+* **In seq order, waiting at most `order_wait` for a gap.** Events are released in
+  increasing seq. When a visible event has a seq above a missing one, the missing
+  seq belongs to a transaction that is still running, or to one that rolled back.
+  The reader holds the later events back until every transaction that was running
+  when the gap was first seen has finished (then the gap is a rollback and is
+  passed) or `order_wait` seconds have passed (then it is passed too). An event
+  whose seq was passed that way arrives later, out of order, but it arrives. The
+  same holds for a transaction that took its seq before it had a transaction id
+  (the write path never does: it locks the policy head first, which assigns one).
+* **Bounded memory.** The reader keeps the snapshot, the events held back behind a
+  gap, and, during a read, the seqs that read has released.
+
+A subscriber that resumes `after` a cursor is served by `replay`: it takes one
+snapshot, pages through every event visible in it with a seq after the cursor,
+and then takes from the live feed only the events that snapshot could not see
+(`Snapshot.visible`). Subscribing to the live feed before taking that snapshot
+makes the seam exact: every event is either in the replay or arrives live, never
+both, never neither. (An event whose transaction was still running when the replay's
+snapshot was taken arrives live, after the replay, so possibly after events with a
+higher cursor: exactly once, but not in seq order across the seam.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+import orjson
+from sqlalchemy import Text, bindparam, cast, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.types import UserDefinedType
+
+from store import tables as t
+from store.errors import InvalidInputError
+from store.events import EVENT_KINDS
+from store.pool import plain_url
+from store.records import AuditEvent
+
+log = logging.getLogger("edgeloom.feed")
+
+APPLICATION_NAME = "edgeloom-feed"
+"""The reader's connection calls itself this, so operators (and tests) can find it."""
+
+REPLAY_PAGE = 500
+
+_EVENT_COLUMNS = (
+    "seq, id, kind, record_id, lane, actor, at, payload, version_before, version_after, "
+    "txid::text::bigint AS txid"
+)
+# The snapshot of the current transaction; in REPEATABLE READ every later statement
+# of the transaction sees exactly what it describes.
+_SNAPSHOT = """
+SELECT pg_snapshot_xmin(s)::text::bigint AS xmin,
+       pg_snapshot_xmax(s)::text::bigint AS xmax,
+       ARRAY(SELECT pg_snapshot_xip(s)::text::bigint) AS xip,
+       (SELECT coalesce(max(seq), 0) FROM audit_events) AS newest
+FROM pg_current_snapshot() AS s
+"""
+# One statement, one round trip: the statement's snapshot (pg_current_snapshot() is
+# the snapshot the statement runs under) beside the first $3 events it can see that
+# the previous snapshot could not. A read that fills the limit is repeated in the
+# transaction below, which streams any number of rows under one snapshot.
+_POLL = f"""
+SELECT snap.xmin, snap.xmax, snap.xip, e.*
+FROM (SELECT pg_snapshot_xmin(s)::text::bigint AS xmin,
+             pg_snapshot_xmax(s)::text::bigint AS xmax,
+             ARRAY(SELECT pg_snapshot_xip(s)::text::bigint) AS xip
+      FROM pg_current_snapshot() AS s) AS snap
+LEFT JOIN LATERAL (
+  SELECT {_EVENT_COLUMNS} FROM audit_events
+  WHERE txid >= $1::text::xid8 OR txid = ANY($2::text[]::xid8[])
+  ORDER BY seq LIMIT $3
+) AS e ON true
+"""
+# Every event the previous snapshot could not see: its transaction was running
+# ($2) or had not yet started ($1).
+_UNSEEN = f"""
+SELECT {_EVENT_COLUMNS} FROM audit_events
+WHERE txid >= $1::text::xid8 OR txid = ANY($2::text[]::xid8[])
+ORDER BY seq
+"""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Which transactions a PostgreSQL snapshot counts as committed."""
+
+    xmin: int
+    xmax: int
+    xip: frozenset[int]
+
+    def visible(self, txid: int) -> bool:
+        """Whether a committed transaction's rows were visible in this snapshot."""
+        return txid < self.xmax and txid not in self.xip
+
+    def as_text(self) -> str:
+        """The `pg_snapshot` text form, for `pg_visible_in_snapshot`."""
+        return f"{self.xmin}:{self.xmax}:{','.join(map(str, sorted(self.xip)))}"
+
+    @classmethod
+    def parse(cls, text: str) -> Snapshot:
+        xmin, xmax, xip = text.split(":")
+        return cls(int(xmin), int(xmax), frozenset(int(x) for x in xip.split(",") if x))
+
+
+@dataclass(frozen=True)
+class FeedEvent:
+    """An audit event with the transaction that wrote it."""
+
+    event: AuditEvent
+    txid: int
+
+    @property
+    def seq(self) -> int:
+        return self.event.seq
+
+    @classmethod
+    def from_row(cls, row: Any) -> FeedEvent:
+        return cls(AuditEvent.from_row(row), row["txid"])
+
+
+Sink = Callable[[Sequence[FeedEvent]], None]
+
+
+@dataclass
+class Orderer:
+    """Releases events in seq order, waiting a bounded time for the seqs in between.
+
+    Pure bookkeeping (no I/O), so the ordering rule is tested on its own.
+    """
+
+    released_upto: int
+    order_wait: float
+    pending: dict[int, FeedEvent] = field(default_factory=dict)
+    _heap: list[int] = field(default_factory=list)
+    _gap_blockers: frozenset[int] | None = None
+    _gap_since: float = 0.0
+
+    def release(
+        self, events: Iterable[FeedEvent], running: frozenset[int], now: float
+    ) -> list[FeedEvent]:
+        """Take newly visible events; return those that may go out now, in order.
+
+        `running` is the snapshot's in-progress transactions: the only ones that
+        can still fill a gap in the sequence.
+        """
+        out: list[FeedEvent] = []
+        for event in events:
+            if event.seq <= self.released_upto:
+                # Its gap was passed (or it predates the reader): late, not lost.
+                out.append(event)
+            elif event.seq not in self.pending:
+                self.pending[event.seq] = event
+                heapq.heappush(self._heap, event.seq)
+        while self._heap:
+            lowest = self._heap[0]
+            if lowest != self.released_upto + 1 and not self._gap_passed(running, now):
+                break
+            heapq.heappop(self._heap)
+            out.append(self.pending.pop(lowest))
+            self.released_upto = lowest
+            self._gap_blockers = None
+        return out
+
+    def _gap_passed(self, running: frozenset[int], now: float) -> bool:
+        if self._gap_blockers is None:
+            # First sight of this gap: only the transactions running now can fill it.
+            self._gap_blockers = running
+            self._gap_since = now
+        if not self._gap_blockers & running:
+            return True
+        return now - self._gap_since >= self.order_wait
+
+
+class FeedReader:
+    """Reads new audit events on one dedicated connection and hands them to a sink.
+
+    Polls every `poll_interval` seconds while `wanted()` is true and not at all
+    otherwise; reconnects with backoff when the connection is lost.
+    """
+
+    def __init__(
+        self,
+        database_url: str,
+        sink: Sink,
+        wanted: Callable[[], bool],
+        *,
+        poll_interval: float = 0.05,
+        order_wait: float = 1.0,
+        fetch_size: int = 500,
+        max_backoff: float = 5.0,
+    ) -> None:
+        self.database_url = plain_url(database_url)
+        self.sink = sink
+        self.wanted = wanted
+        self.poll_interval = poll_interval
+        self.order_wait = order_wait
+        self.fetch_size = fetch_size
+        self.max_backoff = max_backoff
+        self.reconnects = 0
+        self._wake = asyncio.Event()
+        self._live = asyncio.Event()
+        self._snapshot: Snapshot | None = None
+        self._orderer: Orderer | None = None
+        # Seqs released by a read that has not completed; a repeat skips them.
+        self._partial: set[int] = set()
+
+    def wake(self) -> None:
+        """Subscribers exist: start polling (after taking a starting point)."""
+        self._wake.set()
+
+    async def live(self, timeout: float) -> bool:
+        """Wait until the reader has a starting point; false if it has none in time."""
+        try:
+            await asyncio.wait_for(self._live.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def run(self) -> None:
+        """The reader's loop; runs until cancelled."""
+        backoff = 0.05
+        while True:
+            await self._wake.wait()
+            conn: asyncpg.Connection | None = None
+            try:
+                conn = await self._connect()
+                backoff = 0.05
+                await self._poll(conn)
+            except asyncio.CancelledError:
+                raise
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                self.reconnects += 1
+                log.warning("feed connection lost (%s); reconnecting in %.2fs", exc, backoff)
+            except Exception:
+                self.reconnects += 1
+                log.exception("feed reader failed; restarting in %.2fs", backoff)
+            finally:
+                if conn is not None:
+                    conn.terminate()
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, self.max_backoff)
+
+    async def _connect(self) -> asyncpg.Connection:
+        # Never a pooled connection: a pool resets session state and may hand the
+        # connection to a writer; the feed's connection is its own for its lifetime.
+        conn: asyncpg.Connection = await asyncpg.connect(
+            self.database_url, server_settings={"application_name": APPLICATION_NAME}
+        )
+        await conn.set_type_codec(
+            "jsonb",
+            encoder=lambda v: orjson.dumps(v).decode(),
+            decoder=orjson.loads,
+            schema="pg_catalog",
+        )
+        return conn
+
+    async def _poll(self, conn: asyncpg.Connection) -> None:
+        while True:
+            if not self.wanted():
+                # No one listens: forget the position, so that the next subscriber
+                # starts from its own present rather than from a stale past.
+                self._live.clear()
+                self._wake.clear()
+                self._snapshot = None
+                self._orderer = None
+                self._partial.clear()
+                await self._wake.wait()
+                continue
+            if self._snapshot is None:
+                await self._start(conn)
+            else:
+                await self._read(conn)
+            await asyncio.sleep(self.poll_interval)
+
+    async def _start(self, conn: asyncpg.Connection) -> None:
+        row = await conn.fetchrow(_SNAPSHOT)
+        assert row is not None
+        self._snapshot = Snapshot(row["xmin"], row["xmax"], frozenset(row["xip"]))
+        self._orderer = Orderer(released_upto=row["newest"], order_wait=self.order_wait)
+        self._live.set()
+
+    async def _read(self, conn: asyncpg.Connection) -> None:
+        assert self._snapshot is not None and self._orderer is not None
+        previous = self._snapshot
+        unseen = (str(previous.xmax), [str(x) for x in previous.xip])
+        rows = await conn.fetch(_POLL, *unseen, self.fetch_size)
+        events = [r for r in rows if r["seq"] is not None]
+        if len(events) < self.fetch_size:
+            first = rows[0]
+            current = Snapshot(first["xmin"], first["xmax"], frozenset(first["xip"]))
+            fresh = [FeedEvent.from_row(r) for r in events if r["seq"] not in self._partial]
+            self._snapshot = current
+            self._hand_out(self._orderer.release(fresh, current.xip, time.monotonic()))
+            self._partial.clear()
+            return
+        await self._read_many(conn, previous)
+
+    async def _read_many(self, conn: asyncpg.Connection, previous: Snapshot) -> None:
+        """A read of any size (a catch-up), streamed under one snapshot."""
+        assert self._orderer is not None
+        async with conn.transaction(isolation="repeatable_read", readonly=True):
+            row = await conn.fetchrow(_SNAPSHOT)
+            assert row is not None
+            current = Snapshot(row["xmin"], row["xmax"], frozenset(row["xip"]))
+            cursor = await conn.cursor(_UNSEEN, str(previous.xmax), [str(x) for x in previous.xip])
+            while True:
+                rows = await cursor.fetch(self.fetch_size)
+                if not rows:
+                    break
+                fresh = [FeedEvent.from_row(r) for r in rows if r["seq"] not in self._partial]
+                self._hand_out(self._orderer.release(fresh, current.xip, time.monotonic()))
+        # Rows of this read are now behind the snapshot; the next read cannot return them.
+        self._snapshot = current
+        self._hand_out(self._orderer.release((), current.xip, time.monotonic()))
+        self._partial.clear()
+
+    def _hand_out(self, events: list[FeedEvent]) -> None:
+        if not events:
+            return
+        self._partial.update(e.seq for e in events)
+        try:
+            self.sink(events)
+        except Exception:
+            # The sink is in-process fan-out; its failure must not stop the feed.
+            log.exception("feed sink failed")
+
+
+# -- replay ---------------------------------------------------------------------
+
+
+class _PgSnapshot(UserDefinedType[str]):
+    cache_ok = True
+
+    def get_col_spec(self, **kw: object) -> str:
+        return "pg_snapshot"
+
+
+def check_kinds(kinds: Sequence[str] | None) -> list[str]:
+    """The kinds asked for, all known; None means every kind."""
+    if kinds is None:
+        return list(EVENT_KINDS)
+    unknown = [k for k in kinds if k not in EVENT_KINDS]
+    if unknown:
+        raise InvalidInputError(
+            f"unknown event kind(s) {unknown}; the kinds are {list(EVENT_KINDS)}",
+            allowed=list(EVENT_KINDS),
+        )
+    return list(dict.fromkeys(kinds))
+
+
+async def take_snapshot(engine: AsyncEngine) -> Snapshot:
+    """The database's snapshot now (taken on a pooled connection; reads only)."""
+    async with engine.connect() as conn:
+        text = (await conn.execute(select(cast(func.pg_current_snapshot(), Text)))).scalar_one()
+    return Snapshot.parse(text)
+
+
+async def check_cursor(engine: AsyncEngine, cursor: str) -> int:
+    """The feed position a resume cursor names; refuses one that names no event.
+
+    "0" is the position before the first event. A cursor of an event the caller
+    may no longer read is still accepted: a position is not a record.
+    """
+    if not cursor.isdigit() or len(cursor) > 18:
+        raise InvalidInputError(
+            f"cursor '{cursor[:40]}' is not a feed cursor; pass the cursor of an event "
+            'you received (a decimal), or "0" for the start of the feed'
+        )
+    position = int(cursor)
+    if position == 0:
+        return 0
+    ev = t.audit_events
+    async with engine.connect() as conn:
+        newest, exists = (
+            await conn.execute(
+                select(
+                    func.coalesce(select(func.max(ev.c.seq)).scalar_subquery(), 0),
+                    select(ev.c.seq).where(ev.c.seq == position).exists(),
+                )
+            )
+        ).one()
+    if position > newest:
+        raise InvalidInputError(
+            f"cursor '{cursor}' is past the newest event in the feed (cursor '{newest}'); "
+            "pass the cursor of an event you received"
+        )
+    if not exists:
+        raise InvalidInputError(
+            f"cursor '{cursor}' names no event in the feed; "
+            "pass the cursor of an event you received"
+        )
+    return position
+
+
+async def replay(
+    engine: AsyncEngine,
+    after: int,
+    snapshot: Snapshot,
+    lanes: Callable[[], Awaitable[Sequence[str]]],
+    kinds: Sequence[str],
+    page: int = REPLAY_PAGE,
+) -> AsyncIterator[list[FeedEvent]]:
+    """Pages of the events after `after` visible in `snapshot`, in seq order.
+
+    `lanes` is awaited before each page for the lanes readable then, so rights
+    that narrow during a long replay apply to the rest of it. Each page is its own
+    short statement; the snapshot keeps the pages one consistent view.
+    """
+    ev = t.audit_events
+    as_text = snapshot.as_text()
+    position = after
+    while True:
+        readable: Sequence[str] = await lanes()
+        statement = (
+            select(ev)
+            .where(
+                ev.c.seq > position,
+                # Bound as text: asyncpg would encode a pg_snapshot parameter as a tuple.
+                func.pg_visible_in_snapshot(
+                    ev.c.txid, cast(bindparam("snapshot", as_text, type_=Text), _PgSnapshot)
+                ),
+                or_(ev.c.lane.in_(list(readable)), ev.c.lane.is_(None)),
+                ev.c.kind.in_(list(kinds)),
+            )
+            .order_by(ev.c.seq)
+            .limit(page)
+        )
+        async with engine.connect() as conn:
+            rows = (await conn.execute(statement)).mappings().all()
+        if not rows:
+            return
+        events = [FeedEvent.from_row(r) for r in rows]
+        yield events
+        position = events[-1].seq
+        if len(rows) < page:
+            return

@@ -1,0 +1,132 @@
+"""The live dashboard in headless Chromium against a live gateway."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import GatewayFactory
+from tests.gql._api import ingest, unique
+from tests.gql._feed import newest_cursor
+from tests.gql._policy_support import mint
+from tests.support import REPO, Gateway
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARTIFACTS = REPO / "tests" / "artifacts"
+pytestmark = pytest.mark.browser
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+def _browser_or_skip() -> str:
+    if CHROMIUM is None:
+        if os.environ.get("EDGELOOM_REQUIRE_BROWSER"):
+            pytest.fail("EDGELOOM_REQUIRE_BROWSER is set but no chromium is installed")
+        pytest.skip("no chromium on this machine (CI installs Debian's chromium)")
+    return CHROMIUM
+
+
+async def open_page(browser: Any, gateway: Gateway, path: str) -> tuple[Any, list[str], list[str]]:
+    """A page on `path` that may reach nothing but the gateway; its errors collected."""
+    page = await browser.new_page(viewport={"width": 1400, "height": 900})
+    outside: list[str] = []
+    errors: list[str] = []
+
+    async def only_loopback(route: Any) -> None:
+        url = route.request.url
+        if url.startswith(gateway.url) or url.startswith("data:"):
+            await route.continue_()
+        else:
+            outside.append(url)
+            await route.abort()
+
+    await page.route("**/*", only_loopback)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    response = await page.goto(gateway.url + path)
+    assert response is not None and response.status == 200
+    return page, outside, errors
+
+
+async def test_events_arrive_live_and_a_record_shows_its_neighbourhood(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    executable = _browser_or_skip()
+    from playwright.async_api import async_playwright
+
+    topic = unique("topic:dashboard-")
+    neighbour = await ingest(gateway, "Acme renewal call notes", [topic, "org:Acme"])
+    after = await newest_cursor(gateway)
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=executable, args=ARGS)
+        try:
+            page, outside, errors = await open_page(browser, gateway, f"/dashboard?after={after}")
+            await page.wait_for_selector("#status.live", timeout=20_000)
+            assert await page.is_hidden("#login")
+            written = await ingest(gateway, "Sarah owns the Acme account", [topic, "person:Sarah"])
+            row = f'#events tr[data-record="{written["id"]}"]'
+            await page.wait_for_selector(row, timeout=20_000)
+            cells = await page.eval_on_selector_all(
+                row + " td", "cells => cells.map(c => c.textContent)"
+            )
+            assert cells[2:] == ["sr_ingested", "default", "dev", written["id"]]
+            await page.click(row)
+            await page.wait_for_function(
+                "() => { const cy = window.edgeloomDashboard.cy;"
+                " return !!cy && cy.nodes().length > 1; }",
+                timeout=20_000,
+            )
+            nodes = await page.evaluate(
+                "() => window.edgeloomDashboard.cy.nodes().map(n => n.id())"
+            )
+            counts = await page.eval_on_selector_all(
+                "#by-kind td", "cells => cells.map(c => c.textContent)"
+            )
+            await page.wait_for_timeout(1200)  # one chart frame with the event in it
+            shot = await page.screenshot(full_page=True)
+        finally:
+            await browser.close()
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "dashboard.png").write_bytes(shot)
+    (tmp_path / "dashboard.png").write_bytes(shot)
+    # the record, each of its values as a hyperedge node, and the record sharing one
+    assert set(nodes) == {
+        written["id"],
+        neighbour["id"],
+        f"ep:{topic}",
+        "ep:person:Sarah",
+    }
+    assert counts[:2] == ["sr_ingested", "1"]
+    assert outside == [], f"the dashboard tried to reach outside the gateway: {outside}"
+    assert errors == []
+
+
+async def test_without_a_token_the_page_asks_for_one(
+    start_gateway: GatewayFactory, crm_yaml: str
+) -> None:
+    executable = _browser_or_skip()
+    from playwright.async_api import async_playwright
+
+    gateway = await start_gateway(policy_yaml=crm_yaml)
+    planner = (await mint(gateway, "planner"))["planner"]
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=executable, args=ARGS)
+        try:
+            page, outside, errors = await open_page(browser, gateway, "/dashboard")
+            await page.wait_for_selector("#login", state="visible", timeout=20_000)
+            assert await page.is_hidden("#board")
+            await page.fill("#token", "elt_wrong")
+            await page.click("#login button[type=submit]")
+            await page.wait_for_selector("#login-problem", state="visible", timeout=20_000)
+            problem = await page.text_content("#login-problem")
+            await page.fill("#token", planner)
+            await page.click("#login button[type=submit]")
+            await page.wait_for_selector("#status.live", timeout=20_000)
+            who = await page.text_content("#who")
+        finally:
+            await browser.close()
+    assert problem is not None and problem.startswith("the bearer token is unknown")
+    assert who == "agent planner · reads crm, notes"
+    assert outside == [] and errors == []

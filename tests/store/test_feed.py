@@ -1,0 +1,246 @@
+"""The feed reader on a real PostgreSQL: visibility, ordering, exactly-once, reconnects."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
+
+import asyncpg
+import pytest
+
+from store.feed import APPLICATION_NAME, FeedEvent, FeedReader, Orderer, Snapshot
+from store.records import AuditEvent
+from tests.support import Databases, plain, sql
+
+TIMEOUT = 10.0
+
+
+def event(seq: int, txid: int = 1) -> FeedEvent:
+    return FeedEvent(
+        AuditEvent(
+            seq=seq,
+            id=f"ev_{seq}",
+            kind="sr_ingested",
+            record_id=None,
+            lane="default",
+            actor="dev",
+            at=datetime.now(UTC),
+            payload={},
+            version_before=None,
+            version_after=1,
+        ),
+        txid,
+    )
+
+
+def seqs(events: Sequence[FeedEvent]) -> list[int]:
+    return [e.seq for e in events]
+
+
+def test_the_orderer_releases_a_contiguous_run_at_once() -> None:
+    orderer = Orderer(released_upto=10, order_wait=1.0)
+    assert seqs(orderer.release([event(12), event(11), event(13)], frozenset(), 0.0)) == [
+        11,
+        12,
+        13,
+    ]
+
+
+def test_the_orderer_waits_for_a_running_transaction_to_fill_a_gap() -> None:
+    orderer = Orderer(released_upto=10, order_wait=1.0)
+    # 11 is missing while transaction 7 runs: 12 waits for it.
+    assert orderer.release([event(12)], frozenset({7}), 0.0) == []
+    assert orderer.release([], frozenset({7, 8}), 0.5) == []
+    # transaction 7 commits with seq 11: both go out, in order
+    assert seqs(orderer.release([event(11)], frozenset({8}), 0.6)) == [11, 12]
+
+
+def test_the_orderer_passes_a_gap_once_its_transactions_are_over() -> None:
+    orderer = Orderer(released_upto=10, order_wait=1.0)
+    assert orderer.release([event(12)], frozenset({7}), 0.0) == []
+    # 7 rolled back (it is no longer running and nothing came): 11 never will.
+    assert seqs(orderer.release([], frozenset({9}), 0.1)) == [12]
+
+
+def test_the_orderer_passes_a_gap_with_no_running_transaction_at_once() -> None:
+    orderer = Orderer(released_upto=10, order_wait=1.0)
+    assert seqs(orderer.release([event(12)], frozenset(), 0.0)) == [12]
+
+
+def test_the_orderer_waits_at_most_order_wait_then_delivers_late() -> None:
+    orderer = Orderer(released_upto=10, order_wait=1.0)
+    assert orderer.release([event(12)], frozenset({7}), 0.0) == []
+    assert orderer.release([event(13)], frozenset({7}), 0.9) == []
+    assert seqs(orderer.release([], frozenset({7}), 1.0)) == [12, 13]
+    # 11 commits at last: it is delivered, late, rather than lost
+    assert seqs(orderer.release([event(11), event(14)], frozenset(), 1.5)) == [11, 14]
+
+
+def test_a_snapshot_knows_what_it_saw() -> None:
+    snapshot = Snapshot.parse("100:105:101,103")
+    assert snapshot == Snapshot(100, 105, frozenset({101, 103}))
+    assert snapshot.as_text() == "100:105:101,103"
+    assert [snapshot.visible(x) for x in (99, 100, 101, 102, 103, 104, 105)] == [
+        True,
+        True,
+        False,
+        True,
+        False,
+        True,
+        False,
+    ]
+
+
+# -- the reader on a real database ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+async def database(databases: Databases) -> str:
+    """One database for the module (each database dropped costs a checkpoint)."""
+    return await databases.create()
+
+
+INSERT = """
+INSERT INTO audit_events (id, kind, record_id, lane, actor, at, payload,
+                          version_before, version_after, object_kind, object_id)
+VALUES ($1, 'sr_ingested', NULL, 'default', 'test', now(), '{}'::jsonb, NULL, 1, 'record', 'x')
+RETURNING seq
+"""
+
+
+async def insert(conn: asyncpg.Connection) -> int:
+    seq: int = await conn.fetchval(INSERT, "ev_" + uuid.uuid4().hex)
+    return seq
+
+
+async def feed_connections(conn: asyncpg.Connection, expected: int) -> int:
+    """The feed connections on this database, once they number `expected` (or after 5 s):
+    a closed connection's backend leaves pg_stat_activity a moment later."""
+    for _ in range(50):
+        count: int = await conn.fetchval(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE application_name = $1 AND datname = current_database()",
+            APPLICATION_NAME,
+        )
+        if count == expected:
+            break
+        await asyncio.sleep(0.1)
+    return count
+
+
+class Collected:
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[FeedEvent] = asyncio.Queue()
+
+    def __call__(self, events: Sequence[FeedEvent]) -> None:
+        for e in events:
+            self.queue.put_nowait(e)
+
+    async def take(self, count: int) -> list[int]:
+        return [(await asyncio.wait_for(self.queue.get(), TIMEOUT)).seq for _ in range(count)]
+
+    async def nothing(self, seconds: float) -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(self.queue.get(), seconds)
+
+
+@pytest.fixture
+async def reader(database: str) -> AsyncIterator[tuple[FeedReader, Collected]]:
+    collected = Collected()
+    feed = FeedReader(database, collected, lambda: True, poll_interval=0.02, order_wait=0.5)
+    task = asyncio.create_task(feed.run())
+    feed.wake()
+    assert await feed.live(TIMEOUT)
+    try:
+        yield feed, collected
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+async def test_out_of_order_commits_are_delivered_once_in_seq_order(
+    database: str, reader: tuple[FeedReader, Collected]
+) -> None:
+    _, collected = reader
+    a = await asyncpg.connect(plain(database))
+    b = await asyncpg.connect(plain(database))
+    try:
+        async with a.transaction():
+            await a.execute("SELECT pg_current_xact_id()")  # A has its xid first
+            seq_a = await insert(a)
+            async with b.transaction():
+                seq_b = await insert(b)
+            # B is committed, A is not: B is held back behind A's seq.
+            await collected.nothing(0.2)
+        assert await collected.take(2) == [seq_a, seq_b]
+        # and many concurrent ones: each exactly once, in seq order
+        conns = [await asyncpg.connect(plain(database)) for _ in range(5)]
+        try:
+
+            async def write(conn: asyncpg.Connection) -> list[int]:
+                out = []
+                for _ in range(20):
+                    async with conn.transaction():
+                        await conn.execute("SELECT pg_current_xact_id()")
+                        out.append(await insert(conn))
+                return out
+
+            written = sorted(sum(await asyncio.gather(*(write(c) for c in conns)), []))
+        finally:
+            for conn in conns:
+                await conn.close()
+        assert await collected.take(100) == written
+        await collected.nothing(0.2)
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_the_reader_reconnects_and_catches_up_from_the_table(
+    database: str, reader: tuple[FeedReader, Collected]
+) -> None:
+    feed, collected = reader
+    async with sql(database) as conn:
+        first = await insert(conn)
+        assert await collected.take(1) == [first]
+        assert await feed_connections(conn, 1) == 1  # the last test's reader has gone
+        killed = await conn.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE application_name = $1 AND datname = current_database()",
+            APPLICATION_NAME,
+        )
+        assert killed == 1
+        # Written while the reader has no connection.
+        during = [await insert(conn) for _ in range(5)]
+        assert await collected.take(5) == during
+        after = await insert(conn)
+        assert await collected.take(1) == [after]
+        await collected.nothing(0.2)
+        assert feed.reconnects >= 1
+        # one dedicated connection again, under its own name
+        assert await feed_connections(conn, 1) == 1
+
+
+async def test_the_reader_polls_only_while_wanted(database: str) -> None:
+    collected = Collected()
+    wanted = False
+    feed = FeedReader(database, collected, lambda: wanted, poll_interval=0.02)
+    task = asyncio.create_task(feed.run())
+    try:
+        assert not await feed.live(0.2)  # no one asked: no connection, no polling
+        async with sql(database) as conn:
+            assert await feed_connections(conn, 0) == 0
+            await insert(conn)
+            wanted = True
+            feed.wake()
+            assert await feed.live(TIMEOUT)
+            # Starts from the present: the earlier event is not replayed.
+            later = await insert(conn)
+            assert await collected.take(1) == [later]
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
