@@ -46,13 +46,21 @@ sized AS (
     ) capped
   ) AS n
   FROM edges e
+),
+reached AS (
+  -- Of the edges reaching a record at one hop, name the first in order.
+  SELECT DISTINCT ON (x.record_id) x.record_id, s.label, s.value
+  FROM sized s JOIN edge_properties x
+    ON x.label = s.label AND x.value = s.value
+   AND x.lane = ANY(CAST(:lanes AS text[])) AND {at_x}
+  WHERE s.n <= :hub AND x.record_id <> ALL(CAST(:seen AS text[]))
+  ORDER BY x.record_id, s.label COLLATE "C", s.value COLLATE "C"
 )
-SELECT s.label, s.value, s.n, x.record_id
-FROM sized s LEFT JOIN LATERAL (
-  SELECT DISTINCT x.record_id FROM edge_properties x
-  WHERE s.n <= :hub AND x.label = s.label AND x.value = s.value
-    AND x.lane = ANY(CAST(:lanes AS text[])) AND {at_x}
-) x ON true
+SELECT NULL AS record_id, label, value, 0 AS reached FROM sized WHERE n > :hub
+UNION ALL (
+  SELECT record_id, label, value, count(*) OVER () FROM reached
+  ORDER BY label COLLATE "C", value COLLATE "C", record_id LIMIT :room
+)
 """
 _HUB_SIZES = """
 SELECT x.label, x.value, count(DISTINCT x.record_id) AS n FROM edge_properties x
@@ -137,32 +145,37 @@ async def traverse(
     walk = None if labels is None else [label.strip().replace(" ", "_") for label in labels]
     hop_sql = _statement(_HOP, as_of is not None, walk is not None)
     result = Traversal()
-    seen = {start}
+    seen = [start]
     frontier = [start]
     for hop in range(1, depth + 1):
-        params: dict[str, Any] = {"frontier": frontier, "lanes": list(lanes), "hub": hub}
+        room = limit - len(result.steps)
+        params: dict[str, Any] = {
+            "frontier": frontier,
+            "lanes": list(lanes),
+            "hub": hub,
+            "seen": seen,
+            # At least one row, so a walk already at its limit still learns what it cut.
+            "room": max(room, 1),
+        }
         if walk is not None:
             params["walk"] = walk
         if as_of is not None:
             params["as_of"] = as_of
-        reached: dict[str, Property] = {}
         hubs: list[Property] = []
-        for label, value, size, record_id in (await conn.execute(hop_sql, params)).all():
-            prop = Property(label, value)
-            if size > hub:
-                hubs.append(prop)
-            elif record_id is not None and record_id not in seen:
-                # Of the edges reaching a record at one hop, name the first in order.
-                reached[record_id] = min(prop, reached.get(record_id, prop))
-        result.clipped.extend(await _hub_sizes(conn, sorted(set(hubs)), hop, params, as_of))
-        ordered = sorted(reached.items(), key=lambda item: (item[1], item[0]))
-        room = limit - len(result.steps)
-        result.steps.extend(Step(rid, hop, via) for rid, via in ordered[:room])
-        if len(ordered) > room:
-            result.beyond_limit = len(ordered) - room
+        frontier = []
+        reached = 0
+        for record_id, label, value, total in (await conn.execute(hop_sql, params)).all():
+            if record_id is None:
+                hubs.append(Property(label, value))
+            elif len(result.steps) < limit:
+                result.steps.append(Step(record_id, hop, Property(label, value)))
+                frontier.append(record_id)
+                reached = total
+        result.clipped.extend(await _hub_sizes(conn, sorted(hubs), hop, params, as_of))
+        if reached > room:
+            result.beyond_limit = reached - room
             break
-        seen.update(reached)
-        frontier = [rid for rid, _ in ordered]
+        seen.extend(frontier)
         if not frontier:
             break
     return result
