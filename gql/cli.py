@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import asyncpg
 from sqlalchemy.exc import DBAPIError
 
 from gql.loopback import is_loopback
@@ -152,8 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (PolicyError, StoreError, ValueError) as exc:
         print(f"edgeloom: {exc}", file=sys.stderr)
         return 2
-    except (OSError, DBAPIError) as exc:
-        # Status 2, not verify's 1: an unreachable database says nothing about the ledger.
+    except (OSError, DBAPIError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        # Status 2, not verify's 1: a database that went away (or was never reachable)
+        # says nothing about the ledger.
         print(
             f"edgeloom: cannot use the database: {getattr(exc, 'orig', None) or exc}",
             file=sys.stderr,

@@ -21,6 +21,11 @@ class IngestInput:
         default=None,
         description="A retry with the same key (per agent) returns the first record.",
     )
+    adjusts: list[strawberry.ID] | None = strawberry.field(
+        default=None,
+        description="Records this one adjusts: it joins their adjustment chains, and one new "
+        "chain (e_adjustment:adj_<hex>) joins it to those on none.",
+    )
 
     def to_command(self) -> commands.NewRecord:
         return commands.NewRecord(
@@ -29,4 +34,5 @@ class IngestInput:
             source_type=self.source_type,
             lane=self.lane,
             idempotency_key=self.idempotency_key,
+            adjusts=tuple(self.adjusts or ()),
         )

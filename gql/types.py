@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
-from typing import TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import strawberry
 
@@ -15,12 +15,16 @@ from policies.model import Policy
 from policies.properties import Property
 from store import commands, queries
 from store import records as domain
-from store.ids import edge_property_id
+from store.ids import ADJUSTMENT, CONNECT, GROUP, edge_property_id
 from store.pages import Page
 from store.policy_store import PolicyVersion as PolicyVersionModel
 
+if TYPE_CHECKING:
+    from gql.asserted_types import AdjustmentChain, Connection, Correction, Group
+
 T = TypeVar("T")
 Info = strawberry.Info[Context, None]
+_ASSERTED = strawberry.lazy("gql.asserted_types")
 
 
 @strawberry.enum(description="How gather combines the edge properties it is given.")
@@ -28,7 +32,7 @@ class GatherMode(enum.Enum):
     INTERSECT = strawberry.enum_value("INTERSECT", description="records carrying every one")
     UNION = strawberry.enum_value("UNION", description="records carrying any one")
     TIMELINE = strawberry.enum_value(
-        "TIMELINE", description="the union, ordered by when each record was written"
+        "TIMELINE", description="the union, ordered by when each record joined the edge"
     )
 
     def to_store(self) -> queries.GatherMode:
@@ -165,6 +169,35 @@ class Record:
         history = await info.context.versions(self._model.id)
         return [Version.from_domain(v) for v in history if v.number <= self.version]
 
+    # Asserted edges and corrections live in gql.asserted_types, which imports this module.
+    @strawberry.field(description="The connections (e_connect) it is on.")
+    async def connections(self, info: Info) -> list[Annotated[Connection, _ASSERTED]]:
+        from gql import asserted_types
+
+        return await asserted_types.on_record(info, self._model, self._as_of, CONNECT)  # type: ignore[return-value]
+
+    @strawberry.field(description="The groups (e_group) it is a member of.")
+    async def groups(self, info: Info) -> list[Annotated[Group, _ASSERTED]]:
+        from gql import asserted_types
+
+        return await asserted_types.on_record(info, self._model, self._as_of, GROUP)  # type: ignore[return-value]
+
+    @strawberry.field(description="The adjustment chains (e_adjustment) it is on.")
+    async def adjustments(self, info: Info) -> list[Annotated[AdjustmentChain, _ASSERTED]]:
+        from gql import asserted_types
+
+        return await asserted_types.on_record(info, self._model, self._as_of, ADJUSTMENT)  # type: ignore[return-value]
+
+    @strawberry.field(description="Corrections attached to it, oldest first; it stays as written.")
+    async def corrections(self, info: Info) -> list[Annotated[Correction, _ASSERTED]]:
+        from gql import asserted_types
+
+        return await asserted_types.corrections(info, self._model.id, self._as_of)
+
+    @strawberry.field(description="Whether any correction is attached to it.")
+    async def corrected(self, info: Info) -> bool:
+        return bool(await self.corrections(info))
+
     @classmethod
     def from_domain(cls, r: domain.Record, as_of: datetime | None = None) -> Record:
         return cls(
@@ -233,7 +266,8 @@ class AuditEvent:
         return await self._version(info, self._model.version_after)
 
     async def _version(self, info: Info, number: int | None) -> Version | None:
-        if number is None or self._model.record_id is None:
+        # A correction's event numbers the correction's entry, not a record version.
+        if number is None or self._model.record_id is None or self._model.object_kind != "record":
             return None
         history = await info.context.versions(self._model.record_id)
         return next((Version.from_domain(v) for v in history if v.number == number), None)

@@ -8,6 +8,7 @@ that each connection prepares once.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -17,7 +18,14 @@ from store.command import Txn, Write
 from store.hashing import entry_hash
 from store.ids import new_event_id
 from store.pool import Conn
-from store.projection import Entry, PolicyRow, project_policy, project_record
+from store.projection import (
+    Entry,
+    PolicyRow,
+    label_changes,
+    project_correction,
+    project_policy,
+    project_record,
+)
 from store.records import Record
 
 TICK = timedelta(microseconds=1)
@@ -67,6 +75,18 @@ moved_head AS (
   UPDATE policy_head SET version = p.version
   FROM (SELECT max(version) AS version FROM new_policies) p
   WHERE id = 1 AND p.version IS NOT NULL
+),
+new_corrections AS (
+  INSERT INTO corrections (id, record_id, record_version, lane, content, reason, actor, at,
+                           ledger_hash)
+  SELECT id, record_id, record_version, lane, content, reason, actor, at, ledger_hash
+  FROM jsonb_to_recordset($7::jsonb) AS x(id text, record_id text, record_version int,
+       lane text, content text, reason text, actor text, at timestamptz, ledger_hash text)
+),
+new_label_deltas AS (
+  INSERT INTO label_deltas (lane, label, delta)
+  SELECT lane, label, delta
+  FROM jsonb_to_recordset($8::jsonb) AS x(lane text, label text, delta int)
 )
 INSERT INTO audit_events (id, kind, record_id, lane, actor, at, payload, version_before,
                           version_after, object_kind, object_id)
@@ -88,6 +108,8 @@ class Rows:
     opened: list[dict[str, Any]] = field(default_factory=list)
     policies: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    corrections: list[dict[str, Any]] = field(default_factory=list)
+    label_deltas: list[dict[str, Any]] = field(default_factory=list)
 
 
 def entry_for(txn: Txn, write: Write) -> Entry:
@@ -118,12 +140,16 @@ def build_rows(
     rows = Rows()
     entries: list[Entry] = []
     records: dict[str, Record] = {}
+    # One delta row per (lane, label) a command moves, however many records it wrote.
+    labels: Counter[tuple[str, str]] = Counter()
     for write in writes:
         entry = entry_for(txn, write)
         entries.append(entry)
         rows.entries.append(entry.row())
         if write.kind == "record":
-            delta = project_record(before.get(write.object_id), entry)
+            was = records.get(write.object_id, before.get(write.object_id))
+            delta = project_record(was, entry)
+            labels.update(label_changes(was, delta.record))
             records[entry.object_id] = delta.record
             rows.records.append(_record_row(delta.record, write.idempotency_key))
             rows.closed.extend(
@@ -134,6 +160,8 @@ def build_rows(
         elif write.kind == "policy":
             policy: PolicyRow = project_policy(entry)
             rows.policies.append(policy.row())
+        elif write.kind == "correction":
+            rows.corrections.append(project_correction(entry).row())
         rows.events.extend(
             {
                 "id": new_event_id(),
@@ -150,6 +178,9 @@ def build_rows(
             }
             for event in write.events
         )
+    rows.label_deltas.extend(
+        {"lane": lane, "label": label, "delta": n} for (lane, label), n in labels.items() if n
+    )
     return rows, entries, records
 
 
@@ -180,4 +211,6 @@ async def append(conn: Conn, rows: Rows) -> None:
         rows.opened,
         rows.policies,
         rows.events,
+        rows.corrections,
+        rows.label_deltas,
     )

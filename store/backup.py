@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,7 +29,15 @@ import orjson
 from store import checkpoints
 from store.errors import StoreError
 from store.pool import Conn, connect
-from store.projection import Entry, Membership, project_policy, project_record
+from store.projection import (
+    CorrectionRow,
+    Entry,
+    Membership,
+    label_changes,
+    project_correction,
+    project_policy,
+    project_record,
+)
 from store.records import Record
 from store.signing import Signer
 
@@ -146,6 +155,7 @@ class _Importer:
         self.buffers: dict[str, list[tuple[Any, ...]]] = {}
         self.object: list[Entry] = []
         self.keys: list[tuple[str, str]] = []
+        self.labels: Counter[tuple[str, str]] = Counter()
 
     async def add(self, table: str, row: tuple[Any, ...]) -> None:
         buffer = self.buffers.setdefault(table, [])
@@ -206,12 +216,18 @@ class _Importer:
                 p = project_policy(entry)
                 await self.add("policy_versions", (p.version, p.yaml, p.applied_at, p.applied_by))
             return
+        if entries[0].kind == "correction":
+            for entry in entries:
+                row = project_correction(entry).row()
+                await self.add("corrections", tuple(row[c] for c in _COLUMNS["corrections"]))
+            return
         if entries[0].kind != "record":
             raise BackupError(f"the export holds ledger kind '{entries[0].kind}', unknown here")
         record: Record | None = None
         opened: dict[str, Membership] = {}
         for entry in entries:
             delta = project_record(record, entry)
+            self.labels.update(label_changes(record, delta.record))
             record = delta.record
             for ep_id in delta.closed:
                 was = opened.pop(ep_id)
@@ -296,6 +312,7 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
         "to_version",
     ),
     "policy_versions": ("version", "yaml", "applied_at", "applied_by"),
+    "corrections": tuple(CorrectionRow.__dataclass_fields__),
     "audit_events": (
         "seq",
         "id",
@@ -445,6 +462,11 @@ async def _finish(conn: Conn, importer: _Importer) -> None:
     await conn.execute(
         "UPDATE policy_head SET version = (SELECT coalesce(max(version), 0) FROM policy_versions)"
     )
+    counted = [(lane, label, n) for (lane, label), n in importer.labels.items() if n]
+    if counted:
+        await conn.copy_records_to_table(
+            "label_counts", records=counted, columns=["lane", "label", "records"]
+        )
     for table in ("ledger", "audit_events"):
         await conn.execute(
             f"SELECT setval(pg_get_serial_sequence('{table}', 'seq'), "

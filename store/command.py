@@ -33,12 +33,16 @@ class Locks:
     `policy_exclusive`: take the policy head FOR UPDATE (applying a policy) instead
     of sharing it.
     `heads`: other ledgered objects (kind, id) whose newest entry it needs.
+    `carrying`: edge properties (label, value) whose current holders it locks with
+    `records`, in the same sorted order: a command that removes a connection, a
+    group or a chain link names the value, not the records that carry it.
     """
 
     records: tuple[str, ...] = ()
     idempotency_keys: tuple[str, ...] = ()
     policy_exclusive: bool = False
     heads: tuple[tuple[str, str], ...] = ()
+    carrying: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,10 @@ class Current:
     records: Mapping[str, Record]  # by the ident the command gave, exact or prefix
     first_writes: Mapping[str, Record]  # idempotency key -> the record as first written
     heads: Mapping[tuple[str, str], Head]
+    # (label, value) -> the locked records carrying it that the caller may read, and
+    # how many carry it in lanes the caller may not read.
+    holders: Mapping[tuple[str, str], tuple[Record, ...]] = field(default_factory=dict)
+    hidden_holders: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
     def record(self, ident: str) -> Record:
         return self.records[ident]

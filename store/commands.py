@@ -15,6 +15,7 @@ from policies.errors import PolicyError, PropertyFormatError, ReservedLabelError
 from policies.guard import RecordChange, decide
 from policies.model import DEFAULT_LANE, DEFAULT_SOURCE_TYPE
 from policies.properties import Property, is_reserved_label, parse_properties, parse_property
+from store.asserted_commands import joined, mint, pending_chains
 from store.command import Applied, Current, Event, Head, Locks, Plan, Txn, Write
 from store.errors import (
     BatchItemError,
@@ -23,9 +24,11 @@ from store.errors import (
     StoreError,
     VersionConflictError,
 )
-from store.ids import edge_property_id, new_record_id
+from store.ids import ADJUSTMENT, ADJUSTMENT_HINT, edge_property_id, new_record_id
 from store.limits import check_batch, check_content, check_count, check_storable
-from store.records import Record, RecordState
+from store.records import Record, RecordState, declared
+
+MAX_ADJUSTS = 16
 
 
 @dataclass(frozen=True)
@@ -37,8 +40,14 @@ class NewRecord:
     source_type: str | None = None
     lane: str | None = None
     idempotency_key: str | None = None
+    adjusts: tuple[str, ...] = ()  # records this one adjusts: it joins their chains
 
     def __post_init__(self) -> None:
+        if len(self.adjusts) > MAX_ADJUSTS:
+            raise InvalidInputError(
+                f"a record adjusts at most {MAX_ADJUSTS} records (got {len(self.adjusts)})",
+                allowed=MAX_ADJUSTS,
+            )
         if self.idempotency_key is not None and not self.idempotency_key.strip():
             raise InvalidInputError(
                 "idempotencyKey is empty; omit it, or pass a key that names this write "
@@ -54,7 +63,7 @@ class NewRecord:
             (self.lane or DEFAULT_LANE) == state.lane
             and (self.source_type or DEFAULT_SOURCE_TYPE) == state.source_type
             and self.content == state.content
-            and set(parse_properties(self.properties)) == set(state.properties)
+            and set(parse_properties(self.properties)) == set(declared(state.properties))
         )
 
 
@@ -72,16 +81,20 @@ class Ingest:
 
     def locks(self) -> Locks:
         keys = tuple(i.idempotency_key for i in self.inputs if i.idempotency_key)
-        return Locks(idempotency_keys=keys)
+        adjusted = tuple(ident for i in self.inputs for ident in i.adjusts)
+        return Locks(records=adjusted, idempotency_keys=keys)
 
     def decide(self, txn: Txn, current: Current) -> Plan[list[Record]]:
         writes: list[Write] = []
         results: list[Record | str] = []
+        # Chains this batch adds to the records it adjusts, written once per record.
+        chains: dict[str, list[Property]] = {}
+        links: dict[str, list[Event]] = {}
         for index, item in enumerate(self.inputs):
             try:
                 first = current.first_writes.get(item.idempotency_key or "")
                 if first is None:
-                    write = self._write(txn, item)
+                    write = self._write(txn, item, current, chains, links)
                     writes.append(write)
                     results.append(write.object_id)
                 else:
@@ -90,6 +103,10 @@ class Ingest:
                 if len(self.inputs) == 1:
                     raise
                 raise BatchItemError(index, exc) from exc
+        by_id = {r.id: r for r in current.records.values()}
+        for record_id, added in chains.items():
+            record = by_id[record_id]
+            writes.append(joined(txn, record, added, links[record_id], "adjusted"))
 
         def result(applied: Applied) -> list[Record]:
             return [r if isinstance(r, Record) else applied.records[r] for r in results]
@@ -97,7 +114,13 @@ class Ingest:
         return Plan(writes, result)
 
     @staticmethod
-    def _write(txn: Txn, item: NewRecord) -> Write:
+    def _write(
+        txn: Txn,
+        item: NewRecord,
+        current: Current,
+        chains: dict[str, list[Property]],
+        links: dict[str, list[Event]],
+    ) -> Write:
         properties = _caller_properties(item.properties)
         lane = item.lane or DEFAULT_LANE
         stamp = decide(
@@ -107,22 +130,32 @@ class Ingest:
                 lane, item.source_type, new=True, content=item.content, added=tuple(properties)
             ),
         )
-        state = RecordState(
-            item.content, stamp.lane, stamp.source_type, stamp.authority, tuple(properties)
-        )
         record_id = new_record_id()
-        payload = {
-            "sourceType": state.source_type,
-            "authority": state.authority,
-            "properties": [str(p) for p in properties],
-        }
+        events = [Event("sr_ingested", {})]
+        on = _adjust(txn, record_id, item, current, chains, links)
+        if on:
+            check_count(len(properties) + len(on))
+            adjusts = sorted({current.record(i).id for i in item.adjusts})
+            payload = {"adjustments": [str(p) for p in on], "adjusts": adjusts}
+            events.append(Event("adjusted", payload))
+        state = RecordState(
+            item.content, stamp.lane, stamp.source_type, stamp.authority, (*properties, *on)
+        )
+        events[0] = Event(
+            "sr_ingested",
+            {
+                "sourceType": state.source_type,
+                "authority": state.authority,
+                "properties": [str(p) for p in properties],
+            },
+        )
         return Write(
             kind="record",
             object_id=record_id,
             event="sr_ingested",
             state=state.to_json(),
             previous=None,
-            events=(Event("sr_ingested", payload),),
+            events=tuple(events),
             lane=state.lane,
             record_id=record_id,
             idempotency_key=item.idempotency_key,
@@ -316,6 +349,37 @@ class RemoveProperties:
 
 
 # -- shared steps -----------------------------------------------------------------
+
+
+def _adjust(
+    txn: Txn,
+    record_id: str,
+    item: NewRecord,
+    current: Current,
+    chains: dict[str, list[Property]],
+    links: dict[str, list[Event]],
+) -> list[Property]:
+    """The chains a new record joins: every chain of the records it adjusts (adjusting
+    the newest link extends its chain), plus one new chain, minted for it and written
+    on each adjusted record that is on none."""
+    adjusted = {current.record(i).id: current.record(i) for i in item.adjusts}
+    on: list[Property] = []
+    fresh: list[Record] = []
+    for record in adjusted.values():
+        held = pending_chains(record, chains)
+        if not held:
+            fresh.append(record)
+        on.extend(p for p in held if p not in on)
+    if fresh:
+        new = mint(ADJUSTMENT, ADJUSTMENT_HINT)
+        on.append(new)
+        for record in fresh:
+            # Asked now, so that a refusal names this input of a batch.
+            joined(txn, record, [*chains.get(record.id, ()), new], (), "adjusted")
+            chains.setdefault(record.id, []).append(new)
+            payload = {"adjustment": str(new), "adjustedBy": record_id}
+            links.setdefault(record.id, []).append(Event("adjusted", payload))
+    return on
 
 
 def _version(record: Record, state: RecordState, event: str, events: Sequence[Event]) -> Write:

@@ -12,6 +12,22 @@ RECORD_EVENT_KINDS = (
     "property_added",
     "property_removed",
 )
+# Asserted edges: each is a new version of every record it touches.
+ASSERTED_EVENT_KINDS = (
+    "connected",
+    "disconnected",
+    "grouped",
+    "ungrouped",
+    "adjusted",
+    "unadjusted",
+)
+# A correction is its own ledgered object attached to a record; the record is unchanged.
+CORRECTION_EVENT_KINDS = ("corrected",)
 POLICY_EVENT_KINDS = ("policy_applied",)
 
-EVENT_KINDS: tuple[str, ...] = (*RECORD_EVENT_KINDS, *POLICY_EVENT_KINDS)
+EVENT_KINDS: tuple[str, ...] = (
+    *RECORD_EVENT_KINDS,
+    *ASSERTED_EVENT_KINDS,
+    *CORRECTION_EVENT_KINDS,
+    *POLICY_EVENT_KINDS,
+)

@@ -15,9 +15,16 @@ from typing import Any, TypeVar
 
 import asyncpg
 
+from store import labels
 from store.append import append, build_rows
 from store.command import Applied, Command, Current, Head, Locks, Txn
-from store.errors import AmbiguousIdError, NoPolicyError, NotFoundError, refusal_for
+from store.errors import (
+    AmbiguousIdError,
+    NoPolicyError,
+    NotFoundError,
+    StoreError,
+    refusal_for,
+)
 from store.policy_store import PolicyCache
 from store.pool import Conn, Pool
 from store.records import Record
@@ -59,6 +66,12 @@ WHERE id >= $1 AND id < $1 || 'g' AND lane = ANY($2::text[])
 ORDER BY id LIMIT $3
 """
 
+# Current holders of edge properties: an index scan of the current memberships.
+HOLDERS = """
+SELECT label, value, record_id FROM edge_properties
+WHERE (label, value) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND recorded_to IS NULL
+"""
+
 HEADS = """
 SELECT DISTINCT ON (kind, object_id) kind, object_id, version, hash, at
 FROM ledger
@@ -67,17 +80,31 @@ ORDER BY kind, object_id, version DESC
 """
 
 
+class _HoldersMovedError(StoreError):
+    """A value gained or lost holders between looking them up and locking them."""
+
+    code = "CONFLICT"
+
+    def __init__(self) -> None:
+        super().__init__("the records carrying that value changed during the call; retry it")
+
+
 class Executor:
     """Runs write commands, one transaction each, on the gateway's pool."""
 
     def __init__(self, pool: Pool, policies: PolicyCache) -> None:
         self.pool = pool
         self.policies = policies
+        self._unfolded = 0
 
     async def execute(self, agent: str, command: Command[R]) -> R:
         for attempt in range(_ATTEMPTS):
             try:
                 return await self._run(agent, command)
+            except _HoldersMovedError:
+                # Another command moved the value meanwhile: look its holders up again.
+                if attempt == _ATTEMPTS - 1:
+                    raise
             except asyncpg.UniqueViolationError as exc:
                 # Two calls raced on one idempotency key: the retry sees the winner's write.
                 if exc.constraint_name != IDEMPOTENCY_CONSTRAINT or attempt == _ATTEMPTS - 1:
@@ -91,21 +118,36 @@ class Executor:
 
     async def _run(self, agent: str, command: Command[R]) -> R:
         locks = command.locks()
-        async with self.pool.acquire() as conn, conn.transaction():
-            exact = await self._exact_ids(conn, agent, locks.records)
-            txn, rows = await self._lock(conn, agent, locks, sorted(set(exact.values())))
-            current = Current(
-                records=self._readable(txn, exact, rows),
-                first_writes=await self._first_writes(conn, agent, locks.idempotency_keys),
-                heads=await self._heads(conn, locks.heads),
-            )
-            plan = command.decide(txn, current)
-            applied = Applied(entries=(), records={})
-            if plan.writes:
-                before = {r.id: r for r in current.records.values()}
-                table_rows, entries, records = build_rows(txn, plan.writes, before)
-                await append(conn, table_rows)
-                applied = Applied(entries=entries, records=records)
+        async with self.pool.acquire() as conn:
+            async with conn.transaction():
+                exact = await self._exact_ids(conn, agent, locks.records)
+                holding = await self._holders(conn, locks.carrying)
+                ids = set(exact.values()).union(*holding.values())
+                txn, rows = await self._lock(conn, agent, locks, sorted(ids))
+                # Whoever gains a value must lock one of its holders first (an adjustment
+                # locks the record it adjusts), so once they are all locked the set holds.
+                if locks.carrying and await self._holders(conn, locks.carrying) != holding:
+                    raise _HoldersMovedError()
+                records = self._readable(txn, exact, rows)
+                holders, hidden = self._held(txn, holding, rows)
+                current = Current(
+                    records={**{r.id: r for rs in holders.values() for r in rs}, **records},
+                    first_writes=await self._first_writes(conn, agent, locks.idempotency_keys),
+                    heads=await self._heads(conn, locks.heads),
+                    holders=holders,
+                    hidden_holders=hidden,
+                )
+                plan = command.decide(txn, current)
+                applied = Applied(entries=(), records={})
+                if plan.writes:
+                    before = {r.id: r for r in current.records.values()}
+                    table_rows, entries, written = build_rows(txn, plan.writes, before)
+                    await append(conn, table_rows)
+                    applied = Applied(entries=entries, records=written)
+                    self._unfolded += len(table_rows.label_deltas)
+            # Off the write transaction: fold the label deltas this process appended.
+            if self._unfolded >= labels.FOLD_AFTER and await labels.fold(conn):
+                self._unfolded = 0
         for hook in plan.after_commit:
             hook()
         return plan.result(applied)
@@ -153,6 +195,35 @@ class Executor:
         if missing:
             raise NotFoundError("record", missing[0])
         return {ident: found[rid] for ident, rid in exact.items()}
+
+    @staticmethod
+    async def _holders(
+        conn: Conn, carrying: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], frozenset[str]]:
+        if not carrying:
+            return {}
+        found: dict[tuple[str, str], set[str]] = {key: set() for key in carrying}
+        rows = await conn.fetch(HOLDERS, [k[0] for k in carrying], [k[1] for k in carrying])
+        for row in rows:
+            found[(row["label"], row["value"])].add(row["record_id"])
+        return {key: frozenset(ids) for key, ids in found.items()}
+
+    @staticmethod
+    def _held(
+        txn: Txn, holding: Mapping[tuple[str, str], frozenset[str]], rows: Sequence[asyncpg.Record]
+    ) -> tuple[dict[tuple[str, str], tuple[Record, ...]], dict[tuple[str, str], int]]:
+        """Each value's locked holders the caller may read, and how many it may not."""
+        if not holding:
+            return {}, {}
+        lanes = set(txn.agent.readable_lanes(txn.rules))
+        by_id = {row["id"]: row for row in rows}
+        holders: dict[tuple[str, str], tuple[Record, ...]] = {}
+        hidden: dict[tuple[str, str], int] = {}
+        for key, ids in holding.items():
+            seen = [by_id[i] for i in sorted(ids)]
+            holders[key] = tuple(_record(r) for r in seen if r["lane"] in lanes)
+            hidden[key] = len(seen) - len(holders[key])
+        return holders, hidden
 
     @staticmethod
     async def _first_writes(conn: Conn, agent: str, keys: Sequence[str]) -> dict[str, Record]:

@@ -24,3 +24,22 @@ def edge_property_id(record_id: str, label: str, value: str) -> str:
     """The deterministic id of one declared edge property on one record."""
     fact = "\x1f".join((record_id, EP_SCHEMA, label, value)).encode("utf-8")
     return "ep_" + hashlib.sha256(fact).hexdigest()[:32]
+
+
+# The engine's reserved labels and the values it mints for them: <hint>_<32 hex>.
+CONNECT = "e_connect"
+GROUP = "e_group"
+ADJUSTMENT = "e_adjustment"
+ASSERTED_LABELS = (CONNECT, GROUP, ADJUSTMENT)
+ADJUSTMENT_HINT = "adj"
+HINT = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+ASSERTED_VALUE = re.compile(r"^([A-Za-z0-9_-]{1,64})_([0-9a-f]{32})$")
+
+
+def new_asserted_value(hint: str) -> str:
+    """A fresh value for a connection, group or chain; the hint must match HINT."""
+    return f"{hint}_{uuid.uuid4().hex}"
+
+
+def new_correction_id() -> str:
+    return "co_" + uuid.uuid4().hex

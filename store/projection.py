@@ -140,3 +140,61 @@ class PolicyRow:
 def project_policy(entry: Entry) -> PolicyRow:
     """A policy entry is one policy_versions row; the newest is the head."""
     return PolicyRow(entry.version, entry.state["yaml"], entry.at, entry.actor)
+
+
+def label_changes(before: Record | None, after: Record) -> dict[tuple[str, str], int]:
+    """How one record entry moves the per-label counts: +1 for each caller label the
+    record now carries and did not, -1 for each it carried and no longer does."""
+    held = set() if before is None else _labels(before)
+    now = _labels(after)
+    moved = {(after.lane, label): 1 for label in now - held}
+    moved.update({(after.lane, label): -1 for label in held - now})
+    return moved
+
+
+def _labels(record: Record) -> set[str]:
+    return {p.label for p in record.state.properties if not p.reserved}
+
+
+@dataclass(frozen=True)
+class CorrectionRow:
+    """One row of the corrections projection: a correction entry as read back."""
+
+    id: str
+    record_id: str
+    record_version: int
+    lane: str
+    content: str
+    reason: str | None
+    actor: str
+    at: datetime
+    ledger_hash: str
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "record_id": self.record_id,
+            "record_version": self.record_version,
+            "lane": self.lane,
+            "content": self.content,
+            "reason": self.reason,
+            "actor": self.actor,
+            "at": self.at,
+            "ledger_hash": self.ledger_hash,
+        }
+
+
+def project_correction(entry: Entry) -> CorrectionRow:
+    """A correction is written once: its one entry is its row."""
+    s = entry.state
+    return CorrectionRow(
+        id=entry.object_id,
+        record_id=s["record_id"],
+        record_version=s["record_version"],
+        lane=s["lane"],
+        content=s["content"],
+        reason=s["reason"],
+        actor=entry.actor,
+        at=entry.at,
+        ledger_hash=entry.hash,
+    )

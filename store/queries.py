@@ -5,7 +5,6 @@ from __future__ import annotations
 import enum
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -37,12 +36,6 @@ class GatherMode(enum.Enum):
     INTERSECT = "INTERSECT"
     UNION = "UNION"
     TIMELINE = "TIMELINE"
-
-
-@dataclass(frozen=True)
-class LabelCount:
-    label: str
-    record_count: int
 
 
 def _member_at(table: Any, as_of: datetime | BindParameter[Any] | None) -> ColumnElement[bool]:
@@ -189,8 +182,9 @@ async def gather(
 ) -> Page[str]:
     """Record ids on every (INTERSECT) or any (UNION, TIMELINE) of the edge properties.
 
-    INTERSECT and UNION list records by id; TIMELINE lists them by when they were
-    written. The adjustment label stays out of set operations.
+    INTERSECT and UNION list records by id; TIMELINE lists them by when each joined
+    the edge (the start of its membership). The adjustment label stays out of set
+    operations.
     """
     size = page_size(first)
     props = [p for p in parse_match(match) if p.label != "e_adjustment"]
@@ -203,15 +197,18 @@ async def gather(
     if as_of is not None:
         params["as_of"] = as_of
     if mode is GatherMode.TIMELINE:
-        members = _members(len(props), mode, as_of is not None)
-        r = t.records
-        base = select(r.c.id, r.c.created_at).join(members, members.c.record_id == r.c.id)
-        total = (await conn.execute(select(func.count()).select_from(members), params)).scalar_one()
+        joined = _joined(len(props), as_of is not None)
+        base = select(joined.c.record_id, joined.c.joined)
+        total = (await conn.execute(select(func.count()).select_from(joined), params)).scalar_one()
         key = decode_cursor(after, 2)
         if key is not None:
-            base = base.where(tuple_(r.c.created_at, r.c.id) > tuple_(_ts(key[0]), literal(key[1])))
+            base = base.where(
+                tuple_(joined.c.joined, joined.c.record_id) > tuple_(_ts(key[0]), literal(key[1]))
+            )
         rows = (
-            await conn.execute(base.order_by(r.c.created_at, r.c.id).limit(size + 1), params)
+            await conn.execute(
+                base.order_by(joined.c.joined, joined.c.record_id).limit(size + 1), params
+            )
         ).all()
         return _page([(row[0], [row[1].isoformat(), row[0]]) for row in rows], total, size)
     key = decode_cursor(after, 1)
@@ -232,6 +229,25 @@ def _set_statements(count: int, mode: GatherMode, at: bool, after: bool) -> tupl
         page = page.where(members.c.record_id > bindparam("after"))
     page = page.order_by(members.c.record_id).limit(bindparam("limit"))
     return select(func.count()).select_from(members), page
+
+
+@functools.cache
+def _joined(count: int, at: bool) -> Any:
+    """Records carrying any of `count` properties, each with when it joined one of them."""
+    as_of = bindparam("as_of", type_=t.TZ) if at else None
+    lanes: BindParameter[Any] = bindparam("lanes", expanding=True)
+    carried = or_(
+        *(
+            and_(ep.c.label == bindparam(f"label_{n}"), ep.c.value == bindparam(f"value_{n}"))
+            for n in range(count)
+        )
+    )
+    return (
+        select(ep.c.record_id, func.min(ep.c.recorded_from).label("joined"))
+        .where(carried, ep.c.lane.in_(lanes), _member_at(ep, as_of))
+        .group_by(ep.c.record_id)
+        .subquery()
+    )
 
 
 @functools.cache
@@ -283,24 +299,6 @@ def _members(count: int, mode: GatherMode, at: bool) -> Any:
 # -- labels and hyperedges ---------------------------------------------------
 
 
-async def label_counts(
-    conn: AsyncConnection, lanes: Sequence[str], lane: str | None
-) -> list[LabelCount]:
-    """Labels in use now with the number of records carrying each; e_* labels excluded."""
-    chosen = [x for x in (lanes if lane is None else [lane]) if x in lanes]
-    rows = await conn.execute(
-        select(ep.c.label, func.count(ep.c.record_id.distinct()).label("n"))
-        .where(
-            ep.c.recorded_to.is_(None),
-            ep.c.lane.in_(chosen),
-            ~ep.c.label.startswith("e_", autoescape=True),
-        )
-        .group_by(ep.c.label)
-        .order_by(func.count(ep.c.record_id.distinct()).desc(), ep.c.label)
-    )
-    return [LabelCount(row[0], row[1]) for row in rows]
-
-
 async def edge_property_members(
     conn: AsyncConnection,
     prop: Property,
@@ -322,6 +320,8 @@ async def member_counts(
             tuple_(ep.c.label, ep.c.value).in_([(p.label, p.value) for p in props]),
             ep.c.lane.in_(lanes),
             _member_at(ep, as_of),
+            # Adjustment chains are shown under a record's adjustments, never as hyperedges.
+            ep.c.label != "e_adjustment",
         )
         .group_by(ep.c.label, ep.c.value)
     )

@@ -132,6 +132,7 @@ class AuditEvent:
     payload: Mapping[str, Any]
     version_before: int | None
     version_after: int | None
+    object_kind: str = "record"  # the kind of ledger entry it reports
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> AuditEvent:
@@ -146,4 +147,5 @@ class AuditEvent:
             payload=row["payload"],
             version_before=row["version_before"],
             version_after=row["version_after"],
+            object_kind=row.get("object_kind", "record"),
         )

@@ -22,7 +22,9 @@ log = logging.getLogger("edgeloom.roles")
 RUNTIME_ROLE = "edgeloom_runtime"
 
 APPEND_ONLY_TABLES = ("ledger", "audit_events", "checkpoints", "policy_versions")
-PROJECTION_TABLES = ("records", "edge_properties", "policy_head")
+PROJECTION_TABLES = ("records", "edge_properties", "policy_head", "corrections", "label_counts")
+# Deltas are folded into label_counts and then deleted: a cache verify rebuilds.
+FOLDED_TABLES = ("label_deltas",)
 READ_ONLY_TABLES = ("tokens", "alembic_version")
 
 # CREATE ROLE is cluster-wide and races between databases migrated at once; an owner
@@ -58,6 +60,7 @@ def grant_runtime(connection: Connection) -> bool:
         f"GRANT USAGE ON SCHEMA public TO {role}",
         f"GRANT SELECT, INSERT ON {', '.join(APPEND_ONLY_TABLES)} TO {role}",
         f"GRANT SELECT, INSERT, UPDATE ON {', '.join(PROJECTION_TABLES)} TO {role}",
+        f"GRANT SELECT, INSERT, DELETE ON {', '.join(FOLDED_TABLES)} TO {role}",
         f"GRANT SELECT ON {', '.join(READ_ONLY_TABLES)} TO {role}",
         f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}",
     ]

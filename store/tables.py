@@ -205,3 +205,43 @@ tokens = Table(
     Column("created_at", TZ, nullable=False),
     Column("revoked_at", TZ, nullable=True),
 )
+
+# Projection of the ledger's "correction" entries: a correction is its own object
+# attached to one version of a record, which it leaves as it was. `lane` is the
+# record's, so reads filter corrections by the lanes the caller may read.
+corrections = Table(
+    "corrections",
+    metadata,
+    Column("id", Text, primary_key=True),
+    Column("record_id", RECORD_ID, nullable=False),
+    Column("record_version", Integer, nullable=False),
+    Column("lane", Text, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("reason", Text, nullable=True),
+    Column("actor", Text, nullable=False),
+    Column("at", TZ, nullable=False),
+    Column("ledger_hash", Text, nullable=False),
+    Index("ix_corrections_record_id_at", "record_id", "at"),
+)
+
+# Projection: how many current records carry each caller label, per lane. Writers
+# only ever INSERT signed deltas (+1 when a record gains its first value of a label,
+# -1 when it loses its last), so no writer waits on a hot label's counter row; the
+# deltas are folded into label_counts after commit, off the write transaction, and a
+# read adds the few unfolded deltas to the folded counts.
+label_counts = Table(
+    "label_counts",
+    metadata,
+    Column("lane", Text, primary_key=True),
+    Column("label", Text, primary_key=True),
+    Column("records", BigInteger, nullable=False),
+)
+
+label_deltas = Table(
+    "label_deltas",
+    metadata,
+    Column("seq", BigInteger, primary_key=True, autoincrement=True),
+    Column("lane", Text, nullable=False),
+    Column("label", Text, nullable=False),
+    Column("delta", Integer, nullable=False),
+)

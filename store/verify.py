@@ -7,6 +7,7 @@ snapshot, so writers running meanwhile never look like tampering.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,16 @@ import asyncpg
 from store.checkpoints import chain, covered_hashes
 from store.hashing import entry_hash, legacy_entry_hash
 from store.pool import Conn, connect
-from store.projection import Entry, Membership, PolicyRow, project_policy, project_record
+from store.projection import (
+    CorrectionRow,
+    Entry,
+    Membership,
+    PolicyRow,
+    label_changes,
+    project_correction,
+    project_policy,
+    project_record,
+)
 from store.records import Record
 from store.signing import Signer, message
 
@@ -36,6 +46,16 @@ FROM edge_properties
 """
 _POLICIES = "SELECT version, yaml, applied_at, applied_by FROM policy_versions ORDER BY version"
 _HEAD = "SELECT version FROM policy_head WHERE id = 1"
+_CORRECTIONS = """
+SELECT id, record_id, record_version, lane, content, reason, actor, at, ledger_hash
+FROM corrections
+"""
+_LABEL_COUNTS = """
+SELECT lane, label, sum(n)::bigint AS n FROM (
+  SELECT lane, label, records AS n FROM label_counts
+  UNION ALL SELECT lane, label, delta FROM label_deltas
+) c GROUP BY lane, label HAVING sum(n) <> 0
+"""
 _ENTRIES_WITHOUT_EVENTS = """
 SELECT l.kind, l.object_id, l.version FROM ledger l
 WHERE NOT EXISTS (SELECT 1 FROM audit_events e WHERE e.object_kind = l.kind
@@ -85,6 +105,7 @@ class _Rebuild:
     records: dict[str, Record] = field(default_factory=dict)
     memberships: set[Membership] = field(default_factory=set)
     policies: list[PolicyRow] = field(default_factory=list)
+    corrections: dict[str, CorrectionRow] = field(default_factory=dict)
 
 
 async def verify(url: str, signer: Signer | None = None) -> Report:
@@ -98,6 +119,8 @@ async def verify(url: str, signer: Signer | None = None) -> Report:
             await _compare_records(conn, rebuilt, report)
             await _compare_memberships(conn, rebuilt, report)
             await _compare_policies(conn, rebuilt, report)
+            await _compare_corrections(conn, rebuilt, report)
+            await _compare_label_counts(conn, rebuilt, report)
             await _check_events(conn, report)
             await _check_checkpoints(conn, report, signer)
     finally:
@@ -149,6 +172,8 @@ def _replay_object(rows: list[asyncpg.Record], rebuilt: _Rebuild, report: Report
             opened.update((m.id, m) for m in delta.opened)
         elif kind == "policy":
             rebuilt.policies.append(project_policy(entry))
+        elif kind == "correction":
+            rebuilt.corrections[object_id] = project_correction(entry)
         else:
             report.problems.append(f"{name}: no projection rule for ledger kind '{kind}'")
     if record is not None:
@@ -240,6 +265,32 @@ async def _compare_policies(conn: Conn, rebuilt: _Rebuild, report: Report) -> No
     newest = rebuilt.policies[-1].version if rebuilt.policies else 0
     if head != newest:
         report.problems.append(f"policy_head names version {head}; the ledger's newest is {newest}")
+
+
+async def _compare_corrections(conn: Conn, rebuilt: _Rebuild, report: Report) -> None:
+    live = {row["id"]: CorrectionRow(**dict(row)) for row in await conn.fetch(_CORRECTIONS)}
+    for ident in sorted(rebuilt.corrections.keys() - live.keys()):
+        report.problems.append(f"correction {ident}: in the ledger but missing from corrections")
+    for ident in sorted(live.keys() - rebuilt.corrections.keys()):
+        report.problems.append(f"correction {ident}: in corrections but has no ledger entry")
+    for ident in sorted(live.keys() & rebuilt.corrections.keys()):
+        if live[ident] != rebuilt.corrections[ident]:
+            report.problems.append(f"correction {ident}: differs from its ledger entry")
+
+
+async def _compare_label_counts(conn: Conn, rebuilt: _Rebuild, report: Report) -> None:
+    """The folded counts plus the unfolded deltas equal a count of the rebuilt records."""
+    expected: Counter[tuple[str, str]] = Counter()
+    for record in rebuilt.records.values():
+        expected.update(label_changes(None, record))
+    live = {(row["lane"], row["label"]): row["n"] for row in await conn.fetch(_LABEL_COUNTS)}
+    for key in sorted(expected.keys() | live.keys()):
+        if expected.get(key, 0) != live.get(key, 0):
+            lane, label = key
+            report.problems.append(
+                f"label '{label}' in lane '{lane}': counted {live.get(key, 0)} records, "
+                f"the ledger has {expected.get(key, 0)}"
+            )
 
 
 async def _check_events(conn: Conn, report: Report) -> None:

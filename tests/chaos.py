@@ -175,7 +175,7 @@ async def verifier(data: Path, tally: Tally, stop: asyncio.Event) -> None:
         elif process.returncode == 2:
             tally.verify_unreachable += 1  # the database was down at that moment
         else:
-            tally.verify_failed.append(out.decode()[-2000:])
+            tally.verify_failed.append((out + err).decode()[-2000:])
         await asyncio.sleep(1.0)
 
 

@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import asyncpg
 import pytest
 from alembic.script import ScriptDirectory
 
@@ -134,3 +135,29 @@ def test_every_command_takes_data_dir_after_its_own_arguments() -> None:
         ["token", "revoke", "tok_1", "--data-dir", "d"],
     ):
         assert _parser().parse_args(argv).data_dir == Path("d"), argv
+
+
+async def test_verify_says_the_database_went_away_rather_than_failing(
+    databases: Databases,
+) -> None:
+    url = await databases.create()
+    async with sql(url) as admin:
+        # Cut every other connection to this database the moment verify opens one.
+        watcher = asyncio.create_task(_terminate_others(admin))
+        try:
+            status, out, err = await edgeloom(url, "verify")
+        finally:
+            watcher.cancel()
+    assert status in (0, 2), (out, err)
+    assert "Traceback" not in err
+    if status == 2:
+        assert "cannot use the database" in err
+
+
+async def _terminate_others(conn: asyncpg.Connection) -> None:
+    while True:
+        await conn.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        await asyncio.sleep(0.005)

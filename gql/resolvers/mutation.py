@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import strawberry
 
+from gql.asserted_types import AdjustmentChain, Connection, Correction, Group, load_one
 from gql.inputs import IngestInput
 from gql.types import Info, PolicyVersion, PropertyChange, Record
-from store import commands
+from store import asserted_commands, commands
+from store.corrections import Correct
 from store.policy_commands import ApplyPolicy
 
 
@@ -60,6 +62,57 @@ class Mutation:
             record_id=id, labels=tuple(labels or ()), properties=tuple(properties or ())
         )
         return PropertyChange.from_domain(await info.context.execute(command))
+
+    @strawberry.mutation(
+        description="Connect exactly two records: the engine mints e_connect:<hint>_<32 hex> "
+        "and writes it on both, as a new version of each."
+    )
+    async def connect(
+        self, info: Info, a: strawberry.ID, b: strawberry.ID, hint: str
+    ) -> Connection:
+        prop = await info.context.execute(asserted_commands.Connect(a, b, hint))
+        return await load_one(info, prop)  # type: ignore[return-value]
+
+    @strawberry.mutation(description="Remove a connection from both its records.")
+    async def disconnect(self, info: Info, id: str) -> Connection:
+        prop = await info.context.execute(asserted_commands.Disconnect(id))
+        return await load_one(info, prop)  # type: ignore[return-value]
+
+    @strawberry.mutation(
+        description="Group two or more records: the engine mints e_group:<hint>_<32 hex> "
+        "and writes it on each, as a new version of each."
+    )
+    async def group(self, info: Info, record_ids: list[strawberry.ID], hint: str) -> Group:
+        command = asserted_commands.Group(tuple(record_ids), hint)
+        return await load_one(info, await info.context.execute(command))  # type: ignore[return-value]
+
+    @strawberry.mutation(
+        description="Remove the named members, or dissolve the group when none are named; "
+        "a group left with fewer than two members is dissolved."
+    )
+    async def ungroup(
+        self, info: Info, id: str, record_ids: list[strawberry.ID] | None = None
+    ) -> Group:
+        command = asserted_commands.Ungroup(id, None if record_ids is None else tuple(record_ids))
+        return await load_one(info, await info.context.execute(command))  # type: ignore[return-value]
+
+    @strawberry.mutation(
+        description="Take a record off an adjustment chain; a chain left with one record ends."
+    )
+    async def unadjust(
+        self, info: Info, record_id: strawberry.ID, adjustment: str
+    ) -> AdjustmentChain:
+        command = asserted_commands.Unadjust(record_id, adjustment)
+        return await load_one(info, await info.context.execute(command))  # type: ignore[return-value]
+
+    @strawberry.mutation(
+        description="Attach a correction to a record; the record and its versions stay as written."
+    )
+    async def correct(
+        self, info: Info, record_id: strawberry.ID, content: str, reason: str | None = None
+    ) -> Correction:
+        made = await info.context.execute(Correct(record_id, content, reason))
+        return Correction.from_domain(made)
 
     @strawberry.mutation(description="Apply a new policy version (agents with apply_policy only).")
     async def apply_policy(self, info: Info, yaml: str) -> PolicyVersion:

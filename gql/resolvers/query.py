@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
 import strawberry
 
+from gql.asserted_types import Traversal, traversal
 from gql.types import (
     AuditEvent,
     AuditPage,
@@ -23,7 +25,10 @@ from gql.types import (
 from policies.properties import parse_property
 from store import queries
 from store.errors import NotFoundError
+from store.labels import label_counts
 from store.resolve import resolve_record_id
+from store.traverse import check
+from store.traverse import traverse as walk
 
 
 @strawberry.type
@@ -77,8 +82,29 @@ class Query:
     @strawberry.field(description="Labels in use with how many readable records carry each.")
     async def labels(self, info: Info, lane: str | None = None) -> list[LabelCount]:
         async with info.context.read() as (conn, lanes):
-            counts = await queries.label_counts(conn, lanes, lane)
+            counts = await label_counts(conn, lanes, lane)
         return [LabelCount(label=c.label, record_count=c.record_count) for c in counts]
+
+    @strawberry.field(
+        description="Walk breadth first from one record over the edges it shares: edge "
+        "properties, connections, groups and adjustment chains."
+    )
+    async def traverse(
+        self,
+        info: Info,
+        from_: Annotated[strawberry.ID, strawberry.argument(name="from")],
+        depth: int | None = 1,
+        labels: list[str] | None = None,
+        as_of: datetime | None = None,
+        limit: int | None = 100,
+    ) -> Traversal:
+        hops = 1 if depth is None else depth
+        most = 100 if limit is None else limit
+        check(hops, most, labels)
+        async with info.context.read() as (conn, lanes):
+            start = await resolve_record_id(conn, from_, lanes)
+            found = await walk(conn, start, lanes, hops, labels, as_of, most)
+        return await traversal(info, found, as_of)
 
     @strawberry.field(description="The hyperedge label:value, with its readable members.")
     async def edge_property(

@@ -10,6 +10,7 @@ from typing import Any
 
 from gql.app import Settings
 from tests.gql._api import ADD, GATHER, REMOVE, UPDATE, ingest
+from tests.gql._asserted import CORRECT, asserted, connect, group
 from tests.support import Databases, Gateway, run_gateway, sql
 from tests.test_cli import edgeloom
 
@@ -40,6 +41,13 @@ async def write_memory(gateway: Gateway) -> list[dict[str, Any]]:
             await gateway.data(ADD, {"id": record["id"], "properties": ["person:Sam"]})
             await gateway.data(REMOVE, {"id": record["id"], "labels": ["topic"]})
         written.append(record)
+    # The asserted edges and corrections are ledgered too.
+    await connect(gateway, written[0]["id"], written[1]["id"])
+    await group(gateway, [r["id"] for r in written[2:5]])
+    await gateway.data(CORRECT, {"id": written[5]["id"], "content": "fixed", "reason": "typo"})
+    written.append(
+        await ingest(gateway, "adjusts note 6", ["org:Org0"], adjusts=[written[6]["id"]])
+    )
     return written
 
 
@@ -56,6 +64,9 @@ async def answers(gateway: Gateway, records: list[dict[str, Any]]) -> dict[str, 
     for match in (["topic:renewal"], ["org:Org1", "topic:renewal"], ["person:Sam"]):
         for mode in ("INTERSECT", "UNION", "TIMELINE"):
             seen[f"{match}/{mode}"] = await gateway.data(GATHER, {"match": match, "mode": mode})
+    for record in records:
+        seen[f"{record['id']}/asserted"] = await asserted(gateway, record["id"])
+    seen["labels"] = await gateway.data("{ labels { label recordCount } }")
     seen["audit"] = await gateway.data(AUDIT)
     return seen
 
@@ -111,6 +122,12 @@ async def test_export_then_import_rebuilds_the_same_memory(
     old, new = before.pop("audit")["audit"], after.pop("audit")["audit"]
     assert new["items"][: len(old["items"])] == old["items"]
     assert new["totalCount"] == events
+    # Label counts likewise hold the records written during the export (org:Busy); verify
+    # has checked them against the imported records.
+    old_labels = {c["label"]: c["recordCount"] for c in before.pop("labels")["labels"]}
+    new_labels = {c["label"]: c["recordCount"] for c in after.pop("labels")["labels"]}
+    assert new_labels.pop("org") >= old_labels.pop("org")
+    assert new_labels == old_labels
     assert after == before
     # Importing again, or into a database with data, is refused and changes nothing.
     status, out, err = await edgeloom(target, "import", str(dump))

@@ -49,6 +49,11 @@ async def erase_record(url: str, rid: str) -> None:
         await conn.execute(EVENTS_OFF)
         await conn.execute("DELETE FROM ledger WHERE object_id = $1", rid)
         await conn.execute("DELETE FROM audit_events WHERE object_id = $1", rid)
+        await conn.execute(
+            "INSERT INTO label_deltas (lane, label, delta) SELECT DISTINCT lane, label, -1 "
+            "FROM edge_properties WHERE record_id = $1 AND recorded_to IS NULL",
+            rid,
+        )
         await conn.execute("DELETE FROM edge_properties WHERE record_id = $1", rid)
         await conn.execute("DELETE FROM records WHERE id = $1", rid)
 

@@ -1,0 +1,169 @@
+"""Traverse and labels at scale, on the store's own read functions.
+
+    .venv/bin/python -m bench.traverse [--records 100000] [--million] [--starts 100]
+
+Loads Zipf records (`bench/data.py`) through the real write path (the executor's
+Ingest command, 500 records per command), connects one record in a hundred to an
+earlier one (Connect commands), then times `traverse(depth 2)` from random starts
+and `labels` (the per-label counts the write path keeps). With --million it loads on
+to 1,000,000 records and measures again. Figures go to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sqlalchemy import text
+
+from bench.data import Generator
+from bench.server import BenchDatabase
+from policies.loader import DEV_POLICY_YAML
+from store import labels, traverse
+from store.asserted_commands import Connect
+from store.commands import Ingest, NewRecord
+from store.database import create_engine
+from store.executor import Executor
+from store.migrate import migrate
+from store.policy_commands import ApplyPolicy
+from store.policy_store import PolicyCache
+from store.pool import create_pool
+
+AGENT = "dev"
+BATCH = 500
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+async def load(executor: Executor, gen: Generator, ids: list[str], upto: int, workers: int) -> None:
+    """Ingest until `upto` records exist, then connect one new record in a hundred."""
+    rng = random.Random(len(ids))
+    started, first_new = time.perf_counter(), len(ids)
+    lock = asyncio.Lock()
+
+    async def worker() -> None:
+        while True:
+            async with lock:
+                n = min(BATCH, upto - len(ids))
+                if len(ids) >= upto or n <= 0:
+                    return
+                batch = [
+                    NewRecord(str(r["content"]), tuple(r["properties"])) for r in gen.records(n)
+                ]  # type: ignore[arg-type]
+                ids.extend([""] * n)  # reserve places so workers stop at `upto`
+                at = len(ids) - n
+            made = await executor.execute(AGENT, Ingest(tuple(batch)))
+            ids[at : at + n] = [r.id for r in made]
+            if (at // BATCH) % 20 == 0:
+                say(f"  {len(ids):,} records, {time.perf_counter() - started:.0f}s")
+
+    await asyncio.gather(*(worker() for _ in range(workers)))
+    for index in range(first_new, len(ids), 100):
+        other = ids[rng.randrange(0, index)] if index else ids[1]
+        if other != ids[index]:
+            await executor.execute(AGENT, Connect(ids[index], other, "bench"))
+    say(f"loaded to {len(ids):,} records in {time.perf_counter() - started:.0f}s")
+
+
+async def timed(call: Callable[[], Awaitable[Any]], times: int) -> list[float]:
+    took = []
+    for _ in range(times):
+        start = time.perf_counter()
+        await call()
+        took.append((time.perf_counter() - start) * 1000)
+    return took
+
+
+def figure(name: str, took: list[float]) -> None:
+    took = sorted(took)
+    p90 = took[min(len(took) - 1, int(len(took) * 0.9))]
+    print(f"{name:<52} p50 {statistics.median(took):8.1f} ms   p90 {p90:8.1f} ms   n={len(took)}")
+
+
+async def measure(engine: Any, ids: list[str], starts: int) -> None:
+    rng = random.Random(5)
+    chosen = rng.sample(ids, starts)
+    lanes = ["default"]
+    async with engine.connect() as conn:
+        await conn.execute(text("ANALYZE"))
+        for limit, walk in ((100, None), (1000, None), (100, ["person", "e_connect"])):
+            queue = list(chosen)
+            shown: list[int] = []
+
+            async def one(
+                limit: int = limit,
+                walk: list[str] | None = walk,
+                queue: list[str] = queue,
+                shown: list[int] = shown,
+            ) -> None:
+                found = await traverse.traverse(
+                    conn, queue.pop(), lanes, depth=2, labels=walk, limit=limit
+                )
+                shown.append(len(found.steps))
+
+            took = await timed(one, starts)
+            name = f"traverse depth 2 limit {limit}" + (f" labels {walk}" if walk else "")
+            figure(f"{name} ({len(ids):,})", took)
+            print(f"  records listed per walk: median {statistics.median(shown):.0f}")
+        figure(
+            f"labels ({len(ids):,} records)",
+            await timed(lambda: labels.label_counts(conn, lanes, None), 50),
+        )
+        unfolded = (await conn.execute(text("SELECT count(*) FROM label_deltas"))).scalar_one()
+        print(f"  unfolded label deltas at the time: {unfolded}")
+        plan = await conn.execute(
+            text("EXPLAIN " + traverse._statement(traverse._HOP, False, False).text),
+            {
+                "frontier": chosen[:50],
+                "lanes": lanes,
+                "hub": traverse.HUB_MEMBERS,
+                "seen": chosen[:50],
+                "room": 100,
+            },
+        )
+        lines = [row[0] for row in plan]
+        scans = sorted({ln.strip().split(" on ")[0].lstrip("-> ") for ln in lines if " on " in ln})
+        print(f"  hop plan scans: {scans}")
+
+
+async def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.traverse")
+    p.add_argument("--records", type=int, default=100_000)
+    p.add_argument("--million", action="store_true", help="then load on to 1M and measure again")
+    p.add_argument("--starts", type=int, default=100, help="traverse starts per figure")
+    p.add_argument("--workers", type=int, default=2, help="concurrent Ingest commands")
+    p.add_argument("--keep", action="store_true", help="keep the database")
+    args = p.parse_args(argv)
+    db = await BenchDatabase.create()
+    say(f"database: {db.where}")
+    engine = create_engine(db.url, pool_size=2)
+    pool = await create_pool(db.url, args.workers + 1)
+    try:
+        await migrate(engine)
+        cache = PolicyCache.empty()
+        executor = Executor(pool, cache)
+        await executor.execute(AGENT, ApplyPolicy(DEV_POLICY_YAML, "bench", None, cache))
+        gen, ids = Generator(), []
+        for size in [args.records, *([1_000_000] if args.million else [])]:
+            await load(executor, gen, ids, size, args.workers)
+            async with pool.acquire() as conn:
+                await labels.fold(conn)
+                await conn.execute("VACUUM (ANALYZE)")
+            await measure(engine, ids, args.starts)
+    finally:
+        await pool.close()
+        await engine.dispose()
+        if not args.keep:
+            await db.drop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,119 @@
+"""Traverse: hops over imputed and asserted edges, label filter, hubs, lanes, asOf, limit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.conftest import GatewayFactory
+from tests.gql._api import REMOVE, ingest, unique
+from tests.gql._asserted import TRAVERSE, connect, group, walk
+from tests.gql._policy_support import mint
+from tests.support import Gateway
+
+# Only ids back: a hub of a thousand records asks for no more than that.
+INGEST_MANY = "mutation($inputs: [IngestInput!]!) { ingestMany(inputs: $inputs) { id } }"
+
+
+def steps(found: dict[str, Any]) -> list[tuple[str, int, str]]:
+    return [(i["record"]["id"], i["hop"], i["via"]) for i in found["items"]]
+
+
+async def test_hops_follow_labels_connections_and_groups(gateway: Gateway) -> None:
+    topic = unique("topic:")
+    a = (await ingest(gateway, "a", [topic]))["id"]
+    b = (await ingest(gateway, "b", [topic]))["id"]
+    c = (await ingest(gateway, "c"))["id"]
+    d = (await ingest(gateway, "d"))["id"]
+    link = await connect(gateway, b, c)
+    team = await group(gateway, [c, d])
+    assert steps(await walk(gateway, a)) == [(b, 1, topic)]
+    assert steps(await walk(gateway, a, depth=3)) == [
+        (b, 1, topic),
+        (c, 2, link["id"]),
+        (d, 3, team["id"]),
+    ]
+    # labels limits what is walked: from b over connections only.
+    assert steps(await walk(gateway, b, depth=3, labels=["e_connect"])) == [(c, 1, link["id"])]
+    assert steps(await walk(gateway, b, depth=2, labels=["topic", "e_group"])) == [(a, 1, topic)]
+    found = await walk(gateway, a, depth=3)
+    assert found["notShown"] == 0 and found["clipped"] == [] and found["beyondLimit"] == 0
+
+
+async def test_limit_cuts_and_counts_what_it_cut(gateway: Gateway) -> None:
+    shared = unique("org:")
+    start = (await ingest(gateway, "start", [shared]))["id"]
+    others = sorted([(await ingest(gateway, f"o{n}", [shared]))["id"] for n in range(3)])
+    found = await walk(gateway, start, limit=2)
+    assert steps(found) == [(others[0], 1, shared), (others[1], 1, shared)]
+    assert found["beyondLimit"] == 1 and found["notShown"] == 1
+
+
+async def test_as_of_walks_the_edges_as_they_were(gateway: Gateway) -> None:
+    shared = unique("org:")
+    a = await ingest(gateway, "a", [shared])
+    b = (await ingest(gateway, "b", [shared]))["id"]
+    removed = (await gateway.data(REMOVE, {"id": b, "properties": [shared]}))["removeProperties"]
+    assert steps(await walk(gateway, a["id"])) == []
+    then = removed["record"]["createdAt"]
+    assert steps(await walk(gateway, a["id"], asOf=then)) == [(b, 1, shared)]
+
+
+async def test_a_hub_is_clipped_and_counted_not_dropped(gateway: Gateway) -> None:
+    hub, near = unique("hub:"), unique("near:")
+    start = (await ingest(gateway, "start", [hub, near]))["id"]
+    neighbour = (await ingest(gateway, "neighbour", [near]))["id"]
+    inputs = [{"content": f"m{n}", "properties": [hub]} for n in range(1000)]
+    await gateway.data(INGEST_MANY, {"inputs": inputs})
+    found = await walk(gateway, start, depth=2)
+    assert steps(found) == [(neighbour, 1, near)]
+    assert found["clipped"] == [{"via": hub, "hop": 1, "memberCount": 1001}]
+    assert found["notShown"] == 1001
+
+
+POLICY = """
+lanes:
+  alpha: {}
+  beta: {}
+agents:
+  writer: { read: [alpha, beta], write: [alpha, beta] }
+  a: { read: [alpha], write: [alpha] }
+"""
+
+
+async def test_unreadable_records_are_neither_shown_nor_counted(
+    start_gateway: GatewayFactory,
+) -> None:
+    gateway = await start_gateway(POLICY)
+    tokens = await mint(gateway, "writer", "a")
+    shared = unique("org:")
+
+    async def write(lane: str, n: int) -> list[str]:
+        inputs = [{"content": f"{lane}{k}", "properties": [shared], "lane": lane} for k in range(n)]
+        made = await gateway.data(INGEST_MANY, {"inputs": inputs}, tokens["writer"])
+        return [r["id"] for r in made["ingestMany"]]
+
+    start, friend = await write("alpha", 2)
+    await write("beta", 1000)
+    await write("beta", 1)
+    # For the writer the value is a hub; for a, who reads alpha alone, it joins two records.
+    found = await walk(gateway, start, tokens["writer"])
+    assert found["items"] == [] and found["clipped"][0]["memberCount"] == 1003
+    found = await walk(gateway, start, tokens["a"], depth=2)
+    assert steps(found) == [(friend, 1, shared)]
+    assert found["notShown"] == 0 and found["clipped"] == []
+    body = await gateway.post(TRAVERSE, {"from": start}, tokens["a"])
+    assert "beta" not in str(body)
+
+
+async def test_bad_arguments_are_refused_with_the_range(gateway: Gateway) -> None:
+    start = (await ingest(gateway, "s"))["id"]
+    for args, text in (
+        ({"depth": 0}, "depth must be between 1 and 3"),
+        ({"depth": 4}, "depth must be between 1 and 3"),
+        ({"limit": 0}, "limit must be between 1 and 1000"),
+        ({"labels": []}, "omit it to walk every label"),
+    ):
+        error = await gateway.error(TRAVERSE, {"from": start, **args})
+        assert error["extensions"]["code"] == "BAD_USER_INPUT" and text in error["message"]
+    error = await gateway.error(TRAVERSE, {"from": "sr_" + "0" * 32})
+    assert error["extensions"]["code"] == "NOT_FOUND"
