@@ -32,6 +32,7 @@ from store.errors import NoPolicyError
 from store.ledger import Ledger
 from store.migrate import migrate
 from store.policy_store import PolicyCache
+from store.pool import create_pool
 
 log = logging.getLogger("edgeloom")
 
@@ -50,6 +51,12 @@ class Settings:
     anonymous_agent: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY
     pool_size: int = 10
+    # Connections of the read pool, all opened at start: at least the expected
+    # number of concurrent requests, so none waits for a connection to open.
+    read_pool_size: int = 20
+    # Queries the compiler covers run as one SQL statement building the response;
+    # off, every operation runs through strawberry (the differential tests compare).
+    compiled_reads: bool = True
     run_migrations: bool = True
 
 
@@ -192,9 +199,15 @@ def create_app(settings: Settings) -> Starlette:
                 await migrate(engine)
             cache = PolicyCache.empty()
             await _ensure_policy(engine, cache, settings)
-            yield {
-                "services": Services(engine=engine, ledger=Ledger(engine, cache), policies=cache)
-            }
+            pool = await create_pool(settings.database_url, settings.read_pool_size)
+            try:
+                yield {
+                    "services": Services(
+                        engine=engine, ledger=Ledger(engine, cache), policies=cache, pool=pool
+                    )
+                }
+            finally:
+                await pool.close()
         finally:
             await engine.dispose()
 

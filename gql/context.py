@@ -1,4 +1,4 @@
-"""Per-request context: who is calling, what they may read, and batched loaders."""
+"""Per-operation context: who is calling, what they may read, one snapshot, batched loaders."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 from strawberry.dataloader import DataLoader
+from strawberry.extensions import SchemaExtension
+from strawberry.types.execution import StreamExecutionResult
 
 from gql.errors import UnauthenticatedError
 from policies.model import AgentProfile, Policy
@@ -17,7 +19,9 @@ from store import policy_store, queries
 from store.errors import NoPolicyError
 from store.ledger import Ledger
 from store.policy_store import PolicyCache, PolicyVersion
+from store.pool import Pool
 from store.records import Record, Version
+from store.snapshot import Reader, Snapshot
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,8 @@ class Services:
     engine: AsyncEngine
     ledger: Ledger
     policies: PolicyCache
+    # Reads: fixed-text statements on asyncpg, one snapshot per operation.
+    pool: Pool
 
 
 @dataclass(frozen=True)
@@ -39,13 +45,15 @@ class Caller:
 
 @dataclass
 class Context:
-    """Built for each request by the GraphQL view; resolvers reach everything through it."""
+    """Built for each request by the GraphQL view (and, over a WebSocket, copied for
+    each operation by `OperationScope`); resolvers reach everything through it."""
 
     services: Services
     caller: Caller
     # Set by strawberry from a WebSocket's connection_init payload.
     connection_params: dict[str, object] | None = None
     _policy: PolicyVersion | None = None
+    _snapshot: Snapshot | None = None
     _record_loaders: dict[datetime | None, DataLoader[str, Record | None]] = field(
         default_factory=dict
     )
@@ -60,13 +68,31 @@ class Context:
     def ledger(self) -> Ledger:
         return self.services.ledger
 
+    def for_operation(self) -> Context:
+        """A fresh context for one operation, sharing only who is calling.
+
+        A WebSocket's one connection context serves many operations, possibly at
+        once: each gets its own policy, snapshot and loaders, so that no operation
+        resets or reads another's.
+        """
+        return Context(self.services, self.caller, self.connection_params)
+
     def begin_operation(self) -> None:
-        """Forget what the last operation learned: a WebSocket's one context serves many
-        operations, and each must be decided under the policy in force when it runs."""
+        """Forget what was learned so far (kept for callers that reuse one context)."""
         self._policy = None
+        self._forget_reads()
+
+    def _forget_reads(self) -> None:
         self._record_loaders = {}
         self._versions = None
         self._counts = {}
+
+    async def end_reads(self) -> None:
+        """End the snapshot; a later read (the next subscription event) starts a new one."""
+        snapshot, self._snapshot = self._snapshot, None
+        self._forget_reads()
+        if snapshot is not None:
+            await snapshot.close()
 
     def agent_name(self) -> str:
         """The caller's agent name; refuses an unauthenticated call."""
@@ -91,12 +117,18 @@ class Context:
         policy, agent = await self.agent()
         return agent.readable_lanes(policy)
 
+    @property
+    def snapshot(self) -> Snapshot:
+        """The operation's one read snapshot, opened at its first statement."""
+        if self._snapshot is None:
+            self._snapshot = Snapshot(self.services.pool)
+        return self._snapshot
+
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[tuple[AsyncConnection, list[str]]]:
-        """A connection for one read, with the lanes the caller may read."""
+    async def read(self) -> AsyncIterator[tuple[Reader, list[str]]]:
+        """The operation's snapshot, with the lanes the caller may read."""
         lanes = await self.readable_lanes()
-        async with self.engine.connect() as conn:
-            yield conn, lanes
+        yield self.snapshot, lanes
 
     # -- batched loads ----------------------------------------------------------
 
@@ -108,23 +140,30 @@ class Context:
         loaded = await loader.load_many(list(ids))
         return {r.id: r for r in loaded if r is not None}
 
+    def prime(self, records: Sequence[Record], as_of: datetime | None) -> None:
+        """Records already read with their page, so the loader does not read them again."""
+        loader = self._record_loaders.get(as_of)
+        if loader is None:
+            loader = DataLoader(load_fn=lambda keys: self._load_records(keys, as_of))
+            self._record_loaders[as_of] = loader
+        loader.prime_many({r.id: r for r in records})
+
     async def _load_records(
         self, ids: Sequence[str], as_of: datetime | None
     ) -> list[Record | None]:
-        async with self.read() as (conn, lanes):
-            found = await queries.records_by_id(conn, ids, lanes, as_of)
+        async with self.read() as (db, lanes):
+            found = await queries.records_by_id(db, ids, lanes, as_of)
         return [found.get(i) for i in ids]
 
     async def versions(self, record_id: str) -> list[Version]:
-        """A record's ledger entries; the caller must already have been shown the record."""
+        """A record's ledger entries; empty when the caller may not read the record."""
         if self._versions is None:
             self._versions = DataLoader(load_fn=self._load_versions)
         return await self._versions.load(record_id)
 
     async def _load_versions(self, ids: Sequence[str]) -> list[list[Version]]:
-        async with self.read() as (conn, lanes):
-            readable = await queries.records_by_id(conn, ids, lanes)
-            found = await queries.versions_of(conn, [i for i in ids if i in readable])
+        async with self.read() as (db, lanes):
+            found = await queries.versions_of(db, ids, lanes)
         return [found.get(i, []) for i in ids]
 
     async def member_count(self, prop: Property, as_of: datetime | None) -> int:
@@ -135,6 +174,34 @@ class Context:
         return await loader.load(prop)
 
     async def _load_counts(self, props: Sequence[Property], as_of: datetime | None) -> list[int]:
-        async with self.read() as (conn, lanes):
-            counts = await queries.member_counts(conn, props, lanes, as_of)
+        async with self.read() as (db, lanes):
+            counts = await queries.member_counts(db, props, lanes, as_of)
         return [counts.get(p, 0) for p in props]
+
+
+class OperationScope(SchemaExtension):
+    """Gives each operation its own context and ends its read snapshot when it ends.
+
+    Listed first, so every other extension and resolver sees the operation's own
+    context. A subscription's snapshot ends after each event it sends, so each
+    event is read at one moment and no connection is held between events.
+    """
+
+    async def on_operation(self) -> AsyncIterator[None]:
+        shared = self.execution_context.context
+        if not isinstance(shared, Context):
+            yield
+            return
+        context = shared.for_operation()
+        self.execution_context.context = context
+        try:
+            yield
+        finally:
+            await context.end_reads()
+
+    async def on_stream_result(self, result: StreamExecutionResult) -> AsyncIterator[None]:
+        # Called with each subscription event once its fields are resolved.
+        context = self.execution_context.context
+        if isinstance(context, Context):
+            await context.end_reads()
+        yield

@@ -18,6 +18,7 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
 from gql.auth import PerOperationAuth
+from gql.context import OperationScope
 from gql.errors import ErrorCodes, ReportedParserCache
 from gql.resolvers.mutation import Mutation
 from gql.resolvers.query import Query
@@ -34,6 +35,8 @@ LIMIT_RULES = [
 # Factories: each request gets fresh extension objects; the parse and validation
 # caches themselves live at module level in strawberry and are shared.
 EXTENSIONS: list[Callable[[], SchemaExtension] | type[SchemaExtension]] = [
+    # First: every extension after it sees the operation's own context.
+    OperationScope,
     PerOperationAuth,
     ErrorCodes,
     lambda: ReportedParserCache(maxsize=1024),

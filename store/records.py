@@ -5,11 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from policies.properties import Property, is_reserved_label
 
 PropertyPairs = tuple[tuple[str, str], ...]
+
+
+class Row(Protocol):
+    """A row by column name: a SQLAlchemy mapping or an asyncpg record."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -73,7 +79,7 @@ class Record:
         return self.state.lane
 
     @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> Record:
+    def from_row(cls, row: Row) -> Record:
         return cls(
             id=row["id"],
             version=row["version"],
@@ -105,7 +111,7 @@ class Version:
     hash: str
 
     @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> Version:
+    def from_row(cls, row: Row) -> Version:
         return cls(
             record_id=row["object_id"],
             number=row["version"],
@@ -134,7 +140,7 @@ class AuditEvent:
     version_after: int | None
 
     @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> AuditEvent:
+    def from_row(cls, row: Row) -> AuditEvent:
         return cls(
             seq=row["seq"],
             id=row["id"],

@@ -17,13 +17,14 @@ from gql.types import (
     Profile,
     Record,
     RecordPage,
+    asks_for,
     page_info,
     record_page,
 )
 from policies.properties import parse_property
 from store import queries
 from store.errors import NotFoundError
-from store.resolve import resolve_record_id
+from store.resolve import resolve_id
 
 
 @strawberry.type
@@ -32,9 +33,9 @@ class Query:
     async def record(
         self, info: Info, id: strawberry.ID, as_of: datetime | None = None
     ) -> Record | None:
-        async with info.context.read() as (conn, lanes):
+        async with info.context.read() as (db, lanes):
             try:
-                record_id = await resolve_record_id(conn, id, lanes)
+                record_id = await resolve_id(db, id, lanes)
             except NotFoundError:
                 return None
         found = await info.context.records([record_id], as_of)
@@ -49,10 +50,11 @@ class Query:
         first: int | None = None,
         after: str | None = None,
     ) -> RecordPage:
-        async with info.context.read() as (conn, lanes):
+        count = asks_for(info, "totalCount")
+        async with info.context.read() as (db, lanes):
             chosen = [lane] if lane is not None else lanes
             page = await queries.browse(
-                conn, [x for x in chosen if x in lanes], source_type, first, after
+                db, [x for x in chosen if x in lanes], source_type, first, after, count
             )
         return await record_page(info, page)
 
@@ -67,17 +69,17 @@ class Query:
         first: int | None = None,
         after: str | None = None,
     ) -> RecordPage:
-        async with info.context.read() as (conn, readable):
+        count = asks_for(info, "totalCount")
+        async with info.context.read() as (db, readable):
             chosen = readable if lanes is None else [x for x in lanes if x in readable]
-            page = await queries.gather(
-                conn, match, (mode or GatherMode.INTERSECT).to_store(), chosen, as_of, first, after
-            )
+            mode_ = (mode or GatherMode.INTERSECT).to_store()
+            page = await queries.gather(db, match, mode_, chosen, as_of, first, after, count)
         return await record_page(info, page, as_of)
 
     @strawberry.field(description="Labels in use with how many readable records carry each.")
     async def labels(self, info: Info, lane: str | None = None) -> list[LabelCount]:
-        async with info.context.read() as (conn, lanes):
-            counts = await queries.label_counts(conn, lanes, lane)
+        async with info.context.read() as (db, lanes):
+            counts = await queries.label_counts(db, lanes, lane)
         return [LabelCount(label=c.label, record_count=c.record_count) for c in counts]
 
     @strawberry.field(description="The hyperedge label:value, with its readable members.")
@@ -98,19 +100,19 @@ class Query:
         first: int | None = None,
         after: str | None = None,
     ) -> AuditPage:
-        async with info.context.read() as (conn, lanes):
-            rid = None if record_id is None else await resolve_record_id(conn, record_id, lanes)
-            page = await queries.audit(conn, lanes, rid, kinds, first, after)
+        async with info.context.read() as (db, lanes):
+            rid = None if record_id is None else await resolve_id(db, record_id, lanes)
+            page = await queries.audit(db, lanes, rid, kinds, first, after)
         return AuditPage(
             items=[AuditEvent.from_domain(e) for e in page.items],
-            total_count=page.total_count,
+            total_count=page.total_count or 0,
             page_info=page_info(page),
         )
 
     @strawberry.field(description="One audit event with the record version before and after it.")
     async def audit_event(self, info: Info, id: strawberry.ID) -> AuditEvent | None:
-        async with info.context.read() as (conn, lanes):
-            event = await queries.audit_event(conn, id, lanes)
+        async with info.context.read() as (db, lanes):
+            event = await queries.audit_event(db, id, lanes)
         return None if event is None else AuditEvent.from_domain(event)
 
     @strawberry.field(description="The caller's lanes, source types and labels.")
