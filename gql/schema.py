@@ -27,6 +27,7 @@ from gql.scalars import SCALARS
 # The depth and alias limits as validation rule classes, made once: each
 # QueryDepthLimiter / MaxAliasesLimiter instance makes new rule classes, and the
 # ValidationCache keys on the rule classes, so per-request instances never hit it.
+MAX_TOKENS = 20_000
 LIMIT_RULES = [
     *QueryDepthLimiter(max_depth=12).validation_rules,
     *MaxAliasesLimiter(max_alias_count=50).validation_rules,
@@ -42,7 +43,7 @@ EXTENSIONS: list[Callable[[], SchemaExtension] | type[SchemaExtension]] = [
     lambda: ReportedParserCache(maxsize=1024),
     lambda: ValidationCache(maxsize=1024),
     lambda: AddValidationRules(LIMIT_RULES),
-    lambda: MaxTokensLimiter(max_token_count=20_000),
+    lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
 ]
 
 

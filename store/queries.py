@@ -149,7 +149,7 @@ async def browse(
     key = decode_cursor(after, 2)
     values: dict[str, Any] = {"lanes": list(lanes), "source_type": source_type, "limit": size + 1}
     if key is not None:
-        values["after_at"], values["after_id"] = _ts(key[0]), key[1]
+        values["after_at"], values["after_id"] = cursor_time(key[0]), key[1]
     statement = _browse_statement(source_type is not None, key is not None, count)
     rows = await db.fetch(statement.text, *statement.args(values))
     return _keyed_page(rows, size, count, by_time=True)
@@ -259,7 +259,7 @@ async def gather(
         values[f"label_{n}"], values[f"value_{n}"] = prop.label, prop.value
     if key is not None:
         if timeline:
-            values["after_at"], values["after_id"] = _ts(key[0]), key[1]
+            values["after_at"], values["after_id"] = cursor_time(key[0]), key[1]
         else:
             values["after_id"] = key[0]
     statement = _gather_statement(len(props), mode, as_of is not None, key is not None, count)
@@ -392,7 +392,8 @@ async def audit_event(db: Reader, event_id: str, lanes: Sequence[str]) -> AuditE
 # -- helpers ------------------------------------------------------------------
 
 
-def _ts(value: Any) -> datetime:
+def cursor_time(value: Any) -> datetime:
+    """The time a cursor holds; a cursor from elsewhere is refused."""
     try:
         return datetime.fromisoformat(str(value))
     except ValueError as exc:

@@ -46,6 +46,8 @@ class Snapshot:
             try:
                 await conn.execute(BEGIN)
             except BaseException:
+                # Whatever state it is in, it is not one to hand to the next reader.
+                conn.terminate()
                 await self._pool.release(conn)
                 raise
             self._conn = conn

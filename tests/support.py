@@ -112,6 +112,8 @@ class Gateway:
     url: str
     database_url: str
     client: httpx.AsyncClient
+    # The ASGI app serving it, for tests that look inside (the compiled path's counters).
+    app: Any = None
 
     @property
     def graphql_url(self) -> str:
@@ -157,9 +159,8 @@ class Gateway:
 async def run_gateway(settings: Settings) -> AsyncIterator[Gateway]:
     """A real uvicorn server for `settings` on a free loopback port, in this event loop."""
     port = free_port()
-    config = uvicorn.Config(
-        create_app(settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
-    )
+    app = create_app(settings)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
@@ -169,7 +170,7 @@ async def run_gateway(settings: Settings) -> AsyncIterator[Gateway]:
         await asyncio.sleep(0.02)
     try:
         async with httpx.AsyncClient(timeout=30) as client:
-            yield Gateway(f"http://127.0.0.1:{port}", settings.database_url, client)
+            yield Gateway(f"http://127.0.0.1:{port}", settings.database_url, client, app)
     finally:
         server.should_exit = True
         await task
