@@ -112,8 +112,10 @@ class Gateway:
     url: str
     database_url: str
     client: httpx.AsyncClient
-    # The ASGI app serving it, for tests that look inside (the compiled path's counters).
+    # The ASGI app serving it and its lifespan state (the services), for tests that
+    # look inside: the compiled path's counters, the read pool's statements.
     app: Any = None
+    state: dict[str, Any] | None = None
 
     @property
     def graphql_url(self) -> str:
@@ -170,7 +172,8 @@ async def run_gateway(settings: Settings) -> AsyncIterator[Gateway]:
         await asyncio.sleep(0.02)
     try:
         async with httpx.AsyncClient(timeout=30) as client:
-            yield Gateway(f"http://127.0.0.1:{port}", settings.database_url, client, app)
+            state = server.lifespan.state
+            yield Gateway(f"http://127.0.0.1:{port}", settings.database_url, client, app, state)
     finally:
         server.should_exit = True
         await task
