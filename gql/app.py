@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -201,6 +203,38 @@ class _TooLarge(Exception):
 
 async def health(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
+
+
+SETTINGS_VARIABLE = "EDGELOOM_SETTINGS"
+APP_FACTORY = "gql.app:app_from_environment"
+
+
+def settings_environment(settings: Settings, workers: int) -> dict[str, str]:
+    """The environment a worker process reads its settings from (`app_from_environment`);
+    migrations and the policy were applied by the process that starts the workers.
+
+    The workers share the clients, so they share the read pool's size too (each
+    keeps a few more than its share, since clients do not spread evenly).
+    """
+    share = max(4, -(-settings.read_pool_size // workers) + 2)
+    prepared = dataclasses.replace(settings, run_migrations=False, read_pool_size=share)
+    return {SETTINGS_VARIABLE: json.dumps(dataclasses.asdict(prepared))}
+
+
+def app_from_environment() -> Starlette:
+    """The app of one worker of `edgeloom serve --workers N`."""
+    return create_app(Settings(**json.loads(os.environ[SETTINGS_VARIABLE])))
+
+
+async def prepare(settings: Settings) -> None:
+    """Migrate and put the policy in force once, before worker processes start."""
+    engine = create_engine(settings.database_url, pool_size=1)
+    try:
+        if settings.run_migrations:
+            await migrate(engine)
+        await _ensure_policy(engine, PolicyCache.empty(), settings)
+    finally:
+        await engine.dispose()
 
 
 def create_app(settings: Settings) -> Starlette:

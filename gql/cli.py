@@ -6,9 +6,11 @@ import argparse
 import asyncio
 import ipaddress
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 
@@ -77,6 +79,12 @@ def _parser() -> argparse.ArgumentParser:
         "--policy", type=Path, help="policy YAML to apply at start (see policies/examples)"
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="gateway processes serving the one port (default 1; about one per core)",
+    )
 
     commands.add_parser("migrate", parents=[data_dir], help="apply database migrations and exit")
     commands.add_parser(
@@ -181,7 +189,7 @@ async def _token(args: argparse.Namespace, engine: object) -> int:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from gql.app import Settings, create_app
+    from gql.app import APP_FACTORY, Settings, create_app, prepare, settings_environment
 
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     loopback = is_loopback(args.host)
@@ -218,15 +226,22 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"edgeloom on http://{args.host}:{args.port}/graphql with {database.description}")
     if settings.anonymous_agent:
         print("development mode: requests without a token act as agent 'dev' (loopback only)")
-    uvicorn.run(
-        create_app(settings),
+    # One line per request costs more than a small query; keep it for debugging.
+    options: dict[str, Any] = dict(
         host=args.host,
         port=args.port,
         log_level=args.log_level,
-        # One line per request costs more than a small query; keep it for debugging.
         access_log=args.log_level == "debug",
         proxy_headers=False,
     )
+    if args.workers > 1:
+        # Workers are new processes: each builds the app from the settings in its
+        # environment, after this one has migrated and applied the policy once.
+        asyncio.run(prepare(settings))
+        os.environ.update(settings_environment(settings, args.workers))
+        uvicorn.run(APP_FACTORY, factory=True, workers=args.workers, **options)
+        return 0
+    uvicorn.run(create_app(settings), **options)
     return 0
 
 
