@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from cross_web import HTTPException
+from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
@@ -20,8 +20,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
+from strawberry.schema.exceptions import InvalidOperationTypeError
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+from strawberry.types import ExecutionResult
 
+from gql import over_http
 from gql.auth import authenticate, socket_authorization
 from gql.compiled.endpoint import CompiledReads
 from gql.context import Caller, Context, Services
@@ -118,16 +122,45 @@ class GraphQLView(GraphQL[Context, None]):
             await super().__call__(scope, receive, send)
             return
         request = Request(scope=scope, receive=receive)
+        if request.method not in ("GET", "HEAD", "POST"):
+            response: Response = refusal_response(405, f"{request.method} is not allowed here")
+            response.headers["allow"] = "GET, POST"
+            await response(scope, receive, send)
+            return
         try:
-            response = None
-            if self.compiled is not None:
-                response = await self.compiled.answer(request)
-            if response is None:
-                response = await self.run(request)
+            answer = None if self.compiled is None else await self.compiled.answer(request)
+            response = answer if answer is not None else await self.run(request)
         except HTTPException as exc:
             # strawberry answers a malformed request in plain text; clients get JSON.
             response = _request_refused(exc.status_code, exc.reason)
-        await response(scope, receive, send)
+            if exc.status_code == 405:
+                response.headers["allow"] = "POST"
+        await over_http.finish(request, response)(scope, receive, send)
+
+    async def execute_single(
+        self,
+        request: Request,
+        request_adapter: AsyncHTTPRequestAdapter,
+        sub_response: Response,
+        context: Context,
+        root_value: None,
+        request_data: GraphQLRequestData,
+    ) -> ExecutionResult:
+        try:
+            return await super().execute_single(
+                request, request_adapter, sub_response, context, root_value, request_data
+            )
+        except HTTPException as exc:
+            if isinstance(exc.__cause__, InvalidOperationTypeError):
+                # A mutation over GET: the method is what is wrong (GraphQL over HTTP).
+                raise HTTPException(405, exc.reason) from exc
+            raise
+
+    async def process_result(
+        self, request: Request, result: ExecutionResult
+    ) -> GraphQLHTTPResponse:
+        over_http.note_result(request, result)
+        return await super().process_result(request, result)
 
     def decode_json(self, data: str | bytes) -> object:
         try:
@@ -263,7 +296,8 @@ def create_app(settings: Settings) -> Starlette:
     view = GraphQLView(settings)
     app = Starlette(
         routes=[
-            Route("/graphql", view, methods=["GET", "POST"]),
+            # Every method reaches the view, which refuses the others as JSON.
+            Route("/graphql", view),
             WebSocketRoute("/graphql", view),
             Mount(STATIC_PATH, app=static_app()),
             Route("/healthz", health),

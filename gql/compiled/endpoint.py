@@ -172,7 +172,8 @@ async def _payload(request: Request) -> tuple[str, dict[str, Any] | None, str | 
         }
     else:
         return None
-    if not isinstance(data, dict) or data.get("extensions"):
+    # Extensions (even malformed ones, which strawberry refuses) go the ordinary way.
+    if not isinstance(data, dict) or data.get("extensions", None) not in (None, {}):
         return None
     query, variables, name = data.get("query"), data.get("variables"), data.get("operationName")
     if not isinstance(query, str) or not isinstance(name, str | None):
