@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -33,6 +34,14 @@ class Services:
     policies: PolicyCache
     # Reads: fixed-text statements on asyncpg, one snapshot per operation.
     pool: Pool
+    policy_read: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+async def policy_in_force(services: Services) -> PolicyVersion | None:
+    """The policy in force for reads; when the cached head is stale, one request reads
+    it while the others wait for that read instead of all reading it at once."""
+    async with services.policy_read:
+        return await policy_store.current(services.engine, services.policies)
 
 
 @dataclass(frozen=True)
@@ -102,7 +111,7 @@ class Context:
 
     async def policy(self) -> PolicyVersion:
         if self._policy is None:
-            self._policy = await policy_store.current(self.engine, self.services.policies)
+            self._policy = await policy_in_force(self.services)
             if self._policy is None:
                 raise NoPolicyError()
         return self._policy

@@ -29,8 +29,7 @@ from starlette.responses import Response
 
 from gql.auth import authenticate
 from gql.compiled.plan import Declined, Operation, compile_operation
-from gql.context import Services
-from store import policy_store
+from gql.context import Services, policy_in_force
 from store.compiled_sql import NotCompilable
 
 log = logging.getLogger("edgeloom.compiled")
@@ -123,7 +122,7 @@ class CompiledReads:
         request.state.caller = caller
         if caller.agent is None:
             return None
-        version = await policy_store.current(services.engine, services.policies)
+        version = await policy_in_force(services)
         if version is None:
             return None
         profile = version.policy.agents.get(caller.agent)
@@ -173,7 +172,7 @@ async def _payload(request: Request) -> tuple[str, dict[str, Any] | None, str | 
     else:
         return None
     # Extensions (even malformed ones, which strawberry refuses) go the ordinary way.
-    if not isinstance(data, dict) or data.get("extensions", None) not in (None, {}):
+    if not isinstance(data, dict) or data.get("extensions") not in (None, {}):
         return None
     query, variables, name = data.get("query"), data.get("variables"), data.get("operationName")
     if not isinstance(query, str) or not isinstance(name, str | None):
