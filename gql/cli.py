@@ -190,6 +190,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from gql.app import APP_FACTORY, Settings, create_app, prepare, settings_environment
+    from gql.serving import GatheringHttpToolsProtocol
 
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     loopback = is_loopback(args.host)
@@ -228,6 +229,8 @@ def _serve(args: argparse.Namespace) -> int:
         print("development mode: requests without a token act as agent 'dev' (loopback only)")
     # One line per request costs more than a small query; keep it for debugging.
     options: dict[str, Any] = dict(
+        # One socket write per response (see gql.serving).
+        http=GatheringHttpToolsProtocol,
         host=args.host,
         port=args.port,
         log_level=args.log_level,

@@ -47,6 +47,8 @@ class Shape:
     source_type: bool = False
     mode: GatherMode = GatherMode.INTERSECT
     properties: int = 0
+    # A record id given as a prefix rather than whole.
+    prefix: bool = False
 
 
 def iso(expr: str) -> str:
@@ -122,22 +124,25 @@ class Compiler:
         return build[sel.name](sel)
 
     def record_root(self, sel: Sel) -> str:
+        shape = self.shapes[sel.site or 0]
         ident = self.arg(sel.site, "id")
         lanes = self.lanes()
-        # The id or prefix must name at most one readable record; more is a refusal
-        # (AMBIGUOUS_ID) that the ordinary path words.
-        self.checks.append(
-            f"(SELECT count(*) FROM (SELECT 1 FROM records WHERE id >= {ident} "
-            f"AND id < {ident} || 'g' AND lane = ANY({lanes}) LIMIT 2) c) < 2"
-        )
-        shape = self.shapes[sel.site or 0]
-        as_of = self.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
         r = self.alias("r")
+        if shape.prefix:
+            # A prefix must name at most one readable record; more is a refusal
+            # (AMBIGUOUS_ID) that the ordinary path words.
+            self.checks.append(
+                f"(SELECT count(*) FROM (SELECT 1 FROM records WHERE id >= {ident} "
+                f"AND id < {ident} || 'g' AND lane = ANY({lanes}) LIMIT 2) c) < 2"
+            )
+            where = f"{r}.id >= {ident} AND {r}.id < {ident} || 'g'"
+        else:
+            where = f"{r}.id = {ident}"
+        as_of = self.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
         lateral, cols = self.record_source(r, as_of)
         return (
             f"(SELECT {self.record(sel.children, cols, as_of)} FROM records {r} {lateral} "
-            f"WHERE {r}.id >= {ident} AND {r}.id < {ident} || 'g' AND {r}.lane = ANY({lanes}) "
-            f"ORDER BY {r}.id LIMIT 1)"
+            f"WHERE {where} AND {r}.lane = ANY({lanes}) ORDER BY {r}.id LIMIT 1)"
         )
 
     def records_root(self, sel: Sel) -> str:

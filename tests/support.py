@@ -20,6 +20,7 @@ import httpx
 import uvicorn
 
 from gql.app import Settings, create_app
+from gql.serving import GatheringHttpToolsProtocol
 from store.database import create_engine
 from store.migrate import migrate
 from store.verify import verify
@@ -162,7 +163,15 @@ async def run_gateway(settings: Settings) -> AsyncIterator[Gateway]:
     """A real uvicorn server for `settings` on a free loopback port, in this event loop."""
     port = free_port()
     app = create_app(settings)
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    # The HTTP protocol `edgeloom serve` runs.
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        http=GatheringHttpToolsProtocol,
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:

@@ -32,6 +32,7 @@ from policies.errors import PolicyError
 from policies.properties import parse_property
 from store.compiled_sql import Compiler, NotCompilable, Sel, Shape
 from store.errors import StoreError
+from store.ids import RECORD_ID
 from store.pages import decode_cursor, page_size
 from store.queries import GatherMode, cursor_time, gather_properties
 from store.resolve import check_record_ident
@@ -195,9 +196,9 @@ def _page(prefix: str, first: int | None, values: Values) -> None:
 def _bind_record(
     prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
 ) -> Shape:
-    values[prefix + "id"] = check_record_ident(args["id"])
+    ident = values[prefix + "id"] = check_record_ident(args["id"])
     values[prefix + "as_of"] = args.get("asOf")
-    return Shape(as_of=args.get("asOf") is not None)
+    return Shape(as_of=args.get("asOf") is not None, prefix=RECORD_ID.match(ident) is None)
 
 
 def _bind_records(
