@@ -158,13 +158,16 @@ class Compiler:
                 f"AND (q.created_at, q.id) > ({self.arg(sel.site, 'after_at', 'timestamptz')}, "
                 f"{self.arg(sel.site, 'after_id')})"
             )
-        # Each lane's first rows in (lane, created_at, id) index order, merged.
-        page = f"""SELECT pg.id, pg.created_at FROM unnest({lanes}) AS l(lane)
-            CROSS JOIN LATERAL (SELECT q.id, q.created_at FROM records q
+        # Each lane's first rows in (lane, created_at, id) index order, merged; and
+        # each lane counted on its own, so that the count is an index scan too.
+        page = f"""SELECT pg.* FROM unnest({lanes}) AS l(lane)
+            CROSS JOIN LATERAL (SELECT q.* FROM records q
               WHERE q.lane = l.lane {where} {keyed} ORDER BY q.created_at, q.id LIMIT {limit}) pg
             ORDER BY pg.created_at, pg.id LIMIT {limit}"""
-        count = f"SELECT count(*) FROM records q WHERE q.lane = ANY({lanes}) {where}"
-        return self.page(sel, page, count, None, by_time=True)
+        count = f"""SELECT coalesce(sum(c.n), 0)::bigint FROM unnest({lanes}) AS l(lane)
+            CROSS JOIN LATERAL (SELECT count(*) AS n FROM records q
+              WHERE q.lane = l.lane {where}) c"""
+        return self.page(sel, page, count, None, by_time=True, whole_rows=True)
 
     def gather_root(self, sel: Sel) -> str:
         shape = self.shapes[sel.site or 0]
@@ -358,8 +361,17 @@ class Compiler:
 
     # -- pages ------------------------------------------------------------------
 
-    def page(self, sel: Sel, page: str, count: str, as_of: str | None, by_time: bool) -> str:
-        """SQL: a RecordPage object over `page` (rows id[, created_at], at most limit+1)."""
+    def page(
+        self,
+        sel: Sel,
+        page: str,
+        count: str,
+        as_of: str | None,
+        by_time: bool,
+        whole_rows: bool = False,
+    ) -> str:
+        """SQL: a RecordPage object over `page` (rows id[, created_at], at most limit+1;
+        with `whole_rows`, current `records` rows, which need no second read)."""
         s, r = self.alias("s"), self.alias("r")
         # A placeholder is numbered at its first use: only a used one may exist.
         size = f"{{size_{s}}}"
@@ -373,6 +385,15 @@ class Compiler:
                 pairs.append((child.key, f"({count})"))
             elif child.name == "items":
                 body = self.record(child.children, cols, as_of)
+                if whole_rows:
+                    pairs.append(
+                        (
+                            child.key,
+                            f"""coalesce((SELECT json_agg({body} ORDER BY {r}.n)
+                            FROM {s} {r} WHERE {r}.n <= {size}), '[]'::json)""",
+                        )
+                    )
+                    continue
                 # Records the caller may read, in the page's order; the extra row only
                 # tells whether there is a next page.
                 pairs.append(

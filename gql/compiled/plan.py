@@ -207,7 +207,8 @@ def _bind_records(
     _page(prefix, args.get("first"), values)
     lane, source_type = args.get("lane"), args.get("sourceType")
     chosen = [lane] if lane is not None else lanes
-    values[prefix + "lanes"] = [x for x in chosen if x in lanes]
+    # Each lane is read on its own (unnest): once each.
+    values[prefix + "lanes"] = list(dict.fromkeys(x for x in chosen if x in lanes))
     values[prefix + "source_type"] = source_type
     key = decode_cursor(args.get("after"), 2)
     if key is not None:
