@@ -46,6 +46,8 @@ def note_result(request: Request, result: ExecutionResult) -> None:
 
 def finish(request: Request, response: Response) -> Response:
     """The headers every GraphQL answer carries; the status and body the media type calls for."""
+    if response.headers.get("cache-control") == HEADERS["cache-control"]:
+        return response  # made here already (the compiled path)
     response.headers.update(HEADERS)
     if response.headers.get("content-type", "").startswith(JSON) and media_type(request) == (
         GRAPHQL_RESPONSE

@@ -27,9 +27,11 @@ from graphql.utilities import get_operation_ast
 from starlette.requests import Request
 from starlette.responses import Response
 
+from gql import over_http
 from gql.auth import authenticate
 from gql.compiled.plan import Declined, Operation, compile_operation
 from gql.context import Services, policy_in_force
+from gql.over_http import media_type
 from store.compiled_sql import NotCompilable
 
 log = logging.getLogger("edgeloom.compiled")
@@ -144,7 +146,7 @@ class CompiledReads:
                 return None
         if row is None or not row["ok"]:
             return None
-        return Response(row["body"], media_type="application/json")
+        return Response(row["body"], headers=over_http.HEADERS, media_type=media_type(request))
 
 
 async def _payload(request: Request) -> tuple[str, dict[str, Any] | None, str | None] | None:
