@@ -22,7 +22,7 @@ from gql.types import (
     record_page,
 )
 from policies.properties import parse_property
-from store import queries
+from store import audit_reads, queries
 from store.errors import NotFoundError
 from store.resolve import resolve_id
 
@@ -102,7 +102,7 @@ class Query:
     ) -> AuditPage:
         async with info.context.read() as (db, lanes):
             rid = None if record_id is None else await resolve_id(db, record_id, lanes)
-            page = await queries.audit(db, lanes, rid, kinds, first, after)
+            page = await audit_reads.audit(db, lanes, rid, kinds, first, after)
         return AuditPage(
             items=[AuditEvent.from_domain(e) for e in page.items],
             total_count=page.total_count or 0,
@@ -112,7 +112,7 @@ class Query:
     @strawberry.field(description="One audit event with the record version before and after it.")
     async def audit_event(self, info: Info, id: strawberry.ID) -> AuditEvent | None:
         async with info.context.read() as (db, lanes):
-            event = await queries.audit_event(db, id, lanes)
+            event = await audit_reads.audit_event(db, id, lanes)
         return None if event is None else AuditEvent.from_domain(event)
 
     @strawberry.field(description="The caller's lanes, source types and labels.")
