@@ -1,8 +1,8 @@
 """Answering a query over HTTP with one statement, or declining so strawberry answers it.
 
-Runs in the GraphQL view before strawberry: the request is authenticated the same
-way (`authenticate`, kept on the request so the ordinary path does not repeat it),
-the document is parsed and validated once with the schema's own rules, and the
+Runs in the GraphQL view before strawberry: the request is authenticated first, the
+same way (`authenticate`, kept on the request so the ordinary path does not repeat
+it), the document is parsed and validated once with the schema's own rules, and the
 statement's JSON text is the response body as PostgreSQL wrote it. Anything not
 covered (mutations, subscriptions, introspection, directives, batches, fields not
 compiled) or refused (bad arguments, ambiguous ids, no policy) is declined.
@@ -106,6 +106,15 @@ class CompiledReads:
         return response
 
     async def _answer(self, request: Request) -> Response | None:
+        # Who is calling comes first: an unauthenticated request is not parsed here,
+        # and the ordinary path, which refuses it, does not authenticate it again.
+        services: Services = request.state.services
+        caller = await authenticate(
+            request.headers.get("authorization"), services, self.anonymous_agent
+        )
+        request.state.caller = caller
+        if caller.agent is None:
+            return None
         payload = await _payload(request)
         if payload is None:
             return None
@@ -116,13 +125,6 @@ class CompiledReads:
         if self.checks and not all(
             check(self.schema, operation.document, name, variables or {}) for check in self.checks
         ):
-            return None
-        services: Services = request.state.services
-        caller = await authenticate(
-            request.headers.get("authorization"), services, self.anonymous_agent
-        )
-        request.state.caller = caller
-        if caller.agent is None:
             return None
         version = await policy_in_force(services)
         if version is None:
