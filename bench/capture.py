@@ -1,10 +1,13 @@
 """The SQL the gateway executes for one call, recorded from a real in-process gateway.
 
 A `Recorder` listens on SQLAlchemy's Engine class (so it hears the gateway's own
-engine) and keeps, per connection the gateway checks out, the statements as sent to
-asyncpg (text with $n placeholders and the bound parameters after SQLAlchemy's type
-processing) and whether the transaction committed. That is what the raw client
-replays: same statements, same parameters, same transaction boundaries.
+engine: the write path) and keeps, per connection the gateway checks out, the
+statements as sent to asyncpg (text with $n placeholders and the bound parameters
+after SQLAlchemy's type processing) and whether the transaction committed. It also
+hears the read pool through asyncpg query loggers on each of its connections: a
+statement outside a transaction is a unit of its own (the compiled read path), and
+BEGIN ... ROLLBACK on one connection is one unit (a read snapshot). That is what the
+raw client replays: same statements, same parameters, same transaction boundaries.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ class Unit:
 
     statements: list[Statement] = field(default_factory=list)
     commit: bool = False
+    # False: the statements run as recorded, BEGIN and ROLLBACK included if any.
+    transaction: bool = True
 
 
 Trace = list[Unit]
@@ -92,6 +97,31 @@ class Recorder:
         if unit is not None:
             unit.commit = True
 
+    async def hear_pool(self, pool: Any) -> None:
+        """Log every statement of the read pool, connection by connection."""
+        held = [await pool.acquire() for _ in range(pool.get_max_size())]
+        for n, conn in enumerate(held):
+            conn.add_query_logger(lambda record, n=n: self._pool_query(n, record))
+        for conn in held:
+            await pool.release(conn)
+
+    def _pool_query(self, conn: int, record: Any) -> None:
+        if not self._active:
+            return
+        key = -1 - conn  # apart from SQLAlchemy's connection ids
+        text: str = record.query
+        open_unit = self._by_conn.get(key)
+        if text.startswith("BEGIN"):
+            open_unit = self._by_conn[key] = Unit(transaction=False)
+            self._units.append(open_unit)
+        statement = Statement(text, tuple(record.args or ()), False)
+        if open_unit is None:
+            self._units.append(Unit([statement], transaction=False))
+            return
+        open_unit.statements.append(statement)
+        if text == "ROLLBACK":
+            del self._by_conn[key]
+
     @contextlib.contextmanager
     def record(self) -> Iterator[Trace]:
         """Everything the gateway executes inside the block, as one trace."""
@@ -112,7 +142,9 @@ async def capture_gateway(database_url: str) -> AsyncIterator[tuple[int, Recorde
     recorder = Recorder()
     recorder.install()
     port = free_port()
-    settings = Settings(database_url=database_url, anonymous_agent="dev", pool_size=4)
+    settings = Settings(
+        database_url=database_url, anonymous_agent="dev", pool_size=4, read_pool_size=4
+    )
     config = uvicorn.Config(
         create_app(settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
     )
@@ -124,6 +156,7 @@ async def capture_gateway(database_url: str) -> AsyncIterator[tuple[int, Recorde
                 task.result()
                 raise RuntimeError("capture gateway stopped during start-up")
             await asyncio.sleep(0.02)
+        await recorder.hear_pool(server.lifespan.state["services"].pool)
         yield port, recorder
     finally:
         server.should_exit = True

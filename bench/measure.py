@@ -115,12 +115,15 @@ class Row:
     unit: str = ""
 
 
-def table(rows: Sequence[Row]) -> str:
-    head = f"{'metric':<46} {'gateway':>10} {'raw':>10} {'ratio':>7} {'target':>8}  result"
+def table(rows: Sequence[Row], left: str = "gateway", right: str = "raw") -> str:
+    width = max([46, *(len(r.metric) for r in rows)])
+    head = f"{'metric':<{width}} {left:>10} {right:>12} {'ratio':>7} {'target':>8}  result"
     lines = [head, "-" * len(head)]
     for r in rows:
-        raw = "" if r.raw is None else f"{r.raw:10.1f}" if r.raw >= 100 else f"{r.raw:10.2f}"
+        raw = "" if r.raw is None else f"{r.raw:12.1f}" if r.raw >= 100 else f"{r.raw:12.2f}"
         gw = f"{r.gateway:10.1f}" if r.gateway >= 100 else f"{r.gateway:10.2f}"
         verdict = "" if r.passed is None else ("PASS" if r.passed else "FAIL")
-        lines.append(f"{r.metric:<46} {gw:>10} {raw:>10} {r.ratio:7.2f} {r.target:>8}  {verdict}")
+        lines.append(
+            f"{r.metric:<{width}} {gw:>10} {raw:>12} {r.ratio:7.2f} {r.target:>8}  {verdict}"
+        )
     return "\n".join(lines)

@@ -47,6 +47,11 @@ async def open_pool(url: str, size: int) -> asyncpg.Pool:
 async def run_unit(conn: asyncpg.Connection, unit: Unit, params: list[Any] | None = None) -> Any:
     """One transaction as the gateway ran it; returns the last statement's rows."""
     rows: Any = None
+    if not unit.transaction:
+        # As the read path runs it: one statement on its own, or its own BEGIN/ROLLBACK.
+        for n, stmt in enumerate(unit.statements):
+            rows = await conn.fetch(stmt.sql, *(stmt.params if params is None else params[n]))
+        return rows
     transaction = conn.transaction()
     await transaction.start()
     try:

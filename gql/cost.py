@@ -34,7 +34,9 @@ from strawberry.extensions import SchemaExtension
 from store.limits import MAX_PROPERTIES
 from store.pages import DEFAULT_PAGE
 
-DEFAULT_MAX_COST = 50_000
+# Room for a record with every edge property, a page of members each and their versions
+# (about 78,000 at the worst case of 256 properties); far below what stalls a gateway.
+DEFAULT_MAX_COST = 100_000
 # How many items a list without `first` or `limit` is counted as. A record carries at
 # most MAX_PROPERTIES edge properties; other unbounded lists (versions, labels) get a
 # round guess, since only their length in the data would say more.

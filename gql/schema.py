@@ -18,6 +18,7 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
 from gql.auth import PerOperationAuth
+from gql.context import OperationScope
 from gql.cost import DEFAULT_MAX_COST, QueryCostLimit
 from gql.errors import ErrorCodes, ReportedParserCache
 from gql.resolvers.mutation import Mutation
@@ -41,6 +42,8 @@ def extensions(max_query_cost: int) -> list[Callable[[], SchemaExtension] | type
     """Factories: each request gets fresh extension objects; the parse and validation
     caches themselves live at module level in strawberry and are shared."""
     return [
+        # First: every extension after it sees the operation's own context.
+        OperationScope,
         PerOperationAuth,
         ErrorCodes,
         lambda: ReportedParserCache(maxsize=1024),

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import strawberry
+from strawberry.types.nodes import SelectedField
 
 from gql.context import Context
 from gql.scalars import JSON
@@ -65,11 +66,35 @@ def page_info(page: Page[T]) -> PageInfo:
     return PageInfo(has_next_page=page.has_next_page, end_cursor=page.end_cursor)
 
 
+def asks_for(info: Info, name: str) -> bool:
+    """Whether the field being resolved selects `name` directly (through fragments too).
+
+    Used to skip work nobody reads, such as a page's total count; when a directive
+    (@include, @skip) could decide it, the answer is yes.
+    """
+    pending: list[Any] = list(info.selected_fields)
+    while pending:
+        selection = pending.pop()
+        if getattr(selection, "directives", None):
+            return True
+        for child in selection.selections:
+            if getattr(child, "directives", None):
+                return True
+            if isinstance(child, SelectedField):
+                if child.name == name:
+                    return True
+            else:  # a fragment spread or an inline fragment: its fields are ours
+                pending.append(child)
+    return False
+
+
 async def record_page(info: Info, page: Page[str], as_of: datetime | None = None) -> RecordPage:
     """Load the records of a page of ids in one batch, keeping the page's order."""
     found = await info.context.records(page.items, as_of)
     items = [Record.from_domain(found[i], as_of) for i in page.items if i in found]
-    return RecordPage(items=items, total_count=page.total_count, page_info=page_info(page))
+    # A count that was not computed was not selected either, so it is never shown.
+    total = page.total_count if page.total_count is not None else 0
+    return RecordPage(items=items, total_count=total, page_info=page_info(page))
 
 
 @strawberry.type(
@@ -93,8 +118,11 @@ class EdgeProperty:
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> RecordPage:
         prop = Property(self.label, self.value)
-        async with info.context.read() as (conn, lanes):
-            page = await queries.edge_property_members(conn, prop, lanes, self.as_of, first, after)
+        count = asks_for(info, "totalCount")
+        async with info.context.read() as (db, lanes):
+            page = await queries.edge_property_members(
+                db, prop, lanes, self.as_of, first, after, count
+            )
         return await record_page(info, page, self.as_of)
 
     @classmethod

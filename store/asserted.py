@@ -14,12 +14,13 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, or_, select, tuple_
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from policies.properties import Property
 from store import tables as t
 from store.asserted_commands import hint_of
+from store.core_sql import fetch
 from store.pages import Page, decode_cursor, encode_cursor, page_size
+from store.snapshot import Reader
 
 ep = t.edge_properties
 
@@ -88,7 +89,7 @@ def _unique(ids: Sequence[str]) -> list[str]:
 
 
 async def asserted(
-    conn: AsyncConnection,
+    db: Reader,
     props: Sequence[Property],
     lanes: Sequence[str],
     as_of: datetime | None = None,
@@ -124,7 +125,7 @@ async def asserted(
         .order_by(ep.c.recorded_from, t.records.c.created_at, ep.c.record_id)
     )
     found: dict[Property, list[Membership]] = {}
-    for row in (await conn.execute(query)).mappings():
+    for row in await fetch(db, query):
         left_at = row["recorded_to"]
         if as_of is not None and left_at is not None and left_at > as_of:
             left_at = None
@@ -156,7 +157,7 @@ _MEMBERS_WHERE = and_(
 
 
 async def member_page(
-    conn: AsyncConnection,
+    db: Reader,
     prop: Property,
     lanes: Sequence[str],
     as_of: datetime | None,
@@ -172,22 +173,17 @@ async def member_page(
     else:
         where.append(ep.c.recorded_from <= as_of)
         where.append(or_(ep.c.recorded_to.is_(None), ep.c.recorded_to > as_of))
-    total = (
-        await conn.execute(select(func.count(ep.c.record_id.distinct())).where(*where), params)
-    ).scalar_one()
+    [(total,)] = await fetch(
+        db, select(func.count(ep.c.record_id.distinct())).where(*where), params
+    )
     key = decode_cursor(after, 1)
     if key is not None:
         where.append(ep.c.record_id > key[0])
-    rows = (
-        await conn.execute(
-            select(ep.c.record_id)
-            .where(*where)
-            .distinct()
-            .order_by(ep.c.record_id)
-            .limit(size + 1),
-            params,
-        )
-    ).all()
+    rows = await fetch(
+        db,
+        select(ep.c.record_id).where(*where).distinct().order_by(ep.c.record_id).limit(size + 1),
+        params,
+    )
     ids = [row[0] for row in rows]
     shown = ids[:size]
     return Page(shown, total, len(ids) > size, encode_cursor([shown[-1]]) if shown else None)

@@ -13,15 +13,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from policies.guard import RecordChange, decide
 from store import tables as t
 from store.command import Applied, Current, Event, Locks, Plan, Txn, Write
+from store.core_sql import fetch
 from store.errors import InvalidInputError
 from store.ids import new_correction_id
 from store.limits import check_content, check_storable
 from store.projection import CorrectionRow, project_correction
+from store.snapshot import Reader
 
 MAX_REASON_CHARS = 10_000
 
@@ -87,7 +88,7 @@ class Correct:
 
 
 async def corrections_of(
-    conn: AsyncConnection,
+    db: Reader,
     record_ids: Sequence[str],
     lanes: Sequence[str],
     as_of: datetime | None = None,
@@ -98,6 +99,6 @@ async def corrections_of(
     if as_of is not None:
         query = query.where(c.c.at <= as_of)
     found: dict[str, list[CorrectionRow]] = {rid: [] for rid in record_ids}
-    for row in (await conn.execute(query.order_by(c.c.record_id, c.c.at))).mappings():
+    for row in await fetch(db, query.order_by(c.c.record_id, c.c.at)):
         found[row["record_id"]].append(CorrectionRow(**row))
     return found

@@ -74,7 +74,7 @@ APPLICATION_NAME = "edgeloom-feed"
 REPLAY_PAGE = 500
 
 _EVENT_COLUMNS = (
-    "seq, id, kind, record_id, lane, actor, at, payload, version_before, version_after, "
+    "seq, id, kind, record_id, lane, actor, at, payload, version_before, version_after, object_kind, "
     "txid::text::bigint AS txid"
 )
 # The snapshot of the current transaction; in REPEATABLE READ every later statement

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import BindParameter, bindparam, func, literal_column, select, union_all
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from store import tables as t
+from store.core_sql import fetch
 from store.pool import Conn
+from store.snapshot import Reader
 
 FOLD_AFTER = 1000
 # Any fixed number: one fold at a time; the others skip rather than wait.
@@ -65,13 +66,11 @@ _LABEL_COUNTS = (
 )
 
 
-async def label_counts(
-    conn: AsyncConnection, lanes: Sequence[str], lane: str | None
-) -> list[LabelCount]:
+async def label_counts(db: Reader, lanes: Sequence[str], lane: str | None) -> list[LabelCount]:
     """Caller labels carried now, with how many readable records carry each (a record is
     in one lane, so the per-lane counts add up); reserved e_* labels are never counted."""
     chosen = [x for x in (lanes if lane is None else [lane]) if x in lanes]
     if not chosen:
         return []
-    rows = await conn.execute(_LABEL_COUNTS, {"lanes": chosen})
+    rows = await fetch(db, _LABEL_COUNTS, {"lanes": chosen})
     return [LabelCount(row[0], int(row[1])) for row in rows]

@@ -20,7 +20,8 @@ MAX_PAGE = 500
 @dataclass(frozen=True)
 class Page(Generic[T]):
     items: list[T]
-    total_count: int
+    # None when the caller did not ask for it: counting a long list costs more than its page.
+    total_count: int | None
     has_next_page: bool
     end_cursor: str | None
 

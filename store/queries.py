@@ -1,4 +1,9 @@
-"""The read path: every query is filtered to the lanes the caller may read."""
+"""The read path: every query is filtered to the lanes the caller may read.
+
+Each function runs fixed-text statements on a `Reader` (a snapshot, or a plain
+asyncpg connection); lists go in as array parameters. A page and its total count
+come from one statement, and the count is computed only when the caller asks.
+"""
 
 from __future__ import annotations
 
@@ -8,28 +13,21 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import (
-    BindParameter,
-    ColumnElement,
-    and_,
-    bindparam,
-    func,
-    literal,
-    or_,
-    select,
-    tuple_,
-    union,
-)
-from sqlalchemy.ext.asyncio import AsyncConnection
+import asyncpg
 
 from policies.properties import Property, parse_property
-from store import tables as t
+from store._sql import Params, Statement
 from store.errors import InvalidInputError
 from store.pages import Page, decode_cursor, encode_cursor, page_size
-from store.records import AuditEvent, Record, RecordState, Version
+from store.records import Record, RecordState, Version
+from store.snapshot import Reader
 
 MAX_MATCH = 16
-ep = t.edge_properties
+RECORD_COLUMNS = (
+    "id, lane, source_type, authority, content, properties, version, created_at, "
+    "updated_at, created_by, ledger_hash"
+)
+LEDGER_COLUMNS = "object_id, version, event, actor, at, policy_version, state, hash"
 
 
 class GatherMode(enum.Enum):
@@ -38,118 +36,124 @@ class GatherMode(enum.Enum):
     TIMELINE = "TIMELINE"
 
 
-def _member_at(table: Any, as_of: datetime | BindParameter[Any] | None) -> ColumnElement[bool]:
+def member_at(alias: str, as_of: str | None) -> str:
+    """SQL: the membership row `alias` holds now, or held at the instant `as_of` names."""
     if as_of is None:
-        current: ColumnElement[bool] = table.c.recorded_to.is_(None)
-        return current
-    return and_(
-        table.c.recorded_from <= as_of,
-        or_(table.c.recorded_to.is_(None), table.c.recorded_to > as_of),
+        # Spelled as the partial index's predicate, so the planner can use it.
+        return f"{alias}.recorded_to IS NULL"
+    return (
+        f"{alias}.recorded_from <= {as_of} "
+        f"AND ({alias}.recorded_to IS NULL OR {alias}.recorded_to > {as_of})"
     )
 
 
 # -- records ------------------------------------------------------------------
 
-# Hot statements are built once with named parameters: SQLAlchemy then finds the
-# compiled form by a memoized cache key instead of rebuilding and re-keying the
-# statement on every call (about a millisecond of CPU per gather).
-_RECORDS_BY_ID = select(t.records).where(
-    t.records.c.id.in_(bindparam("ids", expanding=True)),
-    t.records.c.lane.in_(bindparam("lanes", expanding=True)),
+_RECORDS_BY_ID = (
+    f"SELECT {RECORD_COLUMNS} FROM records WHERE id = ANY($1::text[]) AND lane = ANY($2::text[])"
 )
+# The newest version written by `as_of`, per record; readable by its current lane.
+_RECORDS_AS_OF = """
+SELECT DISTINCT ON (l.object_id) l.object_id, l.version, l.state, l.at, l.hash,
+       r.created_at, r.created_by
+FROM ledger l JOIN records r ON r.id = l.object_id
+WHERE l.kind = 'record' AND l.object_id = ANY($1::text[]) AND l.at <= $3
+  AND r.lane = ANY($2::text[])
+ORDER BY l.object_id, l.version DESC
+"""
+# Callers are shown only the versions of records they may read, checked here too.
+_VERSIONS_OF = f"""
+SELECT {LEDGER_COLUMNS} FROM ledger l
+WHERE l.kind = 'record' AND l.object_id = ANY($1::text[])
+  AND EXISTS (SELECT 1 FROM records r WHERE r.id = l.object_id AND r.lane = ANY($2::text[]))
+ORDER BY l.object_id, l.version
+"""
 
 
 async def records_by_id(
-    conn: AsyncConnection, ids: Sequence[str], lanes: Sequence[str], as_of: datetime | None = None
+    db: Reader, ids: Sequence[str], lanes: Sequence[str], as_of: datetime | None = None
 ) -> dict[str, Record]:
     """Readable records by full id, as they are now or as they were at `as_of`."""
     if not ids:
         return {}
     if as_of is None:
-        rows = await conn.execute(_RECORDS_BY_ID, {"ids": list(ids), "lanes": list(lanes)})
-        return {row["id"]: Record.from_row(row) for row in rows.mappings()}
-    return await _records_as_of(conn, ids, lanes, as_of)
-
-
-async def _records_as_of(
-    conn: AsyncConnection, ids: Sequence[str], lanes: Sequence[str], as_of: datetime
-) -> dict[str, Record]:
-    led = t.ledger
-    # The newest version written by `as_of`, per record (GROUP BY rather than
-    # DISTINCT ON, whose SQLAlchemy spelling differs between 2.0 and 2.1).
-    newest = (
-        select(led.c.object_id, func.max(led.c.version).label("version"))
-        .where(and_(led.c.kind == "record", led.c.object_id.in_(list(ids)), led.c.at <= as_of))
-        .group_by(led.c.object_id)
-        .subquery()
-    )
-    rows = await conn.execute(
-        select(led, t.records.c.created_at, t.records.c.created_by)
-        .join(
-            newest,
-            and_(
-                led.c.kind == "record",
-                led.c.object_id == newest.c.object_id,
-                led.c.version == newest.c.version,
-            ),
-        )
-        .join(t.records, t.records.c.id == led.c.object_id)
-        .where(t.records.c.lane.in_(lanes))
-    )
-    found: dict[str, Record] = {}
-    for row in rows.mappings():
-        state = RecordState.from_json(row["state"])
-        found[row["object_id"]] = Record(
+        rows = await db.fetch(_RECORDS_BY_ID, list(ids), list(lanes))
+        return {row["id"]: Record.from_row(row) for row in rows}
+    rows = await db.fetch(_RECORDS_AS_OF, list(ids), list(lanes), as_of)
+    return {
+        row["object_id"]: Record(
             id=row["object_id"],
             version=row["version"],
-            state=state,
+            state=RecordState.from_json(row["state"]),
             created_at=row["created_at"],
             updated_at=row["at"],
             created_by=row["created_by"],
             ledger_hash=row["hash"],
         )
-    return found
+        for row in rows
+    }
 
 
-async def versions_of(conn: AsyncConnection, record_ids: Sequence[str]) -> dict[str, list[Version]]:
-    """Every ledger entry of each record, oldest first (callers check readability)."""
-    rows = await conn.execute(
-        select(t.ledger)
-        .where(t.ledger.c.kind == "record", t.ledger.c.object_id.in_(list(record_ids)))
-        .order_by(t.ledger.c.object_id, t.ledger.c.version)
-    )
+async def versions_of(
+    db: Reader, record_ids: Sequence[str], lanes: Sequence[str]
+) -> dict[str, list[Version]]:
+    """Every ledger entry of each readable record, oldest first."""
+    rows = await db.fetch(_VERSIONS_OF, list(record_ids), list(lanes))
     found: dict[str, list[Version]] = {rid: [] for rid in record_ids}
-    for row in rows.mappings():
+    for row in rows:
         found[row["object_id"]].append(Version.from_row(row))
     return found
 
 
+@functools.cache
+def _browse_statement(source_type: bool, after: bool, count: bool) -> Statement:
+    p = Params()
+    lanes = p("lanes", "text[]")
+    where = f"AND r.source_type = {p('source_type')}" if source_type else ""
+    # Each lane's first rows come from the (lane, created_at, id) index in order;
+    # the merged top rows of all lanes are the page, without sorting whole lanes.
+    keyed = f"AND (r.created_at, r.id) > ({p('after_at')}, {p('after_id')})" if after else ""
+    limit = p("limit")
+    page = f"""
+      SELECT page.id, page.created_at FROM unnest({lanes}) AS l(lane)
+      CROSS JOIN LATERAL (
+        SELECT r.id, r.created_at FROM records r
+        WHERE r.lane = l.lane {where} {keyed} ORDER BY r.created_at, r.id LIMIT {limit}
+      ) page ORDER BY page.created_at, page.id LIMIT {limit}"""
+    if not count:
+        return p.statement(f"SELECT NULL::bigint AS total, q.* FROM ({page}) q")
+    return p.statement(
+        # Each lane counted on its own: an index-only scan per lane.
+        f"""SELECT c.total, q.* FROM
+          (SELECT coalesce(sum(n.n), 0)::bigint AS total FROM unnest({lanes}) AS k(lane)
+           CROSS JOIN LATERAL (SELECT count(*) AS n FROM records r
+             WHERE r.lane = k.lane {where}) n) c
+          LEFT JOIN LATERAL ({page}) q ON true"""
+    )
+
+
 async def browse(
-    conn: AsyncConnection,
+    db: Reader,
     lanes: Sequence[str],
     source_type: str | None,
     first: int | None,
     after: str | None,
+    count: bool = True,
 ) -> Page[str]:
     """Record ids in order of writing, optionally of one source type."""
     size = page_size(first)
-    r = t.records
-    where: list[ColumnElement[bool]] = [r.c.lane.in_(lanes)]
-    if source_type is not None:
-        where.append(r.c.source_type == source_type)
-    total = (await conn.execute(select(func.count()).where(*where))).scalar_one()
     key = decode_cursor(after, 2)
+    # Each lane is read on its own (unnest): once each.
+    values: dict[str, Any] = {
+        "lanes": list(dict.fromkeys(lanes)),
+        "source_type": source_type,
+        "limit": size + 1,
+    }
     if key is not None:
-        where.append(tuple_(r.c.created_at, r.c.id) > tuple_(_ts(key[0]), literal(key[1])))
-    rows = (
-        await conn.execute(
-            select(r.c.id, r.c.created_at)
-            .where(*where)
-            .order_by(r.c.created_at, r.c.id)
-            .limit(size + 1)
-        )
-    ).all()
-    return _page([(row[0], [row[1].isoformat(), row[0]]) for row in rows], total, size)
+        values["after_at"], values["after_id"] = cursor_time(key[0]), key[1]
+    statement = _browse_statement(source_type is not None, key is not None, count)
+    rows = await db.fetch(statement.text, *statement.args(values))
+    return _keyed_page(rows, size, count, by_time=True)
 
 
 # -- gather -------------------------------------------------------------------
@@ -171,250 +175,167 @@ def parse_match(match: Sequence[str]) -> list[Property]:
     return seen
 
 
+def gather_properties(match: Sequence[str]) -> list[Property]:
+    """The distinct properties of `match`; the adjustment label stays out of set operations."""
+    return [p for p in parse_match(match) if p.label != "e_adjustment"]
+
+
+def members_sql(p: Params, count: int, mode: GatherMode, at: bool) -> str:
+    """SQL: distinct record ids carrying every (INTERSECT) or any (UNION, TIMELINE) of
+    `count` properties, bound as label_<n>/value_<n>, in the lanes `lanes`, at `as_of`."""
+    lanes = p("lanes", "text[]")
+    as_of = p("as_of", "timestamptz") if at else None
+    if mode is GatherMode.INTERSECT:
+        # A chain of self-joins lets the planner probe the rarer properties' index
+        # entries instead of reading every member of a popular one.
+        joins = " ".join(
+            f"""JOIN edge_properties m{n} ON m{n}.record_id = m0.record_id
+                AND m{n}.label = {p(f"label_{n}")} AND m{n}.value = {p(f"value_{n}")}
+                AND m{n}.lane = m0.lane AND {member_at(f"m{n}", as_of)}"""
+            for n in range(1, count)
+        )
+        # A record leaves and re-joins an edge over time; as of one instant it is a
+        # member at most once, but DISTINCT keeps that an invariant of the query.
+        return f"""SELECT DISTINCT m0.record_id FROM edge_properties m0 {joins}
+            WHERE m0.label = {p("label_0")} AND m0.value = {p("value_0")}
+            AND m0.lane = ANY({lanes}) AND {member_at("m0", as_of)}"""
+    if mode is GatherMode.TIMELINE:
+        # Each record once, with when it joined one of the edges: the timeline's order.
+        carried = " OR ".join(
+            f"(m.label = {p(f'label_{n}')} AND m.value = {p(f'value_{n}')})" for n in range(count)
+        )
+        return f"""SELECT m.record_id, min(m.recorded_from) AS joined FROM edge_properties m
+            WHERE ({carried}) AND m.lane = ANY({lanes}) AND {member_at("m", as_of)}
+            GROUP BY m.record_id"""
+    parts = [
+        f"""SELECT m.record_id FROM edge_properties m
+            WHERE m.label = {p(f"label_{n}")} AND m.value = {p(f"value_{n}")}
+            AND m.lane = ANY({lanes}) AND {member_at("m", as_of)}"""
+        for n in range(count)
+    ]
+    if count == 1:
+        return parts[0].replace("SELECT m.record_id", "SELECT DISTINCT m.record_id", 1)
+    return " UNION ".join(parts)
+
+
+@functools.cache
+def _gather_statement(
+    count: int, mode: GatherMode, at: bool, after: bool, with_total: bool
+) -> Statement:
+    p = Params()
+    members = members_sql(p, count, mode, at)
+    if mode is GatherMode.TIMELINE:
+        keyed = f"AND (m.joined, m.record_id) > ({p('after_at')}, {p('after_id')})" if after else ""
+        # Keyed by joining time, under the column name the page reader takes times from.
+        page = f"""SELECT m.record_id AS id, m.joined AS created_at FROM members m
+            WHERE true {keyed} ORDER BY m.joined, m.record_id LIMIT {p("limit")}"""
+    else:
+        keyed = f"WHERE m.record_id > {p('after_id')}" if after else ""
+        page = f"SELECT m.record_id AS id FROM members m {keyed} ORDER BY 1 LIMIT {p('limit')}"
+    if not with_total:
+        return p.statement(
+            f"WITH members AS ({members}) SELECT NULL::bigint AS total, q.* FROM ({page}) q"
+        )
+    return p.statement(
+        f"""WITH members AS ({members})
+        SELECT c.total, q.* FROM (SELECT count(*) AS total FROM members) c
+        LEFT JOIN LATERAL ({page}) q ON true"""
+    )
+
+
 async def gather(
-    conn: AsyncConnection,
+    db: Reader,
     match: Sequence[str],
     mode: GatherMode,
     lanes: Sequence[str],
     as_of: datetime | None,
     first: int | None,
     after: str | None,
+    count: bool = True,
 ) -> Page[str]:
     """Record ids on every (INTERSECT) or any (UNION, TIMELINE) of the edge properties.
 
     INTERSECT and UNION list records by id; TIMELINE lists them by when each joined
-    the edge (the start of its membership). The adjustment label stays out of set
-    operations.
+    one of the edges. The adjustment label stays out of set operations.
     """
     size = page_size(first)
-    props = [p for p in parse_match(match) if p.label != "e_adjustment"]
+    props = gather_properties(match)
     if not props:
-        return Page([], 0, False, None)
-    params: dict[str, Any] = {"lanes": list(lanes), "limit": size + 1}
+        return Page([], 0 if count else None, False, None)
+    timeline = mode is GatherMode.TIMELINE
+    key = decode_cursor(after, 2 if timeline else 1)
+    values: dict[str, Any] = {"lanes": list(lanes), "as_of": as_of, "limit": size + 1}
     for n, prop in enumerate(props):
-        params[f"label_{n}"] = prop.label
-        params[f"value_{n}"] = prop.value
-    if as_of is not None:
-        params["as_of"] = as_of
-    if mode is GatherMode.TIMELINE:
-        joined = _joined(len(props), as_of is not None)
-        base = select(joined.c.record_id, joined.c.joined)
-        total = (await conn.execute(select(func.count()).select_from(joined), params)).scalar_one()
-        key = decode_cursor(after, 2)
-        if key is not None:
-            base = base.where(
-                tuple_(joined.c.joined, joined.c.record_id) > tuple_(_ts(key[0]), literal(key[1]))
-            )
-        rows = (
-            await conn.execute(
-                base.order_by(joined.c.joined, joined.c.record_id).limit(size + 1), params
-            )
-        ).all()
-        return _page([(row[0], [row[1].isoformat(), row[0]]) for row in rows], total, size)
-    key = decode_cursor(after, 1)
+        values[f"label_{n}"], values[f"value_{n}"] = prop.label, prop.value
     if key is not None:
-        params["after"] = key[0]
-    count, page = _set_statements(len(props), mode, as_of is not None, key is not None)
-    total = (await conn.execute(count, params)).scalar_one()
-    rows = (await conn.execute(page, params)).all()
-    return _page([(row[0], [row[0]]) for row in rows], total, size)
-
-
-@functools.cache
-def _set_statements(count: int, mode: GatherMode, at: bool, after: bool) -> tuple[Any, Any]:
-    """The count and page statements of an INTERSECT or UNION of `count` properties."""
-    members = _members(count, mode, at)
-    page = select(members.c.record_id)
-    if after:
-        page = page.where(members.c.record_id > bindparam("after"))
-    page = page.order_by(members.c.record_id).limit(bindparam("limit"))
-    return select(func.count()).select_from(members), page
-
-
-@functools.cache
-def _joined(count: int, at: bool) -> Any:
-    """Records carrying any of `count` properties, each with when it joined one of them."""
-    as_of = bindparam("as_of", type_=t.TZ) if at else None
-    lanes: BindParameter[Any] = bindparam("lanes", expanding=True)
-    carried = or_(
-        *(
-            and_(ep.c.label == bindparam(f"label_{n}"), ep.c.value == bindparam(f"value_{n}"))
-            for n in range(count)
-        )
-    )
-    return (
-        select(ep.c.record_id, func.min(ep.c.recorded_from).label("joined"))
-        .where(carried, ep.c.lane.in_(lanes), _member_at(ep, as_of))
-        .group_by(ep.c.record_id)
-        .subquery()
-    )
-
-
-@functools.cache
-def _members(count: int, mode: GatherMode, at: bool) -> Any:
-    """A subquery of distinct record ids carrying every / any of `count` properties.
-
-    Parameters: label_<n>, value_<n>, lanes (a list) and, when `at`, as_of. The
-    statement depends only on this shape, so it is built once per shape.
-    """
-    as_of = bindparam("as_of", type_=t.TZ) if at else None
-    lanes: BindParameter[Any] = bindparam("lanes", expanding=True)
-    if mode is GatherMode.INTERSECT:
-        # A chain of self-joins lets the planner probe the rarer properties'
-        # index entries instead of reading every member of a popular one.
-        first = ep.alias("m0")
-        query = select(first.c.record_id).where(
-            first.c.label == bindparam("label_0"),
-            first.c.value == bindparam("value_0"),
-            first.c.lane.in_(lanes),
-            _member_at(first, as_of),
-        )
-        for n in range(1, count):
-            other = ep.alias(f"m{n}")
-            query = query.join(
-                other,
-                and_(
-                    other.c.record_id == first.c.record_id,
-                    other.c.label == bindparam(f"label_{n}"),
-                    other.c.value == bindparam(f"value_{n}"),
-                    other.c.lane == first.c.lane,
-                    _member_at(other, as_of),
-                ),
-            )
-        # A record leaves and re-joins an edge over time; as of one instant it is
-        # a member at most once, but DISTINCT keeps that an invariant of the query.
-        return query.distinct().subquery()
-    parts = [
-        select(ep.c.record_id).where(
-            ep.c.label == bindparam(f"label_{n}"),
-            ep.c.value == bindparam(f"value_{n}"),
-            ep.c.lane.in_(lanes),
-            _member_at(ep, as_of),
-        )
-        for n in range(count)
-    ]
-    return union(*parts).subquery() if count > 1 else parts[0].distinct().subquery()
+        if timeline:
+            values["after_at"], values["after_id"] = cursor_time(key[0]), key[1]
+        else:
+            values["after_id"] = key[0]
+    statement = _gather_statement(len(props), mode, as_of is not None, key is not None, count)
+    rows = await db.fetch(statement.text, *statement.args(values))
+    return _keyed_page(rows, size, count, by_time=timeline)
 
 
 # -- labels and hyperedges ---------------------------------------------------
 
 
 async def edge_property_members(
-    conn: AsyncConnection,
+    db: Reader,
     prop: Property,
     lanes: Sequence[str],
     as_of: datetime | None,
     first: int | None,
     after: str | None,
+    count: bool = True,
 ) -> Page[str]:
-    return await gather(conn, [str(prop)], GatherMode.UNION, lanes, as_of, first, after)
+    return await gather(db, [str(prop)], GatherMode.UNION, lanes, as_of, first, after, count)
+
+
+_MEMBER_COUNTS = """
+SELECT m.label, m.value, count(DISTINCT m.record_id) FROM edge_properties m
+WHERE (m.label, m.value) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+  AND m.lane = ANY($3::text[]) AND {at}
+  -- Adjustment chains are shown under a record's adjustments, never as hyperedges.
+  AND m.label <> 'e_adjustment'
+GROUP BY m.label, m.value
+"""
+_MEMBER_COUNTS_NOW = _MEMBER_COUNTS.format(at=member_at("m", None))
+_MEMBER_COUNTS_AT = _MEMBER_COUNTS.format(at=member_at("m", "$4"))
 
 
 async def member_counts(
-    conn: AsyncConnection, props: Sequence[Property], lanes: Sequence[str], as_of: datetime | None
+    db: Reader, props: Sequence[Property], lanes: Sequence[str], as_of: datetime | None
 ) -> dict[Property, int]:
     """How many readable records carry each property, in one query."""
-    rows = await conn.execute(
-        select(ep.c.label, ep.c.value, func.count(ep.c.record_id.distinct()))
-        .where(
-            tuple_(ep.c.label, ep.c.value).in_([(p.label, p.value) for p in props]),
-            ep.c.lane.in_(lanes),
-            _member_at(ep, as_of),
-            # Adjustment chains are shown under a record's adjustments, never as hyperedges.
-            ep.c.label != "e_adjustment",
-        )
-        .group_by(ep.c.label, ep.c.value)
-    )
+    args: list[Any] = [[p.label for p in props], [p.value for p in props], list(lanes)]
+    if as_of is None:
+        rows = await db.fetch(_MEMBER_COUNTS_NOW, *args)
+    else:
+        rows = await db.fetch(_MEMBER_COUNTS_AT, *args, as_of)
     return {Property(row[0], row[1]): row[2] for row in rows}
-
-
-# -- audit --------------------------------------------------------------------
-
-
-def _event_visible(lanes: Sequence[str]) -> ColumnElement[bool]:
-    # Events with no lane (policy changes) concern everyone.
-    return or_(t.audit_events.c.lane.in_(lanes), t.audit_events.c.lane.is_(None))
-
-
-async def audit(
-    conn: AsyncConnection,
-    lanes: Sequence[str],
-    record_id: str | None,
-    kinds: Sequence[str] | None,
-    first: int | None,
-    after: str | None,
-) -> Page[AuditEvent]:
-    """Audit events in feed order (newest last)."""
-    size = page_size(first)
-    ev = t.audit_events
-    where: list[ColumnElement[bool]] = [_event_visible(lanes)]
-    if record_id is not None:
-        where.append(ev.c.record_id == record_id)
-    if kinds:
-        where.append(ev.c.kind.in_(list(kinds)))
-    total = (await conn.execute(select(func.count()).select_from(ev).where(*where))).scalar_one()
-    if after is not None:
-        where.append(ev.c.seq > feed_position(after))
-    rows = await conn.execute(select(ev).where(*where).order_by(ev.c.seq).limit(size + 1))
-    events = [AuditEvent.from_row(row) for row in rows.mappings()]
-    return _page([(e, [e.seq]) for e in events], total, size, plain=True)
-
-
-def feed_position(cursor: str) -> int:
-    """An audit cursor is the event's position in the feed, as a decimal string."""
-    if not cursor.isdigit() or len(cursor) > 18:
-        raise InvalidInputError(
-            f"cursor '{cursor[:40]}' is not an audit cursor; pass an event's cursor or endCursor"
-        )
-    return int(cursor)
-
-
-async def audit_event(
-    conn: AsyncConnection, event_id: str, lanes: Sequence[str]
-) -> AuditEvent | None:
-    ev = t.audit_events
-    row = (
-        (await conn.execute(select(ev).where(ev.c.id == event_id, _event_visible(lanes))))
-        .mappings()
-        .one_or_none()
-    )
-    return None if row is None else AuditEvent.from_row(row)
-
-
-async def version(conn: AsyncConnection, record_id: str, number: int) -> Version | None:
-    row = (
-        (
-            await conn.execute(
-                select(t.ledger).where(
-                    t.ledger.c.kind == "record",
-                    t.ledger.c.object_id == record_id,
-                    t.ledger.c.version == number,
-                )
-            )
-        )
-        .mappings()
-        .one_or_none()
-    )
-    return None if row is None else Version.from_row(row)
 
 
 # -- helpers ------------------------------------------------------------------
 
 
-def _ts(value: Any) -> Any:
+def cursor_time(value: Any) -> datetime:
+    """The time a cursor holds; a cursor from elsewhere is refused."""
     try:
-        return literal(datetime.fromisoformat(str(value)))
+        return datetime.fromisoformat(str(value))
     except ValueError as exc:
         raise InvalidInputError("that cursor is not one this list gave out") from exc
 
 
-def _page(
-    rows: Sequence[tuple[Any, list[Any]]], total: int, size: int, plain: bool = False
-) -> Page[Any]:
-    items = [item for item, _ in rows[:size]]
-    has_next = len(rows) > size
+def _keyed_page(rows: Sequence[asyncpg.Record], size: int, count: bool, by_time: bool) -> Page[str]:
+    """A page from rows (total, id[, created_at]); a lone row with a NULL id means empty."""
+    total = rows[0]["total"] if rows and count else None
+    found = [row for row in rows if row["id"] is not None]
+    items = found[:size]
     end = None
-    if rows[:size]:
-        last_key = rows[:size][-1][1]
-        end = str(last_key[0]) if plain else encode_cursor(last_key)
-    return Page(items, total, has_next, end)
+    if items:
+        last = items[-1]
+        end = encode_cursor(
+            [last["created_at"].isoformat(), last["id"]] if by_time else [last["id"]]
+        )
+    return Page([row["id"] for row in items], total, len(found) > size, end)

@@ -5,11 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from policies.properties import Property, is_reserved_label
 
 PropertyPairs = tuple[tuple[str, str], ...]
+
+
+class Row(Protocol):
+    """A row by column name: a SQLAlchemy mapping or an asyncpg record."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -73,7 +79,7 @@ class Record:
         return self.state.lane
 
     @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> Record:
+    def from_row(cls, row: Row) -> Record:
         return cls(
             id=row["id"],
             version=row["version"],
@@ -105,7 +111,7 @@ class Version:
     hash: str
 
     @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> Version:
+    def from_row(cls, row: Row) -> Version:
         return cls(
             record_id=row["object_id"],
             number=row["version"],
@@ -135,7 +141,7 @@ class AuditEvent:
     object_kind: str = "record"  # the kind of ledger entry it reports
 
     @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> AuditEvent:
+    def from_row(cls, row: Row) -> AuditEvent:
         return cls(
             seq=row["seq"],
             id=row["id"],
@@ -147,5 +153,5 @@ class AuditEvent:
             payload=row["payload"],
             version_before=row["version_before"],
             version_after=row["version_after"],
-            object_kind=row.get("object_kind", "record"),
+            object_kind=row["object_kind"],
         )

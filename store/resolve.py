@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from store import tables as t
 from store.errors import AmbiguousIdError, InvalidIdError, NotFoundError
 from store.ids import RECORD_ID, RECORD_PREFIX
+from store.snapshot import Reader
 
 MAX_CANDIDATES = 5
 _EXPECTED = "'sr_' followed by 32 hex characters, or a unique prefix of at least 6 of them"
@@ -23,10 +24,39 @@ def check_record_ident(ident: str) -> str:
     return cleaned
 
 
+# Prefix range scan on the primary key: every id starting with the prefix sorts
+# between the prefix and the prefix followed by the highest hex digit. An exact id
+# is its own range ("sr_<32 hex>" < "sr_<32 hex>g"), so one statement serves both.
+RESOLVE = (
+    "SELECT id FROM records WHERE id >= $1 AND id < $1 || 'g' AND lane = ANY($2::text[]) "
+    f"ORDER BY id LIMIT {MAX_CANDIDATES + 1}"
+)
+
+
+def pick(ident: str, cleaned: str, found: Sequence[str]) -> str:
+    """The one id `ident` names among the readable ids found for it."""
+    if RECORD_ID.match(cleaned):
+        if cleaned not in found:
+            raise NotFoundError("record", ident)
+        return cleaned
+    if not found:
+        raise NotFoundError("record", ident)
+    if len(found) > 1:
+        raise AmbiguousIdError(ident, list(found[:MAX_CANDIDATES]))
+    return found[0]
+
+
+async def resolve_id(db: Reader, ident: str, readable_lanes: Sequence[str]) -> str:
+    """The full id of the one readable record `ident` names (the read path's form)."""
+    cleaned = check_record_ident(ident)
+    rows = await db.fetch(RESOLVE, cleaned, list(readable_lanes))
+    return pick(ident, cleaned, [row[0] for row in rows])
+
+
 async def resolve_record_id(
     conn: AsyncConnection, ident: str, readable_lanes: Sequence[str]
 ) -> str:
-    """The full id of the one readable record `ident` names."""
+    """The full id of the one readable record `ident` names (the write path's form)."""
     cleaned = check_record_ident(ident)
     lane_ok = t.records.c.lane.in_(list(readable_lanes))
     if RECORD_ID.match(cleaned):

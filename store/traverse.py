@@ -16,10 +16,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from policies.properties import Property
+from store.core_sql import fetch
 from store.errors import InvalidInputError
+from store.snapshot import Reader
 
 HUB_MEMBERS = 1000
 MAX_DEPTH = 3
@@ -131,7 +132,7 @@ def check(depth: int, limit: int, labels: Sequence[str] | None) -> None:
 
 
 async def traverse(
-    conn: AsyncConnection,
+    db: Reader,
     start: str,
     lanes: Sequence[str],
     depth: int = 1,
@@ -164,14 +165,14 @@ async def traverse(
         hubs: list[Property] = []
         frontier = []
         reached = 0
-        for record_id, label, value, total in (await conn.execute(hop_sql, params)).all():
+        for record_id, label, value, total in await fetch(db, hop_sql, params):
             if record_id is None:
                 hubs.append(Property(label, value))
             elif len(result.steps) < limit:
                 result.steps.append(Step(record_id, hop, Property(label, value)))
                 frontier.append(record_id)
                 reached = total
-        result.clipped.extend(await _hub_sizes(conn, sorted(hubs), hop, params, as_of))
+        result.clipped.extend(await _hub_sizes(db, sorted(hubs), hop, params, as_of))
         if reached > room:
             result.beyond_limit = reached - room
             break
@@ -182,7 +183,7 @@ async def traverse(
 
 
 async def _hub_sizes(
-    conn: AsyncConnection,
+    db: Reader,
     hubs: Sequence[Property],
     hop: int,
     params: dict[str, Any],
@@ -198,5 +199,5 @@ async def _hub_sizes(
     }
     if as_of is not None:
         sized["as_of"] = as_of
-    counts = {Property(r[0], r[1]): int(r[2]) for r in (await conn.execute(query, sized)).all()}
+    counts = {Property(r[0], r[1]): int(r[2]) for r in await fetch(db, query, sized)}
     return [Clipped(p, hop, counts.get(p, 0)) for p in hubs]

@@ -64,6 +64,7 @@ async def start_gateway(databases: Databases) -> AsyncIterator[GatewayFactory]:
                         policy_yaml=policy_yaml,
                         anonymous_agent=anonymous_agent,
                         pool_size=4,
+                        read_pool_size=4,
                         **settings,  # type: ignore[arg-type]
                     )
                 )

@@ -20,6 +20,7 @@ import httpx
 import uvicorn
 
 from gql.app import Settings, create_app
+from gql.serving import GatheringHttpToolsProtocol
 from store.database import create_engine
 from store.migrate import migrate
 from store.verify import verify
@@ -120,6 +121,10 @@ class Gateway:
     url: str
     database_url: str
     client: httpx.AsyncClient
+    # The ASGI app serving it and its lifespan state (the services), for tests that
+    # look inside: the compiled path's counters, the read pool's statements.
+    app: Any = None
+    state: dict[str, Any] | None = None
 
     @property
     def graphql_url(self) -> str:
@@ -165,14 +170,17 @@ class Gateway:
 async def run_gateway(settings: Settings) -> AsyncIterator[Gateway]:
     """A real uvicorn server for `settings` on a free loopback port, in this event loop."""
     port = free_port()
+    app = create_app(settings)
+    # The HTTP protocol `edgeloom serve` runs.
     config = uvicorn.Config(
-        create_app(settings),
+        app,
         host="127.0.0.1",
         port=port,
         log_level="warning",
         lifespan="on",
         # A request that never ends (the failure some tests look for) cannot hang teardown.
         timeout_graceful_shutdown=5,
+        http=GatheringHttpToolsProtocol,
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
@@ -183,7 +191,8 @@ async def run_gateway(settings: Settings) -> AsyncIterator[Gateway]:
         await asyncio.sleep(0.02)
     try:
         async with httpx.AsyncClient(timeout=30) as client:
-            yield Gateway(f"http://127.0.0.1:{port}", settings.database_url, client)
+            state = server.lifespan.state
+            yield Gateway(f"http://127.0.0.1:{port}", settings.database_url, client, app, state)
     finally:
         server.should_exit = True
         await task

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,3 +39,8 @@ def test_bench_runs_on_a_tiny_load(tmp_path: Path) -> None:
     assert all(p["plan"] for p in stage["gather"]["zipf"]["explain"])
     metrics = {r["metric"].split(" ")[0] for r in results["rows"]}
     assert metrics >= {"ingest", "ingestMany", "gather"}
+    if shutil.which("node") and shutil.which("npm"):
+        # Against PostGraphile: the four reads, for one and for two gateway workers.
+        peer = [r for r in results["rows"] if r["unit"] == "peer"]
+        assert len(peer) == 8, peer
+        assert all(r["gateway"] > 0 and r["raw"] > 0 for r in peer)

@@ -19,14 +19,15 @@ from gql.types import (
     Profile,
     Record,
     RecordPage,
+    asks_for,
     page_info,
     record_page,
 )
 from policies.properties import parse_property
-from store import queries
+from store import audit_reads, queries
 from store.errors import NotFoundError
 from store.labels import label_counts
-from store.resolve import resolve_record_id
+from store.resolve import resolve_id
 from store.traverse import check
 from store.traverse import traverse as walk
 
@@ -37,9 +38,9 @@ class Query:
     async def record(
         self, info: Info, id: strawberry.ID, as_of: datetime | None = None
     ) -> Record | None:
-        async with info.context.read() as (conn, lanes):
+        async with info.context.read() as (db, lanes):
             try:
-                record_id = await resolve_record_id(conn, id, lanes)
+                record_id = await resolve_id(db, id, lanes)
             except NotFoundError:
                 return None
         found = await info.context.records([record_id], as_of)
@@ -54,10 +55,11 @@ class Query:
         first: int | None = None,
         after: str | None = None,
     ) -> RecordPage:
-        async with info.context.read() as (conn, lanes):
+        count = asks_for(info, "totalCount")
+        async with info.context.read() as (db, lanes):
             chosen = [lane] if lane is not None else lanes
             page = await queries.browse(
-                conn, [x for x in chosen if x in lanes], source_type, first, after
+                db, [x for x in chosen if x in lanes], source_type, first, after, count
             )
         return await record_page(info, page)
 
@@ -72,17 +74,17 @@ class Query:
         first: int | None = None,
         after: str | None = None,
     ) -> RecordPage:
-        async with info.context.read() as (conn, readable):
+        count = asks_for(info, "totalCount")
+        async with info.context.read() as (db, readable):
             chosen = readable if lanes is None else [x for x in lanes if x in readable]
-            page = await queries.gather(
-                conn, match, (mode or GatherMode.INTERSECT).to_store(), chosen, as_of, first, after
-            )
+            mode_ = (mode or GatherMode.INTERSECT).to_store()
+            page = await queries.gather(db, match, mode_, chosen, as_of, first, after, count)
         return await record_page(info, page, as_of)
 
     @strawberry.field(description="Labels in use with how many readable records carry each.")
     async def labels(self, info: Info, lane: str | None = None) -> list[LabelCount]:
-        async with info.context.read() as (conn, lanes):
-            counts = await label_counts(conn, lanes, lane)
+        async with info.context.read() as (db, lanes):
+            counts = await label_counts(db, lanes, lane)
         return [LabelCount(label=c.label, record_count=c.record_count) for c in counts]
 
     @strawberry.field(
@@ -102,7 +104,7 @@ class Query:
         most = 100 if limit is None else limit
         check(hops, most, labels)
         async with info.context.read() as (conn, lanes):
-            start = await resolve_record_id(conn, from_, lanes)
+            start = await resolve_id(conn, from_, lanes)
             found = await walk(conn, start, lanes, hops, labels, as_of, most)
         return await traversal(info, found, as_of)
 
@@ -124,19 +126,19 @@ class Query:
         first: int | None = None,
         after: str | None = None,
     ) -> AuditPage:
-        async with info.context.read() as (conn, lanes):
-            rid = None if record_id is None else await resolve_record_id(conn, record_id, lanes)
-            page = await queries.audit(conn, lanes, rid, kinds, first, after)
+        async with info.context.read() as (db, lanes):
+            rid = None if record_id is None else await resolve_id(db, record_id, lanes)
+            page = await audit_reads.audit(db, lanes, rid, kinds, first, after)
         return AuditPage(
             items=[AuditEvent.from_domain(e) for e in page.items],
-            total_count=page.total_count,
+            total_count=page.total_count or 0,
             page_info=page_info(page),
         )
 
     @strawberry.field(description="One audit event with the record version before and after it.")
     async def audit_event(self, info: Info, id: strawberry.ID) -> AuditEvent | None:
-        async with info.context.read() as (conn, lanes):
-            event = await queries.audit_event(conn, id, lanes)
+        async with info.context.read() as (db, lanes):
+            event = await audit_reads.audit_event(db, id, lanes)
         return None if event is None else AuditEvent.from_domain(event)
 
     @strawberry.field(description="The caller's lanes, source types and labels.")

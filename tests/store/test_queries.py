@@ -6,41 +6,48 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
-from sqlalchemy import insert
-from sqlalchemy.ext.asyncio import AsyncConnection
+from asyncpg import Connection
+from sqlalchemy import Table
 
 from store import queries
 from store import tables as t
-from store.database import create_engine
 from store.errors import AmbiguousIdError, NotFoundError
 from store.projection import label_changes
 from store.records import Record, RecordState, parse_pairs
-from store.resolve import resolve_record_id
-from tests.support import Gateway
+from store.resolve import resolve_id
+from tests.support import Gateway, sql
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture
-async def conn(gateway: Gateway) -> AsyncIterator[AsyncConnection]:
+async def conn(gateway: Gateway) -> AsyncIterator[Connection]:
     """A connection to the module's database whose writes are rolled back."""
-    engine = create_engine(gateway.database_url, pool_size=1)
-    try:
-        async with engine.connect() as connection:
-            transaction = await connection.begin()
-            try:
-                yield connection
-            finally:
-                await transaction.rollback()
-    finally:
-        await engine.dispose()
+    async with sql(gateway.database_url) as connection:
+        transaction = connection.transaction()
+        await transaction.start()
+        try:
+            yield connection
+        finally:
+            await transaction.rollback()
 
 
-async def add_records(conn: AsyncConnection, ids_by_lane: dict[str, list[str]]) -> None:
-    await conn.execute(
-        insert(t.records),
+async def insert_rows(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+    columns = list(rows[0])
+    await conn.executemany(
+        f"INSERT INTO {table.name} ({', '.join(columns)}) "
+        f"VALUES ({', '.join(f'${n + 1}' for n in range(len(columns)))})",
+        [[row[c] for c in columns] for row in rows],
+    )
+
+
+async def add_records(conn: Connection, ids_by_lane: dict[str, list[str]]) -> None:
+    await insert_rows(
+        conn,
+        t.records,
         [
             {
                 "id": rid,
@@ -48,7 +55,7 @@ async def add_records(conn: AsyncConnection, ids_by_lane: dict[str, list[str]]) 
                 "source_type": "conversational",
                 "authority": "conversational",
                 "content": "row",
-                "properties": [],
+                "properties": "[]",
                 "version": 1,
                 "created_at": NOW,
                 "updated_at": NOW,
@@ -61,36 +68,37 @@ async def add_records(conn: AsyncConnection, ids_by_lane: dict[str, list[str]]) 
     )
 
 
-async def test_prefix_candidates_are_only_the_readable_records(conn: AsyncConnection) -> None:
+async def test_prefix_candidates_are_only_the_readable_records(conn: Connection) -> None:
     prefix = "sr_" + uuid.uuid4().hex[:8]
     mine = [prefix + f"{n:x}" + "0" * 23 for n in range(1, 8)]
     hidden = prefix + "0" * 24
     await add_records(conn, {"default": mine, "secret": [hidden]})
 
     with pytest.raises(AmbiguousIdError) as caught:
-        await resolve_record_id(conn, prefix, ["default", "secret"])
+        await resolve_id(conn, prefix, ["default", "secret"])
     assert caught.value.candidates == sorted([hidden, *mine])[:5]
     assert caught.value.code == "AMBIGUOUS_ID"
 
     # A record in a lane the caller cannot read is neither a candidate nor a match.
     with pytest.raises(AmbiguousIdError) as caught:
-        await resolve_record_id(conn, prefix, ["default"])
+        await resolve_id(conn, prefix, ["default"])
     assert hidden not in caught.value.candidates
     assert caught.value.candidates == mine[:5]
-    assert await resolve_record_id(conn, prefix + "0", ["default", "secret"]) == hidden
+    assert await resolve_id(conn, prefix + "0", ["default", "secret"]) == hidden
     with pytest.raises(NotFoundError):
-        await resolve_record_id(conn, prefix + "0", ["default"])
+        await resolve_id(conn, prefix + "0", ["default"])
     with pytest.raises(NotFoundError):
-        await resolve_record_id(conn, hidden, ["default"])
-    assert await resolve_record_id(conn, mine[2][:12].upper(), ["default"]) == mine[2]
+        await resolve_id(conn, hidden, ["default"])
+    assert await resolve_id(conn, mine[2][:12].upper(), ["default"]) == mine[2]
 
 
-async def test_labels_leave_out_the_engines_labels(conn: AsyncConnection) -> None:
+async def test_labels_leave_out_the_engines_labels(conn: Connection) -> None:
     rid = "sr_" + uuid.uuid4().hex
     label = "topic_" + uuid.uuid4().hex[:8]
     await add_records(conn, {"default": [rid]})
-    await conn.execute(
-        insert(t.edge_properties),
+    await insert_rows(
+        conn,
+        t.edge_properties,
         [
             {
                 "id": f"ep_{n}",

@@ -1,0 +1,7 @@
+"""The compiled read path: a query's selection answered by one SQL statement.
+
+`selection` reads a validated document into response keys; `plan` binds a
+request's arguments and compiles the statement (`store.compiled_sql`) once per
+document, operation and argument shape; `endpoint` answers HTTP requests with the
+statement's JSON, or declines so that strawberry answers them.
+"""

@@ -1,0 +1,188 @@
+"""Answering a query over HTTP with one statement, or declining so strawberry answers it.
+
+Runs in the GraphQL view before strawberry: the request is authenticated first, the
+same way (`authenticate`, kept on the request so the ordinary path does not repeat
+it), the document is parsed and validated once with the schema's own rules, and the
+statement's JSON text is the response body as PostgreSQL wrote it. Anything not
+covered (mutations, subscriptions, introspection, directives, batches, fields not
+compiled) or refused (bad arguments, ambiguous ids, no policy) is declined.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import asyncpg
+import orjson
+from graphql import (
+    DocumentNode,
+    GraphQLSchema,
+    parse,
+    specified_rules,
+    validate,
+)
+from graphql.utilities import get_operation_ast
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gql import over_http
+from gql.auth import authenticate
+from gql.compiled.plan import Declined, Operation, compile_operation
+from gql.context import Services, policy_in_force
+from gql.over_http import media_type
+from store.compiled_sql import NotCompilable
+
+log = logging.getLogger("edgeloom.compiled")
+
+# A check the ordinary path makes per request beyond validation (a cost limit that
+# reads variables, say): true lets the compiled path answer.
+RequestCheck = Callable[[GraphQLSchema, DocumentNode, str | None, Mapping[str, Any]], bool]
+
+
+class CompiledReads:
+    """The compiled path of one GraphQL view: a cache of operations and the answer."""
+
+    def __init__(
+        self,
+        schema: GraphQLSchema,
+        validation_rules: Sequence[Any],
+        max_tokens: int,
+        anonymous_agent: str | None,
+        checks: Sequence[RequestCheck] = (),
+        max_documents: int = 1024,
+    ) -> None:
+        self.schema = schema
+        self.rules = [*specified_rules, *validation_rules]
+        self.max_tokens = max_tokens
+        self.anonymous_agent = anonymous_agent
+        self.checks = list(checks)
+        self.max_documents = max_documents
+        self.operations: dict[tuple[str, str | None], Operation | None] = {}
+        # Counts answers by path, for tests and the bench.
+        self.answered = 0
+        self.declined = 0
+
+    def operation(self, query: str, name: str | None) -> Operation | None:
+        """The compiled operation for a document, made once; None when not covered."""
+        key = (query, name)
+        try:
+            return self.operations[key]
+        except KeyError:
+            pass
+        found = self._compile(query, name)
+        if len(self.operations) >= self.max_documents:
+            # Forget the oldest document: a client sending ever new documents costs
+            # one compilation each, never unbounded memory.
+            del self.operations[next(iter(self.operations))]
+        self.operations[key] = found
+        return found
+
+    def _compile(self, query: str, name: str | None) -> Operation | None:
+        try:
+            document = parse(query, max_tokens=self.max_tokens)
+            # A rule that fails on an odd document fails the ordinary path the same way.
+            if validate(self.schema, document, self.rules):
+                return None
+        except Exception:
+            return None
+        operation = get_operation_ast(document, name)
+        if operation is None:
+            return None
+        try:
+            return compile_operation(self.schema, document, operation)
+        except NotCompilable as exc:
+            log.debug("not compiled (%s)", exc)
+            return None
+
+    async def answer(self, request: Request) -> Response | None:
+        """The response to a query the compiler covers, else None (strawberry answers)."""
+        response = await self._answer(request)
+        if response is None:
+            self.declined += 1
+        else:
+            self.answered += 1
+        return response
+
+    async def _answer(self, request: Request) -> Response | None:
+        # Who is calling comes first: an unauthenticated request is not parsed here,
+        # and the ordinary path, which refuses it, does not authenticate it again.
+        services: Services = request.state.services
+        caller = getattr(request.state, "caller", None)
+        if caller is None:
+            caller = await authenticate(
+                request.headers.get("authorization"), services, self.anonymous_agent
+            )
+            request.state.caller = caller
+        if caller.agent is None:
+            return None
+        payload = await _payload(request)
+        if payload is None:
+            return None
+        query, variables, name = payload
+        operation = self.operation(query, name)
+        if operation is None:
+            return None
+        if self.checks and not all(
+            check(self.schema, operation.document, name, variables or {}) for check in self.checks
+        ):
+            return None
+        version = await policy_in_force(services)
+        if version is None:
+            return None
+        profile = version.policy.agents.get(caller.agent)
+        if profile is None:
+            return None
+        try:
+            text, args = operation.bind(variables, profile.readable_lanes(version.policy))
+        except Declined:
+            return None
+        async with services.pool.acquire() as conn:
+            try:
+                row = await conn.fetchrow(text, *args)
+            except (asyncpg.PostgresError, OSError, asyncpg.InterfaceError):
+                # A statement that failed half-way may leave the connection inside an
+                # implicit transaction: it does not go back to the pool as it is.
+                conn.terminate()
+                # The ordinary path runs the same reads and reports the failure its way.
+                log.warning("compiled read failed; answered the ordinary way", exc_info=True)
+                return None
+        if row is None or not row["ok"]:
+            return None
+        return Response(row["body"], headers=over_http.HEADERS, media_type=media_type(request))
+
+
+async def _payload(request: Request) -> tuple[str, dict[str, Any] | None, str | None] | None:
+    """query, variables and operationName of a single GraphQL request, or None."""
+    if request.method == "POST":
+        if "application/json" not in request.headers.get("content-type", ""):
+            return None
+        try:
+            data = orjson.loads(await request.body())
+        except orjson.JSONDecodeError:
+            return None
+    elif request.method == "GET":
+        params = request.query_params
+        raw = params.get("variables")
+        try:
+            variables = orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError:
+            return None
+        data = {
+            "query": params.get("query"),
+            "variables": variables,
+            "operationName": params.get("operationName"),
+            "extensions": params.get("extensions"),
+        }
+    else:
+        return None
+    # Extensions (even malformed ones, which strawberry refuses) go the ordinary way.
+    if not isinstance(data, dict) or data.get("extensions") not in (None, {}):
+        return None
+    query, variables, name = data.get("query"), data.get("variables"), data.get("operationName")
+    if not isinstance(query, str) or not isinstance(name, str | None):
+        return None
+    if not isinstance(variables, dict | None):
+        return None
+    return query, variables, name

@@ -1,0 +1,279 @@
+"""From a validated query to a bound statement: arguments checked as the resolvers check them.
+
+An `Operation` is made once per document and operation name: its response keys as
+`Sel` trees and its argument sites (fields that take arguments). Each request binds
+the sites' arguments, from literals and coerced variables, with the same functions
+the resolvers call; whatever they refuse (a bad id, a page size out of range, a
+cursor from elsewhere) makes the request decline the compiled path, so the
+ordinary path words the refusal. The statement is compiled once per shape of the
+bound arguments (which optional ones are set, how many properties a gather has).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphql import (
+    DocumentNode,
+    FieldNode,
+    FragmentDefinitionNode,
+    GraphQLError,
+    GraphQLField,
+    GraphQLSchema,
+    OperationDefinitionNode,
+    OperationType,
+)
+from graphql.execution.values import get_argument_values, get_variable_values
+
+from gql.compiled.selection import Node, children, collect
+from gql.compiled.variables import Coercer, plain_coercer
+from policies.errors import PolicyError
+from policies.properties import parse_property
+from store.compiled_sql import Compiler, NotCompilable, Sel, Shape
+from store.errors import StoreError
+from store.ids import RECORD_ID
+from store.pages import decode_cursor, page_size
+from store.queries import GatherMode, cursor_time, gather_properties
+from store.resolve import check_record_ident
+
+# The object type each compiled field returns; a field not listed is not compiled.
+FIELDS: dict[str, dict[str, str | None]] = {
+    "Query": {
+        "__typename": None,
+        "record": "Record",
+        "records": "RecordPage",
+        "gather": "RecordPage",
+        "edgeProperty": "EdgeProperty",
+    },
+    "Record": {
+        **dict.fromkeys(
+            [
+                "__typename",
+                "id",
+                "lane",
+                "sourceType",
+                "authority",
+                "content",
+                "version",
+                "createdAt",
+                "updatedAt",
+                "createdBy",
+                "properties",
+            ]
+        ),
+        "edgeProperties": "EdgeProperty",
+        "versions": "Version",
+    },
+    "EdgeProperty": {
+        **dict.fromkeys(["__typename", "id", "property", "label", "value", "memberCount"]),
+        "members": "RecordPage",
+    },
+    "Version": dict.fromkeys(
+        [
+            "__typename",
+            "number",
+            "at",
+            "event",
+            "actor",
+            "content",
+            "properties",
+            "lane",
+            "sourceType",
+            "authority",
+            "policyVersion",
+            "hash",
+        ]
+    ),
+    "RecordPage": {
+        "__typename": None,
+        "totalCount": None,
+        "items": "Record",
+        "pageInfo": "PageInfo",
+    },
+    "PageInfo": dict.fromkeys(["__typename", "hasNextPage", "endCursor"]),
+}
+
+Values = dict[str, Any]
+Binder = Callable[[str, Mapping[str, Any], Sequence[str], Values], Shape]
+
+
+class Declined(Exception):
+    """This request is answered the ordinary way."""
+
+
+@dataclass
+class Site:
+    """A field taking arguments: how to bind them for one request."""
+
+    field: GraphQLField
+    node: FieldNode
+    bind: Binder
+
+
+@dataclass
+class Operation:
+    """A query operation compiled to `Sel` trees, with its statements by argument shape."""
+
+    schema: GraphQLSchema
+    document: DocumentNode
+    operation: OperationDefinitionNode
+    roots: tuple[Sel, ...]
+    sites: list[Site]
+    statements: dict[tuple[Shape, ...], Any] = field(default_factory=dict)
+    plain: Coercer | None = None
+
+    def __post_init__(self) -> None:
+        self.plain = plain_coercer(self.schema, self.operation.variable_definitions or ())
+
+    def bind(
+        self, variables: Mapping[str, Any] | None, lanes: Sequence[str]
+    ) -> tuple[str, list[Any]]:
+        """The statement text and arguments for one request; raises Declined."""
+        coerced = None if self.plain is None else self.plain(variables or {})
+        if coerced is None:
+            general = get_variable_values(
+                self.schema, self.operation.variable_definitions or (), dict(variables or {})
+            )
+            if isinstance(general, list):  # errors: the ordinary path reports them
+                raise Declined()
+            coerced = general
+        values: Values = {"lanes": list(lanes)}
+        shapes = []
+        try:
+            for number, site in enumerate(self.sites):
+                arguments = get_argument_values(site.field, site.node, coerced)
+                shapes.append(site.bind(f"s{number}_", arguments, lanes, values))
+        except (StoreError, PolicyError, GraphQLError, ValueError) as exc:
+            raise Declined() from exc
+        key = tuple(shapes)
+        statement = self.statements.get(key)
+        if statement is None:
+            shapes_by_site = dict(enumerate(shapes))
+            statement = Compiler(shapes_by_site).statement(self.roots)
+            self.statements[key] = statement
+        return statement.text, statement.args(values)
+
+
+def compile_operation(
+    schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode
+) -> Operation:
+    """The operation's trees and sites; raises NotCompilable for what is not covered."""
+    if operation.operation is not OperationType.QUERY or operation.directives:
+        raise NotCompilable("not a plain query")
+    if any(v.directives for v in operation.variable_definitions or ()):
+        raise NotCompilable("variable directives")
+    fragments = {
+        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+    }
+    sites: list[Site] = []
+
+    def tree(nodes: list[Node], type_name: str) -> tuple[Sel, ...]:
+        sels = []
+        for node in nodes:
+            allowed = FIELDS[type_name]
+            if node.name not in allowed:
+                raise NotCompilable(f"{type_name}.{node.name}")
+            site = None
+            binder = BINDERS.get((type_name, node.name))
+            if binder is not None:
+                graphql_type = schema.get_type(type_name)
+                field_def = graphql_type.fields[node.name]  # type: ignore[union-attr]
+                site = len(sites)
+                sites.append(Site(field_def, node.nodes[0], binder))
+            child_type = allowed[node.name]
+            kids: tuple[Sel, ...] = ()
+            if child_type is not None:
+                kids = tree(collect(children(node), fragments, child_type), child_type)
+            sels.append(Sel(node.key, node.name, site, kids))
+        return tuple(sels)
+
+    roots = tree(collect([operation.selection_set], fragments, "Query"), "Query")
+    return Operation(schema, document, operation, roots, sites)
+
+
+# -- binders: each checks its arguments as its resolver does ----------------------
+
+
+def _page(prefix: str, first: int | None, values: Values) -> None:
+    size = page_size(first)
+    values[prefix + "size"], values[prefix + "limit"] = size, size + 1
+
+
+def _bind_record(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    ident = values[prefix + "id"] = check_record_ident(args["id"])
+    values[prefix + "as_of"] = args.get("asOf")
+    return Shape(as_of=args.get("asOf") is not None, prefix=RECORD_ID.match(ident) is None)
+
+
+def _bind_records(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    _page(prefix, args.get("first"), values)
+    lane, source_type = args.get("lane"), args.get("sourceType")
+    chosen = [lane] if lane is not None else lanes
+    # Each lane is read on its own (unnest): once each.
+    values[prefix + "lanes"] = list(dict.fromkeys(x for x in chosen if x in lanes))
+    values[prefix + "source_type"] = source_type
+    key = decode_cursor(args.get("after"), 2)
+    if key is not None:
+        values[prefix + "after_at"], values[prefix + "after_id"] = cursor_time(key[0]), key[1]
+    return Shape(after=key is not None, source_type=source_type is not None)
+
+
+def _bind_gather(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    _page(prefix, args.get("first"), values)
+    props = gather_properties(args["match"])
+    mode = GatherMode((args.get("mode") or GatherMode.INTERSECT).value)
+    asked = args.get("lanes")
+    values[prefix + "lanes"] = list(lanes) if asked is None else [x for x in asked if x in lanes]
+    values[prefix + "as_of"] = args.get("asOf")
+    if not props:
+        return Shape(properties=0)
+    for n, prop in enumerate(props):
+        values[f"{prefix}label_{n}"], values[f"{prefix}value_{n}"] = prop.label, prop.value
+    timeline = mode is GatherMode.TIMELINE
+    key = decode_cursor(args.get("after"), 2 if timeline else 1)
+    if key is not None:
+        if timeline:
+            values[prefix + "after_at"] = cursor_time(key[0])
+        values[prefix + "after_id"] = key[-1]
+    return Shape(
+        as_of=args.get("asOf") is not None,
+        after=key is not None,
+        mode=mode,
+        properties=len(props),
+    )
+
+
+def _bind_edge_property(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    prop = parse_property(args["property"])
+    values[prefix + "label"], values[prefix + "value"] = prop.label, prop.value
+    values[prefix + "as_of"] = args.get("asOf")
+    return Shape(as_of=args.get("asOf") is not None)
+
+
+def _bind_members(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    _page(prefix, args.get("first"), values)
+    key = decode_cursor(args.get("after"), 1)
+    if key is not None:
+        values[prefix + "after_id"] = key[0]
+    return Shape(after=key is not None)
+
+
+BINDERS: dict[tuple[str, str], Binder] = {
+    ("Query", "record"): _bind_record,
+    ("Query", "records"): _bind_records,
+    ("Query", "gather"): _bind_gather,
+    ("Query", "edgeProperty"): _bind_edge_property,
+    ("EdgeProperty", "members"): _bind_members,
+}

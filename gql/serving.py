@@ -1,0 +1,68 @@
+"""uvicorn's HTTP protocol with one socket write per response instead of two.
+
+uvicorn writes a response's head when the app sends `http.response.start` and its
+body at `http.response.body`: two write system calls for every small answer. On
+this kind of machine a system call costs more than the whole compiled read in
+Python, so the transport below gathers what one step of the event loop writes and
+hands it to the socket at once, one loop iteration later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+
+class _GatheringTransport:
+    """A transport that passes the writes of one loop iteration on as one write."""
+
+    def __init__(self, transport: Any) -> None:
+        self._transport = transport
+        self._pending: list[bytes] = []
+        self._loop = asyncio.get_running_loop()
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not self._pending:
+            self._loop.call_soon(self._flush)
+        self._pending.append(bytes(data))
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        data = b"".join(self._pending)
+        self._pending.clear()
+        if not self._transport.is_closing():
+            self._transport.write(data)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def write_eof(self) -> None:
+        self._flush()
+        self._transport.write_eof()
+
+    def abort(self) -> None:
+        self._pending.clear()
+        self._transport.abort()
+
+    def get_write_buffer_size(self) -> int:
+        held: int = self._transport.get_write_buffer_size()
+        return held + sum(map(len, self._pending))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+class GatheringHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol on a `_GatheringTransport`."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, only alike.
+        super().connection_made(_GatheringTransport(transport))  # type: ignore[arg-type]

@@ -1,0 +1,82 @@
+"""The audit trail's reads: events in feed order, filtered to the lanes the caller may read."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from store._sql import Params, Statement
+from store.errors import InvalidInputError
+from store.pages import Page, page_size
+from store.records import AuditEvent
+from store.snapshot import Reader
+
+EVENT_COLUMNS = (
+    "e.seq, e.id, e.kind, e.record_id, e.lane, e.actor, e.at, e.payload, e.version_before, "
+    "e.version_after, e.object_kind"
+)
+
+
+@functools.cache
+def _audit_statement(record: bool, kinds: bool, after: bool) -> Statement:
+    p = Params()
+    # Events with no lane (policy changes) concern everyone.
+    where = f"(e.lane = ANY({p('lanes', 'text[]')}) OR e.lane IS NULL)"
+    if record:
+        where += f" AND e.record_id = {p('record_id')}"
+    if kinds:
+        where += f" AND e.kind = ANY({p('kinds', 'text[]')})"
+    keyed = f"AND e.seq > {p('after')}" if after else ""
+    return p.statement(
+        f"""SELECT c.total, q.* FROM (SELECT count(*) AS total FROM audit_events e WHERE {where}) c
+        LEFT JOIN LATERAL (
+          SELECT {EVENT_COLUMNS} FROM audit_events e WHERE {where} {keyed}
+          ORDER BY e.seq LIMIT {p("limit")}
+        ) q ON true"""
+    )
+
+
+async def audit(
+    db: Reader,
+    lanes: Sequence[str],
+    record_id: str | None,
+    kinds: Sequence[str] | None,
+    first: int | None,
+    after: str | None,
+) -> Page[AuditEvent]:
+    """Audit events in feed order (newest last), with their total count, in one statement."""
+    size = page_size(first)
+    values: dict[str, Any] = {
+        "lanes": list(lanes),
+        "record_id": record_id,
+        "kinds": list(kinds or []),
+        "after": None if after is None else feed_position(after),
+        "limit": size + 1,
+    }
+    statement = _audit_statement(record_id is not None, bool(kinds), after is not None)
+    rows = await db.fetch(statement.text, *statement.args(values))
+    events = [AuditEvent.from_row(row) for row in rows if row["seq"] is not None]
+    has_next = len(events) > size
+    events = events[:size]
+    return Page(events, rows[0]["total"], has_next, str(events[-1].seq) if events else None)
+
+
+def feed_position(cursor: str) -> int:
+    """An audit cursor is the event's position in the feed, as a decimal string."""
+    if not cursor.isdigit() or len(cursor) > 18:
+        raise InvalidInputError(
+            f"cursor '{cursor[:40]}' is not an audit cursor; pass an event's cursor or endCursor"
+        )
+    return int(cursor)
+
+
+_AUDIT_EVENT = f"""
+SELECT {EVENT_COLUMNS} FROM audit_events e
+WHERE e.id = $1 AND (e.lane = ANY($2::text[]) OR e.lane IS NULL)
+"""
+
+
+async def audit_event(db: Reader, event_id: str, lanes: Sequence[str]) -> AuditEvent | None:
+    row = await db.fetchrow(_AUDIT_EVENT, event_id, list(lanes))
+    return None if row is None else AuditEvent.from_row(row)

@@ -1,0 +1,65 @@
+"""The plain variable coercer gives exactly what graphql-core gives, or steps aside."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from graphql import OperationDefinitionNode, parse
+from graphql.execution.values import get_variable_values
+
+from gql.compiled.variables import plain_coercer
+from gql.schema import schema
+
+DOCUMENT = """
+query($id: ID!, $maybe: ID, $s: String, $n: Int, $b: Boolean, $match: [String!]!,
+      $lanes: [String!]) { __typename }
+"""
+VALUES: dict[str, list[Any]] = {
+    "id": ["sr_1", 7, None, 1.5, True, [], "x" * 40],
+    "maybe": ["a", None, 3],
+    "s": ["text", 1, None, False],
+    "n": [0, 2**31 - 1, 2**31, -(2**31), 3.0, True, "4", None],
+    "b": [True, False, 0, None, "true"],
+    "match": [["a:b"], [], ["a", None], "a:b", None, [1]],
+    "lanes": [None, ["x", "y"], ("x",), "x"],
+}
+
+
+def described(sources: dict[str, Any]) -> dict[str, Any]:
+    """Sources compared by content (signatures are new objects on each coercion)."""
+    return {
+        name: (s.signature.name, str(s.signature.type), s.signature.default, s.value)
+        for name, s in sources.items()
+    }
+
+
+def test_each_value_coerces_as_graphql_core_or_not_at_all() -> None:
+    [operation] = parse(DOCUMENT).definitions
+    assert isinstance(operation, OperationDefinitionNode)
+    definitions = operation.variable_definitions
+    coerce = plain_coercer(schema._schema, definitions)
+    assert coerce is not None
+    names = list(VALUES)
+    checked = 0
+    for combination in itertools.product(*(VALUES[n] + ["<missing>"] for n in names)):
+        inputs = {n: v for n, v in zip(names, combination, strict=True) if v != "<missing>"}
+        plain = coerce(inputs)
+        if plain is None:
+            continue
+        general = get_variable_values(schema._schema, definitions, inputs)
+        assert not isinstance(general, list), (inputs, general)
+        assert plain.coerced == general.coerced, inputs
+        assert described(plain.sources) == described(general.sources), inputs
+        checked += 1
+    assert checked > 100
+
+
+def test_defaults_and_custom_scalars_are_left_to_graphql_core() -> None:
+    for document in (
+        'query($a: String = "x") { __typename }',
+        "query($t: DateTime) { __typename }",
+    ):
+        [operation] = parse(document).definitions
+        assert isinstance(operation, OperationDefinitionNode)
+        assert plain_coercer(schema._schema, operation.variable_definitions) is None

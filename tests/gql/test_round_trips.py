@@ -1,0 +1,100 @@
+"""Statements per request on the read pool: one for a compiled read, a few otherwise."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from tests.conftest import GatewayFactory
+from tests.gql._api import GATHER, RECORD, ingest, unique
+from tests.support import Gateway
+
+RECORDS = """
+query($first: Int) { records(first: $first) { totalCount items { id content properties }
+  pageInfo { hasNextPage endCursor } } }
+"""
+RECORDS_PAGE = "{ records(first: 5) { items { id content } pageInfo { endCursor } } }"
+NESTED = """
+query($id: ID!) { record(id: $id) { id edgeProperties { property memberCount
+  members(first: 3) { totalCount items { id versions { number } } } } } }
+"""
+
+
+@asynccontextmanager
+async def statements(gateway: Gateway) -> AsyncIterator[list[str]]:
+    """Every statement the gateway's read pool runs inside the block."""
+    assert gateway.state is not None
+    pool = gateway.state["services"].pool
+    seen: list[str] = []
+
+    def log(record: Any) -> None:
+        seen.append(record.query)
+
+    # Holding every connection at once reaches each one of them.
+    held = [await pool.acquire() for _ in range(pool.get_max_size())]
+    for conn in held:
+        conn.add_query_logger(log)
+    for conn in held:
+        await pool.release(conn)
+    try:
+        yield seen
+    finally:
+        held = [await pool.acquire() for _ in range(pool.get_max_size())]
+        for conn in held:
+            conn.remove_query_logger(log)
+        for conn in held:
+            await pool.release(conn)
+
+
+@pytest.fixture(scope="module")
+async def data(start_gateway: GatewayFactory) -> tuple[Gateway, Gateway, dict[str, Any]]:
+    compiled = await start_gateway(anonymous_agent="dev")
+    plain = await start_gateway(
+        anonymous_agent="dev", database_url=compiled.database_url, compiled_reads=False
+    )
+    tag = f"org:{unique('rt')}"
+    ids = [(await ingest(compiled, f"rt {n}", [tag, f"topic:t{n % 2}"]))["id"] for n in range(4)]
+    return compiled, plain, {"id": ids[0], "match": [tag, "topic:t0"], "first": 2}
+
+
+async def count(gateway: Gateway, query: str, variables: dict[str, Any]) -> int:
+    await gateway.data(query, variables)  # prepared, cached, policy read: warm
+    async with statements(gateway) as seen:
+        await gateway.data(query, variables)
+        await asyncio.sleep(0)
+    return len(seen)
+
+
+@pytest.mark.parametrize(
+    ("name", "query"),
+    [("record", RECORD), ("gather", GATHER), ("records", RECORDS), ("page", RECORDS_PAGE)],
+)
+async def test_a_compiled_read_is_one_statement(
+    data: tuple[Gateway, Gateway, dict[str, Any]], name: str, query: str
+) -> None:
+    compiled, _, variables = data
+    assert await count(compiled, query, variables) == 1
+
+
+async def test_nested_pages_and_versions_are_still_one_statement(
+    data: tuple[Gateway, Gateway, dict[str, Any]],
+) -> None:
+    compiled, _, variables = data
+    assert await count(compiled, NESTED, variables) == 1
+
+
+@pytest.mark.parametrize(
+    ("query", "most"),
+    # BEGIN, the statements, ROLLBACK: one snapshot, a fixed number whatever the data;
+    # nested members pages are one statement each (two edge properties here).
+    [(RECORD, 4), (GATHER, 4), (RECORDS, 4), (NESTED, 11)],
+)
+async def test_the_ordinary_path_stays_within_a_few_statements(
+    data: tuple[Gateway, Gateway, dict[str, Any]], query: str, most: int
+) -> None:
+    _, plain, variables = data
+    assert await count(plain, query, variables) <= most
