@@ -74,8 +74,8 @@ APPLICATION_NAME = "edgeloom-feed"
 REPLAY_PAGE = 500
 
 _EVENT_COLUMNS = (
-    "seq, id, kind, record_id, lane, actor, at, payload, version_before, version_after, object_kind, "
-    "txid::text::bigint AS txid"
+    "seq, id, kind, record_id, lane, actor, at, payload, version_before, version_after, "
+    "object_kind, txid::text::bigint AS txid"
 )
 # The snapshot of the current transaction; in REPEATABLE READ every later statement
 # of the transaction sees exactly what it describes.
