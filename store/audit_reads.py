@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from store._sql import Params, Statement
-from store.errors import InvalidInputError
+from store.errors import InvalidIdError, InvalidInputError
+from store.events import check_kinds
+from store.ids import EVENT_ID
 from store.pages import Page, page_size
 from store.records import AuditEvent
 from store.snapshot import Reader
@@ -47,6 +49,8 @@ async def audit(
 ) -> Page[AuditEvent]:
     """Audit events in feed order (newest last), with their total count, in one statement."""
     size = page_size(first)
+    if kinds is not None:
+        kinds = check_kinds(kinds)
     values: dict[str, Any] = {
         "lanes": list(lanes),
         "record_id": record_id,
@@ -78,5 +82,8 @@ WHERE e.id = $1 AND (e.lane = ANY($2::text[]) OR e.lane IS NULL)
 
 
 async def audit_event(db: Reader, event_id: str, lanes: Sequence[str]) -> AuditEvent | None:
+    """The event, if the caller may read it; an id of another shape is refused, not missed."""
+    if not EVENT_ID.match(event_id):
+        raise InvalidIdError(event_id, "'ae_' followed by 32 hex characters, as `audit` gives")
     row = await db.fetchrow(_AUDIT_EVENT, event_id, list(lanes))
     return None if row is None else AuditEvent.from_row(row)

@@ -6,6 +6,10 @@ take them from this list, so none of them changes when a kind is added.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from store.errors import InvalidInputError
+
 RECORD_EVENT_KINDS = (
     "sr_ingested",
     "sr_updated",
@@ -31,3 +35,16 @@ EVENT_KINDS: tuple[str, ...] = (
     *CORRECTION_EVENT_KINDS,
     *POLICY_EVENT_KINDS,
 )
+
+
+def check_kinds(kinds: Sequence[str] | None) -> list[str]:
+    """The kinds asked for, all known, each once; None means every kind."""
+    if kinds is None:
+        return list(EVENT_KINDS)
+    unknown = [k for k in kinds if k not in EVENT_KINDS]
+    if unknown:
+        raise InvalidInputError(
+            f"unknown event kind(s) {unknown}; the kinds are {list(EVENT_KINDS)}",
+            allowed=list(EVENT_KINDS),
+        )
+    return list(dict.fromkeys(kinds))

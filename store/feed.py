@@ -62,7 +62,6 @@ from sqlalchemy.types import UserDefinedType
 
 from store import tables as t
 from store.errors import InvalidInputError
-from store.events import EVENT_KINDS
 from store.pool import plain_url
 from store.records import AuditEvent
 
@@ -364,19 +363,6 @@ class _PgSnapshot(UserDefinedType[str]):
 
     def get_col_spec(self, **kw: object) -> str:
         return "pg_snapshot"
-
-
-def check_kinds(kinds: Sequence[str] | None) -> list[str]:
-    """The kinds asked for, all known; None means every kind."""
-    if kinds is None:
-        return list(EVENT_KINDS)
-    unknown = [k for k in kinds if k not in EVENT_KINDS]
-    if unknown:
-        raise InvalidInputError(
-            f"unknown event kind(s) {unknown}; the kinds are {list(EVENT_KINDS)}",
-            allowed=list(EVENT_KINDS),
-        )
-    return list(dict.fromkeys(kinds))
 
 
 async def take_snapshot(engine: AsyncEngine) -> Snapshot:

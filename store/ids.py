@@ -8,6 +8,7 @@ import uuid
 
 EP_SCHEMA = "epg/1"
 RECORD_ID = re.compile(r"^sr_[0-9a-f]{32}$")
+EVENT_ID = re.compile(r"^ae_[0-9a-f]{32}$")
 RECORD_PREFIX = re.compile(r"^sr_[0-9a-f]{6,31}$")
 MIN_PREFIX = 6
 

@@ -17,6 +17,7 @@ from gql.types import AuditEvent, Info
 from policies.errors import PolicyError
 from store import feed, policy_store
 from store.errors import InvalidInputError, NoPolicyError, StoreError
+from store.events import check_kinds
 
 log = logging.getLogger("edgeloom.feed")
 
@@ -148,7 +149,7 @@ async def _audit_events(
     if hub is None:
         raise FeedUnavailableError()
     rights = _Rights(context, hub)
-    wanted_kinds = feed.check_kinds(kinds)
+    wanted_kinds = check_kinds(kinds)
     readable = await rights.lanes()
     if lanes is not None:
         unreadable = [lane for lane in lanes if lane not in readable]

@@ -288,3 +288,18 @@ async def test_get_runs_queries_and_refuses_mutations_as_json(gateway: Gateway) 
 
     response = await gateway.client.put(gateway.graphql_url, json={"query": "{ labels { label } }"})
     assert response.status_code == 405
+
+
+async def test_unknown_audit_kinds_are_refused_naming_the_known_ones(gateway: Gateway) -> None:
+    error = await gateway.error('{ audit(kinds: ["sr_ingested", "typo"]) { totalCount } }')
+    assert error["extensions"]["code"] == "BAD_USER_INPUT"
+    assert error["message"].startswith("unknown event kind(s) ['typo']; the kinds are [")
+    assert "sr_ingested" in error["extensions"]["allowed"]
+
+
+async def test_a_malformed_audit_event_id_is_refused_not_missing(gateway: Gateway) -> None:
+    error = await gateway.error('{ auditEvent(id: "ae_nope") { id } }')
+    assert error["extensions"]["code"] == "BAD_USER_INPUT"
+    assert "'ae_nope' is not a valid id; expected 'ae_' followed by 32 hex" in error["message"]
+    missing = await gateway.data('{ auditEvent(id: "ae_00000000000000000000000000000000") { id } }')
+    assert missing["auditEvent"] is None
