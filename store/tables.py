@@ -102,8 +102,9 @@ records = Table(
 
 # Projection: hyperedge membership with the transaction-time interval in which the
 # record carried it, so a gather at any point in time is an index scan. The current
-# membership has recorded_to NULL. Every index that reads filter by holds the lane,
-# so the lane filter is applied inside the index whatever the statistics say.
+# membership has recorded_to NULL. Every index that reads filter by leads with the
+# lane, so the lane filter is an index condition whatever the statistics say and on
+# every PostgreSQL version (15 uses `lane = ANY(...)` only on a leading column).
 edge_properties = Table(
     "edge_properties",
     metadata,
@@ -119,13 +120,13 @@ edge_properties = Table(
     Index("uq_edge_properties_id_from_version", "id", "from_version", unique=True),
     Index(
         "ix_edge_properties_current",
+        "lane",
         "label",
         "value",
-        "lane",
         "record_id",
         postgresql_where=text("recorded_to IS NULL"),
     ),
-    Index("ix_edge_properties_history", "label", "value", "lane", "recorded_from"),
+    Index("ix_edge_properties_history", "lane", "label", "value", "recorded_from"),
     Index("ix_edge_properties_record_id", "record_id"),
 )
 
