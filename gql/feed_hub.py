@@ -5,17 +5,24 @@ audit table only while someone subscribes; each batch it reads is offered to eve
 subscriber whose lane and kind filters match, with `put_nowait`: a subscriber that
 cannot keep up is closed (told where to resume), never waited for, so one slow
 reader slows neither the writers nor the other subscribers.
+
+Subscribers that ran the same operation (document, variables, so the same filters)
+are a group: they are handed one `Batch` object per read, and whatever is computed
+from it for a given set of rights (the rendered messages) is computed once, by the
+first of them to ask, and shared by the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import enum
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Hashable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -42,6 +49,10 @@ class FeedOptions:
     queue_batches: int = 256
     start_timeout_seconds: float = 10.0
     token_recheck_seconds: float = 2.0
+    # Render each event once per group of subscribers running the same operation under
+    # the same rights, and send them all the same message. Off, every subscriber's
+    # events are executed on their own: the reference the shared rendering is held to.
+    share_renderings: bool = True
 
 
 class FeedUnavailableError(StoreError):
@@ -53,16 +64,57 @@ class FeedUnavailableError(StoreError):
         )
 
 
-Item = tuple[FeedEvent, ...] | Closed
+Rendered = Mapping[int, str | None]
+"""Pre-encoded message payloads by event seq; None where an event must be executed alone."""
+
+
+@dataclass(eq=False)
+class Batch:
+    """The events of one read that a group of subscribers wants, in feed order.
+
+    Every subscriber of the group gets this same object, so what they derive from it
+    under equal rights is derived once (`rendered`).
+    """
+
+    events: tuple[FeedEvent, ...]
+    _renders: dict[Hashable, asyncio.Task[Rendered]] = field(default_factory=dict)
+
+    async def rendered(
+        self, rights: Hashable, render: Callable[[], Coroutine[Any, Any, Rendered]]
+    ) -> Rendered:
+        """The rendering for `rights`, made by the first caller; later callers wait for it.
+
+        It runs as a task of its own, so a subscriber that leaves while it runs does not
+        cancel it for the others; `render` must not raise (it answers "not shared"
+        instead), since no one may be left to retrieve the error.
+        """
+        task = self._renders.get(rights)
+        if task is None:
+            # A fresh context: the rendering is no subscriber's operation.
+            task = asyncio.create_task(render(), context=contextvars.Context())
+            self._renders[rights] = task
+        return await asyncio.shield(task)
+
+
+Item = Batch | Closed
 
 
 @dataclass(eq=False)
 class Subscriber:
-    """One subscription's filters and queue; events for it arrive in feed order."""
+    """One subscription's filters and queue; events for it arrive in feed order.
+
+    `share` names the operation it runs (None: it shares nothing); subscribers with
+    equal filters and `share` receive the same `Batch` objects.
+    """
 
     lanes: frozenset[str] | None
     kinds: frozenset[str]
     queue: asyncio.Queue[Item]
+    share: Hashable | None = None
+
+    @property
+    def group(self) -> Hashable:
+        return (self.lanes, self.kinds, self.share)
 
     def wants(self, event: FeedEvent) -> bool:
         e = event.event
@@ -123,7 +175,7 @@ class FeedHub:
 
     @asynccontextmanager
     async def subscribe(
-        self, lanes: Sequence[str] | None, kinds: Sequence[str]
+        self, lanes: Sequence[str] | None, kinds: Sequence[str], share: Hashable | None = None
     ) -> AsyncIterator[Subscriber]:
         """Register a subscriber for as long as the block runs.
 
@@ -134,6 +186,7 @@ class FeedHub:
             lanes=None if lanes is None else frozenset(lanes),
             kinds=frozenset(kinds),
             queue=asyncio.Queue(maxsize=self.options.queue_batches),
+            share=share,
         )
         self._subscribers.add(subscriber)
         try:
@@ -145,12 +198,19 @@ class FeedHub:
             self._subscribers.discard(subscriber)
 
     def _fan_out(self, events: Sequence[FeedEvent]) -> None:
+        # Filtered once per group, not once per subscriber.
+        batches: dict[Hashable, Batch | None] = {}
         for subscriber in list(self._subscribers):
-            mine = tuple(e for e in events if subscriber.wants(e))
-            if not mine:
+            group = subscriber.group
+            if group in batches:
+                batch = batches[group]
+            else:
+                mine = tuple(e for e in events if subscriber.wants(e))
+                batch = batches[group] = Batch(mine) if mine else None
+            if batch is None:
                 continue
             try:
-                subscriber.queue.put_nowait(mine)
+                subscriber.queue.put_nowait(batch)
             except asyncio.QueueFull:
                 self._close(subscriber, Closed.TOO_SLOW)
 
