@@ -26,9 +26,11 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from store import tokens
+from store import policy_store, tokens
 from store.errors import StoreError
 from store.feed import FeedEvent, FeedReader
+from store.policy_store import PolicyCache, PolicyVersion
+from store.pool import Pool
 
 
 class Closed(enum.Enum):
@@ -93,6 +95,8 @@ class Batch:
             # A fresh context: the rendering is no subscriber's operation.
             task = asyncio.create_task(render(), context=contextvars.Context())
             self._renders[rights] = task
+        if task.done():
+            return task.result()  # the common case: most of the group comes later
         return await asyncio.shield(task)
 
 
@@ -109,7 +113,8 @@ class Subscriber:
 
     lanes: frozenset[str] | None
     kinds: frozenset[str]
-    queue: asyncio.Queue[Item]
+    # None: nothing new, a nudge from the hub to recheck what may have changed.
+    queue: asyncio.Queue[Item | None]
     share: Hashable | None = None
 
     @property
@@ -123,13 +128,9 @@ class Subscriber:
         # Lane-less events (policy changes) concern every lane.
         return self.lanes is None or e.lane is None or e.lane in self.lanes
 
-    async def next(self, timeout: float) -> Item | None:
-        """The next batch, or None when `timeout` passes first."""
-        try:
-            async with asyncio.timeout(timeout):
-                return await self.queue.get()
-        except TimeoutError:
-            return None
+    async def next(self) -> Item | None:
+        """The next batch, or None when the hub nudges an idle subscriber."""
+        return await self.queue.get()
 
 
 @dataclass
@@ -147,7 +148,11 @@ class FeedHub:
     options: FeedOptions = field(default_factory=FeedOptions)
     _subscribers: set[Subscriber] = field(default_factory=set)
     _task: asyncio.Task[None] | None = None
+    _nudges: asyncio.Task[None] | None = None
     _tokens: dict[str, _TokenCheck] = field(default_factory=dict)
+    # When the read-side policy cache goes stale, the subscribers handed one batch all
+    # ask for the policy at once; one reads it, the rest then find it cached.
+    _policy_read: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def __post_init__(self) -> None:
         self.reader = FeedReader(
@@ -164,14 +169,31 @@ class FeedHub:
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self.reader.run(), name="edgeloom-feed")
+        self._nudges = asyncio.create_task(self._nudge_idle(), name="edgeloom-feed-nudges")
 
     async def stop(self) -> None:
         for subscriber in list(self._subscribers):
             self._close(subscriber, Closed.STOPPING)
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        for task in (self._task, self._nudges):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _nudge_idle(self) -> None:
+        """Wake every subscriber with nothing queued, twice per token recheck interval,
+        so that a quiet feed still notices a revoked token: one timer for the process
+        instead of a timeout around every subscriber's every wait."""
+        while True:
+            await asyncio.sleep(self.options.token_recheck_seconds / 2)
+            for subscriber in list(self._subscribers):
+                if subscriber.queue.empty():
+                    subscriber.queue.put_nowait(None)
+
+    async def policy(self, pool: Pool, cache: PolicyCache) -> PolicyVersion | None:
+        """The policy in force for reads (`policy_store.current`), read once for a crowd."""
+        async with self._policy_read:
+            return await policy_store.current(pool, cache)
 
     @asynccontextmanager
     async def subscribe(

@@ -31,7 +31,7 @@ from gql.feed_hub import Closed, FeedHub, FeedUnavailableError, Rendered
 from gql.types import AuditEvent, Info
 from gql.websocket import Outlet, current_outlet
 from policies.errors import PolicyError
-from store import feed, policy_store
+from store import feed
 from store.errors import InvalidInputError, NoPolicyError, StoreError
 from store.policy_store import PolicyVersion
 
@@ -103,7 +103,7 @@ class _Rights:
 
     async def lanes(self) -> frozenset[str]:
         services = self.context.services
-        in_force = await policy_store.current(services.pool, services.policies)
+        in_force = await self.hub.policy(services.pool, services.policies)
         if in_force is None:
             raise NoPolicyError()
         if in_force.version != self._version:
@@ -273,7 +273,7 @@ async def _audit_events(
                         yield AuditEvent.from_domain(item.event)
                         last = str(item.seq)
         while True:
-            batch = await subscriber.next(hub.options.token_recheck_seconds)
+            batch = await subscriber.next()
             await rights.check_token()
             if batch is None:
                 continue
