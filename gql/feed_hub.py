@@ -19,6 +19,7 @@ import contextlib
 import contextvars
 import enum
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Hashable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -55,6 +56,8 @@ class FeedOptions:
     # the same rights, and send them all the same message. Off, every subscriber's
     # events are executed on their own: the reference the shared rendering is held to.
     share_renderings: bool = True
+    # Subscribers woken per turn of the event loop when an event reaches many.
+    wakes_per_turn: int = 16
 
 
 class FeedUnavailableError(StoreError):
@@ -149,6 +152,10 @@ class FeedHub:
     _subscribers: set[Subscriber] = field(default_factory=set)
     _task: asyncio.Task[None] | None = None
     _nudges: asyncio.Task[None] | None = None
+    _dispatcher: asyncio.Task[None] | None = None
+    # What the reader handed out, in order, not yet offered to every subscriber.
+    _pending: deque[Sequence[FeedEvent]] = field(default_factory=deque)
+    _handed_out: asyncio.Event = field(default_factory=asyncio.Event)
     _tokens: dict[str, _TokenCheck] = field(default_factory=dict)
     # When the read-side policy cache goes stale, the subscribers handed one batch all
     # ask for the policy at once; one reads it, the rest then find it cached.
@@ -169,12 +176,13 @@ class FeedHub:
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self.reader.run(), name="edgeloom-feed")
+        self._dispatcher = asyncio.create_task(self._dispatch(), name="edgeloom-feed-fan-out")
         self._nudges = asyncio.create_task(self._nudge_idle(), name="edgeloom-feed-nudges")
 
     async def stop(self) -> None:
         for subscriber in list(self._subscribers):
             self._close(subscriber, Closed.STOPPING)
-        for task in (self._task, self._nudges):
+        for task in (self._task, self._dispatcher, self._nudges):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -202,7 +210,8 @@ class FeedHub:
         """Register a subscriber for as long as the block runs.
 
         On entry the reader is live: every event it has not handed out yet will
-        reach this subscriber's queue (if the filters match).
+        reach this subscriber's queue (if the filters match); so may some it handed
+        out just before, visible to any snapshot taken after entry.
         """
         subscriber = Subscriber(
             lanes=None if lanes is None else frozenset(lanes),
@@ -220,9 +229,32 @@ class FeedHub:
             self._subscribers.discard(subscriber)
 
     def _fan_out(self, events: Sequence[FeedEvent]) -> None:
+        """The reader's sink: the events are offered to the subscribers by `_dispatch`."""
+        self._pending.append(events)
+        self._handed_out.set()
+
+    async def _dispatch(self) -> None:
+        """Offer each read's events to every subscriber, reads in order.
+
+        A subscriber runs (renders, sends) as soon as its queue gets a batch, so
+        waking hundreds at once would run all their deliveries back to back, and
+        every request and query of the process would wait for the lot. Subscribers
+        are woken `wakes_per_turn` at a time instead, with a turn of the event loop
+        between, so that other work goes on while an event spreads.
+        """
+        while True:
+            await self._handed_out.wait()
+            self._handed_out.clear()
+            while self._pending:
+                await self._offer(self._pending.popleft())
+
+    async def _offer(self, events: Sequence[FeedEvent]) -> None:
         # Filtered once per group, not once per subscriber.
         batches: dict[Hashable, Batch | None] = {}
+        woken = 0
         for subscriber in list(self._subscribers):
+            if subscriber not in self._subscribers:
+                continue  # gone, or closed, during an earlier turn
             group = subscriber.group
             if group in batches:
                 batch = batches[group]
@@ -235,6 +267,9 @@ class FeedHub:
                 subscriber.queue.put_nowait(batch)
             except asyncio.QueueFull:
                 self._close(subscriber, Closed.TOO_SLOW)
+            woken += 1
+            if woken % self.options.wakes_per_turn == 0:
+                await asyncio.sleep(0)
 
     def _close(self, subscriber: Subscriber, why: Closed) -> None:
         """Stop feeding a subscriber and tell it why, in place of what it had queued.
