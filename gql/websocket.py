@@ -13,12 +13,14 @@ same operation, and each socket only splices its operation id in front.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Awaitable, Callable, Hashable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from graphql import GraphQLError
+from graphql import FieldNode, GraphQLError, Node, VariableNode, get_operation_ast, parse, visit
+from graphql.language.visitor import SKIP, Visitor, VisitorAction
 from starlette.websockets import WebSocketDisconnect
 from strawberry.asgi import ASGIWebSocketAdapter
 from strawberry.http.exceptions import WebSocketDisconnected
@@ -75,13 +77,56 @@ class Outlet:
 
     @property
     def share(self) -> Hashable:
-        """Operations with equal keys render every event alike under equal rights."""
-        return (self.query, self.operation_name, json.dumps(self.variables, sort_keys=True))
+        """Operations with equal keys render every event alike under equal rights.
+
+        Variables used only in the arguments of the root field (a resume's `after`)
+        decide which events the stream yields, not how one renders, so they are left
+        out: subscribers resuming from different cursors share renderings once live.
+        """
+        root_only = _root_argument_variables(self.query, self.operation_name)
+        rendering = {k: v for k, v in (self.variables or {}).items() if k not in root_only}
+        return (self.query, self.operation_name, json.dumps(rendering, sort_keys=True))
 
     async def send(self, payload: str) -> None:
         """Send `payload` (an encoded result: `{"data":...}`) as this operation's message."""
         if self.open():
             await self.send_text(self.head + payload + "}")
+
+
+class _VariableUses(Visitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.uses: Counter[str] = Counter()
+
+    def enter_variable_definition(self, *_: object) -> VisitorAction:
+        return SKIP  # a declaration, not a use
+
+    def enter_variable(self, node: VariableNode, *_: object) -> None:
+        self.uses[node.name.value] += 1
+
+
+def _uses(node: Node) -> Counter[str]:
+    visitor = _VariableUses()
+    visit(node, visitor)
+    return visitor.uses
+
+
+def _root_argument_variables(query: str, operation_name: str | None) -> frozenset[str]:
+    """The variables used nowhere but in the arguments of the operation's root fields."""
+    try:
+        document = parse(query)
+    except GraphQLError:
+        return frozenset()
+    operation = get_operation_ast(document, operation_name)
+    if operation is None:
+        return frozenset()
+    in_arguments: Counter[str] = Counter()
+    for selection in operation.selection_set.selections:
+        if isinstance(selection, FieldNode):
+            for argument in selection.arguments or ():
+                in_arguments.update(_uses(argument))
+    everywhere = _uses(document)
+    return frozenset(name for name, count in in_arguments.items() if everywhere[name] == count)
 
 
 current_outlet: ContextVar[Outlet | None] = ContextVar("edgeloom_outlet", default=None)
