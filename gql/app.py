@@ -41,7 +41,7 @@ from gql.graphiql import STATIC_PATH, graphiql_html, static_app
 from gql.limits import DEFAULT_MAX_BODY, BodySizeLimit, RequestLimitError, check_variables
 from gql.loopback import loopback_problem
 from gql.schema import LIMIT_RULES, MAX_TOKENS, build_schema, schema
-from gql.websocket import TransportWSHandler
+from gql.websocket import LegacyWSHandler, TransportWSHandler
 from policies.errors import UnknownAgentError
 from policies.loader import DEV_POLICY_YAML
 from store import checkpoints, policy_store
@@ -104,6 +104,7 @@ class GraphQLView(GraphQL[Context, None]):
     """Strawberry's ASGI view with our context, auth, limits and offline GraphiQL."""
 
     graphql_transport_ws_handler_class = TransportWSHandler
+    graphql_ws_handler_class = LegacyWSHandler
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -88,9 +89,12 @@ class Context:
 
         A WebSocket's one connection context serves many operations, possibly at
         once: each gets its own policy, snapshot and loaders, so that no operation
-        resets or reads another's.
+        resets or reads another's. A subclass keeps its own fields (the feed's rendering
+        context carries the events it renders).
         """
-        return Context(self.services, self.caller, self.connection_params)
+        return dataclasses.replace(
+            self, _policy=None, _snapshot=None, _record_loaders={}, _versions=None, _counts={}
+        )
 
     def begin_operation(self) -> None:
         """Forget what was learned so far (kept for callers that reuse one context)."""

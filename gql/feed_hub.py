@@ -5,23 +5,33 @@ audit table only while someone subscribes; each batch it reads is offered to eve
 subscriber whose lane and kind filters match, with `put_nowait`: a subscriber that
 cannot keep up is closed (told where to resume), never waited for, so one slow
 reader slows neither the writers nor the other subscribers.
+
+Subscribers that ran the same operation (document, variables, so the same filters)
+are a group: they are handed one `Batch` object per read, and whatever is computed
+from it for a given set of rights (the rendered messages) is computed once, by the
+first of them to ask, and shared by the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import enum
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Coroutine, Hashable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from store import tokens
+from store import policy_store, tokens
 from store.errors import StoreError
 from store.feed import FeedEvent, FeedReader
+from store.policy_store import PolicyCache, PolicyVersion
+from store.pool import Pool
 
 
 class Closed(enum.Enum):
@@ -42,6 +52,12 @@ class FeedOptions:
     queue_batches: int = 256
     start_timeout_seconds: float = 10.0
     token_recheck_seconds: float = 2.0
+    # Render each event once per group of subscribers running the same operation under
+    # the same rights, and send them all the same message. Off, every subscriber's
+    # events are executed on their own: the reference the shared rendering is held to.
+    share_renderings: bool = True
+    # Subscribers woken per turn of the event loop when an event reaches many.
+    wakes_per_turn: int = 16
 
 
 class FeedUnavailableError(StoreError):
@@ -53,16 +69,60 @@ class FeedUnavailableError(StoreError):
         )
 
 
-Item = tuple[FeedEvent, ...] | Closed
+Rendered = Mapping[int, str | None]
+"""Pre-encoded message payloads by event seq; None where an event must be executed alone."""
+
+
+@dataclass(eq=False)
+class Batch:
+    """The events of one read that a group of subscribers wants, in feed order.
+
+    Every subscriber of the group gets this same object, so what they derive from it
+    under equal rights is derived once (`rendered`).
+    """
+
+    events: tuple[FeedEvent, ...]
+    _renders: dict[Hashable, asyncio.Task[Rendered]] = field(default_factory=dict)
+
+    async def rendered(
+        self, rights: Hashable, render: Callable[[], Coroutine[Any, Any, Rendered]]
+    ) -> Rendered:
+        """The rendering for `rights`, made by the first caller; later callers wait for it.
+
+        It runs as a task of its own, so a subscriber that leaves while it runs does not
+        cancel it for the others; `render` must not raise (it answers "not shared"
+        instead), since no one may be left to retrieve the error.
+        """
+        task = self._renders.get(rights)
+        if task is None:
+            # A fresh context: the rendering is no subscriber's operation.
+            task = asyncio.create_task(render(), context=contextvars.Context())
+            self._renders[rights] = task
+        if task.done():
+            return task.result()  # the common case: most of the group comes later
+        return await asyncio.shield(task)
+
+
+Item = Batch | Closed
 
 
 @dataclass(eq=False)
 class Subscriber:
-    """One subscription's filters and queue; events for it arrive in feed order."""
+    """One subscription's filters and queue; events for it arrive in feed order.
+
+    `share` names the operation it runs (None: it shares nothing); subscribers with
+    equal filters and `share` receive the same `Batch` objects.
+    """
 
     lanes: frozenset[str] | None
     kinds: frozenset[str]
-    queue: asyncio.Queue[Item]
+    # None: nothing new, a nudge from the hub to recheck what may have changed.
+    queue: asyncio.Queue[Item | None]
+    share: Hashable | None = None
+
+    @property
+    def group(self) -> Hashable:
+        return (self.lanes, self.kinds, self.share)
 
     def wants(self, event: FeedEvent) -> bool:
         e = event.event
@@ -71,13 +131,9 @@ class Subscriber:
         # Lane-less events (policy changes) concern every lane.
         return self.lanes is None or e.lane is None or e.lane in self.lanes
 
-    async def next(self, timeout: float) -> Item | None:
-        """The next batch, or None when `timeout` passes first."""
-        try:
-            async with asyncio.timeout(timeout):
-                return await self.queue.get()
-        except TimeoutError:
-            return None
+    async def next(self) -> Item | None:
+        """The next batch, or None when the hub nudges an idle subscriber."""
+        return await self.queue.get()
 
 
 @dataclass
@@ -95,7 +151,15 @@ class FeedHub:
     options: FeedOptions = field(default_factory=FeedOptions)
     _subscribers: set[Subscriber] = field(default_factory=set)
     _task: asyncio.Task[None] | None = None
+    _nudges: asyncio.Task[None] | None = None
+    _dispatcher: asyncio.Task[None] | None = None
+    # What the reader handed out, in order, not yet offered to every subscriber.
+    _pending: deque[Sequence[FeedEvent]] = field(default_factory=deque)
+    _handed_out: asyncio.Event = field(default_factory=asyncio.Event)
     _tokens: dict[str, _TokenCheck] = field(default_factory=dict)
+    # When the read-side policy cache goes stale, the subscribers handed one batch all
+    # ask for the policy at once; one reads it, the rest then find it cached.
+    _policy_read: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def __post_init__(self) -> None:
         self.reader = FeedReader(
@@ -112,28 +176,48 @@ class FeedHub:
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self.reader.run(), name="edgeloom-feed")
+        self._dispatcher = asyncio.create_task(self._dispatch(), name="edgeloom-feed-fan-out")
+        self._nudges = asyncio.create_task(self._nudge_idle(), name="edgeloom-feed-nudges")
 
     async def stop(self) -> None:
         for subscriber in list(self._subscribers):
             self._close(subscriber, Closed.STOPPING)
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        for task in (self._task, self._dispatcher, self._nudges):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _nudge_idle(self) -> None:
+        """Wake every subscriber with nothing queued, twice per token recheck interval,
+        so that a quiet feed still notices a revoked token: one timer for the process
+        instead of a timeout around every subscriber's every wait."""
+        while True:
+            await asyncio.sleep(self.options.token_recheck_seconds / 2)
+            for subscriber in list(self._subscribers):
+                if subscriber.queue.empty():
+                    subscriber.queue.put_nowait(None)
+
+    async def policy(self, pool: Pool, cache: PolicyCache) -> PolicyVersion | None:
+        """The policy in force for reads (`policy_store.current`), read once for a crowd."""
+        async with self._policy_read:
+            return await policy_store.current(pool, cache)
 
     @asynccontextmanager
     async def subscribe(
-        self, lanes: Sequence[str] | None, kinds: Sequence[str]
+        self, lanes: Sequence[str] | None, kinds: Sequence[str], share: Hashable | None = None
     ) -> AsyncIterator[Subscriber]:
         """Register a subscriber for as long as the block runs.
 
         On entry the reader is live: every event it has not handed out yet will
-        reach this subscriber's queue (if the filters match).
+        reach this subscriber's queue (if the filters match); so may some it handed
+        out just before, visible to any snapshot taken after entry.
         """
         subscriber = Subscriber(
             lanes=None if lanes is None else frozenset(lanes),
             kinds=frozenset(kinds),
             queue=asyncio.Queue(maxsize=self.options.queue_batches),
+            share=share,
         )
         self._subscribers.add(subscriber)
         try:
@@ -145,14 +229,47 @@ class FeedHub:
             self._subscribers.discard(subscriber)
 
     def _fan_out(self, events: Sequence[FeedEvent]) -> None:
+        """The reader's sink: the events are offered to the subscribers by `_dispatch`."""
+        self._pending.append(events)
+        self._handed_out.set()
+
+    async def _dispatch(self) -> None:
+        """Offer each read's events to every subscriber, reads in order.
+
+        A subscriber runs (renders, sends) as soon as its queue gets a batch, so
+        waking hundreds at once would run all their deliveries back to back, and
+        every request and query of the process would wait for the lot. Subscribers
+        are woken `wakes_per_turn` at a time instead, with a turn of the event loop
+        between, so that other work goes on while an event spreads.
+        """
+        while True:
+            await self._handed_out.wait()
+            self._handed_out.clear()
+            while self._pending:
+                await self._offer(self._pending.popleft())
+
+    async def _offer(self, events: Sequence[FeedEvent]) -> None:
+        # Filtered once per group, not once per subscriber.
+        batches: dict[Hashable, Batch | None] = {}
+        woken = 0
         for subscriber in list(self._subscribers):
-            mine = tuple(e for e in events if subscriber.wants(e))
-            if not mine:
+            if subscriber not in self._subscribers:
+                continue  # gone, or closed, during an earlier turn
+            group = subscriber.group
+            if group in batches:
+                batch = batches[group]
+            else:
+                mine = tuple(e for e in events if subscriber.wants(e))
+                batch = batches[group] = Batch(mine) if mine else None
+            if batch is None:
                 continue
             try:
-                subscriber.queue.put_nowait(mine)
+                subscriber.queue.put_nowait(batch)
             except asyncio.QueueFull:
                 self._close(subscriber, Closed.TOO_SLOW)
+            woken += 1
+            if woken % self.options.wakes_per_turn == 0:
+                await asyncio.sleep(0)
 
     def _close(self, subscriber: Subscriber, why: Closed) -> None:
         """Stop feeding a subscriber and tell it why, in place of what it had queued.

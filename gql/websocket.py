@@ -1,16 +1,35 @@
-"""graphql-transport-ws as strawberry speaks it, refusing malformed messages with 4400.
+"""The WebSocket protocols as strawberry speaks them, with two additions.
 
-Strawberry indexes into a message before checking its shape, so `[1]` or a string
-payload ended the socket without a close code; here every message is checked first.
+Strawberry indexes into a graphql-transport-ws message before checking its shape, so
+`[1]` or a string payload ended the socket without a close code; here every message
+is checked first (4400).
+
+Each operation's task also gets an `Outlet` (in `current_outlet`), through which a
+subscription resolver may send a `next` (or legacy `data`) message whose payload is
+already encoded: the live feed renders an event once for every subscriber running the
+same operation, and each socket only splices its operation id in front.
 """
 
 from __future__ import annotations
 
-from graphql import GraphQLError
+import json
+from collections import Counter
+from collections.abc import Awaitable, Callable, Hashable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from graphql import FieldNode, GraphQLError, Node, VariableNode, get_operation_ast, parse, visit
+from graphql.language.visitor import SKIP, Visitor, VisitorAction
+from starlette.websockets import WebSocketDisconnect
+from strawberry.asgi import ASGIWebSocketAdapter
+from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
+    Operation,
 )
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import Message
+from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 
 from gql.context import Context
 from gql.limits import RequestLimitError, check_variables
@@ -42,8 +61,125 @@ def message_problem(message: object) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Outlet:
+    """One running operation's way to send a result payload that is already encoded."""
+
+    query: str
+    variables: dict[str, object] | None
+    operation_name: str | None
+    encode: Callable[[object], str]
+    """The transport's JSON encoder, for payloads sent through `send`."""
+    head: str
+    """The operation's message up to its payload: `{"id":"1","type":"next","payload":`."""
+    send_text: Callable[[str], Awaitable[None]]
+    open: Callable[[], bool]
+
+    @property
+    def share(self) -> Hashable:
+        """Operations with equal keys render every event alike under equal rights.
+
+        Variables used only in the arguments of the root field (a resume's `after`)
+        decide which events the stream yields, not how one renders, so they are left
+        out: subscribers resuming from different cursors share renderings once live.
+        """
+        root_only = _root_argument_variables(self.query, self.operation_name)
+        rendering = {k: v for k, v in (self.variables or {}).items() if k not in root_only}
+        return (self.query, self.operation_name, json.dumps(rendering, sort_keys=True))
+
+    async def send(self, payload: str) -> None:
+        """Send `payload` (an encoded result: `{"data":...}`) as this operation's message."""
+        if self.open():
+            await self.send_text(self.head + payload + "}")
+
+
+class _VariableUses(Visitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.uses: Counter[str] = Counter()
+
+    def enter_variable_definition(self, *_: object) -> VisitorAction:
+        return SKIP  # a declaration, not a use
+
+    def enter_variable(self, node: VariableNode, *_: object) -> None:
+        self.uses[node.name.value] += 1
+
+
+def _uses(node: Node) -> Counter[str]:
+    visitor = _VariableUses()
+    visit(node, visitor)
+    return visitor.uses
+
+
+def _root_argument_variables(query: str, operation_name: str | None) -> frozenset[str]:
+    """The variables used nowhere but in the arguments of the operation's root fields."""
+    try:
+        document = parse(query)
+    except GraphQLError:
+        return frozenset()
+    operation = get_operation_ast(document, operation_name)
+    if operation is None:
+        return frozenset()
+    in_arguments: Counter[str] = Counter()
+    for selection in operation.selection_set.selections:
+        if isinstance(selection, FieldNode):
+            for argument in selection.arguments or ():
+                in_arguments.update(_uses(argument))
+    everywhere = _uses(document)
+    return frozenset(name for name, count in in_arguments.items() if everywhere[name] == count)
+
+
+current_outlet: ContextVar[Outlet | None] = ContextVar("edgeloom_outlet", default=None)
+"""The outlet of the operation the current task runs (None: send results the usual way)."""
+
+
+def _outlet(
+    view: Any,
+    websocket: object,
+    envelope: dict[str, str],
+    query: str,
+    variables: dict[str, object] | None,
+    operation_name: str | None,
+    is_open: Callable[[], bool],
+) -> Outlet | None:
+    if not isinstance(websocket, ASGIWebSocketAdapter):
+        return None
+    encode: Callable[[object], str] = view.encode_json_string
+    # The message as the handler would encode it, cut before its payload: spliced
+    # back together it is the same JSON text.
+    whole = encode({**envelope, "payload": None})
+    if not whole.endswith("null}"):
+        return None
+    ws = websocket.ws
+
+    async def send_text(text: str) -> None:
+        try:
+            await ws.send_text(text)
+        except WebSocketDisconnect as exc:
+            raise WebSocketDisconnected from exc
+
+    return Outlet(
+        query, variables, operation_name, encode, whole[: -len("null}")], send_text, is_open
+    )
+
+
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     """Closes the socket with 4400 on a malformed message; refuses oversized variables."""
+
+    async def run_operation(self, operation: Operation[Context, None]) -> None:
+        # Runs as the operation's own task: the outlet is seen by its resolvers only.
+        current_outlet.set(
+            _outlet(
+                self.view,
+                self.websocket,
+                {"id": operation.id, "type": "next"},
+                operation.query,
+                operation.variables,
+                operation.operation_name,
+                lambda: not operation.completed,
+            )
+        )
+        await super().run_operation(operation)
 
     async def handle_message(self, message: Message) -> None:
         problem = message_problem(message)
@@ -61,3 +197,28 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 )
                 return
         await super().handle_message(message)
+
+
+class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
+    """The legacy graphql-ws protocol, with an outlet for each operation."""
+
+    async def handle_async_results(
+        self,
+        operation_id: str,
+        query: str,
+        operation_name: str | None,
+        variables: dict[str, object] | None,
+    ) -> None:
+        # Runs as the operation's own task (see TransportWSHandler.run_operation).
+        current_outlet.set(
+            _outlet(
+                self.view,
+                self.websocket,
+                {"type": "data", "id": operation_id},
+                query,
+                variables,
+                operation_name,
+                lambda: operation_id in self.tasks,
+            )
+        )
+        await super().handle_async_results(operation_id, query, operation_name, variables)

@@ -1,23 +1,44 @@
-"""Subscription resolvers: the live audit feed, filtered by the caller's rights as they are."""
+"""Subscription resolvers: the live audit feed, filtered by the caller's rights as they are.
+
+Live events are rendered once per group of subscribers that run the same operation
+(document and variables) under the same rights (the policy version and the lanes it
+lets them read): the first subscriber of the group to reach a batch executes the
+operation over its events through the schema, as strawberry would for each of them
+(`_render`), and every member sends the same encoded payloads through its socket's
+`Outlet`. An event whose result carries errors or extensions, a replay, and an
+operation without an outlet are executed per subscriber, the ordinary way.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Hashable, Sequence
 from contextlib import aclosing
+from dataclasses import dataclass
+from functools import partial
 
 import strawberry
+from strawberry.http.exceptions import WebSocketDisconnected
+from strawberry.schema.base import BaseSchema
+from strawberry.types.execution import PreExecutionError
 
 from gql.auth import BAD_TOKEN, socket_authorization
-from gql.context import Context
+from gql.context import Caller, Context, Services
 from gql.errors import MASKED_MESSAGE, UnauthenticatedError
-from gql.feed_hub import Closed, FeedHub, FeedUnavailableError
+from gql.feed_hub import Closed, FeedHub, FeedUnavailableError, Rendered
 from gql.types import AuditEvent, Info
+from gql.websocket import Outlet, current_outlet
 from policies.errors import PolicyError
-from store import feed, policy_store
+from store import feed
 from store.errors import InvalidInputError, NoPolicyError, StoreError
 from store.events import check_kinds
+from store.policy_store import PolicyVersion
+
+# Direct sends do not wait unless the socket pushes back; a long batch yields now
+# and then so that one subscriber cannot hold the event loop.
+SENDS_PER_YIELD = 64
 
 log = logging.getLogger("edgeloom.feed")
 
@@ -78,11 +99,12 @@ class _Rights:
         self.agent = context.agent_name()
         self._version = -1
         self._lanes: frozenset[str] = frozenset()
+        self.policy: PolicyVersion | None = None
         self._token_checked = time.monotonic()
 
     async def lanes(self) -> frozenset[str]:
         services = self.context.services
-        in_force = await policy_store.current(services.pool, services.policies)
+        in_force = await self.hub.policy(services.pool, services.policies)
         if in_force is None:
             raise NoPolicyError()
         if in_force.version != self._version:
@@ -90,7 +112,14 @@ class _Rights:
             profile = in_force.policy.agent(self.agent)
             self._lanes = frozenset(profile.readable_lanes(in_force.policy))
             self._version = in_force.version
+            self.policy = in_force
         return self._lanes
+
+    @property
+    def key(self) -> Hashable:
+        """What a rendering depends on besides the operation: reads are decided by the
+        lanes the policy lets the caller read, nothing else about the caller."""
+        return (self._version, self._lanes)
 
     async def lane_list(self) -> Sequence[str]:
         return sorted(await self.lanes())
@@ -128,12 +157,19 @@ class Subscription:
         lanes: list[str] | None = None,
         kinds: list[str] | None = None,
     ) -> AsyncGenerator[AuditEvent, None]:
-        stream = _audit_events(info.context, after, lanes, kinds)
+        if isinstance(info.context, _RenderContext):
+            # Rendering for a group of subscribers: the events are given.
+            for item in info.context.events:
+                yield AuditEvent.from_domain(item.event)
+            return
+        stream = _audit_events(info.context, info.schema, after, lanes, kinds)
         async with aclosing(stream):
             try:
                 async for event in stream:
                     yield event
-            except (PolicyError, StoreError, UnauthenticatedError):
+            except (PolicyError, StoreError, UnauthenticatedError, WebSocketDisconnected):
+                # A socket gone while sending directly ends the operation as a failed
+                # send by strawberry's handler would.
                 raise
             except Exception as exc:
                 # Only refusals reach the client as they are; anything else is logged and
@@ -142,12 +178,72 @@ class Subscription:
                 raise FeedFailedError() from exc
 
 
+@dataclass
+class _RenderContext(Context):
+    """The context `_render` executes an operation in: given events, rights pinned.
+
+    Loaders live for the whole batch: a record's versions are read once for all its
+    events (the ledger only grows, so a version read later is the same version).
+    """
+
+    events: Sequence[feed.FeedEvent] = ()
+    pinned: PolicyVersion | None = None
+
+    async def policy(self) -> PolicyVersion:
+        assert self.pinned is not None
+        return self.pinned
+
+
+async def _render(
+    schema: BaseSchema,
+    outlet: Outlet,
+    services: Services,
+    agent: str,
+    policy: PolicyVersion,
+    events: Sequence[feed.FeedEvent],
+) -> Rendered:
+    """Each event's result payload, encoded, as the operation executed for it gives it.
+
+    It is strawberry's own execution of the operation (extensions, validation,
+    resolvers), only with the events given instead of read; the payload is built as
+    strawberry's protocol handlers build it. An event whose result carries errors or
+    extensions, which may differ from one execution to the next, maps to None and is
+    executed by each subscriber; so does every event when rendering fails.
+    """
+    context = _RenderContext(services, Caller(agent), events=events, pinned=policy)
+    rendered: dict[int, str | None] = {}
+    try:
+        stream = await schema.subscribe(
+            outlet.query,
+            variable_values=outlet.variables,
+            context_value=context,
+            operation_name=outlet.operation_name,
+        )
+        async with aclosing(stream):
+            given = iter(events)
+            async for result in stream:
+                item = next(given, None)
+                if item is None or isinstance(result, PreExecutionError):
+                    break
+                shared = not result.errors and not result.extensions
+                rendered[item.seq] = outlet.encode({"data": result.data}) if shared else None
+    except Exception:
+        log.exception("rendering feed events failed; each subscriber executes them instead")
+        return {}
+    return rendered
+
+
 async def _audit_events(
-    context: Context, after: str | None, lanes: list[str] | None, kinds: list[str] | None
+    context: Context,
+    schema: BaseSchema,
+    after: str | None,
+    lanes: list[str] | None,
+    kinds: list[str] | None,
 ) -> AsyncGenerator[AuditEvent, None]:
     hub = context.services.feed
     if hub is None:
         raise FeedUnavailableError()
+    outlet = current_outlet.get() if hub.options.share_renderings else None
     rights = _Rights(context, hub)
     wanted_kinds = check_kinds(kinds)
     readable = await rights.lanes()
@@ -161,7 +257,8 @@ async def _audit_events(
             )
     position = None if after is None else await feed.check_cursor(context.engine, after)
     last = after
-    async with hub.subscribe(lanes, wanted_kinds) as subscriber:
+    share = None if outlet is None else outlet.share
+    async with hub.subscribe(lanes, wanted_kinds, share) as subscriber:
         seen: feed.Snapshot | None = None
         start = position or 0
         if position is not None:
@@ -177,7 +274,7 @@ async def _audit_events(
                         yield AuditEvent.from_domain(item.event)
                         last = str(item.seq)
         while True:
-            batch = await subscriber.next(hub.options.token_recheck_seconds)
+            batch = await subscriber.next()
             await rights.check_token()
             if batch is None:
                 continue
@@ -187,13 +284,31 @@ async def _audit_events(
                 raise FeedStoppedError(last)
             assert not isinstance(batch, Closed)
             readable = await rights.lanes()
-            for item in batch:
-                event = item.event
-                if seen is not None and (event.seq <= start or seen.visible(item.txid)):
-                    continue  # before the cursor, or already replayed
-                if event.lane is not None and event.lane not in readable:
-                    continue
-                # Each event is resolved afresh (its versions, its records' lanes).
-                context.begin_operation()
-                yield AuditEvent.from_domain(event)
-                last = str(event.seq)
+            allowed = [e for e in batch.events if e.event.lane is None or e.event.lane in readable]
+            due = [
+                e
+                for e in allowed
+                # before the cursor, or already replayed
+                if seen is None or not (e.seq <= start or seen.visible(e.txid))
+            ]
+            if not due:
+                continue
+            rendered: Rendered = {}
+            if outlet is not None and rights.policy is not None:
+                render = partial(
+                    _render, schema, outlet, context.services, rights.agent, rights.policy, allowed
+                )
+                rendered = await batch.rendered(rights.key, render)
+            sent = 0
+            for item in due:
+                payload = rendered.get(item.seq)
+                if payload is not None and outlet is not None:
+                    await outlet.send(payload)
+                    sent += 1
+                    if sent % SENDS_PER_YIELD == 0:
+                        await asyncio.sleep(0)
+                else:
+                    # Executed for this subscriber alone, afresh (its versions, its lanes).
+                    context.begin_operation()
+                    yield AuditEvent.from_domain(item.event)
+                last = str(item.seq)
