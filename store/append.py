@@ -25,6 +25,7 @@ from store.projection import (
     project_correction,
     project_policy,
     project_record,
+    record_row,
 )
 from store.records import Record
 
@@ -151,7 +152,7 @@ def build_rows(
             delta = project_record(was, entry)
             labels.update(label_changes(was, delta.record))
             records[entry.object_id] = delta.record
-            rows.records.append(_record_row(delta.record, write.idempotency_key))
+            rows.records.append(record_row(delta.record, write.idempotency_key))
             rows.closed.extend(
                 {"id": ep, "record_id": entry.object_id, "at": entry.at, "version": entry.version}
                 for ep in delta.closed
@@ -182,24 +183,6 @@ def build_rows(
         {"lane": lane, "label": label, "delta": n} for (lane, label), n in labels.items() if n
     )
     return rows, entries, records
-
-
-def _record_row(record: Record, idempotency_key: str | None) -> dict[str, Any]:
-    state = record.state
-    return {
-        "id": record.id,
-        "lane": state.lane,
-        "source_type": state.source_type,
-        "authority": state.authority,
-        "content": state.content,
-        "properties": [[p.label, p.value] for p in state.properties],
-        "version": record.version,
-        "created_at": record.created_at,
-        "updated_at": record.updated_at,
-        "created_by": record.created_by,
-        "idempotency_key": idempotency_key,
-        "ledger_hash": record.ledger_hash,
-    }
 
 
 async def append(conn: Conn, rows: Rows) -> None:

@@ -37,6 +37,7 @@ from store.projection import (
     project_correction,
     project_policy,
     project_record,
+    record_row,
 )
 from store.records import Record
 from store.signing import Signer
@@ -239,23 +240,8 @@ class _Importer:
         assert record is not None
         for m in opened.values():
             await self.add("edge_properties", _membership(m, None, None))
-        s = record.state
-        await self.add(
-            "records",
-            (
-                record.id,
-                s.lane,
-                s.source_type,
-                s.authority,
-                s.content,
-                [[p.label, p.value] for p in s.properties],
-                record.version,
-                record.created_at,
-                record.updated_at,
-                record.created_by,
-                record.ledger_hash,
-            ),
-        )
+        row = record_row(record)
+        await self.add("records", tuple(row[c] for c in _COLUMNS["records"]))
 
 
 def _membership(m: Membership, to: datetime | None, to_version: int | None) -> tuple[Any, ...]:

@@ -115,6 +115,26 @@ def project_record(before: Record | None, entry: Entry) -> RecordDelta:
     return RecordDelta(record, closed, opened)
 
 
+def record_row(record: Record, idempotency_key: str | None = None) -> dict[str, Any]:
+    """The records row a record projects to (the idempotency key is not in the ledger:
+    the write path passes it for a new record, verify leaves it out)."""
+    state = record.state
+    return {
+        "id": record.id,
+        "lane": state.lane,
+        "source_type": state.source_type,
+        "authority": state.authority,
+        "content": state.content,
+        "properties": [[p.label, p.value] for p in state.properties],
+        "version": record.version,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "created_by": record.created_by,
+        "idempotency_key": idempotency_key,
+        "ledger_hash": record.ledger_hash,
+    }
+
+
 def _by_id(record: Record) -> dict[str, Any]:
     return {edge_property_id(record.id, p.label, p.value): p for p in record.state.properties}
 

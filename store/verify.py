@@ -8,7 +8,6 @@ snapshot, so writers running meanwhile never look like tampering.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +25,7 @@ from store.projection import (
     project_correction,
     project_policy,
     project_record,
+    record_row,
 )
 from store.records import Record
 from store.signing import Signer, message
@@ -212,22 +212,6 @@ def _hash(entry: Entry, hash_format: int) -> str:
     return entry_hash(kind=entry.kind, **fields)
 
 
-def _record_columns(record: Record) -> Mapping[str, Any]:
-    s = record.state
-    return {
-        "lane": s.lane,
-        "source_type": s.source_type,
-        "authority": s.authority,
-        "content": s.content,
-        "properties": [[p.label, p.value] for p in s.properties],
-        "version": record.version,
-        "created_at": record.created_at,
-        "updated_at": record.updated_at,
-        "created_by": record.created_by,
-        "ledger_hash": record.ledger_hash,
-    }
-
-
 async def _compare_records(conn: Conn, rebuilt: _Rebuild, report: Report) -> None:
     live: dict[str, asyncpg.Record] = {}
     async for row in conn.cursor(_RECORDS, prefetch=2000):
@@ -238,7 +222,7 @@ async def _compare_records(conn: Conn, rebuilt: _Rebuild, report: Report) -> Non
     for record_id in sorted(live.keys() - rebuilt.records.keys()):
         report.problems.append(f"{record_id}: in records but has no ledger entry")
     for record_id in sorted(rebuilt.records.keys() & live.keys()):
-        expected = _record_columns(rebuilt.records[record_id])
+        expected = record_row(rebuilt.records[record_id])
         for column in _RECORD_COLUMNS:
             if live[record_id][column] != expected[column]:
                 report.problems.append(f"{record_id}: records.{column} differs from the ledger")
