@@ -30,6 +30,7 @@ from store import checkpoints
 from store.errors import StoreError
 from store.pool import Conn, connect
 from store.projection import (
+    RECORD_COLUMNS,
     CorrectionRow,
     Entry,
     Membership,
@@ -273,19 +274,7 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
         "hash",
         "hash_format",
     ),
-    "records": (
-        "id",
-        "lane",
-        "source_type",
-        "authority",
-        "content",
-        "properties",
-        "version",
-        "created_at",
-        "updated_at",
-        "created_by",
-        "ledger_hash",
-    ),
+    "records": RECORD_COLUMNS,
     "edge_properties": (
         "id",
         "record_id",

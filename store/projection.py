@@ -115,6 +115,22 @@ def project_record(before: Record | None, entry: Entry) -> RecordDelta:
     return RecordDelta(record, closed, opened)
 
 
+# The columns of a records row that the ledger determines (all but idempotency_key).
+RECORD_COLUMNS = (
+    "id",
+    "lane",
+    "source_type",
+    "authority",
+    "content",
+    "properties",
+    "version",
+    "created_at",
+    "updated_at",
+    "created_by",
+    "ledger_hash",
+)
+
+
 def record_row(record: Record, idempotency_key: str | None = None) -> dict[str, Any]:
     """The records row a record projects to (the idempotency key is not in the ledger:
     the write path passes it for a new record, verify leaves it out)."""

@@ -17,6 +17,7 @@ from store.checkpoints import chain, covered_hashes
 from store.hashing import entry_hash, legacy_entry_hash
 from store.pool import Conn, connect
 from store.projection import (
+    RECORD_COLUMNS,
     CorrectionRow,
     Entry,
     Membership,
@@ -71,18 +72,7 @@ ORDER BY e.seq LIMIT 50
 _CHECKPOINTS = """
 SELECT seq, covers, entries, prev_hash, hash, signature, key_id FROM checkpoints ORDER BY seq
 """
-_RECORD_COLUMNS = (
-    "lane",
-    "source_type",
-    "authority",
-    "content",
-    "properties",
-    "version",
-    "created_at",
-    "updated_at",
-    "created_by",
-    "ledger_hash",
-)
+_RECORD_COLUMNS = RECORD_COLUMNS[1:]  # every column but the id compared on
 
 
 @dataclass
