@@ -15,7 +15,7 @@ from typing import Any
 
 from policies.guard import RecordChange, decide
 from policies.properties import Property
-from store.command import Current, Event, Head, Locks, Plan, Txn, Write
+from store.command import Current, Event, Locks, Plan, Txn, Write, next_version
 from store.errors import HiddenMemberError, InvalidInputError, NotFoundError
 from store.ids import (
     ADJUSTMENT,
@@ -265,16 +265,7 @@ def _version(
 ) -> Write:
     s = record.state
     state = RecordState(s.content, s.lane, s.source_type, s.authority, tuple(properties))
-    return Write(
-        kind="record",
-        object_id=record.id,
-        event=name,
-        state=state.to_json(),
-        previous=Head(record.version, record.ledger_hash, record.updated_at),
-        events=tuple(events),
-        lane=record.lane,
-        record_id=record.id,
-    )
+    return next_version(record, state, name, events)
 
 
 def pending_chains(record: Record, pending: Mapping[str, Sequence[Property]]) -> list[Property]:

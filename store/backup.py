@@ -174,18 +174,7 @@ class _Importer:
                 )
 
     async def entry(self, line: dict[str, Any]) -> None:
-        entry = Entry(
-            kind=line["kind"],
-            object_id=line["object_id"],
-            version=line["version"],
-            event=line["event"],
-            actor=line["actor"],
-            at=_at(line["at"]),
-            policy_version=line["policy_version"],
-            state=line["state"],
-            prev_hash=line["prev_hash"],
-            hash=line["hash"],
-        )
+        entry = Entry.from_row({**line, "at": _at(line["at"])})
         await self.add(
             "ledger",
             (

@@ -18,7 +18,7 @@ from policies.model import AgentProfile, Policy
 from store.errors import NoPolicyError
 from store.policy_store import PolicyVersion
 from store.projection import Entry
-from store.records import Record
+from store.records import Record, RecordState
 
 R = TypeVar("R")
 
@@ -122,6 +122,20 @@ class Write:
     lane: str | None = None
     record_id: str | None = None
     idempotency_key: str | None = None
+
+
+def next_version(record: Record, state: RecordState, event: str, events: Sequence[Event]) -> Write:
+    """The next version of `record` with `state`, reported by `events`."""
+    return Write(
+        kind="record",
+        object_id=record.id,
+        event=event,
+        state=state.to_json(),
+        previous=Head(record.version, record.ledger_hash, record.updated_at),
+        events=tuple(events),
+        lane=record.lane,
+        record_id=record.id,
+    )
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from policies.guard import RecordChange, decide
 from policies.model import DEFAULT_LANE, DEFAULT_SOURCE_TYPE
 from policies.properties import Property, is_reserved_label, parse_properties, parse_property
 from store.asserted_commands import joined, mint, pending_chains
-from store.command import Applied, Current, Event, Head, Locks, Plan, Txn, Write
+from store.command import Applied, Current, Event, Locks, Plan, Txn, Write, next_version
 from store.errors import (
     BatchItemError,
     IdempotencyConflictError,
@@ -232,7 +232,7 @@ class Update:
         }
         if stamp.authority != before.authority:
             payload["authority"] = stamp.authority
-        write = _version(record, state, "sr_updated", [Event("sr_updated", payload)])
+        write = next_version(record, state, "sr_updated", [Event("sr_updated", payload)])
         return Plan((write,), lambda applied: applied.records[record.id])
 
 
@@ -297,7 +297,7 @@ class AddProperties:
             return Plan((), lambda _: change(record))
         state = _with_properties(record.state, [*record.state.properties, *added])
         events = [Event("property_added", _property_payload(record.id, p)) for p in added]
-        write = _version(record, state, "property_added", events)
+        write = next_version(record, state, "property_added", events)
         return Plan((write,), lambda applied: change(applied.records[record.id]))
 
 
@@ -344,7 +344,7 @@ class RemoveProperties:
             return Plan((), lambda _: change(record))
         state = _with_properties(record.state, [p for p in held if p not in gone])
         events = [Event("property_removed", _property_payload(record.id, p)) for p in gone]
-        write = _version(record, state, "property_removed", events)
+        write = next_version(record, state, "property_removed", events)
         return Plan((write,), lambda applied: change(applied.records[record.id]))
 
 
@@ -380,20 +380,6 @@ def _adjust(
             payload = {"adjustment": str(new), "adjustedBy": record_id}
             links.setdefault(record.id, []).append(Event("adjusted", payload))
     return on
-
-
-def _version(record: Record, state: RecordState, event: str, events: Sequence[Event]) -> Write:
-    """The next version of `record` with `state`, reported by `events`."""
-    return Write(
-        kind="record",
-        object_id=record.id,
-        event=event,
-        state=state.to_json(),
-        previous=Head(record.version, record.ledger_hash, record.updated_at),
-        events=tuple(events),
-        lane=record.lane,
-        record_id=record.id,
-    )
 
 
 def _caller_properties(texts: Sequence[str]) -> list[Property]:

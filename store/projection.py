@@ -32,6 +32,11 @@ class Entry:
     prev_hash: str | None
     hash: str
 
+    @classmethod
+    def from_row(cls, row: Any) -> Entry:
+        """An entry from a ledger row or mapping (an export line, its time parsed)."""
+        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+
     def row(self) -> dict[str, Any]:
         return {
             "kind": self.kind,

@@ -143,7 +143,7 @@ def _replay_object(rows: list[asyncpg.Record], rebuilt: _Rebuild, report: Report
     record: Record | None = None
     opened: dict[str, Membership] = {}
     for number, row in enumerate(rows, start=1):
-        entry = _entry(row)
+        entry = Entry.from_row(row)
         if entry.version != number:
             report.problems.append(f"{name}: version {entry.version} where {number} was expected")
         if entry.prev_hash != prev_hash:
@@ -169,21 +169,6 @@ def _replay_object(rows: list[asyncpg.Record], rebuilt: _Rebuild, report: Report
     if record is not None:
         rebuilt.records[record.id] = record
         rebuilt.memberships.update(opened.values())
-
-
-def _entry(row: asyncpg.Record) -> Entry:
-    return Entry(
-        kind=row["kind"],
-        object_id=row["object_id"],
-        version=row["version"],
-        event=row["event"],
-        actor=row["actor"],
-        at=row["at"],
-        policy_version=row["policy_version"],
-        state=row["state"],
-        prev_hash=row["prev_hash"],
-        hash=row["hash"],
-    )
 
 
 def _hash(entry: Entry, hash_format: int) -> str:
