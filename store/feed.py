@@ -37,7 +37,7 @@ What a reader guarantees, per process:
 A subscriber that resumes `after` a cursor is served by `replay`: it takes one
 snapshot, pages through every event visible in it with a seq after the cursor,
 and then takes from the live feed only the events that snapshot could not see
-(`Snapshot.visible`). Subscribing to the live feed before taking that snapshot
+(`Snapshot.finished`). Subscribing to the live feed before taking that snapshot
 makes the seam exact: every event is either in the replay or arrives live, never
 both, never neither. (An event whose transaction was still running when the replay's
 snapshot was taken arrives live, after the replay, so possibly after events with a
@@ -78,10 +78,20 @@ _EVENT_COLUMNS = (
 )
 # The snapshot of the current transaction; in REPEATABLE READ every later statement
 # of the transaction sees exactly what it describes.
-_SNAPSHOT = """
-SELECT pg_snapshot_xmin(s)::text::bigint AS xmin,
-       pg_snapshot_xmax(s)::text::bigint AS xmax,
-       ARRAY(SELECT pg_snapshot_xip(s)::text::bigint) AS xip,
+#
+# A snapshot lists the running transactions below its xmax only; one that took its
+# transaction id after the newest commit is running too, and can hold a seq below an
+# event the snapshot sees. `xids` names those (every transaction id held in this
+# database, read just after the snapshot; 32-bit, widened against xmax in Python).
+_SNAPSHOT_COLUMNS = """
+pg_snapshot_xmin(s)::text::bigint AS xmin,
+pg_snapshot_xmax(s)::text::bigint AS xmax,
+ARRAY(SELECT pg_snapshot_xip(s)::text::bigint) AS xip,
+ARRAY(SELECT backend_xid::text::bigint FROM pg_stat_activity
+      WHERE backend_xid IS NOT NULL AND datname = current_database()) AS xids
+"""
+_SNAPSHOT = f"""
+SELECT {_SNAPSHOT_COLUMNS},
        (SELECT coalesce(max(seq), 0) FROM audit_events) AS newest
 FROM pg_current_snapshot() AS s
 """
@@ -90,11 +100,8 @@ FROM pg_current_snapshot() AS s
 # the previous snapshot could not. A read that fills the limit is repeated in the
 # transaction below, which streams any number of rows under one snapshot.
 _POLL = f"""
-SELECT snap.xmin, snap.xmax, snap.xip, e.*
-FROM (SELECT pg_snapshot_xmin(s)::text::bigint AS xmin,
-             pg_snapshot_xmax(s)::text::bigint AS xmax,
-             ARRAY(SELECT pg_snapshot_xip(s)::text::bigint) AS xip
-      FROM pg_current_snapshot() AS s) AS snap
+SELECT snap.xmin, snap.xmax, snap.xip, snap.xids, e.*
+FROM (SELECT {_SNAPSHOT_COLUMNS} FROM pg_current_snapshot() AS s) AS snap
 LEFT JOIN LATERAL (
   SELECT {_EVENT_COLUMNS} FROM audit_events
   WHERE txid >= $1::text::xid8 OR txid = ANY($2::text[]::xid8[])
@@ -110,16 +117,44 @@ ORDER BY seq
 """
 
 
+_XID_SPAN = 1 << 32
+
+
+def widen_xid(xid: int, xmax: int) -> int:
+    """A 32-bit transaction id as the full (xid8) id nearest a snapshot's xmax."""
+    ahead = (xid - xmax) % _XID_SPAN
+    return xmax + (ahead if ahead < _XID_SPAN // 2 else ahead - _XID_SPAN)
+
+
 @dataclass(frozen=True)
 class Snapshot:
-    """Which transactions a PostgreSQL snapshot counts as committed."""
+    """Which transactions a PostgreSQL snapshot counts as finished.
+
+    `late` is what PostgreSQL's own snapshot leaves out: transactions running when
+    it was taken whose ids are at or above its xmax (known only to the reader).
+    """
 
     xmin: int
     xmax: int
     xip: frozenset[int]
+    late: frozenset[int] = frozenset()
 
-    def visible(self, txid: int) -> bool:
-        """Whether a committed transaction's rows were visible in this snapshot."""
+    @classmethod
+    def from_row(cls, row: Any) -> Snapshot:
+        xmax: int = row["xmax"]
+        widened = (widen_xid(x, xmax) for x in row["xids"])
+        return cls(
+            row["xmin"], xmax, frozenset(row["xip"]), frozenset(x for x in widened if x >= xmax)
+        )
+
+    @property
+    def running(self) -> frozenset[int]:
+        """Every transaction that was running when the snapshot was taken."""
+        return self.xip | self.late
+
+    def finished(self, txid: int) -> bool:
+        """Whether a transaction had ended when this snapshot was taken: if it
+        committed, its rows are visible in the snapshot."""
         return txid < self.xmax and txid not in self.xip
 
     def as_text(self) -> str:
@@ -166,12 +201,12 @@ class Orderer:
     _gap_since: float = 0.0
 
     def release(
-        self, events: Iterable[FeedEvent], running: frozenset[int], now: float
+        self, events: Iterable[FeedEvent], snapshot: Snapshot, now: float
     ) -> list[FeedEvent]:
-        """Take newly visible events; return those that may go out now, in order.
+        """Take the events newly visible in `snapshot`; return those that may go out
+        now, in order.
 
-        `running` is the snapshot's in-progress transactions: the only ones that
-        can still fill a gap in the sequence.
+        Only a transaction running when a gap is first seen can still fill it.
         """
         out: list[FeedEvent] = []
         for event in events:
@@ -183,7 +218,7 @@ class Orderer:
                 heapq.heappush(self._heap, event.seq)
         while self._heap:
             lowest = self._heap[0]
-            if lowest != self.released_upto + 1 and not self._gap_passed(running, now):
+            if lowest != self.released_upto + 1 and not self._gap_passed(snapshot, now):
                 break
             heapq.heappop(self._heap)
             out.append(self.pending.pop(lowest))
@@ -191,12 +226,14 @@ class Orderer:
             self._gap_blockers = None
         return out
 
-    def _gap_passed(self, running: frozenset[int], now: float) -> bool:
+    def _gap_passed(self, snapshot: Snapshot, now: float) -> bool:
         if self._gap_blockers is None:
             # First sight of this gap: only the transactions running now can fill it.
-            self._gap_blockers = running
+            self._gap_blockers = snapshot.running
             self._gap_since = now
-        if not self._gap_blockers & running:
+        # Ended as of the snapshot the events were read under, so a blocker that
+        # committed is read together with the check, never after it.
+        if all(snapshot.finished(txid) for txid in self._gap_blockers):
             return True
         return now - self._gap_since >= self.order_wait
 
@@ -305,7 +342,7 @@ class FeedReader:
     async def _start(self, conn: asyncpg.Connection) -> None:
         row = await conn.fetchrow(_SNAPSHOT)
         assert row is not None
-        self._snapshot = Snapshot(row["xmin"], row["xmax"], frozenset(row["xip"]))
+        self._snapshot = Snapshot.from_row(row)
         self._orderer = Orderer(released_upto=row["newest"], order_wait=self.order_wait)
         self._live.set()
 
@@ -316,11 +353,10 @@ class FeedReader:
         rows = await conn.fetch(_POLL, *unseen, self.fetch_size)
         events = [r for r in rows if r["seq"] is not None]
         if len(events) < self.fetch_size:
-            first = rows[0]
-            current = Snapshot(first["xmin"], first["xmax"], frozenset(first["xip"]))
+            current = Snapshot.from_row(rows[0])
             fresh = [FeedEvent.from_row(r) for r in events if r["seq"] not in self._partial]
             self._snapshot = current
-            self._hand_out(self._orderer.release(fresh, current.xip, time.monotonic()))
+            self._hand_out(self._orderer.release(fresh, current, time.monotonic()))
             self._partial.clear()
             return
         await self._read_many(conn, previous)
@@ -331,17 +367,17 @@ class FeedReader:
         async with conn.transaction(isolation="repeatable_read", readonly=True):
             row = await conn.fetchrow(_SNAPSHOT)
             assert row is not None
-            current = Snapshot(row["xmin"], row["xmax"], frozenset(row["xip"]))
+            current = Snapshot.from_row(row)
             cursor = await conn.cursor(_UNSEEN, str(previous.xmax), [str(x) for x in previous.xip])
             while True:
                 rows = await cursor.fetch(self.fetch_size)
                 if not rows:
                     break
                 fresh = [FeedEvent.from_row(r) for r in rows if r["seq"] not in self._partial]
-                self._hand_out(self._orderer.release(fresh, current.xip, time.monotonic()))
+                self._hand_out(self._orderer.release(fresh, current, time.monotonic()))
         # Rows of this read are now behind the snapshot; the next read cannot return them.
         self._snapshot = current
-        self._hand_out(self._orderer.release((), current.xip, time.monotonic()))
+        self._hand_out(self._orderer.release((), current, time.monotonic()))
         self._partial.clear()
 
     def _hand_out(self, events: list[FeedEvent]) -> None:

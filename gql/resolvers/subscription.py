@@ -289,7 +289,7 @@ async def _audit_events(
                 e
                 for e in allowed
                 # before the cursor, or already replayed
-                if seen is None or not (e.seq <= start or seen.visible(e.txid))
+                if seen is None or not (e.seq <= start or seen.finished(e.txid))
             ]
             if not due:
                 continue

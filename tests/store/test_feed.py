@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import asyncpg
 import pytest
 
-from store.feed import APPLICATION_NAME, FeedEvent, FeedReader, Orderer, Snapshot
+from store.feed import APPLICATION_NAME, FeedEvent, FeedReader, Orderer, Snapshot, widen_xid
 from store.records import AuditEvent
 from tests.support import Databases, plain, sql
 
@@ -39,9 +39,14 @@ def seqs(events: Sequence[FeedEvent]) -> list[int]:
     return [e.seq for e in events]
 
 
+def running(*txids: int, xmax: int = 10, late: frozenset[int] = frozenset()) -> Snapshot:
+    """A snapshot in which `txids` (below xmax) and `late` (at or above it) run."""
+    return Snapshot(min(txids, default=xmax), xmax, frozenset(txids), late)
+
+
 def test_the_orderer_releases_a_contiguous_run_at_once() -> None:
     orderer = Orderer(released_upto=10, order_wait=1.0)
-    assert seqs(orderer.release([event(12), event(11), event(13)], frozenset(), 0.0)) == [
+    assert seqs(orderer.release([event(12), event(11), event(13)], running(), 0.0)) == [
         11,
         12,
         13,
@@ -51,38 +56,57 @@ def test_the_orderer_releases_a_contiguous_run_at_once() -> None:
 def test_the_orderer_waits_for_a_running_transaction_to_fill_a_gap() -> None:
     orderer = Orderer(released_upto=10, order_wait=1.0)
     # 11 is missing while transaction 7 runs: 12 waits for it.
-    assert orderer.release([event(12)], frozenset({7}), 0.0) == []
-    assert orderer.release([], frozenset({7, 8}), 0.5) == []
+    assert orderer.release([event(12)], running(7), 0.0) == []
+    assert orderer.release([], running(7, 8), 0.5) == []
     # transaction 7 commits with seq 11: both go out, in order
-    assert seqs(orderer.release([event(11)], frozenset({8}), 0.6)) == [11, 12]
+    assert seqs(orderer.release([event(11)], running(8), 0.6)) == [11, 12]
 
 
 def test_the_orderer_passes_a_gap_once_its_transactions_are_over() -> None:
     orderer = Orderer(released_upto=10, order_wait=1.0)
-    assert orderer.release([event(12)], frozenset({7}), 0.0) == []
+    assert orderer.release([event(12)], running(7), 0.0) == []
     # 7 rolled back (it is no longer running and nothing came): 11 never will.
-    assert seqs(orderer.release([], frozenset({9}), 0.1)) == [12]
+    assert seqs(orderer.release([], running(9), 0.1)) == [12]
 
 
 def test_the_orderer_passes_a_gap_with_no_running_transaction_at_once() -> None:
     orderer = Orderer(released_upto=10, order_wait=1.0)
-    assert seqs(orderer.release([event(12)], frozenset(), 0.0)) == [12]
+    assert seqs(orderer.release([event(12)], running(), 0.0)) == [12]
 
 
 def test_the_orderer_waits_at_most_order_wait_then_delivers_late() -> None:
     orderer = Orderer(released_upto=10, order_wait=1.0)
-    assert orderer.release([event(12)], frozenset({7}), 0.0) == []
-    assert orderer.release([event(13)], frozenset({7}), 0.9) == []
-    assert seqs(orderer.release([], frozenset({7}), 1.0)) == [12, 13]
+    assert orderer.release([event(12)], running(7), 0.0) == []
+    assert orderer.release([event(13)], running(7), 0.9) == []
+    assert seqs(orderer.release([], running(7), 1.0)) == [12, 13]
     # 11 commits at last: it is delivered, late, rather than lost
-    assert seqs(orderer.release([event(11), event(14)], frozenset(), 1.5)) == [11, 14]
+    assert seqs(orderer.release([event(11), event(14)], running(), 1.5)) == [11, 14]
+
+
+def test_the_orderer_waits_for_a_transaction_that_took_its_id_after_xmax() -> None:
+    # 12 (transaction 9) committed, so xmax is 10; transaction 10 took its id after
+    # 9 did but its seq (11) before 9's, and runs still: PostgreSQL's snapshot does
+    # not list it, the reader does.
+    orderer = Orderer(released_upto=10, order_wait=1.0)
+    assert orderer.release([event(12)], running(late=frozenset({10})), 0.0) == []
+    # 10 is over once a snapshot's xmax is past it and it is not listed as running
+    assert orderer.release([], running(xmax=10, late=frozenset({10})), 0.1) == []
+    assert seqs(orderer.release([event(11)], running(xmax=11), 0.2)) == [11, 12]
+
+
+def test_a_32_bit_transaction_id_is_widened_against_xmax() -> None:
+    epoch = 3 << 32
+    assert widen_xid(5, epoch + 3) == epoch + 5  # just ahead
+    assert widen_xid(2, epoch + 3) == epoch + 2  # behind
+    assert widen_xid((1 << 32) - 2, epoch + 3) == epoch - 2  # behind, across the wrap
+    assert widen_xid(1, epoch - 2) == epoch + 1  # ahead, across the wrap
 
 
 def test_a_snapshot_knows_what_it_saw() -> None:
     snapshot = Snapshot.parse("100:105:101,103")
     assert snapshot == Snapshot(100, 105, frozenset({101, 103}))
     assert snapshot.as_text() == "100:105:101,103"
-    assert [snapshot.visible(x) for x in (99, 100, 101, 102, 103, 104, 105)] == [
+    assert [snapshot.finished(x) for x in (99, 100, 101, 102, 103, 104, 105)] == [
         True,
         True,
         False,
@@ -174,6 +198,17 @@ async def test_out_of_order_commits_are_delivered_once_in_seq_order(
             async with b.transaction():
                 seq_b = await insert(b)
             # B is committed, A is not: B is held back behind A's seq.
+            await collected.nothing(0.2)
+        assert await collected.take(2) == [seq_a, seq_b]
+        # A takes its transaction id after B but its seq before B's, and B commits:
+        # A's id is above the snapshot's xmax, so PostgreSQL does not list it as
+        # running; B is still held back behind it.
+        await b.execute("BEGIN; SELECT pg_current_xact_id()")
+        async with a.transaction():
+            await a.execute("SELECT pg_current_xact_id()")
+            seq_a = await insert(a)
+            seq_b = await insert(b)
+            await b.execute("COMMIT")
             await collected.nothing(0.2)
         assert await collected.take(2) == [seq_a, seq_b]
         # and many concurrent ones: each exactly once, in seq order
