@@ -1,13 +1,11 @@
 """The SQL the gateway executes for one call, recorded from a real in-process gateway.
 
-A `Recorder` listens on SQLAlchemy's Engine class (so it hears the gateway's own
-engine: the write path) and keeps, per connection the gateway checks out, the
-statements as sent to asyncpg (text with $n placeholders and the bound parameters
-after SQLAlchemy's type processing) and whether the transaction committed. It also
-hears the read pool through asyncpg query loggers on each of its connections: a
-statement outside a transaction is a unit of its own (the compiled read path), and
-BEGIN ... ROLLBACK on one connection is one unit (a read snapshot). That is what the
-raw client replays: same statements, same parameters, same transaction boundaries.
+A `Recorder` hears the gateway's asyncpg pool (reads and writes) through query
+loggers on each of its connections: a statement outside a transaction is a unit of
+its own (the compiled read path), and BEGIN ... ROLLBACK or COMMIT on one connection
+is one unit (a read snapshot, a write). It also listens on SQLAlchemy's Engine class
+for what still runs there (token lookups, the feed's catch-up). That is what the raw
+client replays: same statements, same parameters, same transaction boundaries.
 """
 
 from __future__ import annotations
@@ -49,7 +47,7 @@ Trace = list[Unit]
 def _is_policy_refresh(sql: str) -> bool:
     # The read-side policy check runs at most once a second per process
     # (policy_store.READ_TTL_SECONDS); the steady state does not execute it.
-    return ("policy_head" in sql and "FOR SHARE" not in sql) or "FROM policy_versions" in sql
+    return sql.startswith(("SELECT version FROM policy_head ", "SELECT version, yaml, applied_at"))
 
 
 class Recorder:
@@ -106,7 +104,7 @@ class Recorder:
             await pool.release(conn)
 
     def _pool_query(self, conn: int, record: Any) -> None:
-        if not self._active:
+        if not self._active or _is_policy_refresh(record.query):
             return
         key = -1 - conn  # apart from SQLAlchemy's connection ids
         text: str = record.query
@@ -119,7 +117,8 @@ class Recorder:
             self._units.append(Unit([statement], transaction=False))
             return
         open_unit.statements.append(statement)
-        if text == "ROLLBACK":
+        if text.startswith(("ROLLBACK", "COMMIT")):
+            open_unit.commit = text.startswith("COMMIT")
             del self._by_conn[key]
 
     @contextlib.contextmanager

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
+import orjson
 
 from bench.capture import Statement, Trace, Unit
 
@@ -22,21 +23,15 @@ from bench.capture import Statement, Trace, Unit
 _ID = re.compile(r"\b(sr|ep|ae)_[0-9a-f]{32}\b")
 
 
+def _encode(value: Any) -> str:
+    # A JSON parameter the template already holds as text (with fresh ids) goes as is.
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
 async def _codecs(conn: asyncpg.Connection) -> None:
-    await conn.set_type_codec(
-        "json",
-        encoder=str.encode,
-        decoder=lambda b: json.loads(b.decode()),
-        schema="pg_catalog",
-        format="binary",
-    )
-    await conn.set_type_codec(
-        "jsonb",
-        encoder=lambda s: b"\x01" + s.encode(),
-        decoder=lambda b: json.loads(b[1:].decode()),
-        schema="pg_catalog",
-        format="binary",
-    )
+    # The gateway pool's codecs (store.pool), so parameters travel as the gateway sends them.
+    for name in ("json", "jsonb"):
+        await conn.set_type_codec(name, encoder=_encode, decoder=orjson.loads, schema="pg_catalog")
 
 
 async def open_pool(url: str, size: int) -> asyncpg.Pool:
@@ -95,7 +90,7 @@ class WriteTemplate:
     def of(cls, trace: Trace) -> WriteTemplate:
         if len(trace) != 1 or not trace[0].commit:
             raise ValueError(f"a write call should be one committed transaction, got {trace}")
-        unit = trace[0]
+        unit = _json_as_text(trace[0])
         places: list[list[tuple[int, int]]] = []
         for stmt in unit.statements:
             rows = stmt.params if stmt.many else [stmt.params]
@@ -122,6 +117,21 @@ class WriteTemplate:
         for stmt, places in zip(self.unit.statements, self.places, strict=True):
             out.append(_rebind(stmt, places, mapping))
         return out
+
+
+def _json_as_text(unit: Unit) -> Unit:
+    """The unit with its JSON row parameters as JSON text, so fresh ids are a text
+    substitution; `_encode` sends such text as it is."""
+
+    def text(value: Any) -> Any:
+        rows = isinstance(value, list) and any(isinstance(v, dict) for v in value)
+        return orjson.dumps(value).decode() if rows or isinstance(value, dict) else value
+
+    statements = [
+        Statement(s.sql, s.params if s.many else tuple(text(p) for p in s.params), s.many)
+        for s in unit.statements
+    ]
+    return Unit(statements, commit=unit.commit, transaction=unit.transaction)
 
 
 def _values_rows(stmt: Statement) -> int:
