@@ -112,6 +112,11 @@ class Rows:
     corrections: list[dict[str, Any]] = field(default_factory=list)
     label_deltas: list[dict[str, Any]] = field(default_factory=list)
 
+    def extend(self, other: Rows) -> None:
+        """Add another command's rows (group commit appends several commands at once)."""
+        for name, mine in vars(self).items():
+            mine.extend(getattr(other, name))
+
 
 def entry_for(txn: Txn, write: Write) -> Entry:
     """The ledger entry for `write`, chained to its previous head and hashed."""

@@ -6,18 +6,23 @@
    (its guard decision included);
 3. append the ledger entries, move the projections and append the audit events in
    one statement; a decision that changes nothing writes nothing.
+
+Commands that lock nothing but the shared policy head (new records) take the same
+three steps together, many to a transaction, when they arrive at once
+(`store.group_commit`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import asyncpg
 
 from store import labels
-from store.append import append, build_rows
-from store.command import Applied, Command, Current, Head, Locks, Txn
+from store.append import Rows, append, build_rows
+from store.command import Applied, Command, Current, Head, Locks, Plan, Txn
 from store.errors import (
     AmbiguousIdError,
     NoPolicyError,
@@ -25,6 +30,7 @@ from store.errors import (
     StoreError,
     refusal_for,
 )
+from store.group_commit import MAX_GROUP_WRITES, GroupCommit, Waiting
 from store.policy_store import PolicyCache
 from store.pool import Conn, Pool
 from store.records import Record
@@ -35,6 +41,10 @@ R = TypeVar("R")
 IDEMPOTENCY_CONSTRAINT = "uq_records_created_by_idempotency_key"
 # A retry after losing an idempotency race or a policy change sees the winner's state.
 _ATTEMPTS = 3
+# A command that locks nothing but the shared policy head reads nothing either; such
+# commands are written in groups (store.group_commit).
+_NOTHING_LOCKED = Locks()
+_NOTHING_READ = Current(records={}, first_writes={}, heads={})
 
 _RECORD_COLUMNS = (
     "id, lane, source_type, authority, content, properties, version, created_at, "
@@ -96,8 +106,15 @@ class Executor:
         self.pool = pool
         self.policies = policies
         self._unfolded = 0
+        self._groups = GroupCommit(self._write_group, self._alone)
 
     async def execute(self, agent: str, command: Command[R]) -> R:
+        if command.locks() == _NOTHING_LOCKED:
+            result: R = await self._groups.submit(agent, command)
+            return result
+        return await self._alone(agent, command)
+
+    async def _alone(self, agent: str, command: Command[R]) -> R:
         for attempt in range(_ATTEMPTS):
             try:
                 return await self._run(agent, command)
@@ -145,12 +162,50 @@ class Executor:
                     await append(conn, table_rows)
                     applied = Applied(entries=entries, records=written)
                     self._unfolded += len(table_rows.label_deltas)
-            # Off the write transaction: fold the label deltas this process appended.
-            if self._unfolded >= labels.FOLD_AFTER and await labels.fold(conn):
-                self._unfolded = 0
+            await self._fold(conn)
         for hook in plan.after_commit:
             hook()
         return plan.result(applied)
+
+    async def _write_group(self, group: Sequence[Waiting]) -> Sequence[Waiting]:
+        """Commands that lock nothing, decided under one share lock of the policy head and
+        appended in one statement; answers each, and returns those past the group's size."""
+        decided: list[tuple[Waiting, Plan[Any], Applied]] = []
+        left: Sequence[Waiting] = ()
+        async with self.pool.acquire() as conn:
+            async with conn.transaction():
+                shared, _ = await self._lock(conn, group[0].agent, _NOTHING_LOCKED, [])
+                rows = Rows()
+                for n, waiting in enumerate(group):
+                    if len(rows.entries) >= MAX_GROUP_WRITES:
+                        left = group[n:]
+                        break
+                    txn = replace(shared, agent_name=waiting.agent)
+                    try:
+                        plan = waiting.command.decide(txn, _NOTHING_READ)
+                    except Exception as exc:  # its own refusal; the others go on
+                        waiting.fail(exc)
+                        continue
+                    table_rows, entries, written = build_rows(txn, plan.writes, {})
+                    rows.extend(table_rows)
+                    decided.append((waiting, plan, Applied(entries=entries, records=written)))
+                if rows.entries:
+                    await append(conn, rows)
+                    self._unfolded += len(rows.label_deltas)
+            await self._fold(conn)
+        for waiting, plan, applied in decided:
+            try:
+                for hook in plan.after_commit:
+                    hook()
+                waiting.succeed(plan.result(applied))
+            except Exception as exc:
+                waiting.fail(exc)
+        return left
+
+    async def _fold(self, conn: Conn) -> None:
+        # Off the write transaction: fold the label deltas this process appended.
+        if self._unfolded >= labels.FOLD_AFTER and await labels.fold(conn):
+            self._unfolded = 0
 
     async def _exact_ids(self, conn: Conn, agent: str, idents: Sequence[str]) -> dict[str, str]:
         """Each ident's full id; prefixes resolve among the records the agent may read."""
