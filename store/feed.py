@@ -95,27 +95,34 @@ SELECT {_SNAPSHOT_COLUMNS},
        (SELECT coalesce(max(seq), 0) FROM audit_events) AS newest
 FROM pg_current_snapshot() AS s
 """
+# Every event the previous snapshot could not see: its transaction had not yet
+# started ($1: at or above its xmax) or was running ($2: its xip, all below xmax, so
+# the branches never overlap). Each branch walks ix_audit_events_txid in txid order,
+# so a read costs what it returns, however long the table: ordered by seq over the
+# whole condition, the planner may walk the seq index and filter every event ever
+# written. {limit} caps each branch; the caller orders by seq.
+_UNSEEN_BRANCHES = """
+(SELECT {columns} FROM audit_events
+ WHERE txid >= $1::text::xid8 ORDER BY txid {limit})
+UNION ALL
+(SELECT {columns} FROM audit_events
+ WHERE txid = ANY($2::text[]::xid8[]) ORDER BY txid {limit})
+"""
 # One statement, one round trip: the statement's snapshot (pg_current_snapshot() is
-# the snapshot the statement runs under) beside the first $3 events it can see that
-# the previous snapshot could not. A read that fills the limit is repeated in the
+# the snapshot the statement runs under) beside the first $3 unseen events. A read
+# that fills the limit (either branch may have stopped short) is repeated in the
 # transaction below, which streams any number of rows under one snapshot.
 _POLL = f"""
 SELECT snap.xmin, snap.xmax, snap.xip, snap.xids, e.*
 FROM (SELECT {_SNAPSHOT_COLUMNS} FROM pg_current_snapshot() AS s) AS snap
 LEFT JOIN LATERAL (
-  SELECT {_EVENT_COLUMNS} FROM audit_events
-  WHERE txid >= $1::text::xid8 OR txid = ANY($2::text[]::xid8[])
+  SELECT * FROM ({_UNSEEN_BRANCHES.format(columns=_EVENT_COLUMNS, limit="LIMIT $3")}) AS u
   ORDER BY seq LIMIT $3
 ) AS e ON true
 """
-# Every event the previous snapshot could not see: its transaction was running
-# ($2) or had not yet started ($1).
 _UNSEEN = f"""
-SELECT {_EVENT_COLUMNS} FROM audit_events
-WHERE txid >= $1::text::xid8 OR txid = ANY($2::text[]::xid8[])
-ORDER BY seq
+SELECT * FROM ({_UNSEEN_BRANCHES.format(columns=_EVENT_COLUMNS, limit="")}) AS u ORDER BY seq
 """
-
 
 _XID_SPAN = 1 << 32
 
@@ -311,7 +318,13 @@ class FeedReader:
         # Never a pooled connection: a pool resets session state and may hand the
         # connection to a writer; the feed's connection is its own for its lifetime.
         conn: asyncpg.Connection = await asyncpg.connect(
-            self.database_url, server_settings={"application_name": APPLICATION_NAME}
+            self.database_url,
+            server_settings={
+                "application_name": APPLICATION_NAME,
+                # A read returns what committed since the last one: starting parallel
+                # workers for it costs more than the read.
+                "max_parallel_workers_per_gather": "0",
+            },
         )
         await conn.set_type_codec(
             "jsonb",
