@@ -94,6 +94,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument(
+        "--ws-compression",
+        action="store_true",
+        help="offer permessage-deflate on WebSocket connections (off by default: feed events "
+        "are small, and compressing each frame costs more CPU than it saves on a fast network)",
+    )
+    serve.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -293,7 +299,7 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from gql.app import APP_FACTORY, Settings, create_app, settings_environment
-    from gql.serving import GatheringHttpToolsProtocol
+    from gql.serving import server_options
 
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     loopback = is_loopback(args.host)
@@ -347,8 +353,7 @@ def _serve(args: argparse.Namespace) -> int:
         )
     sys.stdout.flush()  # before uvicorn's own lines, and visible when stdout is a file
     options: dict[str, Any] = dict(
-        # One socket write per response (see gql.serving).
-        http=GatheringHttpToolsProtocol,
+        **server_options(ws_compression=args.ws_compression),
         host=args.host,
         port=args.port,
         log_level=args.log_level,

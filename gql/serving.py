@@ -1,4 +1,5 @@
-"""uvicorn's HTTP protocol with one socket write per response instead of two.
+"""How uvicorn serves the gateway: its options, and an HTTP protocol with one socket
+write per response instead of two.
 
 uvicorn writes a response's head when the app sends `http.response.start` and its
 body at `http.response.body`: two write system calls for every small answer. On
@@ -66,3 +67,13 @@ class GatheringHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses, only alike.
         super().connection_made(_GatheringTransport(transport))  # type: ignore[arg-type]
+
+
+def server_options(ws_compression: bool = False) -> dict[str, Any]:
+    """The uvicorn options `edgeloom serve` runs with (the tests' gateways run the same).
+
+    permessage-deflate is off unless asked for: a feed event is a few hundred bytes,
+    and compressing every frame on its own connection costs both ends more CPU per
+    delivery than the bytes it saves on any network a gateway runs on.
+    """
+    return {"http": GatheringHttpToolsProtocol, "ws_per_message_deflate": ws_compression}

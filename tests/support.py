@@ -20,7 +20,7 @@ import httpx
 import uvicorn
 
 from gql.app import Settings, create_app
-from gql.serving import GatheringHttpToolsProtocol
+from gql.serving import server_options
 from store.database import create_engine
 from store.migrate import migrate
 from store.verify import verify
@@ -167,8 +167,9 @@ class Gateway:
 
 
 @asynccontextmanager
-async def run_gateway(settings: Settings) -> AsyncIterator[Gateway]:
-    """A real uvicorn server for `settings` on a free loopback port, in this event loop."""
+async def run_gateway(settings: Settings, ws_compression: bool = False) -> AsyncIterator[Gateway]:
+    """A real uvicorn server for `settings` on a free loopback port, in this event loop,
+    with the server options `edgeloom serve` uses."""
     port = free_port()
     app = create_app(settings)
     # The HTTP protocol `edgeloom serve` runs.
@@ -180,7 +181,7 @@ async def run_gateway(settings: Settings) -> AsyncIterator[Gateway]:
         lifespan="on",
         # A request that never ends (the failure some tests look for) cannot hang teardown.
         timeout_graceful_shutdown=5,
-        http=GatheringHttpToolsProtocol,
+        **server_options(ws_compression=ws_compression),
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

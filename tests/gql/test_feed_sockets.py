@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+from contextlib import AsyncExitStack
 from typing import Any
 
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from gql.app import Settings
 from gql.feed_hub import FeedOptions
 from tests.conftest import DEV, GatewayFactory
 from tests.gql._api import ingest
 from tests.gql._feed import FEED, PROTOCOL, TIMEOUT, feed_client, newest_cursor, small_buffer_socket
 from tests.gql._policy_support import mint
-from tests.support import Gateway
+from tests.support import Databases, Gateway, run_gateway
 
 
 @pytest.fixture(scope="module")
@@ -166,3 +168,22 @@ async def test_a_slow_subscriber_is_closed_and_resumes_without_loss(
         rest = await again.events("rest", count - len(received))
         await again.nothing("rest", 0.3)
     assert [e["recordId"] for e in received + rest] == written
+
+
+@pytest.mark.parametrize("compression", [False, True])
+async def test_websocket_compression_is_offered_only_when_asked_for(
+    databases: Databases, compression: bool
+) -> None:
+    settings = Settings(database_url=await databases.create(), anonymous_agent=DEV, pool_size=2)
+    async with AsyncExitStack() as stack:
+        gw = await stack.enter_async_context(run_gateway(settings, ws_compression=compression))
+        # The client offers permessage-deflate; the gateway takes it only when told to.
+        ws = await stack.enter_async_context(
+            connect(gw.ws_url, subprotocols=[PROTOCOL], open_timeout=TIMEOUT)
+        )
+        assert ws.response is not None
+        offered = ws.response.headers.get("sec-websocket-extensions", "")
+        assert ("permessage-deflate" in offered) is compression
+        await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
+        ack = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
+        assert ack["type"] == "connection_ack"
