@@ -211,25 +211,16 @@ class GraphQLView(GraphQL[Context, None]):
         body = await _read_body(receive)
         if body is None:
             return None
-        work = asyncio.ensure_future(self._answer(Request(scope, _replay(body))))
-        left = asyncio.ensure_future(_disconnected(receive))
+        watch = _ClientWatch(receive)
+        deadline = asyncio.timeout(self.settings.request_timeout)
         try:
-            done, _ = await asyncio.wait(
-                {work, left},
-                timeout=self.settings.request_timeout,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-        finally:
-            for task in (work, left):
-                task.cancel()
-            with suppress(asyncio.CancelledError):
-                await left
-            # Wait for the work to unwind, so its connections are back in the pool.
-            with suppress(Exception, asyncio.CancelledError):
-                await work
-        if work in done:
-            return work.result()
-        if left in done:
+            async with deadline:
+                with watch:
+                    return await self._answer(Request(scope, _replay(body)))
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # not ours: a failure of the work itself
+        if watch.left:
             return None
         seconds = self.settings.request_timeout
         return refusal_response(
@@ -347,6 +338,49 @@ def _replay(body: bytes) -> Receive:
 async def _disconnected(receive: Receive) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
+
+
+# Most answers take a few milliseconds: watching for the client to leave starts only
+# after this long, so that a quick answer costs no second task.
+WATCH_AFTER_SECONDS = 0.05
+
+
+class _ClientWatch:
+    """Cancels the request's own task when its client leaves (then `left` is true and the
+    cancellation ends at this block); watching starts after WATCH_AFTER_SECONDS."""
+
+    def __init__(self, receive: Receive) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._task = task
+        self._receive = receive
+        self._watcher: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self.left = False
+
+    def __enter__(self) -> _ClientWatch:
+        self._timer = asyncio.get_running_loop().call_later(WATCH_AFTER_SECONDS, self._watch)
+        return self
+
+    def _watch(self) -> None:
+        self._watcher = asyncio.ensure_future(_disconnected(self._receive))
+        self._watcher.add_done_callback(self._gone)
+
+    def _gone(self, watcher: asyncio.Future[None]) -> None:
+        if not watcher.cancelled() and watcher.exception() is None:
+            self.left = True
+            self._task.cancel()
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
+        assert self._timer is not None
+        self._timer.cancel()
+        if self._watcher is not None:
+            self._watcher.remove_done_callback(self._gone)
+            self._watcher.cancel()
+        if self.left and kind is asyncio.CancelledError:
+            self._task.uncancel()  # our own cancellation: it ends here
+            return True
+        return False
 
 
 def _request_refused(status: int, reason: str) -> JSONResponse:
