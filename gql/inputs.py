@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import strawberry
+from strawberry.types.arguments import InputContext
 
 from store import commands
 
@@ -36,3 +40,26 @@ class IngestInput:
             idempotency_key=self.idempotency_key,
             adjusts=tuple(self.adjusts or ()),
         )
+
+
+def _ingest_input(cls: type[IngestInput], value: Mapping[str, Any], context: InputContext) -> Any:
+    """An IngestInput straight from the value graphql-core has already coerced: every
+    field is a string or a list of strings, so there is nothing left to convert.
+
+    Strawberry's generic conversion walks each field's type for every value: about
+    70 us an input, most of the gateway's time in a 500-record ingestMany.
+    """
+    names = context.config.name_converter.from_field
+    kwargs: dict[str, Any] = {}
+    for field in _INGEST_FIELDS:
+        given = value.get(names(field), _ABSENT)
+        if given is not _ABSENT:
+            # A copy: graphql-core hands every request the same default list.
+            kwargs[field.python_name] = list(given) if isinstance(given, list) else given
+    return cls(**kwargs)
+
+
+_ABSENT = object()
+_INGEST_FIELDS = IngestInput.__strawberry_definition__.fields  # type: ignore[attr-defined]
+# strawberry's hook for input types that build their own value (StrawberryObjectDefinition).
+IngestInput.__strawberry_definition__.from_input = _ingest_input  # type: ignore[attr-defined]
