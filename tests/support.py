@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import socket
 import sys
@@ -184,6 +185,9 @@ async def run_gateway(settings: Settings, ws_compression: bool = False) -> Async
         **server_options(ws_compression=ws_compression),
     )
     server = uvicorn.Server(config)
+    # The gateway settles the heap of the process it runs in (gql.app.settle_heap): this
+    # process is the test run, which gets its collector back when the gateway stops.
+    threshold = gc.get_threshold()
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():
@@ -197,6 +201,8 @@ async def run_gateway(settings: Settings, ws_compression: bool = False) -> Async
     finally:
         server.should_exit = True
         await task
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
 
 
 @asynccontextmanager

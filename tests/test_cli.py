@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import uuid
 from pathlib import Path
@@ -12,7 +13,7 @@ import asyncpg
 import pytest
 from alembic.script import ScriptDirectory
 
-from gql.app import Settings
+from gql.app import GC_YOUNG_THRESHOLD, Settings
 from gql.cli import _parser
 from store.migrate import MIGRATIONS
 from tests.gql._api import UPDATE, ingest
@@ -161,3 +162,14 @@ async def _terminate_others(conn: asyncpg.Connection) -> None:
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
         await asyncio.sleep(0.005)
+
+
+async def test_a_started_gateway_settles_its_heap_and_gives_it_back(databases: Databases) -> None:
+    before = gc.get_threshold()
+    settings = Settings(database_url=await databases.create(), anonymous_agent="dev", pool_size=2)
+    async with run_gateway(settings):
+        # What was built at start is out of the collector's way; young collections are rarer.
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold()[0] == GC_YOUNG_THRESHOLD
+    assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == before
