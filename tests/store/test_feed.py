@@ -184,7 +184,9 @@ class Collected:
 @pytest.fixture
 async def reader(database: str) -> AsyncIterator[tuple[FeedReader, Collected]]:
     collected = Collected()
-    feed = FeedReader(database, collected, lambda: True, poll_interval=0.02, order_wait=0.5)
+    # A gap waits this long at most for its transaction: far longer than any commit here
+    # takes, even on a loaded CI machine, so order is never given up for time.
+    feed = FeedReader(database, collected, lambda: True, poll_interval=0.02, order_wait=5.0)
     task = asyncio.create_task(feed.run())
     feed.wake()
     assert await feed.live(TIMEOUT)
