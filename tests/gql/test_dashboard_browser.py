@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -11,22 +9,13 @@ import pytest
 
 from tests.conftest import GatewayFactory
 from tests.gql._api import ingest, unique
+from tests.gql._browser import ARGS, browser_or_skip
 from tests.gql._feed import newest_cursor
 from tests.gql._policy_support import mint
 from tests.support import REPO, Gateway
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = REPO / "tests" / "artifacts"
 pytestmark = pytest.mark.browser
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-
-
-def _browser_or_skip() -> str:
-    if CHROMIUM is None:
-        if os.environ.get("EDGELOOM_REQUIRE_BROWSER"):
-            pytest.fail("EDGELOOM_REQUIRE_BROWSER is set but no chromium is installed")
-        pytest.skip("no chromium on this machine (CI installs Debian's chromium)")
-    return CHROMIUM
 
 
 async def open_page(browser: Any, gateway: Gateway, path: str) -> tuple[Any, list[str], list[str]]:
@@ -53,7 +42,7 @@ async def open_page(browser: Any, gateway: Gateway, path: str) -> tuple[Any, lis
 async def test_events_arrive_live_and_a_record_shows_its_neighbourhood(
     gateway: Gateway, tmp_path: Path
 ) -> None:
-    executable = _browser_or_skip()
+    executable = browser_or_skip()
     from playwright.async_api import async_playwright
 
     topic = unique("topic:dashboard-")
@@ -106,7 +95,7 @@ async def test_events_arrive_live_and_a_record_shows_its_neighbourhood(
 async def test_without_a_token_the_page_asks_for_one(
     start_gateway: GatewayFactory, crm_yaml: str
 ) -> None:
-    executable = _browser_or_skip()
+    executable = browser_or_skip()
     from playwright.async_api import async_playwright
 
     gateway = await start_gateway(policy_yaml=crm_yaml)

@@ -3,31 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from typing import Any
 
 import pytest
 
+from tests.gql._browser import ARGS, browser_or_skip
 from tests.support import Gateway
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.browser
 
 EDITOR = ".graphiql-query-editor .CodeMirror"
 RESPONSE = ".graphiql-response .CodeMirror"
 
 
-def _browser_or_skip() -> str:
-    if CHROMIUM is None:
-        if os.environ.get("EDGELOOM_REQUIRE_BROWSER"):
-            pytest.fail("EDGELOOM_REQUIRE_BROWSER is set but no chromium is installed")
-        pytest.skip("no chromium on this machine (CI installs Debian's chromium)")
-    return CHROMIUM
-
-
 async def test_graphiql_runs_a_query_offline(gateway: Gateway) -> None:
-    executable = _browser_or_skip()
+    executable = browser_or_skip()
     from playwright.async_api import Route, async_playwright
 
     await gateway.data(
@@ -46,7 +36,7 @@ async def test_graphiql_runs_a_query_offline(gateway: Gateway) -> None:
     async with async_playwright() as p:
         browser = await p.chromium.launch(
             executable_path=executable,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+            args=ARGS,
         )
         try:
             page = await browser.new_page()
