@@ -36,7 +36,7 @@ import asyncpg
 from websockets.asyncio.client import connect
 
 from bench.http import Caller, Callers
-from bench.measure import percentile
+from bench.measure import percentile, say
 from bench.server import BenchDatabase, GatewayProcess, gateway_process
 
 INGEST = "mutation($c: String!) { ingest(input: {content: $c}) { id } }"
@@ -47,10 +47,6 @@ subscription($after: String) {
   auditEvents(after: $after, kinds: ["property_added"]) { cursor payload }
 }
 """
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -256,14 +252,14 @@ async def phase(
             for share in _shares(subscribers, args.subscriber_processes)
         ]
         if workers:
-            log(f"  connecting {subscribers} subscribers in {len(workers)} processes")
+            say(f"  connecting {subscribers} subscribers in {len(workers)} processes")
             for worker in workers:
                 await worker.ready()
             await asyncio.sleep(2)  # let every subscription finish its (empty) replay
         probe = Probe(prober, probe_id, 1 / args.probe_rate)
         stop = asyncio.Event()
         probing = asyncio.create_task(probe.run(stop))
-        log(f"  writing for {args.duration:.0f} s with {subscribers} subscribers")
+        say(f"  writing for {args.duration:.0f} s with {subscribers} subscribers")
         rate = await write_flat_out(writers, args.duration)
         stop.set()
         await probing
@@ -295,24 +291,24 @@ async def phase(
 
 async def main(args: argparse.Namespace) -> int:
     database = await BenchDatabase.create()
-    log(f"database: {database.where}")
+    say(f"database: {database.where}")
     try:
         with tempfile.TemporaryDirectory(prefix="edgeloom-feed-bench-") as logs:
             async with replicas(database.url, args.replicas, Path(logs)) as gateways:
-                log(f"{len(gateways)} gateway replicas up")
+                say(f"{len(gateways)} gateway replicas up")
                 # Alternating rounds, so that load from elsewhere on the machine
                 # falls on both sides alike.
                 alone_rates: list[float] = []
                 watched_runs: list[dict[str, Any]] = []
                 for round_ in range(1, args.rounds + 1):
-                    log(f"round {round_}: no subscribers")
+                    say(f"round {round_}: no subscribers")
                     alone_rates.append(
                         (await phase(gateways, database.url, args, 0))["ingests_per_s"]
                     )
-                    log(f"  {alone_rates[-1]:.1f} ingests/s")
-                    log(f"round {round_}: {args.subscribers} subscribers")
+                    say(f"  {alone_rates[-1]:.1f} ingests/s")
+                    say(f"round {round_}: {args.subscribers} subscribers")
                     watched_runs.append(await phase(gateways, database.url, args, args.subscribers))
-                    log(f"  {watched_runs[-1]['ingests_per_s']:.1f} ingests/s")
+                    say(f"  {watched_runs[-1]['ingests_per_s']:.1f} ingests/s")
     finally:
         await database.drop()
     alone = {"ingests_per_s": sum(alone_rates) / len(alone_rates)}

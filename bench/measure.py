@@ -1,4 +1,5 @@
-"""Timing helpers: closed-loop throughput, sequential latency, medians, the result table."""
+"""Timing helpers: closed-loop throughput, sequential latency, medians, the result table,
+and progress on stderr (tables go to stdout)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+
+def say(text: str) -> None:
+    """A progress line on stderr."""
+    print(text, file=sys.stderr, flush=True)
 
 
 @dataclass

@@ -30,8 +30,8 @@ import asyncpg
 import httpx
 
 from bench.data import gather_pairs
-from bench.measure import median
-from bench.phases import Bench, say
+from bench.measure import median, say
+from bench.phases import Bench
 from bench.server import REPO, free_port, plain_url
 
 NODE_DIR = REPO / "bench" / ".node"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +14,7 @@ import asyncpg
 from bench.capture import Recorder, Statement, Trace
 from bench.data import Generator, gather_pairs, sized_pairs
 from bench.http import Callers, LeanCaller
-from bench.measure import Progress, Rate, latencies, median, percentile, throughput
+from bench.measure import Progress, Rate, latencies, median, percentile, say, throughput
 from bench.raw import WriteTemplate, replay, run_unit
 from bench.server import BenchDatabase, GatewayProcess
 
@@ -27,10 +26,6 @@ GATHER = (
     "items { id content properties createdAt } } }"
 )
 MANY_BATCH = 500
-
-
-def say(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 @dataclass

@@ -23,8 +23,8 @@ from typing import Any
 
 from bench import peer, phases
 from bench.capture import capture_gateway
-from bench.measure import Row, median, table
-from bench.phases import Bench, say
+from bench.measure import Row, median, say, table
+from bench.phases import Bench
 from bench.raw import open_pool
 from bench.server import BenchDatabase, gateway_process, plain_url
 

@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import random
 import statistics
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from sqlalchemy import text
 
 from bench.data import Generator
+from bench.measure import say
 from bench.server import BenchDatabase
 from policies.loader import DEV_POLICY_YAML
 from store import labels, traverse
@@ -37,10 +37,6 @@ from store.pool import create_pool
 
 AGENT = "dev"
 BATCH = 500
-
-
-def say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 async def load(executor: Executor, gen: Generator, ids: list[str], upto: int, workers: int) -> None:
