@@ -22,6 +22,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from bench.server import free_port
 from gql.app import Settings, create_app
+from store.policy_store import HEAD_SQL, VERSION_SQL
 
 
 @dataclass
@@ -47,7 +48,7 @@ Trace = list[Unit]
 def _is_policy_refresh(sql: str) -> bool:
     # The read-side policy check runs at most once a second per process
     # (policy_store.READ_TTL_SECONDS); the steady state does not execute it.
-    return sql.startswith(("SELECT version FROM policy_head ", "SELECT version, yaml, applied_at"))
+    return sql in (HEAD_SQL, VERSION_SQL)
 
 
 class Recorder:

@@ -21,8 +21,8 @@ from store.pool import Conn, Pool, plain_url
 # newer one); every write re-reads the head under a lock instead.
 READ_TTL_SECONDS = 1.0
 
-_VERSION = "SELECT version, yaml, applied_at, applied_by FROM policy_versions WHERE version = $1"
-_HEAD = "SELECT version FROM policy_head WHERE id = 1"
+VERSION_SQL = "SELECT version, yaml, applied_at, applied_by FROM policy_versions WHERE version = $1"
+HEAD_SQL = "SELECT version FROM policy_head WHERE id = 1"
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class PolicyCache:
         cached = self.versions.get(number)
         if cached is not None:
             return cached
-        row = await conn.fetchrow(_VERSION, number)
+        row = await conn.fetchrow(VERSION_SQL, number)
         if row is None:
             raise LookupError(f"policy version {number} is not in policy_versions")
         loaded = PolicyVersion(
@@ -67,7 +67,7 @@ class PolicyCache:
 
     async def current_version(self, conn: Conn) -> PolicyVersion:
         """The policy in force now, read on `conn`; refuses when there is none."""
-        head = await conn.fetchval(_HEAD)
+        head = await conn.fetchval(HEAD_SQL)
         if not head:
             raise NoPolicyError()
         return await self.version(conn, head)
@@ -83,7 +83,7 @@ async def current(pool: Pool, cache: PolicyCache) -> PolicyVersion | None:
     if cache.head > 0 and time.monotonic() - cache.checked_at < READ_TTL_SECONDS:
         return cache.versions[cache.head]
     async with pool.acquire() as conn:
-        head = await conn.fetchval(_HEAD)
+        head = await conn.fetchval(HEAD_SQL)
         if not head:
             return None
         version = await cache.version(conn, head)
@@ -96,7 +96,7 @@ async def in_force_at(url: str) -> PolicyVersion | None:
     """The policy in force in the database at `url` (for the command line), or None."""
     conn = await asyncpg.connect(plain_url(url))
     try:
-        head = await conn.fetchval(_HEAD)
+        head = await conn.fetchval(HEAD_SQL)
         return await PolicyCache.empty().version(conn, head) if head else None
     finally:
         await conn.close()

@@ -15,6 +15,7 @@ import asyncpg
 
 from store.checkpoints import chain, covered_hashes
 from store.hashing import entry_hash, legacy_entry_hash
+from store.policy_store import HEAD_SQL
 from store.pool import Conn, connect
 from store.projection import (
     RECORD_COLUMNS,
@@ -46,7 +47,6 @@ SELECT id, record_id, lane, label, value, recorded_from, from_version, recorded_
 FROM edge_properties
 """
 _POLICIES = "SELECT version, yaml, applied_at, applied_by FROM policy_versions ORDER BY version"
-_HEAD = "SELECT version FROM policy_head WHERE id = 1"
 _CORRECTIONS = """
 SELECT id, record_id, record_version, lane, content, reason, actor, at, ledger_hash
 FROM corrections
@@ -220,7 +220,7 @@ async def _compare_policies(conn: Conn, rebuilt: _Rebuild, report: Report) -> No
     live = [PolicyRow(*row) for row in await conn.fetch(_POLICIES)]
     if live != rebuilt.policies:
         report.problems.append("policy_versions differs from the ledger's policy entries")
-    head = await conn.fetchval(_HEAD)
+    head = await conn.fetchval(HEAD_SQL)
     newest = rebuilt.policies[-1].version if rebuilt.policies else 0
     if head != newest:
         report.problems.append(f"policy_head names version {head}; the ledger's newest is {newest}")
