@@ -215,6 +215,21 @@ async def sql(url: str) -> AsyncIterator[asyncpg.Connection]:
         await conn.close()
 
 
+def plan_nodes(plan: object) -> list[dict[str, Any]]:
+    """Every node of an `EXPLAIN (FORMAT JSON)` plan (and every dict inside one)."""
+    found: list[dict[str, Any]] = []
+    if isinstance(plan, dict):
+        found.append(plan)
+        values: Any = plan.values()
+    elif isinstance(plan, list):
+        values = plan
+    else:
+        return found
+    for value in values:
+        found += plan_nodes(value)
+    return found
+
+
 async def assert_verified(database_url: str) -> None:
     """The ledger of `database_url` verifies: chains hold, projections equal a rebuild."""
     report = await verify(database_url)

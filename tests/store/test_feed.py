@@ -23,7 +23,7 @@ from store.feed import (
     widen_xid,
 )
 from store.records import AuditEvent
-from tests.support import Databases, plain, sql
+from tests.support import Databases, plain, plan_nodes, sql
 
 TIMEOUT = 10.0
 
@@ -296,18 +296,12 @@ async def test_the_reader_polls_only_while_wanted(database: str) -> None:
 
 def audit_scans(plan: object) -> list[dict[str, object]]:
     """Every plan node that reads audit_events."""
-    found: list[dict[str, object]] = []
-    if isinstance(plan, dict):
-        if plan.get("Relation Name") == "audit_events" or "audit_events" in str(
-            plan.get("Index Name", "")
-        ):
-            found.append(plan)
-        for value in plan.values():
-            found += audit_scans(value)
-    elif isinstance(plan, list):
-        for value in plan:
-            found += audit_scans(value)
-    return found
+    return [
+        node
+        for node in plan_nodes(plan)
+        if node.get("Relation Name") == "audit_events"
+        or "audit_events" in str(node.get("Index Name", ""))
+    ]
 
 
 async def test_a_read_costs_what_it_returns_however_long_the_feed(databases: Databases) -> None:

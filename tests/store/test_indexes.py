@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from tests.support import Databases, sql
+from tests.support import Databases, plan_nodes, sql
 
 PROBES = {
     "current members": (
@@ -33,16 +33,11 @@ PROBES = {
 
 def index_conditions(plan: object) -> list[str]:
     """Every index condition of a JSON plan, with the index it is on."""
-    found: list[str] = []
-    if isinstance(plan, dict):
-        if "Index Name" in plan:
-            found.append(f"{plan['Index Name']}: {plan.get('Index Cond', '')}")
-        for value in plan.values():
-            found += index_conditions(value)
-    elif isinstance(plan, list):
-        for value in plan:
-            found += index_conditions(value)
-    return found
+    return [
+        f"{node['Index Name']}: {node.get('Index Cond', '')}"
+        for node in plan_nodes(plan)
+        if "Index Name" in node
+    ]
 
 
 @pytest.mark.parametrize("probe", sorted(PROBES))
