@@ -19,6 +19,11 @@ import orjson
 from graphql import (
     DocumentNode,
     GraphQLSchema,
+    ListTypeNode,
+    NamedTypeNode,
+    NonNullTypeNode,
+    OperationDefinitionNode,
+    TypeNode,
     parse,
     specified_rules,
     validate,
@@ -37,7 +42,9 @@ from store.compiled_sql import NotCompilable
 log = logging.getLogger("edgeloom.compiled")
 
 # A check the ordinary path makes per request beyond validation (a cost limit that
-# reads variables, say): true lets the compiled path answer.
+# reads variables, say): true lets the compiled path answer. Its answer may depend on
+# the variables only through Int ones (sizes such as `first:`), so an operation that
+# declares none is checked once.
 RequestCheck = Callable[[GraphQLSchema, DocumentNode, str | None, Mapping[str, Any]], bool]
 
 
@@ -96,6 +103,18 @@ class CompiledReads:
             log.debug("not compiled (%s)", exc)
             return None
 
+    def _passes(
+        self, operation: Operation, name: str | None, variables: dict[str, Any] | None
+    ) -> bool:
+        if operation.always_passes:
+            return True
+        document = operation.document
+        if not all(check(self.schema, document, name, variables or {}) for check in self.checks):
+            return False
+        if not _declares_int(operation.operation):
+            operation.always_passes = True
+        return True
+
     async def answer(self, request: Request) -> Response | None:
         """The response to a query the compiler covers, else None (strawberry answers)."""
         response = await self._answer(request)
@@ -124,9 +143,7 @@ class CompiledReads:
         operation = self.operation(query, name)
         if operation is None:
             return None
-        if self.checks and not all(
-            check(self.schema, operation.document, name, variables or {}) for check in self.checks
-        ):
+        if not self._passes(operation, name, variables):
             return None
         version = await policy_in_force(services)
         if version is None:
@@ -151,6 +168,16 @@ class CompiledReads:
         if row is None or not row["ok"]:
             return None
         return Response(row["body"], headers=over_http.HEADERS, media_type=media_type(request))
+
+
+def _declares_int(operation: OperationDefinitionNode) -> bool:
+    for definition in operation.variable_definitions or ():
+        named: TypeNode = definition.type
+        while isinstance(named, ListTypeNode | NonNullTypeNode):
+            named = named.type
+        if isinstance(named, NamedTypeNode) and named.name.value == "Int":
+            return True
+    return False
 
 
 async def _payload(request: Request) -> tuple[str, dict[str, Any] | None, str | None] | None:

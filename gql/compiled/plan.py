@@ -123,6 +123,8 @@ class Operation:
     sites: list[Site]
     statements: dict[tuple[Shape, ...], Any] = field(default_factory=dict)
     plain: Coercer | None = None
+    # Set by the endpoint once the request checks passed for good (see RequestCheck).
+    always_passes: bool = False
 
     def __post_init__(self) -> None:
         self.plain = plain_coercer(self.schema, self.operation.variable_definitions or ())

@@ -109,6 +109,13 @@ async def test_a_lower_limit_is_a_setting(start_gateway: GatewayFactory) -> None
     error = await small.error(PAGE, {"n": 1})
     assert error["extensions"] == {"code": "BAD_USER_INPUT", "cost": 258, "limit": 100}
     assert (await small.data("{ records(first: 99) { totalCount items { id } } }"))["records"]
+    # A document without Int variables costs the same on every request: the compiled
+    # path checks it once, and one over the limit stays refused.
+    literal = "{ records(first: 2) { items { id edgeProperties { id } } } }"
+    for _ in range(2):
+        assert (await small.error(literal))["extensions"]["cost"] == 1 + 2 * (1 + 256)
+    for _ in range(2):
+        assert (await small.data("{ records(first: 99) { items { id } } }"))["records"]
 
 
 async def test_a_request_stops_when_its_client_leaves(unlimited: Gateway) -> None:
