@@ -447,7 +447,7 @@ def create_app(settings: Settings) -> GatewayApp:
             cache = PolicyCache.empty()
             executor = Executor(pool, cache)
             await ensure_policy(executor, settings)
-            feed = FeedHub(url, engine, settings.feed)
+            feed = FeedHub(url, engine, pool, cache, settings.feed)
             await feed.start()
             services = Services(
                 engine=engine,

@@ -10,6 +10,14 @@ Subscribers that ran the same operation (document, variables, so the same filter
 are a group: they are handed one `Batch` object per read, and whatever is computed
 from it for a given set of rights (the rendered messages) is computed once, by the
 first of them to ask, and shared by the rest.
+
+A live subscriber whose task waits with nothing queued is served by the hub itself
+(`Direct`): the shared rendering is sent to its socket from the fan-out loop, with no
+task woken. Waking hundreds of tasks, each checking its rights and passing through
+strawberry's handler before its send, cost several times the send, and ran in bursts
+that held up every request of the process. Whatever the hub cannot send at once (the
+rights or the token are due a check, an event must be executed alone, a socket
+pushes back) goes through the queue to the subscriber's own task, in order.
 """
 
 from __future__ import annotations
@@ -20,16 +28,25 @@ import contextvars
 import enum
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Coroutine, Hashable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Hashable,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from gql.eager import run_eagerly
 from store import policy_store, tokens
 from store.errors import StoreError
-from store.feed import FeedEvent, FeedReader
+from store.feed import FeedEvent, FeedReader, Snapshot
 from store.policy_store import PolicyCache, PolicyVersion
 from store.pool import Pool
 
@@ -56,8 +73,9 @@ class FeedOptions:
     # the same rights, and send them all the same message. Off, every subscriber's
     # events are executed on their own: the reference the shared rendering is held to.
     share_renderings: bool = True
-    # Subscribers woken per turn of the event loop when an event reaches many.
-    wakes_per_turn: int = 16
+    # Subscribers served (sent to or woken) per turn of the event loop when an event
+    # reaches many, so that requests go on while it spreads.
+    deliveries_per_turn: int = 16
 
 
 class FeedUnavailableError(StoreError):
@@ -106,6 +124,45 @@ class Batch:
 Item = Batch | Closed
 
 
+@dataclass
+class Progress:
+    """Where one subscription stands: the cursor of the last event sent to it, and
+    what its replay from the table covered (`start`, and the snapshot `seen` it read),
+    so that a live event it replayed is not sent again."""
+
+    last: str | None
+    start: int = 0
+    seen: Snapshot | None = None
+
+    @staticmethod
+    def allowed(events: Sequence[FeedEvent], readable: frozenset[str]) -> list[FeedEvent]:
+        """The events whose lane `readable` covers; lane-less ones concern every lane."""
+        return [e for e in events if e.event.lane is None or e.event.lane in readable]
+
+    def due(self, allowed: Sequence[FeedEvent]) -> list[FeedEvent]:
+        """The events not yet sent: after the cursor, and not already replayed."""
+        seen = self.seen
+        if seen is None:
+            return list(allowed)
+        return [e for e in allowed if not (e.seq <= self.start or seen.finished(e.txid))]
+
+
+@dataclass(frozen=True)
+class Direct:
+    """What the hub needs to serve a waiting subscriber itself, under the rights its
+    task last decided (see the module's docstring)."""
+
+    version: int
+    """The policy version `lanes` were decided under."""
+    lanes: frozenset[str]
+    rights: Hashable
+    """The key its renderings are shared under (`Batch.rendered`)."""
+    token_checked: float
+    render: Callable[[Sequence[FeedEvent]], Coroutine[Any, Any, Rendered]]
+    send: Callable[[str], Coroutine[Any, Any, None]]
+    progress: Progress
+
+
 @dataclass(eq=False)
 class Subscriber:
     """One subscription's filters and queue; events for it arrive in feed order.
@@ -119,6 +176,11 @@ class Subscriber:
     # None: nothing new, a nudge from the hub to recheck what may have changed.
     queue: asyncio.Queue[Item | None]
     share: Hashable | None = None
+    # Set by its task while it waits with nothing queued: the hub may send to it.
+    direct: Direct | None = None
+    # Sends the hub started that had to wait for the socket; the task finishes them
+    # before anything it takes from the queue.
+    pending: asyncio.Future[None] | None = None
 
     @property
     def group(self) -> Hashable:
@@ -136,6 +198,27 @@ class Subscriber:
         return await self.queue.get()
 
 
+async def _send_rest(
+    waiting: asyncio.Future[None],
+    sending: FeedEvent,
+    direct: Direct,
+    rest: list[tuple[FeedEvent, str | None]],
+) -> None:
+    """Finish the send the socket held up (of `sending`), then send the rest, in order."""
+    await waiting
+    direct.progress.last = str(sending.seq)
+    for event, payload in rest:
+        assert payload is not None
+        await direct.send(payload)
+        direct.progress.last = str(event.seq)
+
+
+def _failed(exc: Exception) -> asyncio.Future[None]:
+    failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    failed.set_exception(exc)
+    return failed
+
+
 @dataclass
 class _TokenCheck:
     agent: str | None
@@ -148,6 +231,8 @@ class FeedHub:
 
     database_url: str
     engine: AsyncEngine
+    pool: Pool
+    policies: PolicyCache
     options: FeedOptions = field(default_factory=FeedOptions)
     _subscribers: set[Subscriber] = field(default_factory=set)
     _task: asyncio.Task[None] | None = None
@@ -160,6 +245,10 @@ class FeedHub:
     # When the read-side policy cache goes stale, the subscribers handed one batch all
     # ask for the policy at once; one reads it, the rest then find it cached.
     _policy_read: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Events sent by the hub itself (`Direct`), and batches handed to subscribers'
+    # tasks instead (counted for tests).
+    sent_directly: int = 0
+    queued: int = 0
 
     def __post_init__(self) -> None:
         self.reader = FeedReader(
@@ -198,10 +287,10 @@ class FeedHub:
                 if subscriber.queue.empty():
                     subscriber.queue.put_nowait(None)
 
-    async def policy(self, pool: Pool, cache: PolicyCache) -> PolicyVersion | None:
+    async def policy(self) -> PolicyVersion | None:
         """The policy in force for reads (`policy_store.current`), read once for a crowd."""
         async with self._policy_read:
-            return await policy_store.current(pool, cache)
+            return await policy_store.current(self.pool, self.policies)
 
     @asynccontextmanager
     async def subscribe(
@@ -227,6 +316,9 @@ class FeedHub:
             yield subscriber
         finally:
             self._subscribers.discard(subscriber)
+            subscriber.direct = None
+            if subscriber.pending is not None:
+                subscriber.pending.cancel()
 
     def _fan_out(self, events: Sequence[FeedEvent]) -> None:
         """The reader's sink: the events are offered to the subscribers by `_dispatch`."""
@@ -236,11 +328,10 @@ class FeedHub:
     async def _dispatch(self) -> None:
         """Offer each read's events to every subscriber, reads in order.
 
-        A subscriber runs (renders, sends) as soon as its queue gets a batch, so
-        waking hundreds at once would run all their deliveries back to back, and
-        every request and query of the process would wait for the lot. Subscribers
-        are woken `wakes_per_turn` at a time instead, with a turn of the event loop
-        between, so that other work goes on while an event spreads.
+        Serving hundreds back to back would hold up every request and query of the
+        process for the lot: subscribers are served (sent to, or woken) in slices of
+        `deliveries_per_turn`, with a turn of the event loop between, so that other
+        work goes on while an event spreads.
         """
         while True:
             await self._handed_out.wait()
@@ -251,7 +342,9 @@ class FeedHub:
     async def _offer(self, events: Sequence[FeedEvent]) -> None:
         # Filtered once per group, not once per subscriber.
         batches: dict[Hashable, Batch | None] = {}
-        woken = 0
+        in_force = await self._version_in_force()
+        now = time.monotonic()
+        served = 0
         for subscriber in list(self._subscribers):
             if subscriber not in self._subscribers:
                 continue  # gone, or closed, during an earlier turn
@@ -263,13 +356,63 @@ class FeedHub:
                 batch = batches[group] = Batch(mine) if mine else None
             if batch is None:
                 continue
-            try:
-                subscriber.queue.put_nowait(batch)
-            except asyncio.QueueFull:
-                self._close(subscriber, Closed.TOO_SLOW)
-            woken += 1
-            if woken % self.options.wakes_per_turn == 0:
+            if not await self._send_directly(subscriber, batch, in_force, now):
+                self.queued += 1
+                try:
+                    subscriber.queue.put_nowait(batch)
+                except asyncio.QueueFull:
+                    self._close(subscriber, Closed.TOO_SLOW)
+            served += 1
+            if served % self.options.deliveries_per_turn == 0:
                 await asyncio.sleep(0)
+
+    async def _version_in_force(self) -> int | None:
+        """The policy version in force (None: unknown now, so nothing is sent directly)."""
+        try:
+            in_force = await self.policy()
+        except Exception:  # the subscribers' tasks read it again and report the failure
+            return None
+        return None if in_force is None else in_force.version
+
+    async def _send_directly(
+        self, subscriber: Subscriber, batch: Batch, in_force: int | None, now: float
+    ) -> bool:
+        """Send `batch` to a waiting subscriber from here; False: queue it instead."""
+        direct = subscriber.direct
+        if (
+            direct is None
+            or direct.version != in_force
+            or now - direct.token_checked >= self.options.token_recheck_seconds
+            or subscriber.pending is not None
+            or not subscriber.queue.empty()
+        ):
+            return False
+        allowed = Progress.allowed(batch.events, direct.lanes)
+        due = direct.progress.due(allowed)
+        if not due:
+            return True
+        rendered = await batch.rendered(direct.rights, partial(direct.render, allowed))
+        if subscriber.direct is not direct or not subscriber.queue.empty():
+            return False  # its task woke while the rendering was made
+        payloads = [rendered.get(e.seq) for e in due]
+        if None in payloads:
+            return False  # an event to execute for this subscriber alone
+        for number, (event, payload) in enumerate(zip(due, payloads, strict=True)):
+            assert payload is not None
+            try:
+                waiting = run_eagerly(direct.send(payload))
+            except Exception as exc:  # the socket is gone: its task ends the operation
+                subscriber.direct = None
+                subscriber.pending = _failed(exc)
+                subscriber.queue.put_nowait(None)
+                return True
+            if waiting is not None:
+                rest = list(zip(due[number + 1 :], payloads[number + 1 :], strict=True))
+                subscriber.pending = asyncio.ensure_future(_send_rest(waiting, event, direct, rest))
+                return True
+            direct.progress.last = str(event.seq)
+            self.sent_directly += 1
+        return True
 
     def _close(self, subscriber: Subscriber, why: Closed) -> None:
         """Stop feeding a subscriber and tell it why, in place of what it had queued.

@@ -5,7 +5,8 @@ Live events are rendered once per group of subscribers that run the same operati
 lets them read): the first subscriber of the group to reach a batch executes the
 operation over its events through the schema, as strawberry would for each of them
 (`_render`), and every member sends the same encoded payloads through its socket's
-`Outlet`. An event whose result carries errors or extensions, a replay, and an
+`Outlet`, or, while it waits with nothing queued, the hub sends them for it
+(`feed_hub.Direct`). An event whose result carries errors or extensions, a replay, and an
 operation without an outlet are executed per subscriber, the ordinary way.
 """
 
@@ -27,7 +28,7 @@ from strawberry.types.execution import PreExecutionError
 from gql.auth import BAD_TOKEN, socket_authorization
 from gql.context import Caller, Context, Services
 from gql.errors import MASKED_MESSAGE, UnauthenticatedError
-from gql.feed_hub import Closed, FeedHub, FeedUnavailableError, Rendered
+from gql.feed_hub import Closed, Direct, FeedHub, FeedUnavailableError, Progress, Rendered
 from gql.types import AuditEvent, Info
 from gql.websocket import Outlet, current_outlet
 from policies.errors import PolicyError
@@ -103,8 +104,7 @@ class _Rights:
         self._token_checked = time.monotonic()
 
     async def lanes(self) -> frozenset[str]:
-        services = self.context.services
-        in_force = await self.hub.policy(services.pool, services.policies)
+        in_force = await self.hub.policy()
         if in_force is None:
             raise NoPolicyError()
         if in_force.version != self._version:
@@ -114,6 +114,16 @@ class _Rights:
             self._version = in_force.version
             self.policy = in_force
         return self._lanes
+
+    @property
+    def readable(self) -> frozenset[str]:
+        """The lanes as last decided by `lanes()`."""
+        return self._lanes
+
+    @property
+    def token_checked(self) -> float:
+        """When the token was last checked (`time.monotonic`)."""
+        return self._token_checked
 
     @property
     def key(self) -> Hashable:
@@ -256,41 +266,39 @@ async def _audit_events(
                 allowed=sorted(readable),
             )
     position = None if after is None else await feed.check_cursor(context.engine, after)
-    last = after
+    progress = Progress(last=after, start=position or 0)
     share = None if outlet is None else outlet.share
     async with hub.subscribe(lanes, wanted_kinds, share) as subscriber:
-        seen: feed.Snapshot | None = None
-        start = position or 0
         if position is not None:
             # Taken after subscribing: what it cannot see will arrive live.
-            seen = await feed.take_snapshot(context.engine)
+            progress.seen = await feed.take_snapshot(context.engine)
             async for page in feed.replay(
-                context.engine, position, seen, rights.lane_list, wanted_kinds
+                context.engine, position, progress.seen, rights.lane_list, wanted_kinds
             ):
                 await rights.check_token()
                 for item in page:
                     if subscriber.wants(item):
                         context.begin_operation()
                         yield AuditEvent.from_domain(item.event)
-                        last = str(item.seq)
+                        progress.last = str(item.seq)
         while True:
+            # Waiting with nothing queued, it may be served by the hub (feed_hub.Direct).
+            subscriber.direct = _direct(rights, schema, outlet, context.services, progress)
             batch = await subscriber.next()
+            subscriber.direct = None
+            if subscriber.pending is not None:
+                pending, subscriber.pending = subscriber.pending, None
+                await pending  # what the hub began sending comes first
             await rights.check_token()
             if batch is None:
                 continue
             if batch is Closed.TOO_SLOW:
-                raise SubscriberTooSlowError(last, hub.options.queue_batches)
+                raise SubscriberTooSlowError(progress.last, hub.options.queue_batches)
             if batch is Closed.STOPPING:
-                raise FeedStoppedError(last)
+                raise FeedStoppedError(progress.last)
             assert not isinstance(batch, Closed)
-            readable = await rights.lanes()
-            allowed = [e for e in batch.events if e.event.lane is None or e.event.lane in readable]
-            due = [
-                e
-                for e in allowed
-                # before the cursor, or already replayed
-                if seen is None or not (e.seq <= start or seen.finished(e.txid))
-            ]
+            allowed = Progress.allowed(batch.events, await rights.lanes())
+            due = progress.due(allowed)
             if not due:
                 continue
             rendered: Rendered = {}
@@ -311,4 +319,26 @@ async def _audit_events(
                     # Executed for this subscriber alone, afresh (its versions, its lanes).
                     context.begin_operation()
                     yield AuditEvent.from_domain(item.event)
-                last = str(item.seq)
+                progress.last = str(item.seq)
+
+
+def _direct(
+    rights: _Rights,
+    schema: BaseSchema,
+    outlet: Outlet | None,
+    services: Services,
+    progress: Progress,
+) -> Direct | None:
+    """How the hub may serve this subscriber while it waits, under its rights as they
+    were last decided; None when it has no outlet (each event is executed for it)."""
+    if outlet is None or rights.policy is None:
+        return None
+    return Direct(
+        version=rights.policy.version,
+        lanes=rights.readable,
+        rights=rights.key,
+        token_checked=rights.token_checked,
+        render=partial(_render, schema, outlet, services, rights.agent, rights.policy),
+        send=outlet.send,
+        progress=progress,
+    )

@@ -161,6 +161,8 @@ async def test_shared_renderings_equal_ordinary_execution(
             assert {seq_of(m) for m in got} <= {
                 s for r in renders[query] for s, p in r.items() if p
             }
+    # The live events went out from the hub itself, no subscriber task woken for them.
+    assert shared.state["services"].feed.sent_directly >= 2 * written * len(ops) - written
     kinds = {m["payload"]["data"]["auditEvents"]["kind"] for m in by_kind}
     assert kinds == {"sr_ingested", "sr_updated", "property_added", "property_removed"}
 
