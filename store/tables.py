@@ -91,6 +91,8 @@ records = Table(
     Column("idempotency_key", Text, nullable=True),
     Column("ledger_hash", Text, nullable=False),
     Index("ix_records_lane_created_at_id", "lane", "created_at", "id"),
+    # Counting a lane's records reads this one: the lane alone deduplicates to a tenth.
+    Index("ix_records_lane", "lane"),
     Index(
         "uq_records_created_by_idempotency_key",
         "created_by",

@@ -70,3 +70,29 @@ async def test_the_lane_is_an_index_condition_before_any_analyze(
     conditions = index_conditions(json.loads(raw))
     assert conditions, raw
     assert all("lane" in c for c in conditions), conditions
+
+
+async def test_a_lane_s_records_are_counted_from_the_narrow_lane_index(
+    databases: Databases,
+) -> None:
+    url = await databases.create()
+    async with sql(url) as conn:
+        await conn.executemany(
+            "INSERT INTO records (id, lane, source_type, authority, content, properties, "
+            "version, created_at, updated_at, created_by, ledger_hash) "
+            "VALUES ($1, $2, 'conversational', 'conversational', $3, '[]', 1, now(), now(), "
+            "'dev', '')",
+            [(f"sr_{uuid.uuid4().hex}", "default", "x" * 200) for _ in range(5000)],
+        )
+        await conn.execute("VACUUM ANALYZE records")
+        # The count of `records { totalCount }` (store.compiled_sql), per readable lane.
+        raw = await conn.fetchval(
+            "EXPLAIN (FORMAT JSON) SELECT coalesce(sum(c.n), 0)::bigint "
+            "FROM unnest($1::text[]) AS l(lane) CROSS JOIN LATERAL "
+            "(SELECT count(*) AS n FROM records q WHERE q.lane = l.lane) c",
+            ["default"],
+        )
+    scans = [n for n in plan_nodes(json.loads(raw)) if "Index Name" in n]
+    assert [(n["Node Type"], n["Index Name"]) for n in scans] == [
+        ("Index Only Scan", "ix_records_lane")
+    ], raw
