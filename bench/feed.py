@@ -15,7 +15,10 @@ and matches each against every subscriber's filters.
 
 Reported: probe events delivered / expected per subscriber (min and max; must both be
 1.0, with no duplicate), p50 / p99 delay from commit to delivery, writer throughput
-with the subscribers divided by without (target at least 0.9).
+with the subscribers divided by without in each round, and the median of those
+ratios (target at least 0.9). The subscribers are lean clients (bench.lean_socket)
+in processes of their own, on the same machine: what they spend is taken from the
+writers too.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import uvloop
 
 from bench.http import Caller, Callers
 from bench.lean_socket import LeanSocket
-from bench.measure import percentile, say
+from bench.measure import median, percentile, say
 from bench.server import BenchDatabase, GatewayProcess, gateway_process
 
 INGEST = "mutation($c: String!) { ingest(input: {content: $c}) { id } }"
@@ -331,7 +334,10 @@ async def main(args: argparse.Namespace) -> int:
         await database.drop()
     alone = {"ingests_per_s": sum(alone_rates) / len(alone_rates)}
     watched = _combined(watched_runs)
-    ratio = watched["ingests_per_s"] / alone["ingests_per_s"]
+    # Each round's pair of phases ran back to back: their ratio is the least touched by
+    # load from elsewhere, which moves both phases of a round alike.
+    per_round = [w["ingests_per_s"] / a for a, w in zip(alone_rates, watched_runs, strict=True)]
+    ratio = median(per_round)
     rows = [
         (
             "replicas / subscribers / writers / rounds",
@@ -351,7 +357,8 @@ async def main(args: argparse.Namespace) -> int:
         ("commit -> delivery p99", f"{watched['p99_ms']:.0f} ms"),
         ("ingests/s without subscribers", f"{alone['ingests_per_s']:.1f}"),
         (f"ingests/s with {args.subscribers} subscribers", f"{watched['ingests_per_s']:.1f}"),
-        ("with / without (target >= 0.9)", f"{ratio:.2f}"),
+        ("with / without, each round", ", ".join(f"{r:.2f}" for r in per_round)),
+        ("with / without, median of rounds (target >= 0.9)", f"{ratio:.2f}"),
     ]
     width = max(len(r[0]) for r in rows)
     print("\n".join(f"{name.ljust(width)}  {value}" for name, value in rows))
@@ -391,7 +398,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--writers", type=int, default=4, help="closed-loop ingest writers")
     parser.add_argument("--probe-rate", type=float, default=5.0, help="probe events per second")
     parser.add_argument(
-        "--rounds", type=int, default=2, help="alternating rounds without / with subscribers"
+        "--rounds", type=int, default=3, help="alternating rounds without / with subscribers"
     )
     parser.add_argument(
         "--subscriber-processes", type=int, default=2, help="processes the subscribers run in"
