@@ -28,14 +28,7 @@ import contextvars
 import enum
 import time
 from collections import deque
-from collections.abc import (
-    AsyncIterator,
-    Callable,
-    Coroutine,
-    Hashable,
-    Mapping,
-    Sequence,
-)
+from collections.abc import AsyncIterator, Callable, Coroutine, Hashable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -245,10 +238,8 @@ class FeedHub:
     # When the read-side policy cache goes stale, the subscribers handed one batch all
     # ask for the policy at once; one reads it, the rest then find it cached.
     _policy_read: asyncio.Lock = field(default_factory=asyncio.Lock)
-    # Events sent by the hub itself (`Direct`), and batches handed to subscribers'
-    # tasks instead (counted for tests).
+    # Events sent by the hub itself (`Direct`), counted for tests.
     sent_directly: int = 0
-    queued: int = 0
 
     def __post_init__(self) -> None:
         self.reader = FeedReader(
@@ -357,7 +348,6 @@ class FeedHub:
             if batch is None:
                 continue
             if not await self._send_directly(subscriber, batch, in_force, now):
-                self.queued += 1
                 try:
                     subscriber.queue.put_nowait(batch)
                 except asyncio.QueueFull:
