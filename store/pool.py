@@ -71,15 +71,16 @@ class Pool:
         self._idle.extend(o for o in opened if not isinstance(o, BaseException))
 
     async def _connect(self) -> Conn:
-        conn: Conn = await asyncpg.connect(
-            self._url, server_settings={"application_name": "edgeloom"}
-        )
+        return await _connect(self._url, {"application_name": "edgeloom"})
+
+    async def _fill(self) -> Conn:
+        """A new connection in the empty place the caller holds; if it cannot be
+        opened, the place is passed on (to a waiter, or left empty)."""
         try:
-            await _init(conn)
+            return await self._connect()
         except BaseException:
-            conn.terminate()
+            self._vacate()
             raise
-        return conn
 
     def get_max_size(self) -> int:
         return self._size
@@ -96,11 +97,7 @@ class Pool:
                 conn: Conn | None = self._idle.pop()  # the most recently used: warm
             elif self._empty:
                 self._empty -= 1
-                try:
-                    conn = await self._connect()
-                except BaseException:
-                    self._vacate()
-                    raise
+                conn = await self._fill()
             else:
                 waiter = asyncio.get_running_loop().create_future()
                 self._waiters.append(waiter)
@@ -118,11 +115,7 @@ class Pool:
                             self._waiters.remove(waiter)
                     raise
                 if conn is None:  # an empty place, handed over by _vacate
-                    try:
-                        conn = await self._connect()
-                    except BaseException:
-                        self._vacate()
-                        raise
+                    conn = await self._fill()
             assert conn is not None
             if conn.is_closed():
                 self._vacate()
@@ -211,8 +204,16 @@ async def create_pool(url: str, size: int) -> Pool:
     return pool
 
 
-async def connect(url: str) -> asyncpg.Connection[asyncpg.Record]:
+async def connect(url: str) -> Conn:
     """One connection of its own (not pooled), with the same JSON codecs."""
-    conn: asyncpg.Connection[asyncpg.Record] = await asyncpg.connect(plain_url(url))
-    await _init(conn)
+    return await _connect(plain_url(url), {})
+
+
+async def _connect(url: str, server_settings: dict[str, str]) -> Conn:
+    conn: Conn = await asyncpg.connect(url, server_settings=server_settings)
+    try:
+        await _init(conn)
+    except BaseException:
+        conn.terminate()
+        raise
     return conn
