@@ -94,6 +94,16 @@ class Batch:
 
     events: tuple[FeedEvent, ...]
     _renders: dict[Hashable, asyncio.Task[Rendered]] = field(default_factory=dict)
+    _allowed: dict[frozenset[str], list[FeedEvent]] = field(default_factory=dict)
+
+    def allowed(self, readable: frozenset[str]) -> list[FeedEvent]:
+        """The events whose lane `readable` covers (lane-less ones concern every lane),
+        worked out once per set of lanes for the whole group."""
+        found = self._allowed.get(readable)
+        if found is None:
+            found = [e for e in self.events if e.event.lane is None or e.event.lane in readable]
+            self._allowed[readable] = found
+        return found
 
     async def rendered(
         self, rights: Hashable, render: Callable[[], Coroutine[Any, Any, Rendered]]
@@ -127,16 +137,11 @@ class Progress:
     start: int = 0
     seen: Snapshot | None = None
 
-    @staticmethod
-    def allowed(events: Sequence[FeedEvent], readable: frozenset[str]) -> list[FeedEvent]:
-        """The events whose lane `readable` covers; lane-less ones concern every lane."""
-        return [e for e in events if e.event.lane is None or e.event.lane in readable]
-
-    def due(self, allowed: Sequence[FeedEvent]) -> list[FeedEvent]:
+    def due(self, allowed: Sequence[FeedEvent]) -> Sequence[FeedEvent]:
         """The events not yet sent: after the cursor, and not already replayed."""
         seen = self.seen
         if seen is None:
-            return list(allowed)
+            return allowed
         return [e for e in allowed if not (e.seq <= self.start or seen.finished(e.txid))]
 
 
@@ -377,7 +382,7 @@ class FeedHub:
             or not subscriber.queue.empty()
         ):
             return False
-        allowed = Progress.allowed(batch.events, direct.lanes)
+        allowed = batch.allowed(direct.lanes)
         due = direct.progress.due(allowed)
         if not due:
             return True

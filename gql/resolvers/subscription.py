@@ -297,7 +297,7 @@ async def _audit_events(
             if batch is Closed.STOPPING:
                 raise FeedStoppedError(progress.last)
             assert not isinstance(batch, Closed)
-            allowed = Progress.allowed(batch.events, await rights.lanes())
+            allowed = batch.allowed(await rights.lanes())
             due = progress.due(allowed)
             if not due:
                 continue
