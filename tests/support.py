@@ -215,6 +215,29 @@ async def sql(url: str) -> AsyncIterator[asyncpg.Connection]:
         await conn.close()
 
 
+@asynccontextmanager
+async def pool_statements(gateway: Gateway) -> AsyncIterator[list[Any]]:
+    """Every statement the gateway's pool runs inside the block (asyncpg's
+    `LoggedQuery`: the text, `.query`, and the arguments, `.args`)."""
+    assert gateway.state is not None
+    pool = gateway.state["services"].pool
+    seen: list[Any] = []
+    # Holding every connection at once reaches each one of them.
+    held = [await pool.acquire() for _ in range(pool.get_max_size())]
+    for conn in held:
+        conn.add_query_logger(seen.append)
+    for conn in held:
+        await pool.release(conn)
+    try:
+        yield seen
+    finally:
+        held = [await pool.acquire() for _ in range(pool.get_max_size())]
+        for conn in held:
+            conn.remove_query_logger(seen.append)
+        for conn in held:
+            await pool.release(conn)
+
+
 def plan_nodes(plan: object) -> list[dict[str, Any]]:
     """Every node of an `EXPLAIN (FORMAT JSON)` plan (and every dict inside one)."""
     found: list[dict[str, Any]] = []

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 
 from tests.conftest import GatewayFactory
 from tests.gql._api import GATHER, RECORD, ingest, unique
-from tests.support import Gateway
+from tests.support import Gateway, pool_statements
 
 RECORDS = """
 query($first: Int) { records(first: $first) { totalCount items { id content properties }
@@ -22,32 +20,6 @@ NESTED = """
 query($id: ID!) { record(id: $id) { id edgeProperties { property memberCount
   members(first: 3) { totalCount items { id versions { number } } } } } }
 """
-
-
-@asynccontextmanager
-async def statements(gateway: Gateway) -> AsyncIterator[list[str]]:
-    """Every statement the gateway's read pool runs inside the block."""
-    assert gateway.state is not None
-    pool = gateway.state["services"].pool
-    seen: list[str] = []
-
-    def log(record: Any) -> None:
-        seen.append(record.query)
-
-    # Holding every connection at once reaches each one of them.
-    held = [await pool.acquire() for _ in range(pool.get_max_size())]
-    for conn in held:
-        conn.add_query_logger(log)
-    for conn in held:
-        await pool.release(conn)
-    try:
-        yield seen
-    finally:
-        held = [await pool.acquire() for _ in range(pool.get_max_size())]
-        for conn in held:
-            conn.remove_query_logger(log)
-        for conn in held:
-            await pool.release(conn)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +35,7 @@ async def data(start_gateway: GatewayFactory) -> tuple[Gateway, Gateway, dict[st
 
 async def count(gateway: Gateway, query: str, variables: dict[str, Any]) -> int:
     await gateway.data(query, variables)  # prepared, cached, policy read: warm
-    async with statements(gateway) as seen:
+    async with pool_statements(gateway) as seen:
         await gateway.data(query, variables)
         await asyncio.sleep(0)
     return len(seen)
