@@ -67,7 +67,8 @@ LOCK_EXCLUSIVE = _LOCK.format(mode="UPDATE", columns=_RECORD_COLUMNS)
 # the pool re-prepares the statement): made while `records` is small, that plan scans
 # the whole table, and every ingest after it pays a scan that grows with the memory
 # (seen: ingests at less than half their rate after 40,000 records, on a server
-# without autovacuum). A lock of named records keeps that weakness until then.
+# without autovacuum). A lock of named records keeps that weakness, for at most a minute
+# (`store.pool.STATEMENT_LIFETIME_SECONDS`).
 _LOCK_HEAD = """
 SELECT version AS policy_head, clock_timestamp() AS now FROM policy_head WHERE id = 1 FOR {mode}
 """

@@ -209,8 +209,20 @@ async def connect(url: str) -> Conn:
     return await _connect(plain_url(url), {})
 
 
+# Seconds a connection keeps a prepared statement before preparing it again (asyncpg's
+# default is 300). PostgreSQL keeps the generic plan it makes after a statement's fifth
+# run until the table is next analyzed: one made while the memory was small may scan a
+# table that has since grown (a lock of named records, say, on a server without
+# autovacuum). Preparing again a minute later plans for the table as it is then.
+STATEMENT_LIFETIME_SECONDS = 60
+
+
 async def _connect(url: str, server_settings: dict[str, str]) -> Conn:
-    conn: Conn = await asyncpg.connect(url, server_settings=server_settings)
+    conn: Conn = await asyncpg.connect(
+        url,
+        server_settings=server_settings,
+        max_cached_statement_lifetime=STATEMENT_LIFETIME_SECONDS,
+    )
     try:
         await _init(conn)
     except BaseException:
