@@ -6,7 +6,7 @@
 Two `edgeloom serve` processes share one database (embedded in a temp folder, or
 DATABASE_URL). Writers run flat out (`ingest`, spread over the replicas) for the
 duration twice: once with no subscriber, once with the subscribers connected
-(spread over the replicas). Throughout both runs a probe writer adds one edge
+(spread over the replicas), every other round the subscribers first. Throughout both runs a probe writer adds one edge
 property per tick (`addProperties`, kind `property_added`) on one record; every
 subscriber subscribes to that kind, so each must receive every probe event exactly
 once, and the time from the probe's commit (its HTTP answer) to each delivery is the
