@@ -50,15 +50,21 @@ _RECORD_COLUMNS = (
     "id, lane, source_type, authority, content, properties, version, created_at, "
     "updated_at, created_by, ledger_hash"
 )
-_LOCK = """
+# The policy head, locked: every write takes it first (see `_lock`).
+_HEAD = """
 WITH head AS (
   SELECT version, clock_timestamp() AS now FROM policy_head WHERE id = 1 FOR {mode}
 )
+"""
+_LOCK = (
+    _HEAD
+    + """
 SELECT head.version AS policy_head, head.now, r.*
 FROM head LEFT JOIN LATERAL (
   SELECT {columns} FROM records WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE
 ) r ON true
 """
+)
 LOCK_SHARED = _LOCK.format(mode="SHARE", columns=_RECORD_COLUMNS)
 LOCK_EXCLUSIVE = _LOCK.format(mode="UPDATE", columns=_RECORD_COLUMNS)
 # With no record to lock (new records, policy changes) only the head is locked. The
@@ -69,9 +75,7 @@ LOCK_EXCLUSIVE = _LOCK.format(mode="UPDATE", columns=_RECORD_COLUMNS)
 # (seen: ingests at less than half their rate after 40,000 records, on a server
 # without autovacuum). A lock of named records keeps that weakness, for at most a minute
 # (`store.pool.STATEMENT_LIFETIME_SECONDS`).
-_LOCK_HEAD = """
-SELECT version AS policy_head, clock_timestamp() AS now FROM policy_head WHERE id = 1 FOR {mode}
-"""
+_LOCK_HEAD = _HEAD + "SELECT head.version AS policy_head, head.now FROM head\n"
 LOCK_HEAD_SHARED = _LOCK_HEAD.format(mode="SHARE")
 LOCK_HEAD_EXCLUSIVE = _LOCK_HEAD.format(mode="UPDATE")
 
@@ -245,14 +249,15 @@ class Executor:
         if ids:
             statement = LOCK_EXCLUSIVE if locks.policy_exclusive else LOCK_SHARED
             rows = await conn.fetch(statement, ids)
+            locked = [r for r in rows if r["id"]]
         else:
             statement = LOCK_HEAD_EXCLUSIVE if locks.policy_exclusive else LOCK_HEAD_SHARED
             rows = await conn.fetch(statement)
+            locked = []
         head, now = rows[0]["policy_head"], rows[0]["now"]
         if head == 0 and not locks.policy_exclusive:
             raise NoPolicyError()
         policy = await self.policies.version(conn, head) if head else None
-        locked = [r for r in rows if r["id"]] if ids else []
         return Txn(agent_name=agent, policy=policy, at=now), locked
 
     @staticmethod
