@@ -6,12 +6,13 @@
 Two `edgeloom serve` processes share one database (embedded in a temp folder, or
 DATABASE_URL). Writers run flat out (`ingest`, spread over the replicas) for the
 duration twice: once with no subscriber, once with the subscribers connected
-(spread over the replicas), every other round the subscribers first. Throughout both runs a probe writer adds one edge
-property per tick (`addProperties`, kind `property_added`) on one record; every
-subscriber subscribes to that kind, so each must receive every probe event exactly
-once, and the time from the probe's commit (its HTTP answer) to each delivery is the
-delay. The feed reads every event either way (the writers' `sr_ingested` ones too)
-and matches each against every subscriber's filters.
+(spread over the replicas), every other round the subscribers first. Throughout
+both runs a probe writer adds one edge property per tick (`addProperties`, kind
+`property_added`) on one record; every subscriber subscribes to that kind, so each
+must receive every probe event exactly once, and the time from the probe's commit
+(its HTTP answer) to each delivery is the delay. The feed reads every event either
+way (the writers' `sr_ingested` ones too) and matches each against every
+subscriber's filters.
 
 Reported: probe events delivered / expected per subscriber (min and max; must both be
 1.0, with no duplicate), p50 / p99 delay from commit to delivery, writer throughput
