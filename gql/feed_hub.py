@@ -95,6 +95,14 @@ class Batch:
     events: tuple[FeedEvent, ...]
     _renders: dict[Hashable, asyncio.Task[Rendered]] = field(default_factory=dict)
     _allowed: dict[frozenset[str], list[FeedEvent]] = field(default_factory=dict)
+    # The lowest seq and transaction id among the events: a subscriber whose replay
+    # ended below both has none of them behind it (`Progress.due`).
+    lowest_seq: int = field(init=False)
+    lowest_txid: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.lowest_seq = min((e.seq for e in self.events), default=0)
+        self.lowest_txid = min((e.txid for e in self.events), default=0)
 
     def allowed(self, readable: frozenset[str]) -> list[FeedEvent]:
         """The events whose lane `readable` covers (lane-less ones concern every lane),
@@ -114,14 +122,22 @@ class Batch:
         cancel it for the others; `render` must not raise (it answers "not shared"
         instead), since no one may be left to retrieve the error.
         """
+        done = self.ready(rights)
+        if done is not None:
+            return done  # the common case: most of the group comes later
         task = self._renders.get(rights)
         if task is None:
             # A fresh context: the rendering is no subscriber's operation.
             task = asyncio.create_task(render(), context=contextvars.Context())
             self._renders[rights] = task
-        if task.done():
-            return task.result()  # the common case: most of the group comes later
         return await asyncio.shield(task)
+
+    def ready(self, rights: Hashable) -> Rendered | None:
+        """The rendering for `rights` if it is made already (None: not yet)."""
+        task = self._renders.get(rights)
+        if task is None or not task.done():
+            return None
+        return task.result()
 
 
 Item = Batch | Closed
@@ -137,10 +153,15 @@ class Progress:
     start: int = 0
     seen: Snapshot | None = None
 
-    def due(self, allowed: Sequence[FeedEvent]) -> Sequence[FeedEvent]:
-        """The events not yet sent: after the cursor, and not already replayed."""
+    def due(self, batch: Batch, allowed: Sequence[FeedEvent]) -> Sequence[FeedEvent]:
+        """Of `allowed` (events of `batch`), those not yet sent: after the cursor, and
+        not already replayed."""
         seen = self.seen
         if seen is None:
+            return allowed
+        if batch.lowest_seq > self.start and batch.lowest_txid >= seen.xmax:
+            # Every event of the batch is past the cursor and began after the replay's
+            # snapshot, so the replay saw none of them: the usual case once live.
             return allowed
         return [e for e in allowed if not (e.seq <= self.start or seen.finished(e.txid))]
 
@@ -204,11 +225,11 @@ async def _send_rest(
 ) -> None:
     """Finish the send the socket held up (of `sending`), then send the rest, in order."""
     await waiting
-    direct.progress.last = str(sending.seq)
+    direct.progress.last = sending.cursor
     for event, payload in rest:
         assert payload is not None
         await direct.send(payload)
-        direct.progress.last = str(event.seq)
+        direct.progress.last = event.cursor
 
 
 def _failed(exc: Exception) -> asyncio.Future[None]:
@@ -383,12 +404,14 @@ class FeedHub:
         ):
             return False
         allowed = batch.allowed(direct.lanes)
-        due = direct.progress.due(allowed)
+        due = direct.progress.due(batch, allowed)
         if not due:
             return True
-        rendered = await batch.rendered(direct.rights, partial(direct.render, allowed))
-        if subscriber.direct is not direct or not subscriber.queue.empty():
-            return False  # its task woke while the rendering was made
+        rendered = batch.ready(direct.rights)
+        if rendered is None:
+            rendered = await batch.rendered(direct.rights, partial(direct.render, allowed))
+            if subscriber.direct is not direct or not subscriber.queue.empty():
+                return False  # its task woke while the rendering was made
         payloads = [rendered.get(e.seq) for e in due]
         if None in payloads:
             return False  # an event to execute for this subscriber alone
@@ -405,7 +428,7 @@ class FeedHub:
                 rest = list(zip(due[number + 1 :], payloads[number + 1 :], strict=True))
                 subscriber.pending = asyncio.ensure_future(_send_rest(waiting, event, direct, rest))
                 return True
-            direct.progress.last = str(event.seq)
+            direct.progress.last = event.cursor
             self.sent_directly += 1
         return True
 

@@ -47,6 +47,7 @@ higher cursor: exactly once, but not in seq order across the seam.)
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import logging
 import time
@@ -184,6 +185,11 @@ class FeedEvent:
     @property
     def seq(self) -> int:
         return self.event.seq
+
+    @functools.cached_property
+    def cursor(self) -> str:
+        """The event's position as its subscribers see it (made once, sent to many)."""
+        return str(self.event.seq)
 
     @classmethod
     def from_row(cls, row: Any) -> FeedEvent:

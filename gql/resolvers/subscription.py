@@ -280,7 +280,7 @@ async def _audit_events(
                     if subscriber.wants(item):
                         context.begin_operation()
                         yield AuditEvent.from_domain(item.event)
-                        progress.last = str(item.seq)
+                        progress.last = item.cursor
         while True:
             # Waiting with nothing queued, it may be served by the hub (feed_hub.Direct).
             subscriber.direct = _direct(rights, schema, outlet, context.services, progress)
@@ -298,7 +298,7 @@ async def _audit_events(
                 raise FeedStoppedError(progress.last)
             assert not isinstance(batch, Closed)
             allowed = batch.allowed(await rights.lanes())
-            due = progress.due(allowed)
+            due = progress.due(batch, allowed)
             if not due:
                 continue
             rendered: Rendered = {}
@@ -319,7 +319,7 @@ async def _audit_events(
                     # Executed for this subscriber alone, afresh (its versions, its lanes).
                     context.begin_operation()
                     yield AuditEvent.from_domain(item.event)
-                progress.last = str(item.seq)
+                progress.last = item.cursor
 
 
 def _direct(
