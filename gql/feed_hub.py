@@ -16,8 +16,13 @@ A live subscriber whose task waits with nothing queued is served by the hub itse
 task woken. Waking hundreds of tasks, each checking its rights and passing through
 strawberry's handler before its send, cost several times the send, and ran in bursts
 that held up every request of the process. Whatever the hub cannot send at once (the
-rights or the token are due a check, an event must be executed alone, a socket
-pushes back) goes through the queue to the subscriber's own task, in order.
+rights are due a check, the token was revoked, an event must be executed alone, a
+socket pushes back) goes through the queue to the subscriber's own task, in order.
+
+Tokens are checked by the hub too: each token its subscribers hold, once per
+interval, however many subscribers hold it, and only a subscriber whose token no
+longer names its agent is woken (to end its operation). A subscriber without a token
+is never woken for nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import asyncio
 import contextlib
 import contextvars
 import enum
+import logging
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Hashable, Mapping, Sequence
@@ -42,6 +48,8 @@ from store.errors import StoreError
 from store.feed import FeedEvent, FeedReader, Snapshot
 from store.policy_store import PolicyCache, PolicyVersion
 from store.pool import Pool
+
+log = logging.getLogger("edgeloom.feed")
 
 
 class Closed(enum.Enum):
@@ -176,10 +184,17 @@ class Direct:
     lanes: frozenset[str]
     rights: Hashable
     """The key its renderings are shared under (`Batch.rendered`)."""
-    token_checked: float
     render: Callable[[Sequence[FeedEvent]], Coroutine[Any, Any, Rendered]]
     send: Callable[[str], Coroutine[Any, Any, None]]
     progress: Progress
+
+
+@dataclass(frozen=True)
+class Bearer:
+    """The token a subscription's socket authenticated with, and the agent it named."""
+
+    secret: str
+    agent: str
 
 
 @dataclass(eq=False)
@@ -192,9 +207,13 @@ class Subscriber:
 
     lanes: frozenset[str] | None
     kinds: frozenset[str]
-    # None: nothing new, a nudge from the hub to recheck what may have changed.
+    # None: nothing new; the hub found its token revoked.
     queue: asyncio.Queue[Item | None]
     share: Hashable | None = None
+    bearer: Bearer | None = None
+    # Set by the hub when `bearer` no longer names its agent: nothing more is sent to
+    # it directly, and its task ends the operation.
+    revoked: bool = False
     # Set by its task while it waits with nothing queued: the hub may send to it.
     direct: Direct | None = None
     # Sends the hub started that had to wait for the socket; the task finishes them
@@ -213,7 +232,7 @@ class Subscriber:
         return self.lanes is None or e.lane is None or e.lane in self.lanes
 
     async def next(self) -> Item | None:
-        """The next batch, or None when the hub nudges an idle subscriber."""
+        """The next batch, or None when the hub found its token revoked."""
         return await self.queue.get()
 
 
@@ -255,7 +274,7 @@ class FeedHub:
     options: FeedOptions = field(default_factory=FeedOptions)
     _subscribers: set[Subscriber] = field(default_factory=set)
     _task: asyncio.Task[None] | None = None
-    _nudges: asyncio.Task[None] | None = None
+    _token_checks: asyncio.Task[None] | None = None
     _dispatcher: asyncio.Task[None] | None = None
     # What the reader handed out, in order, not yet offered to every subscriber.
     _pending: deque[Sequence[FeedEvent]] = field(default_factory=deque)
@@ -283,25 +302,39 @@ class FeedHub:
     async def start(self) -> None:
         self._task = asyncio.create_task(self.reader.run(), name="edgeloom-feed")
         self._dispatcher = asyncio.create_task(self._dispatch(), name="edgeloom-feed-fan-out")
-        self._nudges = asyncio.create_task(self._nudge_idle(), name="edgeloom-feed-nudges")
+        self._token_checks = asyncio.create_task(
+            self._check_tokens(), name="edgeloom-feed-token-checks"
+        )
 
     async def stop(self) -> None:
         for subscriber in list(self._subscribers):
             self._close(subscriber, Closed.STOPPING)
-        for task in (self._task, self._dispatcher, self._nudges):
+        for task in (self._task, self._dispatcher, self._token_checks):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
-    async def _nudge_idle(self) -> None:
-        """Wake every subscriber with nothing queued, twice per token recheck interval,
-        so that a quiet feed still notices a revoked token: one timer for the process
-        instead of a timeout around every subscriber's every wait."""
+    async def _check_tokens(self) -> None:
+        """Twice per token recheck interval, check every token the subscribers hold
+        (`token_agent`: one query per token per interval) and wake those whose token
+        was revoked, so that even a quiet feed ends their operations."""
         while True:
             await asyncio.sleep(self.options.token_recheck_seconds / 2)
-            for subscriber in list(self._subscribers):
-                if subscriber.queue.empty():
+            try:
+                await self._revoke_stale_tokens()
+            except Exception:  # the database is away: try again next time
+                log.warning("checking subscribers' tokens failed", exc_info=True)
+
+    async def _revoke_stale_tokens(self) -> None:
+        subscribers = [s for s in self._subscribers if s.bearer is not None and not s.revoked]
+        secrets = {s.bearer.secret for s in subscribers if s.bearer is not None}
+        agents = {secret: await self.token_agent(secret) for secret in secrets}
+        for subscriber in subscribers:
+            assert subscriber.bearer is not None
+            if agents[subscriber.bearer.secret] != subscriber.bearer.agent:
+                subscriber.revoked = True
+                with contextlib.suppress(asyncio.QueueFull):  # then it is woken anyway
                     subscriber.queue.put_nowait(None)
 
     async def policy(self) -> PolicyVersion | None:
@@ -311,7 +344,11 @@ class FeedHub:
 
     @asynccontextmanager
     async def subscribe(
-        self, lanes: Sequence[str] | None, kinds: Sequence[str], share: Hashable | None = None
+        self,
+        lanes: Sequence[str] | None,
+        kinds: Sequence[str],
+        share: Hashable | None = None,
+        bearer: Bearer | None = None,
     ) -> AsyncIterator[Subscriber]:
         """Register a subscriber for as long as the block runs.
 
@@ -324,6 +361,7 @@ class FeedHub:
             kinds=frozenset(kinds),
             queue=asyncio.Queue(maxsize=self.options.queue_batches),
             share=share,
+            bearer=bearer,
         )
         self._subscribers.add(subscriber)
         try:
@@ -360,7 +398,6 @@ class FeedHub:
         # Filtered once per group, not once per subscriber.
         batches: dict[Hashable, Batch | None] = {}
         in_force = await self._version_in_force()
-        now = time.monotonic()
         served = 0
         for subscriber in list(self._subscribers):
             if subscriber not in self._subscribers:
@@ -373,7 +410,7 @@ class FeedHub:
                 batch = batches[group] = Batch(mine) if mine else None
             if batch is None:
                 continue
-            if not await self._send_directly(subscriber, batch, in_force, now):
+            if not await self._send_directly(subscriber, batch, in_force):
                 try:
                     subscriber.queue.put_nowait(batch)
                 except asyncio.QueueFull:
@@ -391,14 +428,14 @@ class FeedHub:
         return None if in_force is None else in_force.version
 
     async def _send_directly(
-        self, subscriber: Subscriber, batch: Batch, in_force: int | None, now: float
+        self, subscriber: Subscriber, batch: Batch, in_force: int | None
     ) -> bool:
         """Send `batch` to a waiting subscriber from here; False: queue it instead."""
         direct = subscriber.direct
         if (
             direct is None
             or direct.version != in_force
-            or now - direct.token_checked >= self.options.token_recheck_seconds
+            or subscriber.revoked
             or subscriber.pending is not None
             or not subscriber.queue.empty()
         ):

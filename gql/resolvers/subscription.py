@@ -28,7 +28,7 @@ from strawberry.types.execution import PreExecutionError
 from gql.auth import BAD_TOKEN, socket_authorization
 from gql.context import Caller, Context, Services
 from gql.errors import MASKED_MESSAGE, UnauthenticatedError
-from gql.feed_hub import Closed, Direct, FeedHub, FeedUnavailableError, Progress, Rendered
+from gql.feed_hub import Bearer, Closed, Direct, FeedHub, FeedUnavailableError, Progress, Rendered
 from gql.types import AuditEvent, Info
 from gql.websocket import Outlet, current_outlet
 from policies.errors import PolicyError
@@ -102,6 +102,11 @@ class _Rights:
         self._lanes: frozenset[str] = frozenset()
         self.policy: PolicyVersion | None = None
         self._token_checked = time.monotonic()
+        raw = socket_authorization(context.connection_params)
+        # A development gateway's anonymous agent holds no token.
+        self.bearer = (
+            None if raw is None else Bearer(raw.strip().partition(" ")[2].strip(), self.agent)
+        )
 
     async def lanes(self) -> frozenset[str]:
         in_force = await self.hub.policy()
@@ -121,11 +126,6 @@ class _Rights:
         return self._lanes
 
     @property
-    def token_checked(self) -> float:
-        """When the token was last checked (`time.monotonic`)."""
-        return self._token_checked
-
-    @property
     def key(self) -> Hashable:
         """What a rendering depends on besides the operation: reads are decided by the
         lanes the policy lets the caller read, nothing else about the caller."""
@@ -140,11 +140,7 @@ class _Rights:
         if not force and now - self._token_checked < self.hub.options.token_recheck_seconds:
             return
         self._token_checked = now
-        raw = socket_authorization(self.context.connection_params)
-        if raw is None:
-            return  # a development gateway's anonymous agent holds no token
-        secret = raw.strip().partition(" ")[2].strip()
-        if await self.hub.token_agent(secret) != self.agent:
+        if self.bearer is not None and await self.hub.token_agent(self.bearer.secret) != self.agent:
             raise UnauthenticatedError(BAD_TOKEN)
 
 
@@ -268,7 +264,7 @@ async def _audit_events(
     position = None if after is None else await feed.check_cursor(context.engine, after)
     progress = Progress(last=after, start=position or 0)
     share = None if outlet is None else outlet.share
-    async with hub.subscribe(lanes, wanted_kinds, share) as subscriber:
+    async with hub.subscribe(lanes, wanted_kinds, share, rights.bearer) as subscriber:
         if position is not None:
             # Taken after subscribing: what it cannot see will arrive live.
             progress.seen = await feed.take_snapshot(context.engine)
@@ -289,6 +285,8 @@ async def _audit_events(
             if subscriber.pending is not None:
                 pending, subscriber.pending = subscriber.pending, None
                 await pending  # what the hub began sending comes first
+            if subscriber.revoked:  # found by the hub's own check of the token
+                raise UnauthenticatedError(BAD_TOKEN)
             await rights.check_token()
             if batch is None:
                 continue
@@ -337,7 +335,6 @@ def _direct(
         version=rights.policy.version,
         lanes=rights.readable,
         rights=rights.key,
-        token_checked=rights.token_checked,
         render=partial(_render, schema, outlet, services, rights.agent, rights.policy),
         send=outlet.send,
         progress=progress,

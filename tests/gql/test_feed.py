@@ -261,6 +261,45 @@ async def test_a_revoked_token_ends_the_subscription(
     assert error["message"].startswith("the bearer token is unknown or has been revoked")
 
 
+async def test_revoking_one_token_ends_only_its_subscription_and_the_rest_stay_direct(
+    start_gateway: GatewayFactory, crm_yaml: str
+) -> None:
+    """The hub checks the tokens its subscribers hold and wakes only the one whose token
+    was revoked; a subscriber whose token stays good goes on being served by the hub
+    itself (`sent_directly`) across many recheck intervals."""
+    from gql.feed_hub import FeedOptions
+    from store import tokens
+    from store.database import create_engine
+
+    gateway = await start_gateway(policy_yaml=crm_yaml, feed=FeedOptions(token_recheck_seconds=0.2))
+    hub = gateway.state["services"].feed
+    engine = create_engine(gateway.database_url, pool_size=1)
+    try:
+        revoked, revoked_secret = await tokens.create(engine, "planner")
+        _, kept_secret = await tokens.create(engine, "planner")
+        async with (
+            feed_client(gateway, revoked_secret) as ended,
+            feed_client(gateway, kept_secret) as kept,
+        ):
+            after = await newest_cursor(gateway)
+            await ended.subscribe("p", after=after)
+            await kept.subscribe("p", after=after)
+            first = await ingest_note(gateway, kept_secret, "before revocation")
+            assert (await kept.event("p"))["recordId"] == first["id"]
+            assert (await ended.event("p"))["recordId"] == first["id"]
+            await tokens.revoke(engine, revoked.id)
+            error = await ended.error("p", timeout=5)
+            assert error["extensions"] == {"code": "UNAUTHENTICATED"}
+            sent = hub.sent_directly
+            for n in range(3):
+                await asyncio.sleep(0.3)  # longer than a recheck interval
+                note = await ingest_note(gateway, kept_secret, f"after revocation {n}")
+                assert (await kept.event("p"))["recordId"] == note["id"]
+            assert hub.sent_directly - sent == 3
+    finally:
+        await engine.dispose()
+
+
 # -- transactions committing out of sequence order ------------------------------
 
 
