@@ -32,7 +32,7 @@ from strawberry.types import ExecutionResult
 
 from gql import over_http
 from gql.auth import authenticate, socket_authorization
-from gql.compiled.endpoint import CompiledReads
+from gql.compiled.endpoint import CompiledPath
 from gql.context import Caller, Context, Services
 from gql.cost import DEFAULT_MAX_COST, query_cost
 from gql.dashboard import dashboard_routes
@@ -88,9 +88,10 @@ class Settings:
     # Connections of the pool every read and write runs on, all opened at start: at
     # least the expected number of concurrent requests, so none waits for one to open.
     read_pool_size: int = 20
-    # Queries the compiler covers run as one SQL statement building the response;
-    # off, every operation runs through strawberry (the differential tests compare).
-    compiled_reads: bool = True
+    # Queries the compiler covers run as one SQL statement building the response, and
+    # `ingest`/`ingestMany` answer their records directly (gql.compiled); off, every
+    # operation runs through strawberry (the differential tests compare).
+    compiled_path: bool = True
     run_migrations: bool = True
     # The role the gateway serves as; derived from database_url when None (see store.roles).
     runtime_database_url: str | None = None
@@ -108,20 +109,24 @@ class GraphQLView(GraphQL[Context, None]):
     graphql_ws_handler_class = LegacyWSHandler
 
     def __init__(self, settings: Settings) -> None:
-        super().__init__(
+        served = (
             schema
             if settings.max_query_cost == DEFAULT_MAX_COST
-            else build_schema(settings.max_query_cost),
+            else build_schema(settings.max_query_cost)
+        )
+        super().__init__(
+            served,
             # graphql-transport-ws, and the legacy graphql-ws that older clients speak.
             subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL],
             keep_alive=True,
             keep_alive_interval=15,
         )
         self.settings = settings
-        # Queries it covers are answered by one SQL statement before strawberry runs.
+        # What it covers is answered before strawberry runs (gql.compiled).
         self.compiled = (
-            CompiledReads(
-                schema._schema,
+            CompiledPath(
+                served._schema,
+                served.config.name_converter,
                 LIMIT_RULES,
                 MAX_TOKENS,
                 settings.anonymous_agent,
@@ -132,7 +137,7 @@ class GraphQLView(GraphQL[Context, None]):
                     )
                 ],
             )
-            if settings.compiled_reads
+            if settings.compiled_path
             else None
         )
 

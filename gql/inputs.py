@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import strawberry
@@ -44,7 +44,12 @@ class IngestInput:
         )
 
 
-def _ingest_input(cls: type[IngestInput], value: Mapping[str, Any], context: InputContext) -> Any:
+def ingest_command(inputs: Iterable[IngestInput]) -> commands.Ingest:
+    """The one command `ingest` and `ingestMany` run, whichever path answers them."""
+    return commands.Ingest(tuple(i.to_command() for i in inputs))
+
+
+def ingest_input(value: Mapping[str, Any], names: NameConverter) -> IngestInput:
     """An IngestInput straight from the value graphql-core has already coerced: every
     field is a string or a list of strings, so there is nothing left to convert.
 
@@ -52,12 +57,16 @@ def _ingest_input(cls: type[IngestInput], value: Mapping[str, Any], context: Inp
     70 us an input, most of the gateway's time in a 500-record ingestMany.
     """
     kwargs: dict[str, Any] = {}
-    for python_name, name in _field_names(context.config.name_converter):
+    for python_name, name in _field_names(names):
         given = value.get(name, _ABSENT)
         if given is not _ABSENT:
             # A copy: graphql-core hands every request the same default list.
             kwargs[python_name] = list(given) if isinstance(given, list) else given
-    return cls(**kwargs)
+    return IngestInput(**kwargs)
+
+
+def _ingest_input(cls: type[IngestInput], value: Mapping[str, Any], context: InputContext) -> Any:
+    return ingest_input(value, context.config.name_converter)
 
 
 _ABSENT = object()

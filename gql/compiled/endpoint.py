@@ -1,11 +1,14 @@
-"""Answering a query over HTTP with one statement, or declining so strawberry answers it.
+"""Answering a request over HTTP on the compiled path, or declining so strawberry answers it.
 
 Runs in the GraphQL view before strawberry: the request is authenticated first, the
 same way (`authenticate`, kept on the request so the ordinary path does not repeat
-it), the document is parsed and validated once with the schema's own rules, and the
-statement's JSON text is the response body as PostgreSQL wrote it. Anything not
-covered (mutations, subscriptions, introspection, directives, batches, fields not
-compiled) or refused (bad arguments, ambiguous ids, no policy) is declined.
+it), the document is parsed and validated once with the schema's own rules. A query
+is answered by one statement whose JSON text is the response body as PostgreSQL
+wrote it (`plan`); an `ingest` or `ingestMany` runs its command and answers its
+record fields directly (`writes`). Anything not covered (other mutations,
+subscriptions, introspection, directives, batches, fields not compiled) or refused
+before it runs (bad arguments, ambiguous ids, no policy, a mutation over GET) is
+declined.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from graphql import (
     NamedTypeNode,
     NonNullTypeNode,
     OperationDefinitionNode,
+    OperationType,
     TypeNode,
     parse,
     specified_rules,
@@ -31,11 +35,14 @@ from graphql import (
 from graphql.utilities import get_operation_ast
 from starlette.requests import Request
 from starlette.responses import Response
+from strawberry.schema.name_converter import NameConverter
 
 from gql import over_http
 from gql.auth import authenticate
 from gql.compiled.plan import Declined, Operation, compile_operation
+from gql.compiled.writes import Write, compile_write
 from gql.context import Services, policy_in_force
+from gql.limits import check_variables
 from gql.over_http import media_type
 from store.compiled_sql import NotCompilable
 
@@ -48,12 +55,16 @@ log = logging.getLogger("edgeloom.compiled")
 RequestCheck = Callable[[GraphQLSchema, DocumentNode, str | None, Mapping[str, Any]], bool]
 
 
-class CompiledReads:
+Compiled = Operation | Write
+
+
+class CompiledPath:
     """The compiled path of one GraphQL view: a cache of operations and the answer."""
 
     def __init__(
         self,
         schema: GraphQLSchema,
+        names: NameConverter,
         validation_rules: Sequence[Any],
         max_tokens: int,
         anonymous_agent: str | None,
@@ -61,17 +72,18 @@ class CompiledReads:
         max_documents: int = 1024,
     ) -> None:
         self.schema = schema
+        self.names = names
         self.rules = [*specified_rules, *validation_rules]
         self.max_tokens = max_tokens
         self.anonymous_agent = anonymous_agent
         self.checks = list(checks)
         self.max_documents = max_documents
-        self.operations: dict[tuple[str, str | None], Operation | None] = {}
+        self.operations: dict[tuple[str, str | None], Compiled | None] = {}
         # Counts answers by path, for tests and the bench.
         self.answered = 0
         self.declined = 0
 
-    def operation(self, query: str, name: str | None) -> Operation | None:
+    def operation(self, query: str, name: str | None) -> Compiled | None:
         """The compiled operation for a document, made once; None when not covered."""
         key = (query, name)
         try:
@@ -86,7 +98,7 @@ class CompiledReads:
         self.operations[key] = found
         return found
 
-    def _compile(self, query: str, name: str | None) -> Operation | None:
+    def _compile(self, query: str, name: str | None) -> Compiled | None:
         try:
             document = parse(query, max_tokens=self.max_tokens)
             # A rule that fails on an odd document fails the ordinary path the same way.
@@ -98,13 +110,15 @@ class CompiledReads:
         if operation is None:
             return None
         try:
+            if operation.operation is OperationType.MUTATION:
+                return compile_write(self.schema, document, operation, self.names)
             return compile_operation(self.schema, document, operation)
         except NotCompilable as exc:
             log.debug("not compiled (%s)", exc)
             return None
 
     def _passes(
-        self, operation: Operation, name: str | None, variables: dict[str, Any] | None
+        self, operation: Compiled, name: str | None, variables: dict[str, Any] | None
     ) -> bool:
         if operation.always_passes:
             return True
@@ -116,7 +130,7 @@ class CompiledReads:
         return True
 
     async def answer(self, request: Request) -> Response | None:
-        """The response to a query the compiler covers, else None (strawberry answers)."""
+        """The response to a request the compiled path covers, else None (strawberry answers)."""
         response = await self._answer(request)
         if response is None:
             self.declined += 1
@@ -145,6 +159,8 @@ class CompiledReads:
             return None
         if not self._passes(operation, name, variables):
             return None
+        if isinstance(operation, Write):
+            return await self._write(request, operation, caller.agent, variables)
         version = await policy_in_force(services)
         if version is None:
             return None
@@ -168,6 +184,29 @@ class CompiledReads:
         if row is None or not row["ok"]:
             return None
         return Response(row["body"], headers=over_http.HEADERS, media_type=media_type(request))
+
+    async def _write(
+        self,
+        request: Request,
+        write: Write,
+        agent: str,
+        variables: dict[str, Any] | None,
+    ) -> Response | None:
+        if request.method != "POST":
+            return None  # the ordinary path refuses a mutation over GET
+        try:
+            inputs = write.inputs(variables)
+        except Declined:
+            return None
+        services: Services = request.state.services
+        try:
+            written = await services.executor.execute(agent, write.command(inputs))
+        except Exception as exc:
+            # The command ran (and was refused or failed): answered here, never run twice.
+            body = write.failure(exc)
+        else:
+            body = write.answer(written)
+        return Response(body, headers=over_http.HEADERS, media_type=media_type(request))
 
 
 def _declares_int(operation: OperationDefinitionNode) -> bool:
@@ -212,4 +251,6 @@ async def _payload(request: Request) -> tuple[str, dict[str, Any] | None, str | 
         return None
     if not isinstance(variables, dict | None):
         return None
+    # The limits the ordinary path checks on decoded variables (RequestLimitError).
+    check_variables(variables)
     return query, variables, name

@@ -18,7 +18,6 @@ from typing import Any
 from graphql import (
     DocumentNode,
     FieldNode,
-    FragmentDefinitionNode,
     GraphQLError,
     GraphQLField,
     GraphQLSchema,
@@ -27,7 +26,7 @@ from graphql import (
 )
 from graphql.execution.values import get_argument_values, get_variable_values
 
-from gql.compiled.selection import Node, children, collect
+from gql.compiled.selection import Node, children, collect, plain_operation
 from gql.compiled.variables import Coercer, plain_coercer
 from policies.errors import PolicyError
 from policies.properties import parse_property
@@ -162,13 +161,7 @@ def compile_operation(
     schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode
 ) -> Operation:
     """The operation's trees and sites; raises NotCompilable for what is not covered."""
-    if operation.operation is not OperationType.QUERY or operation.directives:
-        raise NotCompilable("not a plain query")
-    if any(v.directives for v in operation.variable_definitions or ()):
-        raise NotCompilable("variable directives")
-    fragments = {
-        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-    }
+    fragments = plain_operation(document, operation, OperationType.QUERY)
     sites: list[Site] = []
 
     def tree(nodes: list[Node], type_name: str) -> tuple[Sel, ...]:

@@ -6,10 +6,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from graphql import (
+    DocumentNode,
     FieldNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
     InlineFragmentNode,
+    OperationDefinitionNode,
+    OperationType,
     SelectionSetNode,
 )
 
@@ -23,6 +26,18 @@ class Node:
     key: str
     name: str
     nodes: list[FieldNode] = field(default_factory=list)
+
+
+def plain_operation(
+    document: DocumentNode, operation: OperationDefinitionNode, kind: OperationType
+) -> dict[str, FragmentDefinitionNode]:
+    """The document's fragments by name, if the operation is of this kind and carries no
+    directives (on itself or its variables); raises NotCompilable otherwise."""
+    if operation.operation is not kind or operation.directives:
+        raise NotCompilable(f"not a plain {kind.value}")
+    if any(v.directives for v in operation.variable_definitions or ()):
+        raise NotCompilable("variable directives")
+    return {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
 
 
 def collect(

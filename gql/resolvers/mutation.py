@@ -5,7 +5,7 @@ from __future__ import annotations
 import strawberry
 
 from gql.asserted_types import AdjustmentChain, Connection, Correction, Group, load_one
-from gql.inputs import IngestInput
+from gql.inputs import IngestInput, ingest_command
 from gql.types import Info, PolicyVersion, PropertyChange, Record
 from store import asserted_commands, commands
 from store.corrections import Correct
@@ -16,13 +16,12 @@ from store.policy_commands import ApplyPolicy
 class Mutation:
     @strawberry.mutation(description="Write one record.")
     async def ingest(self, info: Info, input: IngestInput) -> Record:
-        [record] = await info.context.execute(commands.Ingest((input.to_command(),)))
+        [record] = await info.context.execute(ingest_command([input]))
         return Record.from_domain(record)
 
     @strawberry.mutation(description="Write many records in one transaction: all or nothing.")
     async def ingest_many(self, info: Info, inputs: list[IngestInput]) -> list[Record]:
-        command = commands.Ingest(tuple(i.to_command() for i in inputs))
-        return [Record.from_domain(r) for r in await info.context.execute(command)]
+        return [Record.from_domain(r) for r in await info.context.execute(ingest_command(inputs))]
 
     @strawberry.mutation(
         description="Replace content and/or the values of the labels named; other labels stay."

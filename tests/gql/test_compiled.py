@@ -9,36 +9,25 @@ policy and without a token. The parsed responses must be equal, errors included.
 
 from __future__ import annotations
 
-import ast
-import importlib
 import itertools
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from graphql import GraphQLError, OperationType, StringValueNode, parse
-from hypothesis import HealthCheck, Phase, given, settings
+from graphql import OperationType, StringValueNode
 from hypothesis import strategies as st
 from hypothesis_graphql import queries
 
-from gql.compiled.endpoint import CompiledReads
 from tests.conftest import GatewayFactory
 from tests.gql._api import GATHER, RECORD, RECORD_FIELDS
+from tests.gql._differential import AGENTS, compiled_path, drawn, suite_operations, variants
 from tests.gql._policy_support import ADD, UPDATE, ingest, mint
 from tests.support import Gateway
 
-AGENTS = ("curator", "sales", "planner", None)
 TESTS = Path(__file__).resolve().parent
 COMPILED_ROOTS = ("record", "records", "gather", "edgeProperty")
-
-
-def compiled_reads(gateway: Gateway) -> CompiledReads:
-    reads = gateway.app.view.compiled
-    assert reads is not None, "compiled reads are off"
-    return reads
 
 
 def in_order(body: dict[str, Any]) -> dict[str, Any]:
@@ -50,24 +39,12 @@ def in_order(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_documents() -> list[str]:
-    """Every query document the GraphQL tests hold, as constants or string literals."""
-    texts: set[str] = set()
-    for path in sorted(TESTS.glob("*.py")):
-        module = importlib.import_module(f"tests.gql.{path.stem}")
-        texts.update(v for v in vars(module).values() if isinstance(v, str))
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                texts.add(node.value)
-    found = []
-    for text in sorted(texts):
-        try:
-            document = parse(text)
-        except GraphQLError:
-            continue
-        operations = [d for d in document.definitions if hasattr(d, "operation")]
-        if operations and all(d.operation is OperationType.QUERY for d in operations):  # type: ignore[attr-defined]
-            found.append(text)
-    return found
+    """Every query document the GraphQL tests hold."""
+    return [
+        text
+        for text, operations in suite_operations()
+        if all(d.operation is OperationType.QUERY for d in operations)
+    ]
 
 
 @dataclass
@@ -93,22 +70,10 @@ class World:
             return
         assert in_order(got) == in_order(expected), (query, variables, agent)
 
-    def variants(self, query: str) -> Iterator[dict[str, Any]]:
-        """Variable values for the document's variables, cycling through each pool."""
-        definitions = [
-            d
-            for op in parse(query).definitions
-            for d in getattr(op, "variable_definitions", None) or ()
-        ]
-        names = [d.variable.name.value for d in definitions]
-        width = max([len(self.pools.get(n, [None])) for n in names] or [1])
-        for i in range(width):
-            yield {n: self.pools.get(n, [None])[i % len(self.pools.get(n, [None]))] for n in names}
-
 
 @pytest.fixture(scope="module")
 async def world(start_gateway: GatewayFactory, crm_yaml: str) -> World:
-    plain = await start_gateway(policy_yaml=crm_yaml, compiled_reads=False)
+    plain = await start_gateway(policy_yaml=crm_yaml, compiled_path=False)
     tokens = await mint(plain, "curator", "sales", "planner")
     times = [datetime(2000, 1, 1, tzinfo=UTC).isoformat()]
     ids = []
@@ -195,10 +160,10 @@ EXTRA = [
 @pytest.mark.parametrize("agent", AGENTS, ids=lambda a: a or "no-token")
 async def test_every_read_of_the_suite_answers_the_same(world: World, agent: str | None) -> None:
     assert len(SUITE_DOCUMENTS) >= 8, SUITE_DOCUMENTS
-    reads = compiled_reads(world.compiled)
+    reads = compiled_path(world.compiled)
     before = reads.answered
     for query in [*SUITE_DOCUMENTS, *EXTRA]:
-        for variables in world.variants(query):
+        for variables in variants(query, world.pools):
             await world.both(query, variables, agent)
     if agent is not None:
         # Most of the corpus was answered by the compiled path, not only declined.
@@ -225,24 +190,11 @@ def restricted_sdl() -> str:
 
 
 def generated_documents(count: int) -> list[str]:
-    found: list[str] = []
     times = st.sampled_from(
         ["2000-01-01T00:00:00Z", "2030-01-01T00:00:00+02:00", datetime.now(UTC).isoformat()]
     ).map(lambda t: StringValueNode(value=t))
-
-    @settings(
-        max_examples=count,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(queries(restricted_sdl(), fields=COMPILED_ROOTS, custom_scalars={"DateTime": times}))
-    def collect(query: str) -> None:
-        found.append(query)
-
-    collect()
-    return found
+    strategy = queries(restricted_sdl(), fields=COMPILED_ROOTS, custom_scalars={"DateTime": times})
+    return drawn(strategy, count)
 
 
 async def test_generated_queries_answer_the_same(world: World) -> None:

@@ -26,7 +26,7 @@ query($id: ID!) { record(id: $id) { id edgeProperties { property memberCount
 async def data(start_gateway: GatewayFactory) -> tuple[Gateway, Gateway, dict[str, Any]]:
     compiled = await start_gateway(anonymous_agent="dev")
     plain = await start_gateway(
-        anonymous_agent="dev", database_url=compiled.database_url, compiled_reads=False
+        anonymous_agent="dev", database_url=compiled.database_url, compiled_path=False
     )
     tag = f"org:{unique('rt')}"
     ids = [(await ingest(compiled, f"rt {n}", [tag, f"topic:t{n % 2}"]))["id"] for n in range(4)]

@@ -30,7 +30,7 @@ query($match: [String!]!) {
 
 @pytest.fixture(scope="module")
 async def gateway(start_gateway: GatewayFactory) -> Gateway:
-    return await start_gateway(anonymous_agent="dev", compiled_reads=False)
+    return await start_gateway(anonymous_agent="dev", compiled_path=False)
 
 
 async def test_a_page_and_its_counts_agree_while_writers_add_members(gateway: Gateway) -> None:

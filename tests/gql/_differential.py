@@ -1,0 +1,81 @@
+"""For the compiled path's differential tests: the documents the test suite holds, and
+variable values to send with them."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from graphql import DocumentNode, GraphQLError, OperationDefinitionNode, parse
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from gql.compiled.endpoint import CompiledPath
+from tests.support import Gateway
+
+TESTS = Path(__file__).resolve().parent
+# The agents of the multi-lane example policy, and a caller without a token.
+AGENTS = ("curator", "sales", "planner", None)
+
+
+def compiled_path(gateway: Gateway) -> CompiledPath:
+    path = gateway.app.view.compiled
+    assert path is not None, "the compiled path is off"
+    return path
+
+
+def suite_operations() -> list[tuple[str, list[OperationDefinitionNode]]]:
+    """Every document the GraphQL tests hold, as constants or string literals, with its
+    operations."""
+    texts: set[str] = set()
+    for path in sorted(TESTS.glob("*.py")):
+        module = importlib.import_module(f"tests.gql.{path.stem}")
+        texts.update(v for v in vars(module).values() if isinstance(v, str))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                texts.add(node.value)
+    found = []
+    for text in sorted(texts):
+        try:
+            document: DocumentNode = parse(text)
+        except GraphQLError:
+            continue
+        operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+        if operations:
+            found.append((text, operations))
+    return found
+
+
+def variants(query: str, pools: Mapping[str, list[Any]]) -> Iterator[dict[str, Any]]:
+    """Variable values for the document's variables, cycling through each pool."""
+    definitions = [
+        d
+        for op in parse(query).definitions
+        for d in getattr(op, "variable_definitions", None) or ()
+    ]
+    names = [d.variable.name.value for d in definitions]
+    width = max([len(pools.get(n, [None])) for n in names] or [1])
+    for i in range(width):
+        yield {n: pools.get(n, [None])[i % len(pools.get(n, [None]))] for n in names}
+
+
+def drawn(documents: st.SearchStrategy[str], count: int) -> list[str]:
+    """`count` documents drawn from a hypothesis-graphql strategy, without shrinking."""
+    found: list[str] = []
+
+    @settings(
+        max_examples=count,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(documents)
+    def collect(query: str) -> None:
+        found.append(query)
+
+    collect()
+    return found
