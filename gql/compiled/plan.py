@@ -24,10 +24,10 @@ from graphql import (
     OperationDefinitionNode,
     OperationType,
 )
-from graphql.execution.values import get_argument_values, get_variable_values
+from graphql.execution.values import get_argument_values
 
 from gql.compiled.selection import Node, children, collect, plain_operation
-from gql.compiled.variables import Coercer, plain_coercer
+from gql.compiled.variables import Coercer, coercer
 from policies.errors import PolicyError
 from policies.properties import parse_property
 from store.compiled_sql import Compiler, NotCompilable, Sel, Shape
@@ -121,25 +121,20 @@ class Operation:
     roots: tuple[Sel, ...]
     sites: list[Site]
     statements: dict[tuple[Shape, ...], Any] = field(default_factory=dict)
-    plain: Coercer | None = None
+    coerce: Coercer = field(init=False)
     # Set by the endpoint once the request checks passed for good (see RequestCheck).
     always_passes: bool = False
 
     def __post_init__(self) -> None:
-        self.plain = plain_coercer(self.schema, self.operation.variable_definitions or ())
+        self.coerce = coercer(self.schema, self.operation.variable_definitions or ())
 
     def bind(
         self, variables: Mapping[str, Any] | None, lanes: Sequence[str]
     ) -> tuple[str, list[Any]]:
         """The statement text and arguments for one request; raises Declined."""
-        coerced = None if self.plain is None else self.plain(variables or {})
+        coerced = self.coerce(variables or {})
         if coerced is None:
-            general = get_variable_values(
-                self.schema, self.operation.variable_definitions or (), dict(variables or {})
-            )
-            if isinstance(general, list):  # errors: the ordinary path reports them
-                raise Declined()
-            coerced = general
+            raise Declined()
         values: Values = {"lanes": list(lanes)}
         shapes = []
         try:

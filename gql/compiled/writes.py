@@ -18,6 +18,7 @@ makes, at the field's path, with `data: null` (both fields are non-null).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 from collections.abc import Callable, Mapping, Sequence
@@ -41,11 +42,12 @@ from graphql import (
     get_named_type,
     located_error,
 )
-from graphql.execution.values import get_argument_values, get_variable_values
+from graphql.execution.values import get_argument_values
 from strawberry.schema.name_converter import NameConverter
 
 from gql.compiled.plan import Declined
 from gql.compiled.selection import Node, children, collect, plain_operation
+from gql.compiled.variables import Coercer, coercer
 from gql.errors import to_graphql_error
 from gql.inputs import ingest_command, ingest_input
 from gql.types import EdgeProperty, Record
@@ -83,13 +85,15 @@ class Write:
     names: NameConverter
     # Set by the endpoint once the request checks passed for good (see RequestCheck).
     always_passes: bool = False
+    coerce: Coercer = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.coerce = coercer(self.schema, self.operation.variable_definitions or ())
 
     def inputs(self, variables: Mapping[str, Any] | None) -> list[Any]:
         """The coerced input values; raises Declined when the variables do not coerce."""
-        coerced = get_variable_values(
-            self.schema, self.operation.variable_definitions or (), dict(variables or {})
-        )
-        if isinstance(coerced, list):  # errors: the ordinary path reports them
+        coerced = self.coerce(variables or {})
+        if coerced is None:
             raise Declined()
         try:
             value = get_argument_values(self.field, self.root.nodes[0], coerced)[self.argument]

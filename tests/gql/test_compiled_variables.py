@@ -63,3 +63,49 @@ def test_defaults_and_custom_scalars_are_left_to_graphql_core() -> None:
         [operation] = parse(document).definitions
         assert isinstance(operation, OperationDefinitionNode)
         assert plain_coercer(schema._schema, operation.variable_definitions) is None
+
+
+INPUTS = "mutation($one: IngestInput!, $many: [IngestInput!]) { __typename }"
+INPUT_VALUES: dict[str, list[Any]] = {
+    "one": [
+        {"content": "a"},
+        {"content": "b", "properties": ["x:y"], "lane": None, "adjusts": ["sr_1"]},
+        {"content": "c", "sourceType": "meeting", "idempotencyKey": "k", "properties": []},
+        {"content": "a", "extra": 1},
+        {"content": 5},
+        {"lane": "x"},
+        {"content": None},
+        {"content": "a", "adjusts": [5]},
+        {"content": "a", "properties": "x:y"},
+        {"content": "a", "properties": ["x:y", None]},
+        "not an object",
+        None,
+    ],
+    "many": [
+        [],
+        [{"content": "a"}, {"content": "b", "lane": "l"}],
+        [{"content": 1}],
+        {"content": "a"},
+    ],
+}
+
+
+def test_input_objects_coerce_as_graphql_core_or_not_at_all() -> None:
+    [operation] = parse(INPUTS).definitions
+    assert isinstance(operation, OperationDefinitionNode)
+    definitions = operation.variable_definitions
+    coerce = plain_coercer(schema._schema, definitions)
+    assert coerce is not None
+    checked = 0
+    for one, many in itertools.product(*(v + ["<missing>"] for v in INPUT_VALUES.values())):
+        inputs = {n: v for n, v in (("one", one), ("many", many)) if v != "<missing>"}
+        plain = coerce(inputs)
+        if plain is None:
+            continue
+        general = get_variable_values(schema._schema, definitions, inputs)
+        assert not isinstance(general, list), (inputs, general)
+        assert plain.coerced == general.coerced, inputs
+        assert described(plain.sources) == described(general.sources), inputs
+        checked += 1
+    # Each accepted single input, with each accepted list or none.
+    assert checked == 3 * 3, checked
