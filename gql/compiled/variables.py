@@ -94,7 +94,7 @@ def _items(check: Callable[[Any], Any], value: Any) -> Any:
 def _input_object(kind: GraphQLInputObjectType) -> Callable[[Any], Any] | None:
     if getattr(kind, "is_one_of", False):
         return None
-    plan = []
+    plan: list[_Field] = []
     for name, field in kind.fields.items():
         # No default, or null: an absent field is left out, or is null, as graphql-core has it.
         if field.default_value not in (Undefined, None) or getattr(field, "default", None):
@@ -110,33 +110,44 @@ def _input_object(kind: GraphQLInputObjectType) -> Callable[[Any], Any] | None:
         if type(value) is not dict or not names.issuperset(value):
             return _NO
         out: dict[str, Any] = {}
-        for name, required, null_default, check in plan:
-            if name not in value:
-                if required:
-                    return _NO
-                if null_default:
-                    out[name] = None
-                continue
-            given = value[name]
-            if given is None:
-                if required:
-                    return _NO
-                out[name] = None
-                continue
-            coerced = check(given)
-            if coerced is _NO:
-                return _NO
-            out[name] = coerced
-        return out
+        return out if _coerce_fields(plan, value, out) else _NO
 
     return coerce
+
+
+# A field of an input object, or a variable: its name, whether it is required, whether
+# it is null when absent, and its check.
+_Field = tuple[str, bool, bool, Callable[[Any], Any]]
+
+
+def _coerce_fields(plan: Sequence[_Field], given: Mapping[str, Any], out: dict[str, Any]) -> bool:
+    """Each planned field of `given`, coerced into `out`; False when one is not plain."""
+    for name, required, null_if_absent, check in plan:
+        if name not in given:
+            if required:
+                return False
+            if null_if_absent:
+                out[name] = None
+            continue
+        value = given[name]
+        if value is None:
+            if required:
+                return False
+            out[name] = None
+            continue
+        coerced = check(value)
+        if coerced is _NO:
+            return False
+        out[name] = coerced
+    return True
 
 
 def plain_coercer(
     schema: GraphQLSchema, definitions: Sequence[VariableDefinitionNode]
 ) -> Coercer | None:
     """A coercer for these variables when each is of a plain kind, else None."""
-    plan = []
+    plan: list[_Field] = []
+    signatures = []
     for definition in definitions:
         signature = get_variable_signature(schema, definition)
         if isinstance(signature, GraphQLError):
@@ -145,29 +156,22 @@ def plain_coercer(
         check = _check(signature.type)
         if check is None or definition.default_value is not None:
             return None
-        plan.append((definition.variable.name.value, signature, required, check))
+        name = definition.variable.name.value
+        # Absent, it is left out: as graphql-core, the argument's default applies.
+        plan.append((name, required, False, check))
+        signatures.append((name, signature))
 
     def coerce(inputs: Mapping[str, Any]) -> VariableValues | None:
         # The same values and sources graphql-core's coerce_variable_values gives.
-        sources: dict[str, VariableValueSource] = {}
         out: dict[str, Any] = {}
-        for name, signature, required, check in plan:
-            if name not in inputs:
-                if required:
-                    return None
-                sources[name] = VariableValueSource(signature)
-                continue  # as graphql-core: the argument's default applies
-            value = inputs[name]
-            sources[name] = VariableValueSource(signature, value)
-            if value is None:
-                if required:
-                    return None
-                out[name] = None
-                continue
-            coerced = check(value)
-            if coerced is _NO:
-                return None
-            out[name] = coerced
+        if not _coerce_fields(plan, inputs, out):
+            return None
+        sources = {
+            name: VariableValueSource(signature, inputs[name])
+            if name in inputs
+            else VariableValueSource(signature)
+            for name, signature in signatures
+        }
         return VariableValues(sources, out)
 
     return coerce
