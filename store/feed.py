@@ -102,25 +102,37 @@ FROM pg_current_snapshot() AS s
 # so a read costs what it returns, however long the table: ordered by seq over the
 # whole condition, the planner may walk the seq index and filter every event ever
 # written. {limit} caps each branch; the caller orders by seq.
+# (`audit_events.txid`, the column: the output column of that name is its text.)
 _UNSEEN_BRANCHES = """
 (SELECT {columns} FROM audit_events
- WHERE txid >= $1::text::xid8 ORDER BY txid {limit})
+ WHERE txid >= $1::text::xid8 ORDER BY audit_events.txid {limit})
 UNION ALL
 (SELECT {columns} FROM audit_events
- WHERE txid = ANY($2::text[]::xid8[]) ORDER BY txid {limit})
+ WHERE txid = ANY($2::text[]::xid8[]) ORDER BY audit_events.txid {limit})
 """
-# One statement, one round trip: the statement's snapshot (pg_current_snapshot() is
-# the snapshot the statement runs under) beside the first $3 unseen events. A read
-# that fills the limit (either branch may have stopped short) is repeated in the
-# transaction below, which streams any number of rows under one snapshot.
-_POLL = f"""
+
+
+def poll_statement(limit: int) -> str:
+    """One statement, one round trip: the statement's snapshot (pg_current_snapshot()
+    is the snapshot the statement runs under) beside the first `limit` unseen events.
+    A read that fills the limit (either branch may have stopped short) is repeated in
+    the transaction below, which streams any number of rows under one snapshot.
+
+    The limit is written into the text, so that the generic plan, made once for the
+    reader's connection, walks the index in txid order and stops at the limit (a
+    custom plan, made for each poll, cost 0.6-1.1 ms of planning against 0.16 ms for
+    the whole poll, and more as the table grows).
+    """
+    unseen = _UNSEEN_BRANCHES.format(columns=_EVENT_COLUMNS, limit=f"LIMIT {int(limit)}")
+    return f"""
 SELECT snap.xmin, snap.xmax, snap.xip, snap.xids, e.*
 FROM (SELECT {_SNAPSHOT_COLUMNS} FROM pg_current_snapshot() AS s) AS snap
 LEFT JOIN LATERAL (
-  SELECT * FROM ({_UNSEEN_BRANCHES.format(columns=_EVENT_COLUMNS, limit="LIMIT $3")}) AS u
-  ORDER BY seq LIMIT $3
+  SELECT * FROM ({unseen}) AS u ORDER BY seq LIMIT {int(limit)}
 ) AS e ON true
 """
+
+
 _UNSEEN = f"""
 SELECT * FROM ({_UNSEEN_BRANCHES.format(columns=_EVENT_COLUMNS, limit="")}) AS u ORDER BY seq
 """
@@ -275,6 +287,7 @@ class FeedReader:
         self.poll_interval = poll_interval
         self.order_wait = order_wait
         self.fetch_size = fetch_size
+        self._poll_statement = poll_statement(fetch_size)
         self.max_backoff = max_backoff
         self.reconnects = 0
         self._wake = asyncio.Event()
@@ -330,6 +343,8 @@ class FeedReader:
                 # A read returns what committed since the last one: starting parallel
                 # workers for it costs more than the read.
                 "max_parallel_workers_per_gather": "0",
+                # The poll is planned once (see poll_statement), not at every poll.
+                "plan_cache_mode": "force_generic_plan",
             },
         )
         await conn.set_type_codec(
@@ -369,7 +384,7 @@ class FeedReader:
         assert self._snapshot is not None and self._orderer is not None
         previous = self._snapshot
         unseen = (str(previous.xmax), [str(x) for x in previous.xip])
-        rows = await conn.fetch(_POLL, *unseen, self.fetch_size)
+        rows = await conn.fetch(self._poll_statement, *unseen)
         events = [r for r in rows if r["seq"] is not None]
         if len(events) < self.fetch_size:
             current = Snapshot.from_row(rows[0])
@@ -384,6 +399,8 @@ class FeedReader:
         """A read of any size (a catch-up), streamed under one snapshot."""
         assert self._orderer is not None
         async with conn.transaction(isolation="repeatable_read", readonly=True):
+            # A catch-up of any size has no limit for a generic plan to stop at.
+            await conn.execute("SET LOCAL plan_cache_mode = auto")
             row = await conn.fetchrow(_SNAPSHOT)
             assert row is not None
             current = Snapshot.from_row(row)

@@ -12,7 +12,6 @@ import asyncpg
 import pytest
 
 from store.feed import (
-    _POLL,
     _SNAPSHOT,
     _UNSEEN,
     APPLICATION_NAME,
@@ -20,10 +19,13 @@ from store.feed import (
     FeedReader,
     Orderer,
     Snapshot,
+    poll_statement,
     widen_xid,
 )
 from store.records import AuditEvent
 from tests.support import Databases, plain, plan_nodes, sql
+
+POLL = poll_statement(500)
 
 TIMEOUT = 10.0
 
@@ -316,10 +318,13 @@ async def test_a_read_costs_what_it_returns_however_long_the_feed(databases: Dat
                 )
         snapshot = Snapshot.from_row(await conn.fetchrow(_SNAPSHOT))
         newest = await insert(conn)
-        for statement, args in (
-            (_POLL, (str(snapshot.xmax), [], 500)),
-            (_UNSEEN, (str(snapshot.xmax), [])),
+        # The poll runs under its generic plan (see poll_statement), a catch-up under a
+        # custom one.
+        for statement, args, plans in (
+            (POLL, (str(snapshot.xmax), []), "force_generic_plan"),
+            (_UNSEEN, (str(snapshot.xmax), []), "auto"),
         ):
+            await conn.execute(f"SET plan_cache_mode = {plans}")
             [row] = await conn.fetch(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}", *args)
             plan = json.loads(row[0])
             scans = audit_scans(plan)
@@ -328,5 +333,22 @@ async def test_a_read_costs_what_it_returns_however_long_the_feed(databases: Dat
             assert all("pk_audit_events" not in str(s.get("Index Name")) for s in scans), plan
             assert all(s["Node Type"] != "Seq Scan" for s in scans), plan
             assert sum(int(str(s.get("Rows Removed by Filter", 0))) for s in scans) == 0
-        rows = await conn.fetch(_POLL, str(snapshot.xmax), [], 500)
+        rows = await conn.fetch(POLL, str(snapshot.xmax), [])
         assert [r["seq"] for r in rows] == [newest]
+
+
+async def test_the_reader_plans_its_poll_once(databases: Databases) -> None:
+    url = await databases.create()
+    reader = FeedReader(url, lambda events: None, lambda: True)
+    conn = await reader._connect()
+    try:
+        for _ in range(8):
+            await conn.fetch(POLL, "1", [])
+        [plans] = await conn.fetch(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1",
+            POLL,
+        )
+        assert plans["custom_plans"] == 0, dict(plans)
+        assert plans["generic_plans"] >= 8, dict(plans)
+    finally:
+        await conn.close()
