@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 FORMAT = 2
 
 
@@ -46,7 +48,22 @@ def canonical_bytes(
         "state": state,
         "prev_hash": prev_hash,
     }
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return canonical_json(body)
+
+
+def canonical_json(body: Mapping[str, Any]) -> bytes:
+    """The README's canonical JSON text of a body of strings, integers, null, booleans,
+    lists and objects, as UTF-8.
+
+    orjson writes exactly that with sorted keys (a test holds it to the reference,
+    `json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)`, over
+    every code point), at a fifth of the cost. What orjson refuses (a lone surrogate, an
+    integer past 64 bits) goes the reference's way, which fails or writes it as before.
+    """
+    try:
+        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def entry_hash(**fields: Any) -> str:
