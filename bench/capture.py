@@ -115,6 +115,8 @@ class Recorder:
             self._units.append(open_unit)
         statement = Statement(text, tuple(record.args or ()), False)
         if open_unit is None:
+            if text.startswith(("ROLLBACK", "COMMIT")):
+                return  # the end of a transaction begun before recording: not this call's
             self._units.append(Unit([statement], transaction=False))
             return
         open_unit.statements.append(statement)
@@ -142,8 +144,13 @@ async def capture_gateway(database_url: str) -> AsyncIterator[tuple[int, Recorde
     recorder = Recorder()
     recorder.install()
     port = free_port()
+    # No checkpoints: a background transaction would mingle with the calls recorded.
     settings = Settings(
-        database_url=database_url, anonymous_agent="dev", pool_size=4, read_pool_size=4
+        database_url=database_url,
+        anonymous_agent="dev",
+        pool_size=4,
+        read_pool_size=4,
+        checkpoint_seconds=0,
     )
     config = uvicorn.Config(
         create_app(settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on"
