@@ -2,14 +2,15 @@
 
 A write's work is its command: the guard, one ledger transaction, its audit events.
 Around a single ingest strawberry's execution (the operation's extensions, the
-execution context, argument conversion, completing each field) cost about a third
-of the gateway's CPU. Covered: an operation whose one root field is `ingest` or
+execution context, argument conversion, completing each field) cost about half of
+the gateway's CPU. Covered: an operation whose one root field is `ingest` or
 `ingestMany`, selecting only the plain fields of `Record` and of its `edgeProperties`
 (fields read from the object alone: an attribute, or a method that needs no
 arguments, no `info` and no await), fragments included, no directives.
 
-The input is coerced by graphql-core as in the ordinary path; variables that do not
-coerce decline the request before anything runs, so strawberry words that error.
+The input is coerced to what the ordinary path gets (`variables.coercer`); variables
+that do not coerce decline the request before anything runs, so strawberry words
+that error.
 From the command on, the answer is this path's own, built as GraphQL would build it:
 each field's value is the attribute the ordinary path reads, serialized by the
 schema's own scalars, and a refusal or failure becomes the error `ErrorCodes`

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import ast
 import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,17 @@ from tests.support import Gateway
 TESTS = Path(__file__).resolve().parent
 # The agents of the multi-lane example policy, and a caller without a token.
 AGENTS = ("curator", "sales", "planner", None)
+
+
+@dataclass
+class Pair:
+    """Two gateways on one database, one with the compiled path and one without; tokens
+    by agent, and pools of variable values by variable name."""
+
+    compiled: Gateway
+    plain: Gateway
+    tokens: dict[str, str]
+    pools: dict[str, list[Any]]
 
 
 def compiled_path(gateway: Gateway) -> CompiledPath:
@@ -79,3 +91,19 @@ def drawn(documents: st.SearchStrategy[str], count: int) -> list[str]:
 
     collect()
     return found
+
+
+async def answered_by_path(
+    gateway: Gateway,
+    documents: Sequence[str],
+    pools: Mapping[str, list[Any]],
+    send: Callable[[str, dict[str, Any]], Awaitable[None]],
+) -> int:
+    """Sends each document with each variant of its variables; returns how many of the
+    calls the gateway's compiled path answered (rather than declined)."""
+    path = compiled_path(gateway)
+    before = path.answered
+    for query in documents:
+        for variables in variants(query, pools):
+            await send(query, variables)
+    return path.answered - before
