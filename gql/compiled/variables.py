@@ -62,15 +62,18 @@ _SCALARS: dict[str, Callable[[Any], Any]] = {
 Coercer = Callable[[Mapping[str, Any]], VariableValues | None]
 
 
-def _check(kind: GraphQLInputType) -> Callable[[Any], Any] | None:
+def _check(
+    kind: GraphQLInputType, within: frozenset[str] = frozenset()
+) -> Callable[[Any], Any] | None:
     """A check for non-null values of `kind` (its own nullability stripped), or None
-    when values of `kind` are not plain."""
+    when values of `kind` are not plain. `within`: the input objects around it (one that
+    holds itself is not plain)."""
     if isinstance(kind, GraphQLNonNull):
         kind = kind.of_type
     if isinstance(kind, GraphQLScalarType):
         return _SCALARS.get(kind.name)
     if isinstance(kind, GraphQLInputObjectType):
-        return _input_object(kind)
+        return _input_object(kind, within)
     if not (isinstance(kind, GraphQLList) and isinstance(kind.of_type, GraphQLNonNull)):
         return None
     item = kind.of_type.of_type
@@ -78,7 +81,7 @@ def _check(kind: GraphQLInputType) -> Callable[[Any], Any] | None:
     if isinstance(item, GraphQLScalarType) and item.name in ("String", "ID"):
         return _strings
     if isinstance(item, GraphQLInputObjectType):
-        each = _input_object(item)
+        each = _input_object(item, within)
         if each is not None:
             return functools.partial(_items, each)
     return None
@@ -91,15 +94,17 @@ def _items(check: Callable[[Any], Any], value: Any) -> Any:
     return _NO if any(item is _NO for item in out) else out
 
 
-def _input_object(kind: GraphQLInputObjectType) -> Callable[[Any], Any] | None:
-    if getattr(kind, "is_one_of", False):
+def _input_object(
+    kind: GraphQLInputObjectType, within: frozenset[str]
+) -> Callable[[Any], Any] | None:
+    if getattr(kind, "is_one_of", False) or kind.name in within:
         return None
     plan: list[_Field] = []
     for name, field in kind.fields.items():
         # No default, or null: an absent field is left out, or is null, as graphql-core has it.
         if field.default_value not in (Undefined, None) or getattr(field, "default", None):
             return None
-        check = _check(field.type)
+        check = _check(field.type, within | {kind.name})
         if check is None:
             return None
         required = isinstance(field.type, GraphQLNonNull)

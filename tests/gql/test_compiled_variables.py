@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from graphql import OperationDefinitionNode, parse
+from graphql import OperationDefinitionNode, build_schema, parse
 from graphql.execution.values import get_variable_values
 
 from gql.compiled.variables import plain_coercer
@@ -99,3 +99,17 @@ INPUT_VALUES: dict[str, list[Any]] = {
 def test_input_objects_coerce_as_graphql_core_or_not_at_all() -> None:
     # Each accepted single input, with each accepted list or none.
     assert coerced_alike(INPUTS, INPUT_VALUES) == 3 * 3
+
+
+def test_an_input_object_that_holds_itself_is_left_to_graphql_core() -> None:
+    recursive = build_schema(
+        "input F { name: String and: [F!] } input G { a: String } type Query { q(f: F, g: G): Int }"
+    )
+    for document, plain in (
+        ("query($f: F) { q(f: $f) }", False),
+        ("query($g: G) { q(g: $g) }", True),
+    ):
+        [operation] = parse(document).definitions
+        assert isinstance(operation, OperationDefinitionNode)
+        found = plain_coercer(recursive, operation.variable_definitions)
+        assert (found is not None) is plain, document
