@@ -28,6 +28,12 @@ def media_type(request: Request) -> str:
     return GRAPHQL_RESPONSE if GRAPHQL_RESPONSE in request.headers.get("accept", "") else JSON
 
 
+def answer(request: Request, body: bytes | str) -> Response:
+    """A body the compiled path made, with the headers and media type every answer carries
+    (`finish` leaves it as it is)."""
+    return Response(body, headers=HEADERS, media_type=media_type(request))
+
+
 def is_request_error(result: ExecutionResult) -> bool:
     """No execution started: parsing, validation or variable coercion failed.
 
@@ -47,7 +53,7 @@ def note_result(request: Request, result: ExecutionResult) -> None:
 def finish(request: Request, response: Response) -> Response:
     """The headers every GraphQL answer carries; the status and body the media type calls for."""
     if response.headers.get("cache-control") == HEADERS["cache-control"]:
-        return response  # made here already (the compiled path)
+        return response  # made by `answer` already (the compiled path)
     response.headers.update(HEADERS)
     if response.headers.get("content-type", "").startswith(JSON) and media_type(request) == (
         GRAPHQL_RESPONSE

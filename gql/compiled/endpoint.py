@@ -43,7 +43,6 @@ from gql.compiled.plan import Declined, Operation, compile_operation
 from gql.compiled.writes import Write, compile_write
 from gql.context import Services, policy_in_force
 from gql.limits import check_variables
-from gql.over_http import media_type
 from store.compiled_sql import NotCompilable
 
 log = logging.getLogger("edgeloom.compiled")
@@ -183,7 +182,7 @@ class CompiledPath:
                 return None
         if row is None or not row["ok"]:
             return None
-        return Response(row["body"], headers=over_http.HEADERS, media_type=media_type(request))
+        return over_http.answer(request, row["body"])
 
     async def _write(
         self,
@@ -206,7 +205,7 @@ class CompiledPath:
             body = write.failure(exc)
         else:
             body = write.answer(written)
-        return Response(body, headers=over_http.HEADERS, media_type=media_type(request))
+        return over_http.answer(request, body)
 
 
 def _declares_int(operation: OperationDefinitionNode) -> bool:
