@@ -105,18 +105,21 @@ class Recorder:
             await pool.release(conn)
 
     def _pool_query(self, conn: int, record: Any) -> None:
-        if not self._active or _is_policy_refresh(record.query):
+        if _is_policy_refresh(record.query):
             return
         key = -1 - conn  # apart from SQLAlchemy's connection ids
         text: str = record.query
         open_unit = self._by_conn.get(key)
         if text.startswith("BEGIN"):
+            # Followed whether recording or not (as `_connect` does): a transaction begun
+            # before recording is not the recorded call's, nor is any of its statements.
             open_unit = self._by_conn[key] = Unit(transaction=False)
-            self._units.append(open_unit)
+            if self._active:
+                self._units.append(open_unit)
+        elif open_unit is None and not self._active:
+            return
         statement = Statement(text, tuple(record.args or ()), False)
         if open_unit is None:
-            if text.startswith(("ROLLBACK", "COMMIT")):
-                return  # the end of a transaction begun before recording: not this call's
             self._units.append(Unit([statement], transaction=False))
             return
         open_unit.statements.append(statement)
