@@ -18,10 +18,10 @@ from typing import Any
 from cross_web import AsyncHTTPRequestAdapter, HTTPException
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
@@ -177,7 +177,8 @@ class GraphQLView(GraphQL[Context, None]):
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
             return
-        request = Request(scope=scope)
+        # One Request serves the whole answer: it keeps the parsed headers and the body.
+        request = Request(scope, receive)
         if request.method not in ("GET", "HEAD", "POST"):
             refused: Response = refusal_response(405, f"{request.method} is not allowed here")
             refused.headers["allow"] = "GET, POST"
@@ -189,12 +190,14 @@ class GraphQLView(GraphQL[Context, None]):
         if refusal is not None:
             await refusal(scope, receive, send)
             return
-        response = await self._answer_while_connected(scope, receive)
+        response = await self._answer_while_connected(request, receive)
         if response is not None:
             await response(scope, receive, send)
 
     async def _refuse_caller(self, request: Request) -> Response | None:
-        if self.should_render_graphql_ide(self.request_adapter_class(request)):
+        if request.method == "GET" and self.should_render_graphql_ide(
+            self.request_adapter_class(request)
+        ):
             return None  # GraphiQL's page needs no token; its requests do
         services: Services = request.state.services
         caller = await authenticate(
@@ -208,19 +211,21 @@ class GraphQLView(GraphQL[Context, None]):
         request.state.caller = caller
         return None
 
-    async def _answer_while_connected(self, scope: Scope, receive: Receive) -> Response | None:
+    async def _answer_while_connected(self, request: Request, receive: Receive) -> Response | None:
         """The response, unless the client left first (None); past the timeout, a refusal.
 
         Leaving or timing out cancels the work: its reads stop at their next await,
         and a write in progress rolls back.
         """
-        body = await _read_body(receive)
-        if body is None:
+        try:
+            await request.body()  # kept by the request for whoever reads it next
+        except ClientDisconnect:
             return None
         response = None
+        # The body is read: what `receive` gives now tells whether the client left.
         watch = _ClientWatch(receive, self.settings.request_timeout)
         with watch:
-            response = await self._answer(Request(scope, _replay(body)))
+            response = await self._answer(request)
         if not watch.expired:
             return response  # None if the client left
         seconds = self.settings.request_timeout
@@ -307,33 +312,6 @@ def _unauthenticated(message: str, details: dict[str, object] | None = None) -> 
     return refusal_response(
         401, message, "UNAUTHENTICATED", details, headers={"WWW-Authenticate": "Bearer"}
     )
-
-
-async def _read_body(receive: Receive) -> bytes | None:
-    """The whole request body, or None if the client left while sending it."""
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-def _replay(body: bytes) -> Receive:
-    """A receive that gives the body once; the real one is left to watch for the client."""
-    given = False
-
-    async def receive() -> Message:
-        nonlocal given
-        if not given:
-            given = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await asyncio.Event().wait()  # never: the view reads the body once
-        raise AssertionError
-
-    return receive
 
 
 async def _disconnected(receive: Receive) -> None:

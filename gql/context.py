@@ -47,6 +47,9 @@ class Services:
 async def policy_in_force(services: Services) -> PolicyVersion | None:
     """The policy in force for reads; when the cached head is stale, one request reads
     it while the others wait for that read instead of all reading it at once."""
+    fresh = services.policies.fresh()
+    if fresh is not None:
+        return fresh
     async with services.policy_read:
         return await policy_store.current(services.pool, services.policies)
 

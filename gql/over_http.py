@@ -28,10 +28,29 @@ def media_type(request: Request) -> str:
     return GRAPHQL_RESPONSE if GRAPHQL_RESPONSE in request.headers.get("accept", "") else JSON
 
 
-def answer(request: Request, body: bytes | str) -> Response:
+class Answer(Response):
     """A body the compiled path made, with the headers and media type every answer carries
-    (`finish` leaves it as it is)."""
-    return Response(body, headers=HEADERS, media_type=media_type(request))
+    (`finish` leaves it as it is). Its header lines are encoded once per media type."""
+
+    def __init__(self, body: bytes, media: str) -> None:
+        self.status_code = 200
+        self.background = None
+        self.body = body
+        self.raw_headers = [*_ANSWER_HEADERS[media], (b"content-length", b"%d" % len(body))]
+
+
+_ANSWER_HEADERS = {
+    media: [
+        *((name.encode(), value.encode()) for name, value in HEADERS.items()),
+        (b"content-type", media.encode()),
+    ]
+    for media in (GRAPHQL_RESPONSE, JSON)
+}
+
+
+def answer(request: Request, body: bytes | str) -> Response:
+    """The compiled path's answer to `request` (see `Answer`)."""
+    return Answer(body.encode() if isinstance(body, str) else body, media_type(request))
 
 
 def is_request_error(result: ExecutionResult) -> bool:
@@ -52,8 +71,8 @@ def note_result(request: Request, result: ExecutionResult) -> None:
 
 def finish(request: Request, response: Response) -> Response:
     """The headers every GraphQL answer carries; the status and body the media type calls for."""
-    if response.headers.get("cache-control") == HEADERS["cache-control"]:
-        return response  # made by `answer` already (the compiled path)
+    if isinstance(response, Answer):
+        return response
     response.headers.update(HEADERS)
     if response.headers.get("content-type", "").startswith(JSON) and media_type(request) == (
         GRAPHQL_RESPONSE

@@ -72,6 +72,12 @@ class PolicyCache:
             raise NoPolicyError()
         return await self.version(conn, head)
 
+    def fresh(self) -> PolicyVersion | None:
+        """The cached head while it is at most READ_TTL_SECONDS old, else None."""
+        if self.head > 0 and time.monotonic() - self.checked_at < READ_TTL_SECONDS:
+            return self.versions[self.head]
+        return None
+
     def remember(self, version: PolicyVersion) -> None:
         self.versions[version.version] = version
         self.head = max(self.head, version.version)
@@ -80,8 +86,9 @@ class PolicyCache:
 
 async def current(pool: Pool, cache: PolicyCache) -> PolicyVersion | None:
     """The policy in force for reads (at most READ_TTL_SECONDS stale), or None if none."""
-    if cache.head > 0 and time.monotonic() - cache.checked_at < READ_TTL_SECONDS:
-        return cache.versions[cache.head]
+    fresh = cache.fresh()
+    if fresh is not None:
+        return fresh
     async with pool.acquire() as conn:
         head = await conn.fetchval(HEAD_SQL)
         if not head:

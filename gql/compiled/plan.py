@@ -23,8 +23,12 @@ from graphql import (
     GraphQLSchema,
     OperationDefinitionNode,
     OperationType,
+    VariableNode,
+    is_non_null_type,
+    is_required_argument,
 )
-from graphql.execution.values import get_argument_values
+from graphql.execution.values import VariableValues, coerce_argument, get_argument_values
+from graphql.language import Visitor, visit
 
 from gql.compiled.selection import Node, children, collect, plain_operation
 from gql.compiled.variables import Coercer, coercer
@@ -96,6 +100,71 @@ FIELDS: dict[str, dict[str, str | None]] = {
 
 Values = dict[str, Any]
 Binder = Callable[[str, Mapping[str, Any], Sequence[str], Values], Shape]
+# A field's arguments from the request's coerced variables; raises GraphQLError.
+Arguments = Callable[[VariableValues], dict[str, Any]]
+
+
+class _HasVariable(Visitor):
+    found = False
+
+    def enter_variable(self, *_: object) -> None:
+        self.found = True
+
+
+def argument_reader(field_def: GraphQLField, node: FieldNode) -> Arguments:
+    """What graphql-core's `get_argument_values` gives for `node`, with the arguments
+    that do not depend on variables coerced once here (by graphql-core itself): per
+    request only the variables are looked up.
+
+    An argument that nests a variable inside a literal (`match: ["a:b", $c]`), or one
+    that does not coerce, leaves the whole field to graphql-core per request; so does
+    any request whose variables it would refuse, so that it refuses them its way.
+    """
+
+    def per_request(variables: VariableValues) -> dict[str, Any]:
+        return get_argument_values(field_def, node, variables)
+
+    given = {argument.name.value: argument for argument in node.arguments or ()}
+    fixed: dict[str, Any] = {}
+    # key, variable, what an absent variable gives (None: an error), non-null
+    by_variable: list[tuple[str, str, dict[str, Any] | None, bool]] = []
+    try:
+        for name, argument in field_def.args.items():
+            given_node = given.get(name)
+            if given_node is not None and isinstance(given_node.value, VariableNode):
+                absent: dict[str, Any] | None = None
+                if not is_required_argument(argument):
+                    absent = {}
+                    coerce_argument(absent, node, name, argument, None, None, None)
+                key = argument.out_name or name
+                non_null = is_non_null_type(argument.type)
+                by_variable.append((key, given_node.value.name.value, absent, non_null))
+                continue
+            if given_node is not None:
+                nested = _HasVariable()
+                visit(given_node.value, nested)
+                if nested.found:
+                    return per_request
+            coerce_argument(fixed, node, name, argument, given_node, None, None)
+    except GraphQLError:
+        return per_request
+
+    def read(variables: VariableValues) -> dict[str, Any]:
+        out = dict(fixed)
+        values = variables.coerced
+        for key, variable, absent, non_null in by_variable:
+            if variable in values:
+                value = values[variable]
+                if value is None and non_null:
+                    return per_request(variables)
+                out[key] = value
+            elif absent is None:
+                return per_request(variables)
+            else:
+                out.update(absent)
+        return out
+
+    return read
 
 
 class Declined(Exception):
@@ -104,10 +173,9 @@ class Declined(Exception):
 
 @dataclass
 class Site:
-    """A field taking arguments: how to bind them for one request."""
+    """A field taking arguments: how to read and bind them for one request."""
 
-    field: GraphQLField
-    node: FieldNode
+    arguments: Arguments
     bind: Binder
 
 
@@ -139,8 +207,7 @@ class Operation:
         shapes = []
         try:
             for number, site in enumerate(self.sites):
-                arguments = get_argument_values(site.field, site.node, coerced)
-                shapes.append(site.bind(f"s{number}_", arguments, lanes, values))
+                shapes.append(site.bind(f"s{number}_", site.arguments(coerced), lanes, values))
         except (StoreError, PolicyError, GraphQLError, ValueError) as exc:
             raise Declined() from exc
         key = tuple(shapes)
@@ -171,7 +238,7 @@ def compile_operation(
                 graphql_type = schema.get_type(type_name)
                 field_def = graphql_type.fields[node.name]  # type: ignore[union-attr]
                 site = len(sites)
-                sites.append(Site(field_def, node.nodes[0], binder))
+                sites.append(Site(argument_reader(field_def, node.nodes[0]), binder))
             child_type = allowed[node.name]
             kids: tuple[Sel, ...] = ()
             if child_type is not None:
