@@ -34,8 +34,16 @@ async def _codecs(conn: asyncpg.Connection) -> None:
         await conn.set_type_codec(name, encoder=_encode, decoder=orjson.loads, schema="pg_catalog")
 
 
+async def _keep(conn: asyncpg.Connection) -> None:
+    """No reset query when a connection comes back: like the gateway's pool (store.pool),
+    the replay changes no session state, and asyncpg's default reset would cost the raw
+    side a round trip per call that the gateway does not make."""
+
+
 async def open_pool(url: str, size: int) -> asyncpg.Pool:
-    pool: asyncpg.Pool = await asyncpg.create_pool(url, min_size=size, max_size=size, init=_codecs)
+    pool: asyncpg.Pool = await asyncpg.create_pool(
+        url, min_size=size, max_size=size, init=_codecs, reset=_keep
+    )
     return pool
 
 
@@ -66,11 +74,14 @@ async def run_unit(conn: asyncpg.Connection, unit: Unit, params: list[Any] | Non
     return rows
 
 
-async def replay(pool: asyncpg.Pool, trace: Trace) -> None:
-    """A read trace exactly as recorded, one pooled connection per unit (as the gateway)."""
+async def replay(pool: asyncpg.Pool, trace: Trace) -> Any:
+    """A read trace exactly as recorded, one pooled connection per unit (as the gateway);
+    the last statement's rows."""
+    rows = None
     for unit in trace:
         async with pool.acquire() as conn:
-            await run_unit(conn, unit)
+            rows = await run_unit(conn, unit)
+    return rows
 
 
 def _new_id(old: str) -> str:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from policies.errors import PropertyFormatError
 
@@ -16,6 +18,7 @@ _EXAMPLE = "write it as label:value, for example org:Acme"
 # C0 controls and DEL: U+001F is the separator inside ep_ ids (see store.ids), and none
 # of them can be told apart by a reader of a label or value.
 _CONTROL = frozenset(chr(c) for c in [*range(0x20), 0x7F])
+_ANY_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True, order=True)
@@ -39,6 +42,10 @@ def is_reserved_label(label: str) -> bool:
     return label.startswith(RESERVED_PREFIX)
 
 
+# Writers and readers repeat the same few properties (an org, a topic) across calls:
+# a parse remembered is a dictionary lookup. Properties are immutable, so one parse
+# may serve every caller; a refusal is not remembered.
+@lru_cache(maxsize=16384)
 def parse_property(text: str) -> Property:
     """Read one `label:value` string.
 
@@ -69,15 +76,15 @@ def parse_property(text: str) -> Property:
             f"values may be at most {MAX_VALUE_LENGTH} characters",
         )
     for part, written in (("label", label), ("value", value)):
-        controls = sorted(set(written) & _CONTROL)
-        if controls:
-            named = ", ".join(f"U+{ord(ch):04X}" for ch in controls)
-            raise PropertyFormatError(
-                text,
-                f"edge property {text[:40]!r} has the control character(s) {named} in its "
-                f"{part}; labels and values may hold any characters except the control "
-                "characters U+0000 to U+001F and U+007F",
-            )
+        if _ANY_CONTROL.search(written) is None:
+            continue
+        named = ", ".join(f"U+{ord(ch):04X}" for ch in sorted(set(written) & _CONTROL))
+        raise PropertyFormatError(
+            text,
+            f"edge property {text[:40]!r} has the control character(s) {named} in its "
+            f"{part}; labels and values may hold any characters except the control "
+            "characters U+0000 to U+001F and U+007F",
+        )
     return Property(label, value)
 
 

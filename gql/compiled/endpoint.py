@@ -49,12 +49,25 @@ log = logging.getLogger("edgeloom.compiled")
 
 # A check the ordinary path makes per request beyond validation (a cost limit that
 # reads variables, say): true lets the compiled path answer. Its answer may depend on
-# the variables only through Int ones (sizes such as `first:`), so an operation that
-# declares none is checked once.
+# the variables only through Int ones (sizes such as `first:`), so it is made once per
+# operation and values of those.
 RequestCheck = Callable[[GraphQLSchema, DocumentNode, str | None, Mapping[str, Any]], bool]
+
+# Verdicts of the checks kept per operation: a client sending ever new sizes costs a
+# check each, never unbounded memory.
+MAX_VERDICTS = 256
 
 
 Compiled = Operation | Write
+
+
+class _Cached:
+    """A compiled operation with the verdicts of the request checks, by its Int variables."""
+
+    def __init__(self, compiled: Compiled) -> None:
+        self.compiled = compiled
+        self.ints = _int_variables(compiled.operation)
+        self.verdicts: dict[tuple[Any, ...], bool] = {}
 
 
 class CompiledPath:
@@ -77,19 +90,20 @@ class CompiledPath:
         self.anonymous_agent = anonymous_agent
         self.checks = list(checks)
         self.max_documents = max_documents
-        self.operations: dict[tuple[str, str | None], Compiled | None] = {}
+        self.operations: dict[tuple[str, str | None], _Cached | None] = {}
         # Counts answers by path, for tests and the bench.
         self.answered = 0
         self.declined = 0
 
-    def operation(self, query: str, name: str | None) -> Compiled | None:
+    def operation(self, query: str, name: str | None) -> _Cached | None:
         """The compiled operation for a document, made once; None when not covered."""
         key = (query, name)
         try:
             return self.operations[key]
         except KeyError:
             pass
-        found = self._compile(query, name)
+        compiled = self._compile(query, name)
+        found = None if compiled is None else _Cached(compiled)
         if len(self.operations) >= self.max_documents:
             # Forget the oldest document: a client sending ever new documents costs
             # one compilation each, never unbounded memory.
@@ -116,17 +130,23 @@ class CompiledPath:
             log.debug("not compiled (%s)", exc)
             return None
 
-    def _passes(
-        self, operation: Compiled, name: str | None, variables: dict[str, Any] | None
-    ) -> bool:
-        if operation.always_passes:
-            return True
-        document = operation.document
-        if not all(check(self.schema, document, name, variables or {}) for check in self.checks):
-            return False
-        if not _declares_int(operation.operation):
-            operation.always_passes = True
-        return True
+    def _passes(self, cached: _Cached, name: str | None, variables: dict[str, Any] | None) -> bool:
+        values = variables or {}
+        key = tuple(values.get(n) for n in cached.ints)
+        try:
+            return cached.verdicts[key]
+        except KeyError:
+            pass
+        except TypeError:  # a list or object where an Int belongs: coercion refuses it
+            return self._check(cached, name, values)
+        verdict = self._check(cached, name, values)
+        if len(cached.verdicts) < MAX_VERDICTS:
+            cached.verdicts[key] = verdict
+        return verdict
+
+    def _check(self, cached: _Cached, name: str | None, values: dict[str, Any]) -> bool:
+        document = cached.compiled.document
+        return all(check(self.schema, document, name, values) for check in self.checks)
 
     async def answer(self, request: Request) -> Response | None:
         """The response to a request the compiled path covers, else None (strawberry answers)."""
@@ -153,11 +173,10 @@ class CompiledPath:
         if payload is None:
             return None
         query, variables, name = payload
-        operation = self.operation(query, name)
-        if operation is None:
+        cached = self.operation(query, name)
+        if cached is None or not self._passes(cached, name, variables):
             return None
-        if not self._passes(operation, name, variables):
-            return None
+        operation = cached.compiled
         if isinstance(operation, Write):
             return await self._write(request, operation, caller.agent, variables)
         version = await policy_in_force(services)
@@ -208,14 +227,16 @@ class CompiledPath:
         return over_http.answer(request, body)
 
 
-def _declares_int(operation: OperationDefinitionNode) -> bool:
+def _int_variables(operation: OperationDefinitionNode) -> tuple[str, ...]:
+    """The names of the operation's variables of type Int (or lists of Int)."""
+    names = []
     for definition in operation.variable_definitions or ():
         named: TypeNode = definition.type
         while isinstance(named, ListTypeNode | NonNullTypeNode):
             named = named.type
         if isinstance(named, NamedTypeNode) and named.name.value == "Int":
-            return True
-    return False
+            names.append(definition.variable.name.value)
+    return tuple(names)
 
 
 async def _payload(request: Request) -> tuple[str, dict[str, Any] | None, str | None] | None:

@@ -190,8 +190,6 @@ class Operation:
     sites: list[Site]
     statements: dict[tuple[Shape, ...], Any] = field(default_factory=dict)
     coerce: Coercer = field(init=False)
-    # Set by the endpoint once the request checks passed for good (see RequestCheck).
-    always_passes: bool = False
 
     def __post_init__(self) -> None:
         self.coerce = coercer(self.schema, self.operation.variable_definitions or ())

@@ -84,8 +84,6 @@ class Write:
     argument: str
     complete: Callable[[Any], Any]  # a record as the root field answers it
     names: NameConverter
-    # Set by the endpoint once the request checks passed for good (see RequestCheck).
-    always_passes: bool = False
     coerce: Coercer = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
