@@ -10,7 +10,6 @@ client most Python callers would use; it costs the gateway's figures some CPU.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from typing import Any, Protocol
@@ -30,6 +29,11 @@ class Caller(Protocol):
     async def close(self) -> None: ...
 
 
+def request_body(query: str, variables: dict[str, Any]) -> bytes:
+    """The JSON body a LeanCaller sends (the HTTP floor looks its statement up by it)."""
+    return json.dumps({"query": query, "variables": variables}).encode()
+
+
 def _data(body: bytes) -> dict[str, Any]:
     reply = json.loads(body)
     if reply.get("errors"):
@@ -38,54 +42,88 @@ def _data(body: bytes) -> dict[str, Any]:
     return data
 
 
+class _Replies(asyncio.Protocol):
+    """The reading side of a LeanCaller: each whole reply (head, body) resolves the waiter."""
+
+    def __init__(self) -> None:
+        self.transport: Any = None  # uvloop's transports are not asyncio.Transport subclasses
+        self.buffer = bytearray()
+        self.waiter: asyncio.Future[tuple[bytes, bytes]] | None = None
+        self.lost = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(ConnectionError("the gateway closed the connection"))
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0 or self.waiter is None or self.waiter.done():
+            return
+        head = bytes(self.buffer[:end])
+        length = _content_length(head)
+        if length is None:
+            self.waiter.set_exception(GraphQLError(f"reply without content-length: {head[:200]!r}"))
+            return
+        total = end + 4 + length
+        if len(self.buffer) >= total:
+            body = bytes(self.buffer[end + 4 : total])
+            del self.buffer[:total]
+            self.waiter.set_result((head, body))
+
+
+def _content_length(head: bytes) -> int | None:
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value)
+    return None
+
+
 class LeanCaller:
-    """One HTTP/1.1 keep-alive connection; one call at a time."""
+    """One HTTP/1.1 keep-alive connection; one call at a time. An asyncio Protocol that
+    hands over each whole reply at once, as asyncpg's does, rather than stream reads."""
 
     def __init__(self, host: str, port: int, path: str = "/graphql") -> None:
         self.host, self.port, self.path = host, port, path
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
+        self.replies: _Replies | None = None
         self.used = 0.0
         self.head = (
             f"POST {path} HTTP/1.1\r\nhost: {host}:{port}\r\n"
             "content-type: application/json\r\naccept: application/json\r\n"
         ).encode()
 
-    async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        if self.writer is not None and time.monotonic() - self.used > IDLE_REOPEN_S:
+    async def _open(self) -> _Replies:
+        if self.replies is not None and (
+            self.replies.lost or time.monotonic() - self.used > IDLE_REOPEN_S
+        ):
             # uvicorn closes keep-alive connections idle for 5 s; do not race it.
             await self.close()
         self.used = time.monotonic()
-        if self.reader is None or self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection(
-                self.host, self.port, limit=1 << 24
-            )
-        return self.reader, self.writer
+        if self.replies is None:
+            loop = asyncio.get_running_loop()
+            _, self.replies = await loop.create_connection(_Replies, self.host, self.port)
+        return self.replies
 
     async def call(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
-        payload = json.dumps({"query": query, "variables": variables}).encode()
-        reader, writer = await self._open()
-        writer.write(self.head + b"content-length: %d\r\n\r\n" % len(payload) + payload)
-        head = await reader.readuntil(b"\r\n\r\n")
-        status_line, *lines = head.decode("latin-1").split("\r\n")
-        length = None
-        for line in lines:
-            name, _, value = line.partition(":")
-            if name.strip().lower() == "content-length":
-                length = int(value)
-        if length is None:
-            raise GraphQLError(f"reply without content-length: {status_line}")
-        body = await reader.readexactly(length)
+        payload = request_body(query, variables)
+        replies = await self._open()
+        waiter = replies.waiter = asyncio.get_running_loop().create_future()
+        replies.transport.write(self.head + b"content-length: %d\r\n\r\n" % len(payload) + payload)
+        head, body = await waiter
+        status_line = head.split(b"\r\n", 1)[0].decode("latin-1")
         if " 200 " not in status_line:
             raise GraphQLError(f"{status_line}: {body[:300]!r}")
         return _data(body)
 
     async def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            with contextlib.suppress(OSError):
-                await self.writer.wait_closed()
-            self.reader = self.writer = None
+        if self.replies is not None:
+            self.replies.transport.close()
+            self.replies = None
 
 
 class HttpxCaller:

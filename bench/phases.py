@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
+import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 
+from bench import floor
 from bench.capture import Recorder, Statement, Trace
 from bench.data import Generator, gather_pairs, sized_pairs
-from bench.http import Callers, LeanCaller
+from bench.http import Callers, LeanCaller, request_body
 from bench.measure import Progress, Rate, latencies, median, percentile, say, throughput
 from bench.raw import WriteTemplate, replay, run_unit
 from bench.server import BenchDatabase, GatewayProcess
@@ -44,6 +48,8 @@ class Bench:
     sample_every: int = 1
     # Gateways compared with PostGraphile, by name (edgeloom N=1, N=2 workers).
     sides: dict[str, str] = field(default_factory=dict)
+    # Where servers the bench starts write their logs.
+    log_dir: Path = field(default_factory=lambda: Path(tempfile.gettempdir()))
 
     def callers(self, n: int) -> Callers:
         return Callers(self.args.client, "127.0.0.1", [g.port for g in self.gateways], n)
@@ -65,17 +71,24 @@ class Bench:
         raw: Callable[[], Awaitable[Any]],
     ) -> tuple[list[Any], list[Any]]:
         """Alternate gateway and raw (ABBA order) for `--rounds` rounds."""
-        gw_out: list[Any] = []
-        raw_out: list[Any] = []
+        out = await self.rounds_of(name, {"gateway": gateway, "raw": raw})
+        return out["gateway"], out["raw"]
+
+    async def rounds_of(
+        self, name: str, sides: dict[str, Callable[[], Awaitable[Any]]]
+    ) -> dict[str, list[Any]]:
+        """Each side once per round, in the given order and reversed in every other round
+        (ABBA, ABCCBA), for `--rounds` rounds."""
+        out: dict[str, list[Any]] = {side: [] for side in sides}
         for n in range(self.args.rounds):
-            order = [("gateway", gateway, gw_out), ("raw", raw, raw_out)]
+            order = list(sides)
             if n % 2:
                 order.reverse()
-            for side, fn, out in order:
-                value = await fn()
-                out.append(value)
+            for side in order:
+                value = await sides[side]()
+                out[side].append(value)
                 say(f"  {name} round {n + 1} {side}: {_short(value)}")
-        return gw_out, raw_out
+        return out
 
 
 def _short(value: Any) -> str:
@@ -185,25 +198,50 @@ async def _gather(bench: Bench, name: str, pairs: list[tuple[str, str]]) -> dict
             # the gateway's, so both sides end with the data in hand.
             json.loads(rows[0]["body"])
 
-    try:
-        await latencies(variables, gw_one)  # warm-up: caches, prepared statements, buffers
-        await latencies(traces, raw_one)
-        gw, raw = await bench.rounds(
-            f"gather {name}",
-            lambda: latencies(variables, gw_one),
-            lambda: latencies(traces, raw_one),
-        )
-    finally:
-        await callers.close()
-    return {
+    sides = {
+        "gateway": lambda: latencies(variables, gw_one),
+        "raw": lambda: latencies(traces, raw_one),
+    }
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(callers.close)
+        table = _floor_table(variables, traces)
+        if table is None:
+            say(f"gather {name}: not one statement per call; the HTTP floor is left out")
+        else:
+            port = await stack.enter_async_context(
+                floor.floor_process(bench.db.url, table, bench.log_dir)
+            )
+            floor_caller = LeanCaller("127.0.0.1", port)
+            stack.push_async_callback(floor_caller.close)
+
+            async def floor_one(v: dict[str, Any]) -> Any:
+                return await floor_caller.call(GATHER, v)
+
+            sides["HTTP floor"] = lambda: latencies(variables, floor_one)
+        for side in sides.values():
+            await side()  # warm-up: caches, prepared statements, buffers
+        got = await bench.rounds_of(f"gather {name}", sides)
+    out = {
         "queries": len(pairs),
         "shared_members": {"min": min(totals), "median": median(totals), "max": max(totals)},
-        "gateway_p50_ms": [percentile(x, 0.5) * 1000 for x in gw],
-        "raw_p50_ms": [percentile(x, 0.5) * 1000 for x in raw],
-        "gateway_p90_ms": [percentile(x, 0.9) * 1000 for x in gw],
-        "raw_p90_ms": [percentile(x, 0.9) * 1000 for x in raw],
         "explain": explain,
     }
+    for side, key in (("gateway", "gateway"), ("raw", "raw"), ("HTTP floor", "floor")):
+        if side in got:
+            out[f"{key}_p50_ms"] = [percentile(x, 0.5) * 1000 for x in got[side]]
+            out[f"{key}_p90_ms"] = [percentile(x, 0.9) * 1000 for x in got[side]]
+    return out
+
+
+def _floor_table(variables: list[dict[str, Any]], traces: list[Trace]) -> floor.Table | None:
+    """Each call's request body and the one statement the gateway ran for it."""
+    table: floor.Table = {}
+    for v, trace in zip(variables, traces, strict=True):
+        statements = [s for unit in trace for s in unit.statements]
+        if len(statements) != 1:
+            return None
+        table[request_body(GATHER, v)] = (statements[0].sql, list(statements[0].params))
+    return table
 
 
 async def _check_counts(bench: Bench, traces: list[Trace], totals: list[int]) -> None:

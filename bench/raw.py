@@ -28,7 +28,7 @@ def _encode(value: Any) -> str:
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
-async def _codecs(conn: asyncpg.Connection) -> None:
+async def codecs(conn: asyncpg.Connection) -> None:
     # The gateway pool's codecs (store.pool), so parameters travel as the gateway sends them.
     for name in ("json", "jsonb"):
         await conn.set_type_codec(name, encoder=_encode, decoder=orjson.loads, schema="pg_catalog")
@@ -42,7 +42,7 @@ async def _keep(conn: asyncpg.Connection) -> None:
 
 async def open_pool(url: str, size: int) -> asyncpg.Pool:
     pool: asyncpg.Pool = await asyncpg.create_pool(
-        url, min_size=size, max_size=size, init=_codecs, reset=_keep
+        url, min_size=size, max_size=size, init=codecs, reset=_keep
     )
     return pool
 

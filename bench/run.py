@@ -101,7 +101,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             capture_port, recorder = await stack.enter_async_context(capture_gateway(db.url))
             pool = await open_pool(plain_url(db.url), args.raw_pool)
             stack.push_async_callback(pool.close)
-            bench = Bench(args, db, gateways, capture_port, recorder, pool)
+            bench = Bench(args, db, gateways, capture_port, recorder, pool, log_dir=log_dir)
             if not args.skip_peer and args.peer_workers > 1:
                 workers = await stack.enter_async_context(
                     gateway_process(db.url, log_dir, workers=args.peer_workers)
@@ -192,6 +192,12 @@ def rows(results: dict[str, Any]) -> list[Row]:
             out.append(
                 Row(f"gather {name} INTERSECT p90 ms {at}", gw90, raw90, gw90 / raw90, "", None)
             )
+            if "floor_p50_ms" in g:
+                # No GraphQL at all, the same statement over HTTP: the hop's share of the ratio.
+                fl = median(g["floor_p50_ms"])
+                out.append(
+                    Row(f"gather {name} p50 ms, HTTP floor {at}", fl, raw, fl / raw, "", None)
+                )
         if s.get("peer"):
             out.extend(peer.rows(s["peer"], at, Row))
     if len(stages) > 1:
