@@ -37,6 +37,13 @@ class Property:
         return is_reserved_label(self.label)
 
 
+@lru_cache(maxsize=16384)
+def property_of(label: str, value: str) -> Property:
+    """The Property of a label and value already read (from a stored row or entry):
+    repeated ones are made once, as `parse_property` makes them once."""
+    return Property(label, value)
+
+
 def is_reserved_label(label: str) -> bool:
     """Whether only the engine may write or remove `label`."""
     return label.startswith(RESERVED_PREFIX)

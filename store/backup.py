@@ -320,14 +320,6 @@ async def import_(
                 "the database is not empty; import fills a new database only "
                 "(create one, point DATABASE_URL or --data-dir at it, and import again)"
             )
-        # COPY speaks the binary format: jsonb there is a version byte and the text.
-        await conn.set_type_codec(
-            "jsonb",
-            encoder=lambda value: b"\x01" + orjson.dumps(value),
-            decoder=lambda data: orjson.loads(data[1:]),
-            schema="pg_catalog",
-            format="binary",
-        )
         async with conn.transaction():
             summary = await _read(conn, path, progress)
             boundary = await conn.fetchval("SELECT pg_current_xact_id()::text::bigint + 1")

@@ -56,14 +56,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
-import orjson
 from sqlalchemy import Text, bindparam, cast, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.types import UserDefinedType
 
 from store import tables as t
 from store.errors import InvalidInputError
-from store.pool import plain_url
+from store.pool import json_codecs, plain_url
 from store.records import AuditEvent
 
 log = logging.getLogger("edgeloom.feed")
@@ -347,12 +346,7 @@ class FeedReader:
                 "plan_cache_mode": "force_generic_plan",
             },
         )
-        await conn.set_type_codec(
-            "jsonb",
-            encoder=lambda v: orjson.dumps(v).decode(),
-            decoder=orjson.loads,
-            schema="pg_catalog",
-        )
+        await json_codecs(conn)
         return conn
 
     async def _poll(self, conn: asyncpg.Connection) -> None:

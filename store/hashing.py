@@ -13,6 +13,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -20,6 +21,8 @@ import orjson
 FORMAT = 2
 
 
+# The entries of one transaction share its time.
+@lru_cache(maxsize=64)
 def canonical_time(at: datetime) -> str:
     """A timestamp as the canonical bytes hold it: UTC, always six fractional digits."""
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

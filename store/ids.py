@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
-import uuid
 
 EP_SCHEMA = "epg/1"
 RECORD_ID = re.compile(r"^sr_[0-9a-f]{32}$")
@@ -13,12 +13,18 @@ RECORD_PREFIX = re.compile(r"^sr_[0-9a-f]{6,31}$")
 MIN_PREFIX = 6
 
 
+def random_hex() -> str:
+    """128 random bits as 32 hex digits (uuid4's format without building a UUID, which
+    cost a 500-record ingestMany 8% of its gateway CPU)."""
+    return os.urandom(16).hex()
+
+
 def new_record_id() -> str:
-    return "sr_" + uuid.uuid4().hex
+    return "sr_" + random_hex()
 
 
 def new_event_id() -> str:
-    return "ae_" + uuid.uuid4().hex
+    return "ae_" + random_hex()
 
 
 def edge_property_id(record_id: str, label: str, value: str) -> str:
@@ -39,8 +45,8 @@ ASSERTED_VALUE = re.compile(r"^([A-Za-z0-9_-]{1,64})_([0-9a-f]{32})$")
 
 def new_asserted_value(hint: str) -> str:
     """A fresh value for a connection, group or chain; the hint must match HINT."""
-    return f"{hint}_{uuid.uuid4().hex}"
+    return f"{hint}_{random_hex()}"
 
 
 def new_correction_id() -> str:
-    return "co_" + uuid.uuid4().hex
+    return "co_" + random_hex()

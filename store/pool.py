@@ -25,13 +25,29 @@ from store.database import asyncpg_url
 Conn: TypeAlias = "asyncpg.Connection[asyncpg.Record]"
 
 
-def _encode(value: Any) -> str:
-    return orjson.dumps(value).decode()
+def _encode_jsonb(value: Any) -> bytes:
+    return b"\x01" + orjson.dumps(value)  # jsonb's binary format: a version byte, the text
 
 
-async def _init(conn: asyncpg.Connection) -> None:
-    for name in ("json", "jsonb"):
-        await conn.set_type_codec(name, encoder=_encode, decoder=orjson.loads, schema="pg_catalog")
+def _decode_jsonb(data: bytes) -> Any:
+    return orjson.loads(memoryview(data)[1:])
+
+
+async def json_codecs(conn: asyncpg.Connection) -> None:
+    """JSON and JSONB as Python values, by orjson, in the binary format: the bytes orjson
+    writes go to the server as they are (a text codec would decode them to a str that
+    asyncpg encodes again, 5% of the gateway's CPU in a 500-record ingestMany)."""
+    await conn.set_type_codec(
+        "jsonb",
+        encoder=_encode_jsonb,
+        decoder=_decode_jsonb,
+        schema="pg_catalog",
+        format="binary",
+    )
+    # json's binary format is its text.
+    await conn.set_type_codec(
+        "json", encoder=orjson.dumps, decoder=orjson.loads, schema="pg_catalog", format="binary"
+    )
 
 
 class PoolClosedError(asyncpg.InterfaceError):
@@ -224,7 +240,7 @@ async def _connect(url: str, server_settings: dict[str, str]) -> Conn:
         max_cached_statement_lifetime=STATEMENT_LIFETIME_SECONDS,
     )
     try:
-        await _init(conn)
+        await json_codecs(conn)
     except BaseException:
         conn.terminate()
         raise

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from policies.properties import Property, is_reserved_label
+from policies.properties import Property, is_reserved_label, property_of
 
 PropertyPairs = tuple[tuple[str, str], ...]
 
@@ -49,7 +49,7 @@ class RecordState:
 
 
 def parse_pairs(pairs: Sequence[Sequence[str]]) -> tuple[Property, ...]:
-    return tuple(Property(label, value) for label, value in pairs)
+    return tuple(property_of(label, value) for label, value in pairs)
 
 
 def visible(properties: Sequence[Property]) -> list[Property]:
