@@ -31,7 +31,6 @@ from graphql import (
     DocumentNode,
     FragmentDefinitionNode,
     GraphQLError,
-    GraphQLField,
     GraphQLList,
     GraphQLNonNull,
     GraphQLObjectType,
@@ -43,10 +42,9 @@ from graphql import (
     get_named_type,
     located_error,
 )
-from graphql.execution.values import get_argument_values
 from strawberry.schema.name_converter import NameConverter
 
-from gql.compiled.plan import Declined
+from gql.compiled.plan import Arguments, Declined, argument_reader
 from gql.compiled.selection import Node, children, collect, plain_operation
 from gql.compiled.variables import Coercer, coercer
 from gql.errors import to_graphql_error
@@ -78,7 +76,7 @@ class Write:
     schema: GraphQLSchema
     document: DocumentNode
     operation: OperationDefinitionNode
-    field: GraphQLField
+    arguments: Arguments  # the root field's
     root: Node
     many: bool
     argument: str
@@ -95,7 +93,7 @@ class Write:
         if coerced is None:
             raise Declined()
         try:
-            value = get_argument_values(self.field, self.root.nodes[0], coerced)[self.argument]
+            value = self.arguments(coerced)[self.argument]
         except GraphQLError as exc:
             raise Declined() from exc
         return list(value) if self.many else [value]
@@ -134,7 +132,7 @@ def compile_write(
         schema,
         document,
         operation,
-        mutation.fields[root.name],
+        argument_reader(mutation.fields[root.name], root.nodes[0]),
         root,
         many,
         argument,
