@@ -5,7 +5,8 @@ uvicorn writes a response's head when the app sends `http.response.start` and it
 body at `http.response.body`: two write system calls for every small answer. On
 this kind of machine a system call costs more than the whole compiled read in
 Python, so the transport below gathers what one step of the event loop writes and
-hands it to the socket at once, one loop iteration later.
+hands it to the socket at once: when the response is complete, or one loop iteration
+later for what is written outside an HTTP response (WebSocket frames).
 """
 
 from __future__ import annotations
@@ -26,14 +27,15 @@ class _GatheringTransport:
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         if not self._pending:
-            self._loop.call_soon(self._flush)
+            self._loop.call_soon(self.flush)
         self._pending.append(bytes(data))
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
             self.write(line)
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
+        """Hand what is gathered to the socket now."""
         if not self._pending:
             return
         data = b"".join(self._pending)
@@ -42,11 +44,11 @@ class _GatheringTransport:
             self._transport.write(data)
 
     def close(self) -> None:
-        self._flush()
+        self.flush()
         self._transport.close()
 
     def write_eof(self) -> None:
-        self._flush()
+        self.flush()
         self._transport.write_eof()
 
     def abort(self) -> None:
@@ -62,11 +64,17 @@ class _GatheringTransport:
 
 
 class GatheringHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol on a `_GatheringTransport`."""
+    """uvicorn's httptools protocol on a `_GatheringTransport`; a response is written as
+    soon as it is complete, not after the rest of its task's step."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses, only alike.
-        super().connection_made(_GatheringTransport(transport))  # type: ignore[arg-type]
+        self._gathering = _GatheringTransport(transport)
+        super().connection_made(self._gathering)  # type: ignore[arg-type]
+
+    def on_response_complete(self) -> None:
+        self._gathering.flush()
+        super().on_response_complete()
 
 
 def server_options(ws_compression: bool = False) -> dict[str, Any]:
