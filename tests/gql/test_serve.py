@@ -10,6 +10,7 @@ import asyncio
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -342,3 +343,32 @@ async def test_a_gateway_killed_outright_does_not_keep_postgres_running_later(
         async with serving(None, tmp_path, "--data-dir", str(data_dir)) as s:
             assert postmaster_pid(data_dir) == pid  # the running server is reused
         await assert_stopped(data_dir, pid)
+
+
+def is_zombie(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rpartition(")")[2].split()[0] == "Z"
+
+
+async def test_a_gateway_starts_while_a_killed_server_is_still_a_zombie(tmp_path: Path) -> None:
+    """A server killed outright stays a zombie until its parent reaps it, and its pid file
+    still names it; the next gateway must not take it for a live server."""
+    async with embedded_data_dir() as data_dir:
+        async with serving(None, tmp_path, "--data-dir", str(data_dir)):
+            written = (data_dir / "postmaster.pid").read_text().splitlines()
+        await assert_stopped(data_dir, int(written[0]))
+        # A process of ours that has exited and that we do not reap: a zombie that stays.
+        zombie = subprocess.Popen(["true"])
+        try:
+            deadline = time.monotonic() + 10
+            while not is_zombie(zombie.pid):
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            (data_dir / "postmaster.pid").write_text("\n".join([str(zombie.pid), *written[1:]]))
+            async with serving(None, tmp_path, "--data-dir", str(data_dir)) as s:
+                data = (await s.client.post(s.url, json={"query": "{ labels { label } }"})).json()
+                assert data == {"data": {"labels": []}}, data
+                assert is_running(postmaster_pid(data_dir))
+                assert postmaster_pid(data_dir) != zombie.pid
+        finally:
+            zombie.wait()
