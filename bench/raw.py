@@ -1,6 +1,6 @@
 """The baseline: a raw asyncpg pool replaying the gateway's recorded SQL.
 
-Each connection gets the JSON/JSONB codecs SQLAlchemy's asyncpg dialect installs,
+Each connection gets the gateway pool's JSON/JSONB codecs (binary format, orjson),
 so parameters travel exactly as the gateway sends them. A write trace is replayed
 with fresh record, edge-property and audit-event ids (everything else as recorded),
 so each replay inserts new rows the way a new call would.
@@ -23,15 +23,24 @@ from bench.capture import Statement, Trace, Unit
 _ID = re.compile(r"\b(sr|ep|ae)_[0-9a-f]{32}\b")
 
 
-def _encode(value: Any) -> str:
+def _json_bytes(value: Any) -> bytes:
     # A JSON parameter the template already holds as text (with fresh ids) goes as is.
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
+    return value.encode() if isinstance(value, str) else orjson.dumps(value)
 
 
 async def codecs(conn: asyncpg.Connection) -> None:
-    # The gateway pool's codecs (store.pool), so parameters travel as the gateway sends them.
-    for name in ("json", "jsonb"):
-        await conn.set_type_codec(name, encoder=_encode, decoder=orjson.loads, schema="pg_catalog")
+    """The gateway pool's codecs (`store.pool.json_codecs`: the binary format, orjson's
+    bytes), so parameters travel as the gateway sends them; JSON text goes as it is."""
+    await conn.set_type_codec(
+        "jsonb",
+        encoder=lambda value: b"\x01" + _json_bytes(value),  # jsonb's version byte
+        decoder=lambda data: orjson.loads(memoryview(data)[1:]),
+        schema="pg_catalog",
+        format="binary",
+    )
+    await conn.set_type_codec(
+        "json", encoder=_json_bytes, decoder=orjson.loads, schema="pg_catalog", format="binary"
+    )
 
 
 async def _keep(conn: asyncpg.Connection) -> None:
@@ -132,7 +141,7 @@ class WriteTemplate:
 
 def _json_as_text(unit: Unit) -> Unit:
     """The unit with its JSON row parameters as JSON text, so fresh ids are a text
-    substitution; `_encode` sends such text as it is."""
+    substitution; `codecs` sends such text as it is."""
 
     def text(value: Any) -> Any:
         rows = isinstance(value, list) and any(isinstance(v, dict) for v in value)
