@@ -190,7 +190,7 @@ class GraphQLView(GraphQL[Context, None]):
         if refusal is not None:
             await refusal(scope, receive, send)
             return
-        response = await self._answer_while_connected(request, receive)
+        response = await self._answer_while_connected(request)
         if response is not None:
             await response(scope, receive, send)
 
@@ -211,7 +211,7 @@ class GraphQLView(GraphQL[Context, None]):
         request.state.caller = caller
         return None
 
-    async def _answer_while_connected(self, request: Request, receive: Receive) -> Response | None:
+    async def _answer_while_connected(self, request: Request) -> Response | None:
         """The response, unless the client left first (None); past the timeout, a refusal.
 
         Leaving or timing out cancels the work: its reads stop at their next await,
@@ -222,8 +222,8 @@ class GraphQLView(GraphQL[Context, None]):
         except ClientDisconnect:
             return None
         response = None
-        # The body is read: what `receive` gives now tells whether the client left.
-        watch = _ClientWatch(receive, self.settings.request_timeout)
+        # The body is read: what the request receives now tells whether the client left.
+        watch = _ClientWatch(request.receive, self.settings.request_timeout)
         with watch:
             response = await self._answer(request)
         if not watch.expired:
