@@ -268,7 +268,8 @@ class Namer:
 
 
 def first_difference(a: str, b: str) -> str:
-    at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    pairs = enumerate(zip(a, b, strict=False))
+    at = next((i for i, (x, y) in pairs if x != y), min(len(a), len(b)))
     start = max(0, at - 150)
     return f"with the hidden lane: ...{a[start : at + 150]}\nwithout: ...{b[start : at + 150]}"
 
