@@ -1,47 +1,10 @@
 """The live feed: reading `audit_events` by transaction visibility, and replaying it.
 
-Feed order is `seq`, the event's position. Sequence numbers are taken when a row
-is inserted but become visible when its transaction commits, so transactions
-commit out of sequence order all the time: "everything after the last seq I saw"
-would skip an event whose seq is below one already delivered. The reader instead
-remembers what its last read could see, as a PostgreSQL snapshot: every event in
-a transaction that was still running (`xip`) or had not started (`txid >= xmax`)
-when the snapshot was taken is not yet delivered, and nothing else can ever
-appear, since a transaction absent from both sets had finished. Each read asks for
-exactly those rows (`txid = ANY(xip) OR txid >= xmax`, both on `ix_audit_events_txid`)
-together with the snapshot it reads them under (one statement, one round trip; a read
-too large for one statement is streamed in a REPEATABLE READ transaction instead), and
-so never skips an event nor reads one twice, without keeping a set of delivered seqs;
-a read that fails half-way remembers which events it has already handed out until the
-read is repeated.
-
-What a reader guarantees, per process:
-
-* **Exactly once.** Every committed event with a seq above the feed's position when
-  the reader went live (and every event still uncommitted then) is handed to the
-  sink exactly once, including across a lost connection or a PostgreSQL restart:
-  the reader reconnects with backoff and the next read starts from the snapshot it
-  last completed, so it catches up from the table.
-* **In seq order, waiting at most `order_wait` for a gap.** Events are released in
-  increasing seq. When a visible event has a seq above a missing one, the missing
-  seq belongs to a transaction that is still running, or to one that rolled back.
-  The reader holds the later events back until every transaction that was running
-  when the gap was first seen has finished (then the gap is a rollback and is
-  passed) or `order_wait` seconds have passed (then it is passed too). An event
-  whose seq was passed that way arrives later, out of order, but it arrives. The
-  same holds for a transaction that took its seq before it had a transaction id
-  (the write path never does: it locks the policy head first, which assigns one).
-* **Bounded memory.** The reader keeps the snapshot, the events held back behind a
-  gap, and, during a read, the seqs that read has released.
-
-A subscriber that resumes `after` a cursor is served by `replay`: it takes one
-snapshot, pages through every event visible in it with a seq after the cursor,
-and then takes from the live feed only the events that snapshot could not see
-(`Snapshot.finished`). Subscribing to the live feed before taking that snapshot
-makes the seam exact: every event is either in the replay or arrives live, never
-both, never neither. (An event whose transaction was still running when the replay's
-snapshot was taken arrives live, after the replay, so possibly after events with a
-higher cursor: exactly once, but not in seq order across the seam.)
+Events become visible when their transaction commits, not in `seq` order, so the
+reader asks for what its last snapshot could not see (`txid = ANY(xip) OR txid >=
+xmax`) instead of "seq above the last one": every committed event exactly once, in seq
+order but for a bounded wait at a gap, with bounded memory. docs/feed.md gives the
+reasoning, the guarantees and the replay's seam with the live feed.
 """
 
 from __future__ import annotations
