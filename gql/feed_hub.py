@@ -114,10 +114,15 @@ class Batch:
 
     def allowed(self, readable: frozenset[str]) -> list[FeedEvent]:
         """The events whose lane `readable` covers (lane-less ones concern every lane),
-        worked out once per set of lanes for the whole group."""
+        their payloads as a reader of `readable` may see them, worked out once per set
+        of lanes for the whole group."""
         found = self._allowed.get(readable)
         if found is None:
-            found = [e for e in self.events if e.event.lane is None or e.event.lane in readable]
+            found = [
+                e.for_reader(readable)
+                for e in self.events
+                if e.event.lane is None or e.event.lane in readable
+            ]
             self._allowed[readable] = found
         return found
 

@@ -15,7 +15,7 @@ import heapq
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import asyncpg
@@ -27,6 +27,8 @@ from store import tables as t
 from store.errors import InvalidInputError
 from store.pool import json_codecs, plain_url
 from store.records import AuditEvent
+from store.snapshot import Reader
+from store.visibility import NOTHING_NAMED, Named, read_named, readable_payload
 
 log = logging.getLogger("edgeloom.feed")
 
@@ -151,10 +153,12 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class FeedEvent:
-    """An audit event with the transaction that wrote it."""
+    """An audit event with the transaction that wrote it, and the lanes of the records its
+    payload names (read with it, so each set of readers' payloads is made without I/O)."""
 
     event: AuditEvent
     txid: int
+    named: Named = NOTHING_NAMED
 
     @property
     def seq(self) -> int:
@@ -168,6 +172,19 @@ class FeedEvent:
     @classmethod
     def from_row(cls, row: Any) -> FeedEvent:
         return cls(AuditEvent.from_row(row), row["txid"])
+
+    def for_reader(self, readable: frozenset[str]) -> FeedEvent:
+        """The event as a reader of the lanes `readable` may see it (`store.visibility`)."""
+        seen = readable_payload(self.event, readable, self.named)
+        return self if seen is self.event else replace(self, event=seen)
+
+
+async def with_named(db: Reader, events: list[FeedEvent]) -> list[FeedEvent]:
+    """`events` with the lanes their payloads name (no statement when they name none)."""
+    named = await read_named(db, [e.event for e in events])
+    if named is NOTHING_NAMED:
+        return events
+    return [replace(e, named=named) for e in events]
 
 
 Sink = Callable[[Sequence[FeedEvent]], None]
@@ -346,6 +363,8 @@ class FeedReader:
         if len(events) < self.fetch_size:
             current = Snapshot.from_row(rows[0])
             fresh = [FeedEvent.from_row(r) for r in events if r["seq"] not in self._partial]
+            # Read before the snapshot moves on: a failed read is repeated whole.
+            fresh = await with_named(conn, fresh)
             self._snapshot = current
             self._hand_out(self._orderer.release(fresh, current, time.monotonic()))
             self._partial.clear()
@@ -367,6 +386,7 @@ class FeedReader:
                 if not rows:
                     break
                 fresh = [FeedEvent.from_row(r) for r in rows if r["seq"] not in self._partial]
+                fresh = await with_named(conn, fresh)
                 self._hand_out(self._orderer.release(fresh, current, time.monotonic()))
         # Rows of this read are now behind the snapshot; the next read cannot return them.
         self._snapshot = current
@@ -446,7 +466,8 @@ async def replay(
     kinds: Sequence[str],
     page: int = REPLAY_PAGE,
 ) -> AsyncIterator[list[FeedEvent]]:
-    """Pages of the events after `after` visible in `snapshot`, in seq order.
+    """Pages of the events after `after` visible in `snapshot`, in seq order, their
+    payloads as a reader of those lanes may see them.
 
     `lanes` is awaited before each page for the lanes readable then, so rights
     that narrow during a long replay apply to the rest of it. Each page is its own
@@ -473,9 +494,16 @@ async def replay(
         )
         async with engine.connect() as conn:
             rows = (await conn.execute(statement)).mappings().all()
+            events = [FeedEvent.from_row(r) for r in rows]
+            if events:
+                # The page's own connection and transaction, through asyncpg's interface.
+                driver = (await conn.get_raw_connection()).driver_connection
+                assert driver is not None
+                events = await with_named(driver, events)
         if not rows:
             return
-        events = [FeedEvent.from_row(r) for r in rows]
+        seen = frozenset(readable)
+        events = [e.for_reader(seen) for e in events]
         yield events
         position = events[-1].seq
         if len(rows) < page:
