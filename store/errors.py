@@ -156,19 +156,3 @@ def refusal_for(exc: BaseException) -> StoreError | None:
             return UnstorableTextError()
         seen = getattr(seen, "orig", None) or seen.__cause__
     return None
-
-
-class HiddenMemberError(StoreError):
-    """A change to a connection, group or chain that would touch a record the caller cannot read."""
-
-    code = "FORBIDDEN"
-
-    def __init__(self, what: str, ident: str) -> None:
-        super().__init__(
-            f"{what} '{ident}' also joins records in lanes you may not read; only an agent "
-            "that may read and write every record it joins can make that change"
-        )
-        self.ident = ident
-
-    def extensions(self) -> dict[str, object]:
-        return {"id": self.ident}

@@ -14,7 +14,7 @@ three steps together, many to a transaction, when they arrive at once
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -99,6 +99,13 @@ SELECT label, value, record_id FROM edge_properties
 WHERE (label, value) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND recorded_to IS NULL
 """
 
+# The values of some labels that records carry now: what they are found on to lock.
+CARRIED = """
+SELECT DISTINCT label, value FROM edge_properties
+WHERE record_id = ANY($1::text[]) AND label = ANY($2::text[]) AND recorded_to IS NULL
+ORDER BY label, value
+"""
+
 HEADS = """
 SELECT DISTINCT ON (kind, object_id) kind, object_id, version, hash, at
 FROM ledger
@@ -155,12 +162,18 @@ class Executor:
         async with self.pool.acquire() as conn:
             async with conn.transaction():
                 exact = await self._exact_ids(conn, agent, locks.records)
-                holding = await self._holders(conn, locks.carrying)
+                carried = await self._carried(conn, exact.values(), locks.carried_by_records)
+                carrying = (*locks.carrying, *carried)
+                holding = await self._holders(conn, carrying)
                 ids = set(exact.values()).union(*holding.values())
                 txn, rows = await self._lock(conn, agent, locks, sorted(ids))
                 # Whoever gains a value must lock one of its holders first (an adjustment
                 # locks the record it adjusts), so once they are all locked the set holds.
-                if locks.carrying and await self._holders(conn, locks.carrying) != holding:
+                if carrying and await self._holders(conn, carrying) != holding:
+                    raise _HoldersMovedError()
+                if locks.carried_by_records and not _carries_only(
+                    rows, exact.values(), locks.carried_by_records, set(carried)
+                ):
                     raise _HoldersMovedError()
                 records = self._readable(txn, exact, rows)
                 holders, hidden = self._held(txn, holding, rows)
@@ -287,6 +300,16 @@ class Executor:
         return {key: frozenset(ids) for key, ids in found.items()}
 
     @staticmethod
+    async def _carried(
+        conn: Conn, record_ids: Collection[str], labels: Sequence[str]
+    ) -> list[tuple[str, str]]:
+        """The values with `labels` that the records carry now (read before locking)."""
+        if not labels or not record_ids:
+            return []
+        rows = await conn.fetch(CARRIED, list(record_ids), list(labels))
+        return [(row["label"], row["value"]) for row in rows]
+
+    @staticmethod
     def _held(
         txn: Txn, holding: Mapping[tuple[str, str], frozenset[str]], rows: Sequence[asyncpg.Record]
     ) -> tuple[dict[tuple[str, str], tuple[Record, ...]], dict[tuple[str, str], int]]:
@@ -316,6 +339,23 @@ class Executor:
             return {}
         rows = await conn.fetch(HEADS, [k for k, _ in heads], [i for _, i in heads])
         return {(r["kind"], r["object_id"]): Head(r["version"], r["hash"], r["at"]) for r in rows}
+
+
+def _carries_only(
+    rows: Sequence[asyncpg.Record],
+    record_ids: Collection[str],
+    labels: Sequence[str],
+    carried: set[tuple[str, str]],
+) -> bool:
+    """Whether the locked records carry no value of `labels` besides those read before
+    locking (one gained meanwhile has holders that were not locked)."""
+    wanted = set(record_ids)
+    for row in rows:
+        if row["id"] in wanted:
+            for label, value in row["properties"]:
+                if label in labels and (label, value) not in carried:
+                    return False
+    return True
 
 
 def _record(row: Any, state: Mapping[str, Any] | None = None) -> Record:

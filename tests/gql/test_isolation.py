@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import GatewayFactory
-from tests.gql._asserted import CONNECT, CORRECT, GROUP
+from tests.gql._asserted import CONNECT, CORRECT, DISCONNECT, GROUP, UNADJUST, UNGROUP
 from tests.gql._feed import feed_client
 from tests.gql._policy_support import (
     ADD,
@@ -487,3 +487,90 @@ def as_seen(
         payload["members"] = sum(lanes[rid] in reads for rid in team)
     return payload
 
+
+# -- changing a set that joins records the caller cannot read or write --------------------------
+
+GROUPS = "query($id: ID!) { record(id: $id) { version groups { id records { id } } } }"
+CHAINS = "query($id: ID!) { record(id: $id) { version adjustments { id records { id } } } }"
+
+
+def hidden_refusal(error: dict[str, Any], what: str, ident: str) -> None:
+    assert error["extensions"]["code"] == "FORBIDDEN", error
+    assert error["message"] == (
+        f"{what} '{ident}' also joins records in lanes you may not read; only an agent that may "
+        "read and write every record it joins can change it (you may change those whose "
+        "records are all in the lanes ['alpha'])"
+    )
+    assert error["extensions"]["allowed"] == ["alpha"]
+
+
+def unwritable_refusal(error: dict[str, Any]) -> None:
+    assert error["extensions"]["code"] == "FORBIDDEN", error
+    assert error["message"] == (
+        "agent 'looker' may not write to lane 'beta'; writable lanes: ['alpha']"
+    )
+
+
+async def test_a_group_joining_records_the_caller_cannot_read_or_write_is_not_changed(
+    edges: Edges,
+) -> None:
+    x1, x2, x3 = [await edges.record("alpha") for _ in range(3)]
+    y1 = await edges.record("beta")
+    made = (await edges.do(GROUP, {"ids": [x1, x2, x3, y1], "hint": "team"}))["group"]
+    before = {rid: await edges.do(GROUPS, {"id": rid}) for rid in (x1, x2, x3, y1)}
+    for ids in ([x1], [x1, x2], None):
+        hidden_refusal(
+            await edges.refused(UNGROUP, {"id": made["id"], "ids": ids}, "a"), "group", made["id"]
+        )
+        unwritable_refusal(await edges.refused(UNGROUP, {"id": made["id"], "ids": ids}, "looker"))
+    for rid, seen in before.items():
+        assert await edges.do(GROUPS, {"id": rid}) == seen
+    # A group of the caller's own lanes is its to change.
+    own = (await edges.do(GROUP, {"ids": [x2, x3], "hint": "own"}, "a"))["group"]
+    gone = (await edges.do(UNGROUP, {"id": own["id"], "ids": [x2]}, "a"))["ungroup"]
+    assert gone["active"] is False
+    left = (await edges.do(UNGROUP, {"id": made["id"], "ids": [x1]}))["ungroup"]
+    assert sorted(r["id"] for r in left["members"]["items"]) == sorted([x2, x3, y1])
+
+
+async def test_a_chain_joining_records_the_caller_cannot_read_or_write_is_not_changed(
+    edges: Edges,
+) -> None:
+    x1, x2 = await edges.record("alpha"), await edges.record("alpha")
+    y1 = await edges.record("beta", adjusts=[x1, x2])
+    [chain] = (await edges.do(CHAINS, {"id": y1}))["record"]["adjustments"]
+    assert sorted(r["id"] for r in chain["records"]) == sorted([x1, x2, y1])
+    before = {rid: await edges.do(CHAINS, {"id": rid}) for rid in (x1, x2, y1)}
+    count = '{ records(lane: "alpha") { totalCount } }'
+    written = (await edges.do(count, {}))["records"]["totalCount"]
+    adjusting = {"input": {"content": "next", "lane": "alpha", "adjusts": [x1]}}
+    hidden_refusal(await edges.refused(INGEST, adjusting, "a"), "adjustment chain", chain["id"])
+    many = {"inputs": [{"content": "mine", "lane": "alpha"}, adjusting["input"]]}
+    error = await edges.refused(INGEST_MANY, many, "a")
+    assert error["extensions"]["code"] == "FORBIDDEN"
+    assert error["message"].startswith("inputs[1] refused, so nothing was written: ")
+    unwritable_refusal(await edges.refused(INGEST, adjusting, "looker"))
+    unadjusting = {"id": x1, "adjustment": chain["id"]}
+    hidden_refusal(await edges.refused(UNADJUST, unadjusting, "a"), "adjustment chain", chain["id"])
+    unwritable_refusal(await edges.refused(UNADJUST, unadjusting, "looker"))
+    for rid, seen in before.items():
+        assert await edges.do(CHAINS, {"id": rid}) == seen
+    assert (await edges.do(count, {}))["records"]["totalCount"] == written
+    # A chain of the caller's own lanes is its to grow and cut.
+    mine = (await edges.do(INGEST, {"input": {"content": "x", "lane": "alpha"}}, "a"))["ingest"]
+    grown = {"input": {"content": "x'", "lane": "alpha", "adjusts": [mine["id"]]}}
+    assert (await edges.do(INGEST, grown, "a"))["ingest"]["id"]
+    # The curator reads and writes both lanes.
+    assert (await edges.do(INGEST, adjusting))["ingest"]["id"]
+    assert (await edges.do(UNADJUST, unadjusting))["unadjust"]["active"] is True
+
+
+async def test_a_connection_to_a_record_the_caller_cannot_read_is_not_changed(
+    edges: Edges,
+) -> None:
+    x1, y1 = await edges.record("alpha"), await edges.record("beta")
+    made = (await edges.do(CONNECT, {"a": x1, "b": y1, "hint": "across"}))["connect"]
+    disconnecting = {"id": made["id"]}
+    hidden_refusal(await edges.refused(DISCONNECT, disconnecting, "a"), "connection", made["id"])
+    unwritable_refusal(await edges.refused(DISCONNECT, disconnecting, "looker"))
+    assert (await edges.do(DISCONNECT, disconnecting))["disconnect"]["active"] is False
