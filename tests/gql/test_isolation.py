@@ -574,3 +574,27 @@ async def test_a_connection_to_a_record_the_caller_cannot_read_is_not_changed(
     hidden_refusal(await edges.refused(DISCONNECT, disconnecting, "a"), "connection", made["id"])
     unwritable_refusal(await edges.refused(DISCONNECT, disconnecting, "looker"))
     assert (await edges.do(DISCONNECT, disconnecting))["disconnect"]["active"] is False
+
+
+async def test_a_chain_gained_while_locking_is_decided_on_too(
+    edges: Edges, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chains of an adjusted record are looked up before it is locked: one it gained in
+    between (its first look-up missed it) is looked up again, not adjusted unchecked."""
+    from store.executor import Executor
+
+    x1 = await edges.record("alpha")
+    await edges.record("beta", adjusts=[x1])
+    [chain] = (await edges.do(CHAINS, {"id": x1}))["record"]["adjustments"]
+    looked: list[list[tuple[str, str]]] = []
+    carried = Executor._carried
+
+    async def late(*args: Any) -> list[tuple[str, str]]:
+        found = await carried(*args)
+        looked.append(found)
+        return [] if len(looked) == 1 else found
+
+    monkeypatch.setattr(Executor, "_carried", staticmethod(late))
+    adjusting = {"input": {"content": "next", "lane": "alpha", "adjusts": [x1]}}
+    hidden_refusal(await edges.refused(INGEST, adjusting, "a"), "adjustment chain", chain["id"])
+    assert looked == [[("e_adjustment", chain["id"].split(":", 1)[1])]] * 2
