@@ -129,6 +129,26 @@ def _root_argument_variables(query: str, operation_name: str | None) -> frozense
     return frozenset(name for name, count in in_arguments.items() if everywhere[name] == count)
 
 
+@dataclass
+class SocketEnd:
+    """Set by an operation that found the socket's credentials gone: once the operation
+    has sent its last message, the socket is closed with `code` (its other operations
+    would be refused the same way)."""
+
+    code: int | None = None
+    reason: str = ""
+
+
+current_socket_end: ContextVar[SocketEnd | None] = ContextVar("edgeloom_socket_end", default=None)
+
+
+def close_socket_after_operation(code: int, reason: str) -> None:
+    """Close the current operation's socket with `code` once the operation has ended."""
+    end = current_socket_end.get()
+    if end is not None:
+        end.code, end.reason = code, reason
+
+
 current_outlet: ContextVar[Outlet | None] = ContextVar("edgeloom_outlet", default=None)
 """The outlet of the operation the current task runs (None: send results the usual way)."""
 
@@ -179,7 +199,11 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 lambda: not operation.completed,
             )
         )
+        end = SocketEnd()
+        current_socket_end.set(end)
         await super().run_operation(operation)
+        if end.code is not None:
+            await self.websocket.close(code=end.code, reason=end.reason)
 
     async def handle_message(self, message: Message) -> None:
         problem = message_problem(message)

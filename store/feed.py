@@ -14,7 +14,7 @@ import functools
 import heapq
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -188,6 +188,9 @@ async def with_named(db: Reader, events: list[FeedEvent]) -> list[FeedEvent]:
 
 
 Sink = Callable[[Sequence[FeedEvent]], None]
+Notice = Callable[[str | None], None]
+"""Called with a notification's payload, or with None when the reader (re)connected, so
+that whatever was notified while no connection listened may be looked up afresh."""
 
 
 @dataclass
@@ -259,10 +262,14 @@ class FeedReader:
         order_wait: float = 1.0,
         fetch_size: int = 500,
         max_backoff: float = 5.0,
+        notices: Mapping[str, Notice] | None = None,
     ) -> None:
         self.database_url = plain_url(database_url)
         self.sink = sink
         self.wanted = wanted
+        # Channels LISTENed on the reader's own connection (rare notifications only:
+        # the events themselves are polled, keeping NOTIFY off the write path).
+        self.notices = dict(notices or {})
         self.poll_interval = poll_interval
         self.order_wait = order_wait
         self.fetch_size = fetch_size
@@ -327,6 +334,9 @@ class FeedReader:
             },
         )
         await json_codecs(conn)
+        for channel, notice in self.notices.items():
+            await conn.add_listener(channel, _listener(notice))
+            notice(None)
         return conn
 
     async def _poll(self, conn: asyncpg.Connection) -> None:
@@ -402,6 +412,13 @@ class FeedReader:
         except Exception:
             # The sink is in-process fan-out; its failure must not stop the feed.
             log.exception("feed sink failed")
+
+
+def _listener(notice: Notice) -> Callable[[object, int, str, object], None]:
+    def notified(_conn: object, _pid: int, _channel: str, payload: object) -> None:
+        notice(str(payload))
+
+    return notified
 
 
 # -- replay ---------------------------------------------------------------------
