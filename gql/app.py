@@ -53,6 +53,7 @@ from store.migrate import migrate
 from store.policy_commands import ApplyPolicy
 from store.policy_store import PolicyCache, PolicyVersion
 from store.pool import Pool, create_pool
+from store.queries import DEFAULT_MAX_RESPONSE_BYTES
 from store.roles import serving_url
 from store.signing import Signer, load_or_create, memory_of
 
@@ -81,6 +82,9 @@ class Settings:
     max_body_bytes: int = DEFAULT_MAX_BODY
     # The most objects one operation may ask for (see gql.cost).
     max_query_cost: int = DEFAULT_MAX_COST
+    # The most bytes one response may hold (of record content read, on the ordinary
+    # path; of JSON built, on the compiled path): over it, refused before it is read.
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     # An HTTP request still running after this many seconds is stopped and answered.
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     # Connections of the SQLAlchemy engine (tokens, the feed's catch-up reads).
@@ -438,6 +442,7 @@ def create_app(settings: Settings) -> GatewayApp:
                 executor=executor,
                 policies=cache,
                 feed=feed,
+                max_response_bytes=settings.max_response_bytes,
             )
             signer = (
                 None

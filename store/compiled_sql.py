@@ -46,10 +46,31 @@ class Compiler:
     # -- roots ------------------------------------------------------------------
 
     def statement(self, roots: Sequence[Sel]) -> Statement:
-        data = obj([(sel.key, self.root(sel)) for sel in roots])
+        """The statement; its row holds `ok`, `bytes` and `body`.
+
+        The roots are built one after the other, each only while those before it hold
+        at most `max_bytes` of JSON, and the body only when all of them do: a response
+        over the limit is neither built whole nor sent (`body` is NULL; `bytes`, at
+        most one root past the limit, says how much was built).
+        """
+        limit = self.p("max_bytes", "bigint")
+        built = [(sel.key, self.root(sel)) for sel in roots]
         ok = " AND ".join(self.checks) or "true"
+        # Named apart from the compiler's aliases (`alias`), which the values hold.
+        chain = "(SELECT 0::bigint AS t) root0"
+        for n, (_, value) in enumerate(built, 1):
+            before = f"root{n - 1}"
+            # OFFSET 0 keeps each step a subquery of its own, evaluated once, in order.
+            chain += (
+                f" CROSS JOIN LATERAL (SELECT y.v, {before}.t + "
+                f"coalesce(octet_length(y.v::text), 0) AS t FROM (SELECT CASE WHEN "
+                f"{before}.t <= {limit} THEN {value} END AS v OFFSET 0) y) root{n}"
+            )
+        total = f"root{len(built)}.t"
+        data = obj([(key, f"root{n}.v") for n, (key, _) in enumerate(built, 1)])
         return self.p.statement(
-            f"SELECT {ok} AS ok, json_build_object('data', {data})::text AS body"
+            f"SELECT {ok} AS ok, {total} AS bytes, CASE WHEN {total} <= {limit} "
+            f"THEN json_build_object('data', {data})::text END AS body FROM {chain}"
         )
 
     def root(self, sel: Sel) -> str:

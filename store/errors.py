@@ -101,6 +101,21 @@ class InvalidInputError(StoreError):
         return {} if self.allowed is None else {"allowed": self.allowed}
 
 
+class ResponseTooLargeError(StoreError):
+    """A read whose response would hold more than the bytes one response may hold."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"this response would hold more than {limit:,} bytes, the most one response may "
+            "hold; ask for less per request and page through the rest: a smaller first:, "
+            "fewer aliases, or fewer fields (content and versions are the large ones)"
+        )
+        self.limit = limit
+
+    def extensions(self) -> dict[str, object]:
+        return {"limit": self.limit}
+
+
 class NoPolicyError(StoreError):
     """No policy has been applied yet, so no lane takes a write."""
 

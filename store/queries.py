@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +18,7 @@ import asyncpg
 
 from policies.properties import Property, parse_property
 from store._sql import Params, Statement
-from store.errors import InvalidInputError
+from store.errors import InvalidInputError, ResponseTooLargeError
 from store.pages import Page, decode_cursor, encode_cursor, page_size
 from store.records import Record, RecordState, Version
 from store.snapshot import Reader
@@ -49,21 +50,79 @@ def member_at(alias: str, as_of: str | None) -> str:
 
 # -- records ------------------------------------------------------------------
 
-_RECORDS_BY_ID = (
-    f"SELECT {RECORD_COLUMNS} FROM records WHERE id = ANY($1::text[]) AND lane = ANY($2::text[])"
-)
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+
+
+@dataclass
+class ContentBudget:
+    """The bytes of record content one response may carry, and what it carries so far.
+
+    Content counts each time the response carries it (`spend`), so aliases that read
+    the same records count each. The reads below are given what is left: PostgreSQL
+    sums the content sizes of a batch (`octet_length`, known without sending the
+    values) and sends the content only when the batch fits, so a read that would pass
+    the limit is refused before its content leaves the database.
+    """
+
+    limit: int
+    used: int = 0
+    refused: bool = False
+
+    @property
+    def left(self) -> int:
+        return self.limit - self.used
+
+    def refuse(self) -> ResponseTooLargeError:
+        self.refused = True
+        return ResponseTooLargeError(self.limit)
+
+    def check(self) -> None:
+        """Refuses a read once the response is refused, before it runs."""
+        if self.refused:
+            raise ResponseTooLargeError(self.limit)
+
+    def fits(self, rows: Sequence[asyncpg.Record]) -> None:
+        """Refuses a batch read whose content (`batch_bytes`) was not sent for want of room."""
+        if rows and rows[0]["batch_bytes"] is not None and rows[0]["batch_bytes"] > self.left:
+            raise self.refuse()
+
+    def spend(self, texts: Iterable[str]) -> None:
+        """Counts the content the response carries (UTF-8 bytes); refuses once over."""
+        for text in texts:
+            self.used += len(text) if text.isascii() else len(text.encode())
+        if self.used > self.limit:
+            raise self.refuse()
+
+
+_UNBOUNDED = ContentBudget(limit=1 << 62)
+
+# The content of each row only when the whole batch fits in what is left ($3).
+_RECORDS_BY_ID = f"""
+SELECT {RECORD_COLUMNS.replace("content, ", "")},
+       sum(octet_length(content)) OVER () AS batch_bytes,
+       CASE WHEN sum(octet_length(content)) OVER () <= $3 THEN content END AS content
+FROM records WHERE id = ANY($1::text[]) AND lane = ANY($2::text[])
+"""
 # The newest version written by `as_of`, per record; readable by its current lane.
 _RECORDS_AS_OF = """
-SELECT DISTINCT ON (l.object_id) l.object_id, l.version, l.state, l.at, l.hash,
-       r.created_at, r.created_by
-FROM ledger l JOIN records r ON r.id = l.object_id
-WHERE l.kind = 'record' AND l.object_id = ANY($1::text[]) AND l.at <= $3
-  AND r.lane = ANY($2::text[])
-ORDER BY l.object_id, l.version DESC
+SELECT n.object_id, n.version, n.at, n.hash, n.created_at, n.created_by,
+       sum(octet_length(n.state->>'content')) OVER () AS batch_bytes,
+       CASE WHEN sum(octet_length(n.state->>'content')) OVER () <= $4 THEN n.state END AS state
+FROM (
+  SELECT DISTINCT ON (l.object_id) l.object_id, l.version, l.state, l.at, l.hash,
+         r.created_at, r.created_by
+  FROM ledger l JOIN records r ON r.id = l.object_id
+  WHERE l.kind = 'record' AND l.object_id = ANY($1::text[]) AND l.at <= $3
+    AND r.lane = ANY($2::text[])
+  ORDER BY l.object_id, l.version DESC
+) n
 """
 # Callers are shown only the versions of records they may read, checked here too.
 _VERSIONS_OF = f"""
-SELECT {LEDGER_COLUMNS} FROM ledger l
+SELECT {LEDGER_COLUMNS.replace(", state", "")},
+       sum(octet_length(l.state->>'content')) OVER () AS batch_bytes,
+       CASE WHEN sum(octet_length(l.state->>'content')) OVER () <= $3 THEN l.state END AS state
+FROM ledger l
 WHERE l.kind = 'record' AND l.object_id = ANY($1::text[])
   AND EXISTS (SELECT 1 FROM records r WHERE r.id = l.object_id AND r.lane = ANY($2::text[]))
 ORDER BY l.object_id, l.version
@@ -71,15 +130,23 @@ ORDER BY l.object_id, l.version
 
 
 async def records_by_id(
-    db: Reader, ids: Sequence[str], lanes: Sequence[str], as_of: datetime | None = None
+    db: Reader,
+    ids: Sequence[str],
+    lanes: Sequence[str],
+    as_of: datetime | None = None,
+    budget: ContentBudget = _UNBOUNDED,
 ) -> dict[str, Record]:
-    """Readable records by full id, as they are now or as they were at `as_of`."""
+    """Readable records by full id, as they are now or as they were at `as_of`; refused,
+    their content unread, when it does not fit in what is left of `budget`."""
     if not ids:
         return {}
+    budget.check()
     if as_of is None:
-        rows = await db.fetch(_RECORDS_BY_ID, list(ids), list(lanes))
+        rows = await db.fetch(_RECORDS_BY_ID, list(ids), list(lanes), budget.left)
+        budget.fits(rows)
         return {row["id"]: Record.from_row(row) for row in rows}
-    rows = await db.fetch(_RECORDS_AS_OF, list(ids), list(lanes), as_of)
+    rows = await db.fetch(_RECORDS_AS_OF, list(ids), list(lanes), as_of, budget.left)
+    budget.fits(rows)
     return {
         row["object_id"]: Record(
             id=row["object_id"],
@@ -95,10 +162,16 @@ async def records_by_id(
 
 
 async def versions_of(
-    db: Reader, record_ids: Sequence[str], lanes: Sequence[str]
+    db: Reader,
+    record_ids: Sequence[str],
+    lanes: Sequence[str],
+    budget: ContentBudget = _UNBOUNDED,
 ) -> dict[str, list[Version]]:
-    """Every ledger entry of each readable record, oldest first."""
-    rows = await db.fetch(_VERSIONS_OF, list(record_ids), list(lanes))
+    """Every ledger entry of each readable record, oldest first; refused as in
+    `records_by_id` when their content does not fit in what is left of `budget`."""
+    budget.check()
+    rows = await db.fetch(_VERSIONS_OF, list(record_ids), list(lanes), budget.left)
+    budget.fits(rows)
     found: dict[str, list[Version]] = {rid: [] for rid in record_ids}
     for row in rows:
         found[row["object_id"]].append(Version.from_row(row))

@@ -11,6 +11,7 @@ from gql.schema import MAX_ALIASES, MAX_DEPTH, MAX_TOKENS
 from policies.properties import MAX_LABEL_LENGTH, MAX_VALUE_LENGTH
 from store.limits import MAX_BATCH, MAX_CONTENT_CHARS, MAX_PROPERTIES
 from store.pages import DEFAULT_PAGE, MAX_PAGE
+from store.queries import DEFAULT_MAX_RESPONSE_BYTES
 
 
 def test_the_limits_table_matches_the_code(repo: Path) -> None:
@@ -28,6 +29,7 @@ def test_the_limits_table_matches_the_code(repo: Path) -> None:
         f"| values in a request's variables | {MAX_VARIABLE_VALUES:,} |",
         f"| query depth / aliases / tokens | {MAX_DEPTH} / {MAX_ALIASES} / {MAX_TOKENS:,} |",
         f"| query cost | {DEFAULT_MAX_COST:,} objects |",
+        f"| response size | {DEFAULT_MAX_RESPONSE_BYTES // 2**20} MiB |",
         f"| page size (`first`) | {MAX_PAGE} (default {DEFAULT_PAGE}) |",
         f"| request time (HTTP) | {DEFAULT_REQUEST_TIMEOUT:g} seconds |",
     ):

@@ -195,13 +195,14 @@ class Operation:
         self.coerce = coercer(self.schema, self.operation.variable_definitions or ())
 
     def bind(
-        self, variables: Mapping[str, Any] | None, lanes: Sequence[str]
+        self, variables: Mapping[str, Any] | None, lanes: Sequence[str], max_bytes: int
     ) -> tuple[str, list[Any]]:
-        """The statement text and arguments for one request; raises Declined."""
+        """The statement text and arguments for one request (a body of at most
+        `max_bytes` of data); raises Declined."""
         coerced = self.coerce(variables or {})
         if coerced is None:
             raise Declined()
-        values: Values = {"lanes": list(lanes)}
+        values: Values = {"lanes": list(lanes), "max_bytes": max_bytes}
         shapes = []
         try:
             for number, site in enumerate(self.sites):
