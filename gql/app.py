@@ -55,7 +55,7 @@ from store.policy_store import PolicyCache, PolicyVersion
 from store.pool import Pool, create_pool
 from store.queries import DEFAULT_MAX_RESPONSE_BYTES
 from store.roles import serving_url
-from store.signing import Signer, load_or_create, memory_of
+from store.signing import Signer
 
 log = logging.getLogger("edgeloom")
 
@@ -103,6 +103,9 @@ class Settings:
     # and the key file that signs them (None: unsigned).
     checkpoint_seconds: float = 60.0
     checkpoint_key: Path | None = None
+    # Sign with the key in checkpoint_key although this memory's newest checkpoints were
+    # signed by another (or it is missing): without it such a start is refused.
+    new_checkpoint_key: bool = False
     feed: FeedOptions = FeedOptions()
 
 
@@ -431,6 +434,16 @@ def create_app(settings: Settings) -> GatewayApp:
         engine = create_engine(url, pool_size=settings.pool_size)
         pool = await create_pool(url, settings.read_pool_size)
         try:
+            # First: a key that did not sign this memory's checkpoints stops the start here.
+            signer = None
+            if settings.checkpoint_key is not None:
+                async with pool.acquire() as conn:
+                    signer = await checkpoints.open_key(
+                        conn,
+                        settings.checkpoint_key,
+                        settings.database_url,
+                        settings.new_checkpoint_key,
+                    )
             cache = PolicyCache.empty()
             executor = Executor(pool, cache)
             await ensure_policy(executor, settings)
@@ -443,11 +456,6 @@ def create_app(settings: Settings) -> GatewayApp:
                 policies=cache,
                 feed=feed,
                 max_response_bytes=settings.max_response_bytes,
-            )
-            signer = (
-                None
-                if settings.checkpoint_key is None
-                else load_or_create(settings.checkpoint_key, memory_of(settings.database_url))
             )
             anchor = asyncio.create_task(_checkpoints(pool, settings.checkpoint_seconds, signer))
             settle_heap()
@@ -531,9 +539,13 @@ async def _checkpoints(pool: Pool, every: float, signer: Signer | None) -> None:
         await asyncio.sleep(every)
         try:
             async with pool.acquire() as conn:
-                made = await checkpoints.take(conn, signer)
-            if made is not None:
-                log.info("checkpoint %s anchors %s new entries", made.seq, made.entries)
+                taken = await checkpoints.take(conn, signer)
+            if taken.made is not None:
+                log.info("checkpoint %s anchors %s new entries", taken.made.seq, taken.made.entries)
+            for warning in taken.warnings():
+                log.warning("checkpoint: %s", warning)
+        except checkpoints.CheckpointError as exc:
+            log.error("no checkpoint can be taken: %s", exc.message)
         except Exception:
             log.exception("checkpoint failed; the next interval tries again")
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +25,17 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+log = logging.getLogger("edgeloom.checkpoints")
+
 
 def message(seq: int, covers: str, entries: int, prev_hash: str | None, digest: str) -> bytes:
-    """The bytes a checkpoint's signature covers."""
-    fields = ("edgeloom-checkpoint/1", seq, covers, entries, prev_hash or "", digest)
+    """The bytes the signature of a checkpoint of `signed_format` 1 covers (one taken
+    before every field was signed; `store.checkpoints` builds those of later formats)."""
+    return lines("edgeloom-checkpoint/1", seq, covers, entries, prev_hash or "", digest)
+
+
+def lines(*fields: object) -> bytes:
+    """Fields, none holding a newline, as the lines of signed bytes."""
     return "".join(f"{field}\n" for field in fields).encode()
 
 
@@ -90,14 +98,24 @@ def memory_of(url: str) -> str:
     return f"{host}:{parts.port or 5432}{parts.path}"
 
 
-def load_or_create(path: Path, memory: str) -> Signer:
-    """The key in `path`, made (readable by its owner only) when the file does not exist,
-    signing for the memory named `memory` (see `memory_of`)."""
-    if path.exists():
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
-        if not isinstance(key, Ed25519PrivateKey):
-            raise ValueError(f"{path} holds no Ed25519 private key")
-        return Signer(key, path, memory)
+def load(path: Path, memory: str) -> Signer | None:
+    """The key in `path`, signing for the memory named `memory` (see `memory_of`);
+    None when there is no such file."""
+    try:
+        pem = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    key = serialization.load_pem_private_key(pem, password=None)
+    if not isinstance(key, Ed25519PrivateKey):
+        raise ValueError(f"{path} holds no Ed25519 private key")
+    return Signer(key, path, memory)
+
+
+def create(path: Path, memory: str) -> Signer:
+    """A new key in `path` (readable by its owner only), which must not exist yet.
+
+    Every creation is logged: checkpoints signed by an earlier key at the same path can no
+    longer be checked against it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(
@@ -106,4 +124,21 @@ def load_or_create(path: Path, memory: str) -> Signer:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as handle:
         handle.write(pem)
-    return Signer(key, path, memory)
+    made = Signer(key, path, memory)
+    log.warning("created the checkpoint key %s (key id %s)", path, made.key_id)
+    return made
+
+
+def load_or_create(path: Path, memory: str) -> Signer:
+    """The key in `path`, made (readable by its owner only) when the file does not exist,
+    signing for the memory named `memory` (see `memory_of`)."""
+    found = load(path, memory)
+    if found is not None:
+        return found
+    try:
+        return create(path, memory)
+    except FileExistsError:
+        # Another process (a worker started beside this one) made it first.
+        found = load(path, memory)
+        assert found is not None
+        return found

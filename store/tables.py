@@ -197,6 +197,8 @@ checkpoints = Table(
     Column("hash", Text, nullable=False),
     Column("signature", Text, nullable=True),
     Column("key_id", Text, nullable=True),
+    # 2: the signature covers every field; 1: checkpoints signed before it did.
+    Column("signed_format", SmallInteger, nullable=False, server_default=text("2")),
 )
 
 tokens = Table(
