@@ -107,14 +107,20 @@ async def test_a_loop_that_cannot_anchor_says_why(
             # Or an older one of another database on the same server, held as long.
             "the oldest still running, to end" in caplog.text
         )
-        await wait_for(caplog, "checkpoint 1 anchors")
         async with sql(url) as conn:
+            for _ in range(1200):  # until every entry is anchored
+                if await conn.fetchval(
+                    "SELECT (SELECT count(*) FROM ledger) = "
+                    "(SELECT coalesce(sum(entries), 0) FROM checkpoints)"
+                ):
+                    break
+                await asyncio.sleep(0.05)
             await conn.execute(CHECKPOINTS_OFF)
             await conn.execute(
                 f"UPDATE checkpoints SET below_txid = '4000000000' WHERE seq = {NEWEST}"
             )
         await ingest(gateway, "after the range was moved", ["org:Acme"])
-        await wait_for(caplog, "no checkpoint can be taken: checkpoint 1")
+        await wait_for(caplog, "no checkpoint can be taken: checkpoint ")
     assert "below 4000000000" in caplog.text and "its range was altered" in caplog.text
 
 
