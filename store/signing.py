@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import os
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -121,9 +122,16 @@ def create(path: Path, memory: str) -> Signer:
     pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(pem)
+    # Written whole under another name, then linked into place (refused when the file
+    # exists): a process starting beside this one never reads half a key.
+    tmp = path.with_name(f"{path.name}.{secrets.token_hex(8)}.new")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(pem)
+        os.link(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     made = Signer(key, path, memory)
     log.warning("created the checkpoint key %s (key id %s)", path, made.key_id)
     return made

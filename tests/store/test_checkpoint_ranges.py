@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -273,3 +274,13 @@ async def copy_db(databases: Databases, url: str) -> str:
     from tests.store.test_ledger import copy_of
 
     return await copy_of(databases, url)
+
+
+def test_processes_starting_together_make_one_key(tmp_path: Path) -> None:
+    """Gateways (or workers) starting side by side on a shared key folder: one key, and
+    none reads it half written."""
+    path = tmp_path / "shared" / "checkpoint-key.pem"
+    with ThreadPoolExecutor(8) as pool:
+        made = list(pool.map(lambda _: signing.load_or_create(path, "m").key_id, range(8)))
+    assert len(set(made)) == 1
+    assert sorted(p.name for p in path.parent.iterdir()) == ["checkpoint-key.pem"]
