@@ -18,6 +18,7 @@ from store.verify import verify
 from tests.gql._api import UPDATE, ingest
 from tests.store.test_checkpoints import EVENTS_OFF, LEDGER_OFF, settled
 from tests.support import Databases, run_gateway, sql
+from tests.test_cli import edgeloom
 
 CHECKPOINTS_OFF = "ALTER TABLE checkpoints DISABLE TRIGGER checkpoints_append_only"
 NEWEST = "(SELECT max(seq) FROM checkpoints)"
@@ -284,3 +285,27 @@ def test_processes_starting_together_make_one_key(tmp_path: Path) -> None:
         made = list(pool.map(lambda _: signing.load_or_create(path, "m").key_id, range(8)))
     assert len(set(made)) == 1
     assert sorted(p.name for p in path.parent.iterdir()) == ["checkpoint-key.pem"]
+
+
+async def test_the_checkpoint_command_names_what_it_cannot_anchor(databases: Databases) -> None:
+    url = await databases.create()
+    await write(url, "one")
+    assert (await take(url)).made is not None  # unsigned: the command's key takes over
+    (late,) = await write(url, "slipped into the past")
+    (seq,) = await positions(url, late)
+    async with sql(url) as conn:
+        oldest = await conn.fetchval("SELECT min(txid) FROM ledger")
+        await conn.execute(LEDGER_OFF)
+        await conn.execute("UPDATE ledger SET txid = $1 WHERE seq = $2", oldest, seq)
+    await write(url, "an honest one")
+    await settled(url)
+    status, out, err = await edgeloom(url, "checkpoint")
+    assert status == 1, (out, err)
+    assert "checkpoint 2: 1 new entries" in out
+    assert f"(positions {seq}) are older than the newest checkpoint's range" in err
+    async with sql(url) as conn:
+        await conn.execute(CHECKPOINTS_OFF)
+        await conn.execute(f"UPDATE checkpoints SET below_txid = '4000000000' WHERE seq = {NEWEST}")
+    status, out, err = await edgeloom(url, "checkpoint")
+    assert status == 2, (out, err)
+    assert "edgeloom: checkpoint 2 claims to cover the transactions below 4000000000" in err
