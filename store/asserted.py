@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, or_, select, tuple_
+from sqlalchemy import and_, bindparam, func, literal, or_, select, tuple_
 
 from policies.properties import Property
 from store import tables as t
@@ -101,7 +101,10 @@ async def asserted(
     joined_entry = t.ledger.alias("joined_entry")
     left_entry = t.ledger.alias("left_entry")
     where: list[Any] = [
-        tuple_(ep.c.label, ep.c.value).in_([(p.label, p.value) for p in props]),
+        # The indexes hold each value's key (store.tables), so the lookup is by key.
+        tuple_(ep.c.label, ep.c.value_key).in_(
+            [tuple_(literal(p.label), func.edgeloom_value_key(p.value)) for p in props]
+        ),
         ep.c.lane.in_(list(lanes)),
     ]
     if as_of is not None:
@@ -151,7 +154,7 @@ def _entry_of(entry: Any, version: Any) -> Any:
 
 _MEMBERS_WHERE = and_(
     ep.c.label == bindparam("label"),
-    ep.c.value == bindparam("value"),
+    ep.c.value_key == func.edgeloom_value_key(bindparam("value")),
     ep.c.lane.in_(bindparam("lanes", expanding=True)),
 )
 

@@ -25,7 +25,13 @@ from store.errors import (
     VersionConflictError,
 )
 from store.ids import ADJUSTMENT, ADJUSTMENT_HINT, edge_property_id, new_record_id
-from store.limits import check_batch, check_content, check_count, check_storable
+from store.limits import (
+    check_batch,
+    check_content,
+    check_count,
+    check_idempotency_key,
+    check_storable,
+)
 from store.records import Record, RecordState, declared
 
 MAX_ADJUSTS = 16
@@ -53,6 +59,8 @@ class NewRecord:
                 "idempotencyKey is empty; omit it, or pass a key that names this write "
                 "(for example a UUID) so a retry with the same key returns it"
             )
+        if self.idempotency_key is not None:
+            check_idempotency_key(self.idempotency_key)
         check_content(self.content)
         check_storable(*self.properties)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from store._json_sql import MAX_KEYS, NotCompilable, Sel, Shape, cursor, iso, obj
 from store._sql import Params, Statement
-from store.queries import GatherMode, member_at, members_sql
+from store.queries import GatherMode, carries, member_at, members_sql
 
 __all__ = ["MAX_KEYS", "Compiler", "NotCompilable", "Sel", "Shape"]
 
@@ -275,7 +275,7 @@ class Compiler:
         m = self.alias("m")
         return (
             f"SELECT count(DISTINCT {m}.record_id) FROM edge_properties {m} "
-            f"WHERE {m}.label = {label} AND {m}.value = {value} "
+            f"WHERE {carries(m, label, value)} "
             f"AND {m}.lane = ANY({self.lanes()}) AND {member_at(m, as_of)} "
             # Adjustment chains are never hyperedges: no members to count.
             f"AND {m}.label <> 'e_adjustment'"
@@ -286,7 +286,7 @@ class Compiler:
         m = self.alias("m")
         keyed = f"AND {m}.record_id > {self.arg(sel.site, 'after_id')}" if shape.after else ""
         where = (
-            f"{m}.label = {label} AND {m}.value = {value} AND {m}.lane = ANY({self.lanes()}) "
+            f"{carries(m, label, value)} AND {m}.lane = ANY({self.lanes()}) "
             f"AND {member_at(m, as_of)}"
         )
         page = (

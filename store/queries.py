@@ -48,6 +48,12 @@ def member_at(alias: str, as_of: str | None) -> str:
     )
 
 
+def carries(alias: str, label: str, value: str) -> str:
+    """SQL: the membership row `alias` is of the property (label, value), as an index
+    condition: the indexes hold each value's key (store.tables), not the value."""
+    return f"{alias}.label = {label} AND {alias}.value_key = edgeloom_value_key({value})"
+
+
 # -- records ------------------------------------------------------------------
 
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
@@ -263,26 +269,26 @@ def members_sql(p: Params, count: int, mode: GatherMode, at: bool) -> str:
         # entries instead of reading every member of a popular one.
         joins = " ".join(
             f"""JOIN edge_properties m{n} ON m{n}.record_id = m0.record_id
-                AND m{n}.label = {p(f"label_{n}")} AND m{n}.value = {p(f"value_{n}")}
+                AND {carries(f"m{n}", p(f"label_{n}"), p(f"value_{n}"))}
                 AND m{n}.lane = m0.lane AND {member_at(f"m{n}", as_of)}"""
             for n in range(1, count)
         )
         # A record leaves and re-joins an edge over time; as of one instant it is a
         # member at most once, but DISTINCT keeps that an invariant of the query.
         return f"""SELECT DISTINCT m0.record_id FROM edge_properties m0 {joins}
-            WHERE m0.label = {p("label_0")} AND m0.value = {p("value_0")}
+            WHERE {carries("m0", p("label_0"), p("value_0"))}
             AND m0.lane = ANY({lanes}) AND {member_at("m0", as_of)}"""
     if mode is GatherMode.TIMELINE:
         # Each record once, with when it joined one of the edges: the timeline's order.
         carried = " OR ".join(
-            f"(m.label = {p(f'label_{n}')} AND m.value = {p(f'value_{n}')})" for n in range(count)
+            f"({carries('m', p(f'label_{n}'), p(f'value_{n}'))})" for n in range(count)
         )
         return f"""SELECT m.record_id, min(m.recorded_from) AS joined FROM edge_properties m
             WHERE ({carried}) AND m.lane = ANY({lanes}) AND {member_at("m", as_of)}
             GROUP BY m.record_id"""
     parts = [
         f"""SELECT m.record_id FROM edge_properties m
-            WHERE m.label = {p(f"label_{n}")} AND m.value = {p(f"value_{n}")}
+            WHERE {carries("m", p(f"label_{n}"), p(f"value_{n}"))}
             AND m.lane = ANY({lanes}) AND {member_at("m", as_of)}"""
         for n in range(count)
     ]
@@ -367,7 +373,8 @@ async def edge_property_members(
 
 _MEMBER_COUNTS = """
 SELECT m.label, m.value, count(DISTINCT m.record_id) FROM edge_properties m
-WHERE (m.label, m.value) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+WHERE (m.label, m.value_key) IN (
+    SELECT l, edgeloom_value_key(v) FROM unnest($1::text[], $2::text[]) AS u(l, v))
   AND m.lane = ANY($3::text[]) AND {at}
   -- Adjustment chains are shown under a record's adjustments, never as hyperedges.
   AND m.label <> 'e_adjustment'
