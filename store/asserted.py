@@ -19,7 +19,7 @@ from policies.properties import Property
 from store import tables as t
 from store.asserted_commands import hint_of
 from store.core_sql import fetch
-from store.pages import Page, decode_cursor, encode_cursor, page_size
+from store.pages import Page, encode_cursor, id_cursor, page_size
 from store.snapshot import Reader
 
 ep = t.edge_properties
@@ -179,9 +179,9 @@ async def member_page(
     [(total,)] = await fetch(
         db, select(func.count(ep.c.record_id.distinct())).where(*where), params
     )
-    key = decode_cursor(after, 1)
+    key = id_cursor(after)
     if key is not None:
-        where.append(ep.c.record_id > key[0])
+        where.append(ep.c.record_id > key)
     rows = await fetch(
         db,
         select(ep.c.record_id).where(*where).distinct().order_by(ep.c.record_id).limit(size + 1),

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from store._sql import Params, Statement
-from store.errors import InvalidIdError, InvalidInputError
+from store.errors import InvalidIdError
 from store.events import check_kinds
 from store.ids import EVENT_ID
-from store.pages import Page, page_size
+from store.pages import Page, page_size, position_cursor
 from store.records import AuditEvent
 from store.snapshot import Reader
 from store.visibility import read_named, readable_payload
@@ -57,7 +57,7 @@ async def audit(
         "lanes": list(lanes),
         "record_id": record_id,
         "kinds": list(kinds or []),
-        "after": None if after is None else feed_position(after),
+        "after": None if after is None else position_cursor(after),
         "limit": size + 1,
     }
     statement = _audit_statement(record_id is not None, bool(kinds), after is not None)
@@ -66,15 +66,6 @@ async def audit(
     has_next = len(events) > size
     events = await _as_read(db, events[:size], lanes)
     return Page(events, rows[0]["total"], has_next, str(events[-1].seq) if events else None)
-
-
-def feed_position(cursor: str) -> int:
-    """An audit cursor is the event's position in the feed, as a decimal string."""
-    if not cursor.isdigit() or len(cursor) > 18:
-        raise InvalidInputError(
-            f"cursor '{cursor[:40]}' is not an audit cursor; pass an event's cursor or endCursor"
-        )
-    return int(cursor)
 
 
 _AUDIT_EVENT = f"""

@@ -25,6 +25,7 @@ from sqlalchemy.types import UserDefinedType
 
 from store import tables as t
 from store.errors import InvalidInputError
+from store.pages import position_cursor
 from store.pool import json_codecs, plain_url
 from store.records import AuditEvent
 from store.snapshot import Reader
@@ -444,12 +445,7 @@ async def check_cursor(engine: AsyncEngine, cursor: str) -> int:
     "0" is the position before the first event. A cursor of an event the caller
     may no longer read is still accepted: a position is not a record.
     """
-    if not cursor.isdigit() or len(cursor) > 18:
-        raise InvalidInputError(
-            f"cursor '{cursor[:40]}' is not a feed cursor; pass the cursor of an event "
-            'you received (a decimal), or "0" for the start of the feed'
-        )
-    position = int(cursor)
+    position = position_cursor(cursor)
     if position == 0:
         return 0
     ev = t.audit_events

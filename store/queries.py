@@ -19,7 +19,7 @@ import asyncpg
 from policies.properties import Property, parse_property
 from store._sql import Params, Statement
 from store.errors import InvalidInputError, ResponseTooLargeError
-from store.pages import Page, decode_cursor, encode_cursor, page_size
+from store.pages import Page, encode_cursor, id_cursor, page_size, time_cursor
 from store.records import Record, RecordState, Version
 from store.snapshot import Reader
 
@@ -221,7 +221,7 @@ async def browse(
 ) -> Page[str]:
     """Record ids in order of writing, optionally of one source type."""
     size = page_size(first)
-    key = decode_cursor(after, 2)
+    key = time_cursor(after)
     # Each lane is read on its own (unnest): once each.
     values: dict[str, Any] = {
         "lanes": list(dict.fromkeys(lanes)),
@@ -229,7 +229,7 @@ async def browse(
         "limit": size + 1,
     }
     if key is not None:
-        values["after_at"], values["after_id"] = cursor_time(key[0]), key[1]
+        values["after_at"], values["after_id"] = key
     statement = _browse_statement(source_type is not None, key is not None, count)
     rows = await db.fetch(statement.text, *statement.args(values))
     return _keyed_page(rows, size, count, by_time=True)
@@ -342,16 +342,20 @@ async def gather(
     if not props:
         return Page([], 0 if count else None, False, None)
     timeline = mode is GatherMode.TIMELINE
-    key = decode_cursor(after, 2 if timeline else 1)
     values: dict[str, Any] = {"lanes": list(lanes), "as_of": as_of, "limit": size + 1}
     for n, prop in enumerate(props):
         values[f"label_{n}"], values[f"value_{n}"] = prop.label, prop.value
-    if key is not None:
-        if timeline:
-            values["after_at"], values["after_id"] = cursor_time(key[0]), key[1]
-        else:
-            values["after_id"] = key[0]
-    statement = _gather_statement(len(props), mode, as_of is not None, key is not None, count)
+    if timeline:
+        keyed = time_cursor(after)
+        paged = keyed is not None
+        if keyed is not None:
+            values["after_at"], values["after_id"] = keyed
+    else:
+        after_id = id_cursor(after)
+        paged = after_id is not None
+        if after_id is not None:
+            values["after_id"] = after_id
+    statement = _gather_statement(len(props), mode, as_of is not None, paged, count)
     rows = await db.fetch(statement.text, *statement.args(values))
     return _keyed_page(rows, size, count, by_time=timeline)
 
@@ -397,14 +401,6 @@ async def member_counts(
 
 
 # -- helpers ------------------------------------------------------------------
-
-
-def cursor_time(value: Any) -> datetime:
-    """The time a cursor holds; a cursor from elsewhere is refused."""
-    try:
-        return datetime.fromisoformat(str(value))
-    except ValueError as exc:
-        raise InvalidInputError("that cursor is not one this list gave out") from exc
 
 
 def _keyed_page(rows: Sequence[asyncpg.Record], size: int, count: bool, by_time: bool) -> Page[str]:
