@@ -27,7 +27,7 @@ from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.schema.exceptions import InvalidOperationTypeError
-from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types import ExecutionResult
 
 from gql import over_http
@@ -42,7 +42,7 @@ from gql.graphiql import STATIC_PATH, graphiql_html, static_app
 from gql.limits import DEFAULT_MAX_BODY, BodySizeLimit, RequestLimitError, check_variables
 from gql.loopback import loopback_problem
 from gql.schema import LIMIT_RULES, MAX_TOKENS, build_schema, schema
-from gql.websocket import LegacyWSHandler, TransportWSHandler
+from gql.websocket import TransportWSHandler
 from policies.errors import UnknownAgentError
 from policies.loader import DEV_POLICY_YAML
 from store import checkpoints, policy_store
@@ -113,7 +113,6 @@ class GraphQLView(GraphQL[Context, None]):
     """Strawberry's ASGI view with our context, auth, limits and offline GraphiQL."""
 
     graphql_transport_ws_handler_class = TransportWSHandler
-    graphql_ws_handler_class = LegacyWSHandler
 
     def __init__(self, settings: Settings) -> None:
         served = (
@@ -123,8 +122,8 @@ class GraphQLView(GraphQL[Context, None]):
         )
         super().__init__(
             served,
-            # graphql-transport-ws, and the legacy graphql-ws that older clients speak.
-            subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL],
+            # graphql-transport-ws only: a client offering nothing else is closed with 4406.
+            subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL],
             keep_alive=True,
             keep_alive_interval=15,
         )

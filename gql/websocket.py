@@ -1,13 +1,13 @@
-"""The WebSocket protocols as strawberry speaks them, with two additions.
+"""The WebSocket protocol (graphql-transport-ws) as strawberry speaks it, with two additions.
 
 Strawberry indexes into a graphql-transport-ws message before checking its shape, so
 `[1]` or a string payload ended the socket without a close code; here every message
 is checked first (4400).
 
 Each operation's task also gets an `Outlet` (in `current_outlet`), through which a
-subscription resolver may send a `next` (or legacy `data`) message whose payload is
-already encoded: the live feed renders an event once for every subscriber running the
-same operation, and each socket only splices its operation id in front.
+subscription resolver may send a `next` message whose payload is already encoded: the
+live feed renders an event once for every subscriber running the same operation, and
+each socket only splices its operation id in front.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     Operation,
 )
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import Message
-from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 
 from gql.context import Context
 from gql.limits import RequestLimitError, check_variables
@@ -221,28 +220,3 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 )
                 return
         await super().handle_message(message)
-
-
-class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
-    """The legacy graphql-ws protocol, with an outlet for each operation."""
-
-    async def handle_async_results(
-        self,
-        operation_id: str,
-        query: str,
-        operation_name: str | None,
-        variables: dict[str, object] | None,
-    ) -> None:
-        # Runs as the operation's own task (see TransportWSHandler.run_operation).
-        current_outlet.set(
-            _outlet(
-                self.view,
-                self.websocket,
-                {"type": "data", "id": operation_id},
-                query,
-                variables,
-                operation_name,
-                lambda: operation_id in self.tasks,
-            )
-        )
-        await super().handle_async_results(operation_id, query, operation_name, variables)
