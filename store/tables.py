@@ -109,7 +109,7 @@ records = Table(
 # lane, so the lane filter is an index condition whatever the statistics say and on
 # every PostgreSQL version (15 uses `lane = ANY(...)` only on a leading column). They
 # hold `value_key`, which a btree row can hold for every value the limits allow (see
-# migration 0008): reads compare `value_key = edgeloom_value_key(:value)`.
+# migration 0009): reads compare `value_key = edgeloom_value_key(:value)`.
 edge_properties = Table(
     "edge_properties",
     metadata,

@@ -8,8 +8,8 @@ a control character, so the two forms never meet. Reads compare
 `value_key = edgeloom_value_key(:value)`, an index condition; the function inlines to
 its CASE, so a short value costs no call.
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 Create Date: 2026-12-01
 """
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0008"
-down_revision = "0007"
+revision = "0009"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 
