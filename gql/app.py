@@ -48,7 +48,8 @@ from policies.loader import DEV_POLICY_YAML
 from store import checkpoints, policy_store
 from store.database import create_engine
 from store.errors import NoPolicyError
-from store.executor import Executor
+from store.executor import COMPLETED_WRITES, Executor
+from store.group_commit import DEFAULT_OUTCOME_TIMEOUT
 from store.migrate import migrate
 from store.policy_commands import ApplyPolicy
 from store.policy_store import PolicyCache, PolicyVersion
@@ -87,6 +88,9 @@ class Settings:
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     # An HTTP request still running after this many seconds is stopped and answered.
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    # A write whose COMMIT was under way when its request stopped is waited for this many
+    # more seconds, then answered with its result, or OUTCOME_UNKNOWN (store.executor).
+    write_outcome_timeout: float = DEFAULT_OUTCOME_TIMEOUT
     # Connections of the SQLAlchemy engine (tokens, the feed's catch-up reads).
     pool_size: int = 10
     # Connections of the pool every read and write runs on, all opened at start: at
@@ -220,8 +224,10 @@ class GraphQLView(GraphQL[Context, None]):
     async def _answer_while_connected(self, request: Request) -> Response | None:
         """The response, unless the client left first (None); past the timeout, a refusal.
 
-        Leaving or timing out cancels the work: its reads stop at their next await,
-        and a write in progress rolls back.
+        Leaving or timing out cancels the work: its reads stop at their next await, and
+        a write not yet committing rolls back (or leaves the group-commit queue). A write
+        whose COMMIT is under way takes the cancellation to wait for its outcome and
+        answer it (store.executor): then the request is answered as it ends.
         """
         try:
             await request.body()  # kept by the request for whoever reads it next
@@ -230,17 +236,30 @@ class GraphQLView(GraphQL[Context, None]):
         response = None
         # The body is read: what the request receives now tells whether the client left.
         watch = _ClientWatch(request.receive, self.settings.request_timeout)
-        with watch:
-            response = await self._answer(request)
-        if not watch.expired:
-            return response  # None if the client left
+        completed: list[str] = []
+        noted = COMPLETED_WRITES.set(completed)
+        try:
+            with watch:
+                response = await self._answer(request)
+        finally:
+            COMPLETED_WRITES.reset(noted)
+        if watch.left:
+            return None
+        if not watch.stopped:
+            return response
         seconds = self.settings.request_timeout
+        if completed:
+            written = (
+                f"; {len(completed)} of its writes had been made before it stopped (their "
+                "results are not in this answer: read them back) and nothing after them was"
+            )
+        else:
+            written = "; nothing it asked to write was written"
         return refusal_response(
             503,
             f"the request was stopped after {seconds:g} seconds, the most one request may run; "
-            "ask for less (a smaller first:, fewer nested lists) or split the work, and read "
-            "before retrying a write, which may have been applied",
-            details={"timeoutSeconds": seconds},
+            f"ask for less (a smaller first:, fewer nested lists) or split the work{written}",
+            details={"timeoutSeconds": seconds, "completedWrites": len(completed)},
         )
 
     async def _answer(self, request: Request) -> Response:
@@ -333,8 +352,9 @@ WATCH_AFTER_SECONDS = 0.05
 
 class _ClientWatch:
     """Cancels the request's own task when its client leaves (`left`) or its time is up
-    (`expired`); that cancellation ends at this block. Both start after
-    WATCH_AFTER_SECONDS, from one timer."""
+    (`expired`); that cancellation ends at this block, which it `stopped` unless the work
+    took it to answer a write's outcome. Both start after WATCH_AFTER_SECONDS, from one
+    timer."""
 
     def __init__(self, receive: Receive, timeout: float) -> None:
         task = asyncio.current_task()
@@ -347,6 +367,7 @@ class _ClientWatch:
         self._timer: asyncio.TimerHandle | None = None
         self.left = False
         self.expired = False
+        self.stopped = False
 
     def __enter__(self) -> _ClientWatch:
         self._timer = asyncio.get_running_loop().call_later(self._first, self._watch)
@@ -373,10 +394,11 @@ class _ClientWatch:
         if self._watcher is not None:
             self._watcher.remove_done_callback(self._gone)
             self._watcher.cancel()
-        if (self.left or self.expired) and kind is asyncio.CancelledError:
-            self._task.uncancel()  # our own cancellation: it ends here
-            return True
-        return False
+        if not (self.left or self.expired):
+            return False
+        self._task.uncancel()  # our own cancellation: it ends here
+        self.stopped = kind is asyncio.CancelledError
+        return self.stopped
 
 
 def _request_refused(status: int, reason: str) -> JSONResponse:
@@ -444,7 +466,7 @@ def create_app(settings: Settings) -> GatewayApp:
                         settings.new_checkpoint_key,
                     )
             cache = PolicyCache.empty()
-            executor = Executor(pool, cache)
+            executor = Executor(pool, cache, settings.write_outcome_timeout)
             await ensure_policy(executor, settings)
             feed = FeedHub(url, engine, pool, cache, settings.feed)
             await feed.start()

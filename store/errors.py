@@ -128,6 +128,37 @@ class NoPolicyError(StoreError):
         )
 
 
+class OutcomeUnknownError(StoreError):
+    """A write being committed when its caller stopped, whose outcome did not come in time."""
+
+    code = "OUTCOME_UNKNOWN"
+
+    def __init__(self, waited: float) -> None:
+        waiting = f" (waited {waited:g} more seconds)" if waited else ""
+        super().__init__(
+            "the call was stopped while its write was being committed, and whether it was "
+            f"committed is not known{waiting}: it may have been written. Read before "
+            "sending it again: a retry with the same idempotencyKey answers the first write if "
+            'there was one, and audit(kinds: ["sr_ingested", "sr_updated"]) lists what you wrote'
+        )
+        self.waited = waited
+
+    def extensions(self) -> dict[str, object]:
+        return {"waitedSeconds": self.waited}
+
+
+class StoppedError(StoreError):
+    """A write asked for by a call that was already being stopped: not begun."""
+
+    code = "STOPPED"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the call was stopped (its time ran out, or its client left) before this write "
+            "began: it was not written"
+        )
+
+
 class BatchItemError(StoreError):
     """One input of a batch was refused, so none of the batch was written."""
 

@@ -181,5 +181,9 @@ async def test_a_request_over_its_time_is_stopped_and_answered(
     )
     assert response.status_code == 503
     [error] = response.json()["errors"]
-    assert error["extensions"] == {"code": "BAD_USER_INPUT", "timeoutSeconds": 2}
+    assert error["extensions"] == {
+        "code": "BAD_USER_INPUT",
+        "timeoutSeconds": 2,
+        "completedWrites": 0,
+    }
     assert error["message"].startswith("the request was stopped after 2 seconds")
