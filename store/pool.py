@@ -171,7 +171,9 @@ class Pool:
         reuse = False
         try:
             async with asyncio.timeout(SETTLE_SECONDS):
-                await conn.execute("ROLLBACK")  # outside a transaction, a warning only
+                await conn.execute("SELECT 1")
+                if conn.is_in_transaction():  # known now that the server has answered
+                    await conn.execute("ROLLBACK")
             reuse = True
         except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError):
             pass
