@@ -79,13 +79,14 @@ async def test_a_query_within_the_limit_runs(gateway: Gateway) -> None:
 
 
 async def test_the_cost_counts_first_from_the_variables(gateway: Gateway) -> None:
+    await seed(gateway, 120)
     # Twice: the compiled path keeps each size's verdict, and keeps them apart.
     for _ in range(2):
-        assert (await gateway.data(PAGE, {"n": 100}))["records"] is not None
+        assert len((await gateway.data(PAGE, {"n": 100}))["records"]["items"]) == 100
         error = await gateway.error(PAGE, {"n": 500})
         assert error["extensions"]["cost"] == 1 + 500 * (1 + 256)
     # without first, a page counts its default size of 50
-    assert (await gateway.data(PAGE, {"n": None}))["records"] is not None
+    assert len((await gateway.data(PAGE, {"n": None}))["records"]["items"]) == 50
 
 
 async def test_a_lower_limit_is_a_setting(start_gateway: GatewayFactory) -> None:
