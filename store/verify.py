@@ -16,6 +16,7 @@ import asyncpg
 from store import checkpoints
 from store.checkpoints import Checkpoint, covered_hashes
 from store.hashing import entry_hash, legacy_entry_hash
+from store.implied import event_problems
 from store.policy_store import HEAD_SQL
 from store.pool import Conn, connect
 from store.projection import (
@@ -259,7 +260,8 @@ async def _compare_label_counts(conn: Conn, rebuilt: _Rebuild, report: Report) -
 
 
 async def _check_events(conn: Conn, report: Report) -> None:
-    """Every entry has the events that report it, and no event lacks its entry."""
+    """Every entry has the events that report it, no event lacks its entry, and every
+    event says what its entry implies."""
     for kind, object_id, version in await conn.fetch(_ENTRIES_WITHOUT_EVENTS):
         report.problems.append(f"{object_id} v{version}: {kind} entry has no audit event")
     for event_id, kind, object_id, version in await conn.fetch(_EVENTS_WITHOUT_ENTRIES):
@@ -267,6 +269,7 @@ async def _check_events(conn: Conn, report: Report) -> None:
             f"{object_id} v{version}: audit event {event_id} reports a {kind} entry "
             "the ledger does not hold"
         )
+    report.problems.extend(str(problem) for problem in await event_problems(conn))
 
 
 async def _check_checkpoints(

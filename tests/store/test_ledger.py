@@ -14,6 +14,7 @@ import pytest
 from gql.app import Settings
 from store.verify import Report, verify
 from tests.gql._api import ADD, REMOVE, UPDATE, ingest
+from tests.gql._asserted import UNGROUP, connect, group
 from tests.support import Databases, Gateway, plain, run_gateway, sql, with_database
 
 
@@ -309,3 +310,107 @@ async def test_verify_reports_a_record_without_a_ledger(
         )
     report = await verify_report(url)
     assert report.problems == [f"{ghost}: in records but has no ledger entry"]
+
+
+# -- audit events against their entries --------------------------------------------
+
+EVENTS_OFF = "ALTER TABLE audit_events DISABLE TRIGGER audit_events_append_only"
+
+# Each edits one column of one event of the four-version record; (version_after, the
+# event's kind, the assignment, what verify must say).
+EVENT_TAMPERING: dict[str, tuple[int, str, str, str]] = {
+    "actor": (1, "sr_ingested", "actor = 'mallory'", "actor is 'mallory'; the entry's is 'dev'"),
+    "time": (2, "sr_updated", "at = at + interval '1 hour'", "at is "),
+    "lane": (2, "sr_updated", "lane = 'private'", "lane is 'private'; the entry's is 'default'"),
+    "record": (3, "property_added", "record_id = 'sr_" + "0" * 32 + "'", "record_id is 'sr_0"),
+    "version before": (3, "property_added", "version_before = 1", "version_before is 1"),
+    "kind": (2, "sr_updated", "kind = 'sr_ingested'", "kind is 'sr_ingested', which the entry"),
+    "payload": (
+        2,
+        "sr_updated",
+        "payload = jsonb_set(payload, '{contentChanged}', 'false')",
+        "payload field 'contentChanged' is False; the entry implies True",
+    ),
+    "payload field added": (
+        4,
+        "property_removed",
+        'payload = payload || \'{"by": "mallory"}\'',
+        "payload field 'by' is 'mallory'; the entry implies none",
+    ),
+    "payload value": (
+        1,
+        "sr_ingested",
+        "payload = jsonb_set(payload, '{properties}', '[\"org:Evil\"]')",
+        "payload field 'properties' is ['org:Evil']; the entry implies ['org:Acme', "
+        "'topic:renewal']",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EVENT_TAMPERING))
+async def test_verify_reports_an_edited_audit_event(
+    databases: Databases, history_db: tuple[str, str], case: str
+) -> None:
+    source, rid = history_db
+    url = await copy_of(databases, source)
+    version, kind, assignment, problem = EVENT_TAMPERING[case]
+    async with sql(url) as conn:
+        await conn.execute(EVENTS_OFF)
+        seq = await conn.fetchval(
+            f"UPDATE audit_events SET {assignment} WHERE seq = (SELECT min(seq) FROM "
+            "audit_events WHERE object_id = $1 AND version_after = $2 AND kind = $3) "
+            "RETURNING seq",
+            rid,
+            version,
+            kind,
+        )
+    assert seq is not None
+    report = await verify_report(url)
+    assert any(
+        line.startswith(f"event {seq} ({rid} v{version}): {problem}") for line in report.problems
+    ), report.problems
+
+
+async def test_verify_checks_event_fields_that_name_other_records(databases: Databases) -> None:
+    url = await databases.create()
+    async with run_gateway(
+        Settings(database_url=url, anonymous_agent="dev", pool_size=2)
+    ) as gateway:
+        ids = [(await ingest(gateway, f"r{n}", ["org:Acme"]))["id"] for n in range(4)]
+        await connect(gateway, ids[0], ids[1])
+        await group(gateway, ids[1:4])
+        grouped = await group(gateway, ids[0:2])
+        await gateway.data(UNGROUP, {"id": grouped["id"]})
+        await ingest(gateway, "adjusts r2", [], adjusts=[ids[2]])
+    assert (await verify_report(url)).ok
+    edits = {
+        ("connected", ids[0]): (
+            "payload = jsonb_set(payload, '{other}', to_jsonb($2::text))",
+            ids[3],
+        ),
+        ("grouped", ids[2]): ("payload = jsonb_set(payload, '{members}', '2')", None),
+        ("ungrouped", ids[0]): ("payload = jsonb_set(payload, '{dissolved}', '\"no\"')", None),
+        ("adjusted", ids[2]): (
+            "payload = jsonb_set(payload, '{adjustedBy}', to_jsonb($2::text))",
+            ids[3],
+        ),
+    }
+    expected = {
+        "connected": f"payload field 'other' is '{ids[3]}'; the entries imply '{ids[1]}'",
+        "grouped": "payload field 'members' is 2; the entries imply 3",
+        "ungrouped": "payload field 'dissolved' is 'no'",
+        "adjusted": f"payload field 'adjustedBy' is '{ids[3]}', which is no record first written",
+    }
+    async with sql(url) as conn:
+        await conn.execute(EVENTS_OFF)
+        for (kind, rid), (assignment, value) in edits.items():
+            args = [rid] if value is None else [rid, value]
+            await conn.execute(
+                f"UPDATE audit_events SET {assignment} WHERE seq = (SELECT min(seq) FROM "
+                f"audit_events WHERE object_id = $1 AND kind = '{kind}')",
+                *args,
+            )
+    report = await verify_report(url)
+    for kind, text in expected.items():
+        assert sum(text in line for line in report.problems) == 1, (kind, report.problems)
+    assert len(report.problems) == 4, report.problems
