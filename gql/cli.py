@@ -190,12 +190,24 @@ async def _run(args: argparse.Namespace) -> int:
             print(f"migrations applied to {database.description}")
             return 0
         if args.command == "export":
-            done = await backup.export(database.url, args.file, ProgressBar("export"))
+            where = key_path(args)
+            sealer = signing.load(where, signing.memory_of(database.url))
+            if sealer is None:
+                print(f"export not signed: no checkpoint key at {where}")
+            done = await backup.export(database.url, args.file, ProgressBar("export"), sealer)
             print(f"exported {_counted(done.counts)} to {args.file}")
             return 0
         if args.command == "import":
-            key = signing.load_or_create(key_path(args), signing.memory_of(database.url))
-            done = await backup.import_(database.url, args.file, key, ProgressBar("import"))
+            # A key that exists before the import checks the file's signatures; one made
+            # now only signs the new checkpoint.
+            memory = signing.memory_of(database.url)
+            known = signing.load(key_path(args), memory)
+            key = known or signing.load_or_create(key_path(args), memory)
+            done = await backup.import_(
+                database.url, args.file, key, ProgressBar("import"), checker=known
+            )
+            for note in done.unchecked:
+                print(f"not checked: {note}")
             print(
                 f"imported {_counted(done.counts)} into {database.description}; "
                 f"checkpoint {done.checkpoint} anchors them"

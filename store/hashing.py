@@ -14,9 +14,12 @@ import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from store.projection import Entry
 
 FORMAT = 2
 
@@ -98,3 +101,20 @@ def legacy_entry_hash(
     }
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def stored_hash(entry: Entry, hash_format: int) -> str:
+    """The hash `entry` must carry, by the format it was written in."""
+    fields: dict[str, Any] = {
+        "object_id": entry.object_id,
+        "version": entry.version,
+        "event": entry.event,
+        "actor": entry.actor,
+        "at": entry.at,
+        "policy_version": entry.policy_version,
+        "state": entry.state,
+        "prev_hash": entry.prev_hash,
+    }
+    if hash_format == 1:
+        return legacy_entry_hash(**fields)
+    return entry_hash(kind=entry.kind, **fields)

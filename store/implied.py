@@ -45,14 +45,16 @@ ENTRY_EVENTS = """
 
 @dataclass(frozen=True)
 class Problem:
-    """One difference between an event and what its entry implies (`seq`: the event's
-    cursor, None when an implied event is missing)."""
+    """One difference between an entry's events and what it implies. `seq`: the cursor
+    of the event that differs, None when the difference is the entry's (an event it
+    implies is missing); `event`: the event the text names, if any."""
 
     seq: int | None
     kind: str
     object_id: str
     version: int
     text: str
+    event: int | None = None
 
     def __str__(self) -> str:
         where = f"{self.object_id} v{self.version}"
@@ -389,11 +391,31 @@ FROM ledger l ORDER BY l.kind, l.object_id, l.version
 """
 
 
+_ENTRIES_WITHOUT_EVENTS = """
+SELECT l.kind, l.object_id, l.version FROM ledger l
+WHERE NOT EXISTS (SELECT 1 FROM audit_events e WHERE e.object_kind = l.kind
+                  AND e.object_id = l.object_id AND e.version_after = l.version)
+ORDER BY l.seq LIMIT 50
+"""
+_EVENTS_WITHOUT_ENTRIES = """
+SELECT e.seq, e.id, e.object_kind, e.object_id, e.version_after FROM audit_events e
+WHERE NOT EXISTS (SELECT 1 FROM ledger l WHERE l.kind = e.object_kind
+                  AND l.object_id = e.object_id AND l.version = e.version_after)
+ORDER BY e.seq LIMIT 50
+"""
+
+
 async def event_problems(conn: Conn) -> list[Problem]:
-    """Every difference between the stored audit events and what the ledger's entries
-    imply, read in the caller's transaction."""
+    """Every entry has the events that report it, no event lacks its entry, and every
+    event says what its entry implies; read in the caller's transaction."""
+    found = [
+        Problem(None, kind, object_id, version, f"{kind} entry has no audit event")
+        for kind, object_id, version in await conn.fetch(_ENTRIES_WITHOUT_EVENTS)
+    ]
+    for seq, event_id, kind, object_id, version in await conn.fetch(_EVENTS_WITHOUT_ENTRIES):
+        text = f"audit event {event_id} reports a {kind} entry the ledger does not hold"
+        found.append(Problem(None, kind, object_id, version, text, event=seq))
     links = Links()
-    found: list[Problem] = []
     rows: list[Any] = []
     async for row in conn.cursor(_LEDGER_EVENTS, prefetch=2000):
         if rows and (rows[0]["kind"], rows[0]["object_id"]) != (row["kind"], row["object_id"]):

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import hashlib
 import json
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+import pytest
+
 from gql.app import Settings
+from gql.limits import DEFAULT_MAX_BODY
+from policies.properties import MAX_VALUE_LENGTH
+from store import backup, signing
+from store.hashing import entry_hash
+from store.limits import MAX_CONTENT_CHARS
 from tests.gql._api import ADD, GATHER, REMOVE, UPDATE, ingest
 from tests.gql._asserted import CORRECT, asserted, connect, group
 from tests.support import Databases, Gateway, run_gateway, sql
@@ -98,6 +109,7 @@ async def test_export_then_import_rebuilds_the_same_memory(
     with gzip.open(dump) as packed:
         lines = [json.loads(line) for line in packed]
     assert lines[0]["format"] == "edgeloom-export" and lines[-1]["t"] == "end"
+    assert lines[-1]["signature"] and lines[-1]["sha256"]  # signed by the key it found
     exported = sum(1 for line in lines if line["t"] == "entry")
     events = sum(1 for line in lines if line["t"] == "event")
     async with sql(source) as conn:
@@ -110,6 +122,7 @@ async def test_export_then_import_rebuilds_the_same_memory(
 
     status, out, err = await edgeloom(target, "import", str(dump))
     assert status == 0, (out, err)
+    assert "not checked" not in out  # every hash, chain, event and signature was
     status, out, err = await edgeloom(target, "verify")
     assert status == 0, (out, err)
     async with run_gateway(Settings(database_url=target, **settings)) as restored:
@@ -152,3 +165,254 @@ async def test_a_truncated_export_imports_nothing(databases: Databases, tmp_path
     assert "the export is incomplete, so nothing was imported" in err
     async with sql(target) as conn:
         assert await conn.fetchval("SELECT count(*) FROM ledger") == 0
+
+
+# -- what import checks before it commits -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+async def signed_export(
+    databases: Databases, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path]:
+    """An export signed by its own key, with entries before and after its checkpoint."""
+    folder = tmp_path_factory.mktemp("signed-export")
+    key, dump = folder / "key.pem", folder / "memory.jsonl.gz"
+    source = await databases.create()
+    settings = Settings(database_url=source, anonymous_agent="dev", checkpoint_seconds=0)
+    async with run_gateway(settings) as gateway:
+        await write_memory(gateway)
+        assert (await edgeloom(source, "checkpoint", "--checkpoint-key", str(key)))[0] == 0
+        await ingest(gateway, "after the checkpoint", ["org:Late"])
+    status, out, err = await edgeloom(source, "export", str(dump), "--checkpoint-key", str(key))
+    assert status == 0, (out, err)
+    return dump, key
+
+
+def read_lines(dump: Path) -> list[dict[str, Any]]:
+    with gzip.open(dump) as packed:
+        return [json.loads(line) for line in packed]
+
+
+def write_lines(path: Path, lines: list[dict[str, Any]]) -> Path:
+    """The lines as an export, its digest recomputed as anyone can (not its signature)."""
+    body = [orjson.dumps(line) + b"\n" for line in lines[:-1]]
+    end = {**lines[-1], "sha256": hashlib.sha256(b"".join(body)).hexdigest()}
+    with gzip.open(path, "wb") as out:
+        out.writelines([*body, orjson.dumps(end) + b"\n"])
+    return path
+
+
+async def refused(databases: Databases, dump: Path, *args: str) -> tuple[str, str]:
+    """Import `dump` into a new database: refused, and nothing imported."""
+    target = await databases.create()
+    status, out, err = await edgeloom(target, "import", str(dump), *args)
+    assert status == 2, (out, err)
+    assert "nothing was imported" in err, err
+    async with sql(target) as conn:
+        for table in ("ledger", "audit_events", "records", "checkpoints", "tokens"):
+            assert await conn.fetchval(f"SELECT count(*) FROM {table}") == 0, table
+    return target, err
+
+
+def entry_at(lines: list[dict[str, Any]], versions: int) -> int:
+    """The index of the second entry of a record with at least `versions` entries."""
+    for i, line in enumerate(lines):
+        if line["t"] == "entry" and line["kind"] == "record" and line["version"] == 1:
+            chain = [x for x in lines[i : i + versions] if x.get("object_id") == line["object_id"]]
+            if len(chain) == versions:
+                return i + 1
+    raise AssertionError("no such record")
+
+
+async def test_an_edited_entry_is_refused_at_its_line(
+    databases: Databases, signed_export: tuple[Path, Path], tmp_path: Path
+) -> None:
+    dump, key = signed_export
+    lines = read_lines(dump)
+    at = entry_at(lines, 2)
+    lines[at]["state"]["content"] = "forged"
+    edited = write_lines(tmp_path / "edited.jsonl.gz", lines)
+    rid = lines[at]["object_id"]
+    for args in ([], ["--checkpoint-key", str(key)]):
+        _, err = await refused(databases, edited, *args)
+        assert f"line {at + 1}: {rid} v2: hash does not match content" in err
+
+
+@pytest.mark.parametrize("how", ["version removed", "prev_hash rewritten"])
+async def test_a_broken_chain_is_refused_at_its_line(
+    databases: Databases, signed_export: tuple[Path, Path], tmp_path: Path, how: str
+) -> None:
+    dump, _ = signed_export
+    lines = read_lines(dump)
+    at = entry_at(lines, 3)
+    rid = lines[at]["object_id"]
+    if how == "version removed":
+        del lines[at]
+        lines[-1]["counts"]["entry"] -= 1
+        expected = f"line {at + 1}: {rid}: version 3 where 2 was expected"
+    else:
+        # Its own hash recomputed: only the chain can tell.
+        entry = lines[at]
+        entry["prev_hash"] = "0" * 64
+        entry["hash"] = entry_hash(
+            kind=entry["kind"],
+            object_id=rid,
+            version=entry["version"],
+            event=entry["event"],
+            actor=entry["actor"],
+            at=datetime.fromisoformat(entry["at"]),
+            policy_version=entry["policy_version"],
+            state=entry["state"],
+            prev_hash=entry["prev_hash"],
+        )
+        expected = f"line {at + 1}: {rid} v2: prev_hash breaks the chain"
+    _, err = await refused(databases, write_lines(tmp_path / "cut.jsonl.gz", lines))
+    assert expected in err
+
+
+async def test_an_edited_event_is_refused_at_its_line(
+    databases: Databases, signed_export: tuple[Path, Path], tmp_path: Path
+) -> None:
+    dump, _ = signed_export
+    lines = read_lines(dump)
+    at = next(i for i, x in enumerate(lines) if x["t"] == "event" and x["kind"] == "sr_updated")
+    lines[at]["actor"] = "mallory"
+    event = lines[at]
+    _, err = await refused(databases, write_lines(tmp_path / "event.jsonl.gz", lines))
+    assert (
+        f"line {at + 1}: event {event['seq']} ({event['object_id']} v{event['version_after']}): "
+        "actor is 'mallory'; the entry's is 'dev'"
+    ) in err
+
+
+async def test_a_rewritten_checkpoint_or_another_key_is_refused(
+    databases: Databases, signed_export: tuple[Path, Path], tmp_path: Path
+) -> None:
+    dump, key = signed_export
+    lines = read_lines(dump)
+    at = next(i for i, x in enumerate(lines) if x["t"] == "checkpoint")
+    other = tmp_path / "other.pem"
+    signing.load_or_create(other, "elsewhere")
+    # The file as exported, checked against a key that did not sign it.
+    _, err = await refused(databases, dump, "--checkpoint-key", str(other))
+    assert f"line {at + 1}: checkpoint 1: signed by key" in err
+    lines[at]["entries"] -= 1
+    _, err = await refused(databases, write_lines(tmp_path / "cp.jsonl.gz", lines))
+    assert f"line {at + 1}: checkpoint 1 covers {lines[at]['entries']} entries" in err
+
+
+async def test_a_forged_record_appended_is_refused_with_the_key(
+    databases: Databases, signed_export: tuple[Path, Path], tmp_path: Path
+) -> None:
+    dump, key = signed_export
+    lines = read_lines(dump)
+    # A record cloned from a real one, with its own hash, chain and event made right,
+    # after every entry the file's checkpoint covers.
+    entries = [x for x in lines if x["t"] == "entry"]
+    events = [x for x in lines if x["t"] == "event"]
+    model = next(x for x in entries if x["kind"] == "record" and x["event"] == "sr_ingested")
+    forged_id = "sr_" + "f" * 32
+    forged = {**model, "object_id": forged_id, "seq": max(x["seq"] for x in entries) + 1}
+    forged["hash"] = entry_hash(
+        kind="record",
+        object_id=forged_id,
+        version=1,
+        event=forged["event"],
+        actor=forged["actor"],
+        at=datetime.fromisoformat(forged["at"]),
+        policy_version=forged["policy_version"],
+        state=forged["state"],
+        prev_hash=None,
+    )
+    model_event = next(
+        x for x in events if x["object_id"] == model["object_id"] and x["kind"] == "sr_ingested"
+    )
+    event = {
+        **model_event,
+        "id": "ae_forged",
+        "seq": events[-1]["seq"] + 1,
+        "record_id": forged_id,
+        "object_id": forged_id,
+    }
+    last_entry = max(i for i, x in enumerate(lines) if x["t"] == "entry")
+    lines.insert(last_entry + 1, forged)
+    last_event = max(i for i, x in enumerate(lines) if x["t"] == "event")
+    lines.insert(last_event + 1, event)
+    lines[-1]["counts"]["entry"] += 1
+    lines[-1]["counts"]["event"] += 1
+    appended = write_lines(tmp_path / "appended.jsonl.gz", lines)
+
+    _, err = await refused(databases, appended, "--checkpoint-key", str(key))
+    assert f"line {len(lines)}: the file's signature does not match what it holds" in err
+    # Without the key it is consistent with itself, and the import says what it could
+    # not check.
+    target = await databases.create()
+    status, out, err = await edgeloom(
+        target, "import", str(appended), "--checkpoint-key", str(tmp_path / "new.pem")
+    )
+    assert status == 0, (out, err)
+    assert "not checked: no checkpoint key, so no signature was checked" in out
+
+
+async def test_an_unsigned_export_is_refused_with_a_key(
+    databases: Databases, signed_export: tuple[Path, Path], tmp_path: Path
+) -> None:
+    dump, key = signed_export
+    lines = read_lines(dump)
+    del lines[-1]["signature"]
+    _, err = await refused(
+        databases, write_lines(tmp_path / "unsigned.jsonl.gz", lines), "--checkpoint-key", str(key)
+    )
+    assert f"line {len(lines)}: the export is not signed" in err
+
+
+def test_the_line_limit_holds_the_largest_record_entry() -> None:
+    # Every character at its longest: content of control characters (6 bytes escaped),
+    # labels and values (which hold none) of 4-byte UTF-8 characters.
+    state = {
+        "content": "\x01" * MAX_CONTENT_CHARS,
+        "lane": "l" * 64,
+        "source_type": "s" * 64,
+        "authority": "a" * 64,
+        "properties": [["\U0001d11e" * 128, "\U0001d11e" * MAX_VALUE_LENGTH]] * 256,
+    }
+    line = {
+        "t": "entry",
+        "seq": 2**62,
+        "kind": "record",
+        "object_id": "sr_" + "0" * 32,
+        "version": 2**31 - 1,
+        "event": "property_removed",
+        "actor": "a" * 64,
+        "at": "2026-12-01T14:00:00.000000+00:00",
+        "policy_version": 2**31 - 1,
+        "state": state,
+        "prev_hash": "0" * 64,
+        "hash": "0" * 64,
+        "hash_format": 2,
+    }
+    assert len(orjson.dumps(line)) + 1 <= backup.RECORD_LINE_BYTES <= backup.MAX_LINE_BYTES
+    # A policy version's YAML comes in one request body and is written no longer.
+    assert backup.MAX_LINE_BYTES >= DEFAULT_MAX_BODY
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    assert (
+        f"| line of an export file (`import`) | {backup.MAX_LINE_BYTES // 2**20} MiB "
+        f"({backup.MAX_LINE_BYTES:,} bytes): over twice the longest entry a record at every "
+        f"limit makes ({backup.RECORD_LINE_BYTES:,} bytes,"
+    ) in readme
+
+
+async def test_a_gzip_bomb_line_is_refused_quickly(databases: Databases, tmp_path: Path) -> None:
+    bomb = tmp_path / "bomb.jsonl.gz"
+    header = {"t": "header", "format": "edgeloom-export", "version": 1, "counts": {}}
+    chunk = b"a" * (1 << 20)
+    with gzip.open(bomb, "wb", compresslevel=9) as out:
+        out.write(orjson.dumps(header) + b'\n{"t": "entry", "x": "')
+        for _ in range(512):  # one line of 512 MiB
+            out.write(chunk)
+        out.write(b'"}\n')
+    assert bomb.stat().st_size < 1 << 20
+    started = time.monotonic()
+    _, err = await refused(databases, bomb)
+    assert time.monotonic() - started < 20
+    assert f"line 2 is longer than {backup.MAX_LINE_BYTES:,} bytes" in err
