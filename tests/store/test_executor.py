@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import asyncpg
 import pytest
 
+from policies.properties import Property
 from store.command import Applied, Current, Event, Head, Locks, Plan, Txn, Write
 from store.executor import Executor
 from store.policy_store import PolicyCache
@@ -46,7 +48,8 @@ class MarkBoth:
                     event="sr_updated",
                     state=state.to_json(),
                     previous=Head(record.version, record.ledger_hash, record.updated_at),
-                    events=(Event("sr_updated", {"mark": self.mark}),),
+                    # What an update of its content writes (verify recomputes it).
+                    events=(Event("sr_updated", changed(s.properties)),),
                     lane=record.lane,
                     record_id=record.id,
                 )
@@ -56,6 +59,10 @@ class MarkBoth:
             return [applied.records[w.object_id] for w in writes]
 
         return Plan(writes, result)
+
+
+def changed(removed: Sequence[Property]) -> dict[str, Any]:
+    return {"contentChanged": True, "added": [], "removed": [str(p) for p in removed]}
 
 
 @contextlib.asynccontextmanager
