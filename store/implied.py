@@ -33,7 +33,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # The events of each entry, as verify reads them: the columns an event shares with its
 # entry, by (object_kind, object_id, version_after), in feed order.
-ENTRY_EVENTS = """
+_ENTRY_EVENTS = """
 (SELECT coalesce(jsonb_agg(jsonb_build_object(
    'seq', e.seq, 'kind', e.kind, 'record_id', e.record_id, 'lane', e.lane,
    'actor', e.actor, 'at_us', (extract(epoch FROM e.at) * 1000000)::bigint,
@@ -289,7 +289,7 @@ def check_entry(
     events: Sequence[Mapping[str, Any]],
     links: Links,
 ) -> list[Problem]:
-    """Compare the stored `events` of `entry` (columns as `ENTRY_EVENTS` reads them)
+    """Compare the stored `events` of `entry` (columns as `_ENTRY_EVENTS` reads them)
     with what the entry implies; `before` is the object's previous state."""
     implied = _implied(before, entry, links)
 
@@ -386,7 +386,7 @@ def check_object(rows: Sequence[Mapping[str, Any]], links: Links) -> list[Proble
 
 _LEDGER_EVENTS = f"""
 SELECT l.kind, l.object_id, l.version, l.event, l.actor, l.at, l.policy_version, l.state,
-       l.prev_hash, l.hash, l.hash_format, {ENTRY_EVENTS} AS events
+       l.prev_hash, l.hash, l.hash_format, {_ENTRY_EVENTS} AS events
 FROM ledger l ORDER BY l.kind, l.object_id, l.version
 """
 
