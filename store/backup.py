@@ -4,13 +4,18 @@ The file is gzip-compressed JSON Lines (README, "Backups"): a header line, then 
 object per line: `entry` (every ledger entry, by kind, object and version), `key`
 (idempotency keys, which live beside the ledger), `event` (every audit event, in feed
 order), `checkpoint`, `token` (hashes only, never secrets), and a closing `end` line
-with the counts, so a truncated file is refused rather than half-imported.
+with the counts, so a truncated file is refused rather than half-imported, and the
+SHA-256 of the lines before it, signed with the checkpoint key when there is one: the
+checkpoints cover only the entries before the newest of them, the signature every line.
 
 Export reads one snapshot (REPEATABLE READ, READ ONLY, DEFERRABLE) while writers run.
 Import fills an empty database in one transaction: it copies the ledger, rebuilds every
 projection with the write path's projection rules, and anchors the imported entries in
 a checkpoint of the new cluster, so ids, versions, hashes and every asOf answer are the
-same and `verify` passes.
+same and `verify` passes. Before it commits, it checks what `verify` would of the file
+(the chains, the events, the checkpoints, their signatures) and its signature, and
+refuses at the first line that does not hold: the new checkpoint must not vouch for
+what nobody checked.
 """
 
 from __future__ import annotations
