@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import json
 import time
+import tracemalloc
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -428,3 +429,13 @@ async def test_a_gzip_bomb_line_is_refused_quickly(databases: Databases, tmp_pat
     _, err = await refused(databases, bomb)
     assert time.monotonic() - started < 20
     assert f"line 2 is longer than {backup.MAX_LINE_BYTES:,} bytes" in err
+    # The reader holds at most one line's limit, whatever the line.
+    tracemalloc.start()
+    try:
+        with pytest.raises(backup.BackupError, match="line 2 is longer than"):
+            for _ in backup._lines(bomb):
+                pass
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * backup.MAX_LINE_BYTES
