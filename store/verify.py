@@ -58,18 +58,6 @@ SELECT lane, label, sum(n)::bigint AS n FROM (
   UNION ALL SELECT lane, label, delta FROM label_deltas
 ) c GROUP BY lane, label HAVING sum(n) <> 0
 """
-_ENTRIES_WITHOUT_EVENTS = """
-SELECT l.kind, l.object_id, l.version FROM ledger l
-WHERE NOT EXISTS (SELECT 1 FROM audit_events e WHERE e.object_kind = l.kind
-                  AND e.object_id = l.object_id AND e.version_after = l.version)
-ORDER BY l.seq LIMIT 50
-"""
-_EVENTS_WITHOUT_ENTRIES = """
-SELECT e.id, e.object_kind, e.object_id, e.version_after FROM audit_events e
-WHERE NOT EXISTS (SELECT 1 FROM ledger l WHERE l.kind = e.object_kind
-                  AND l.object_id = e.object_id AND l.version = e.version_after)
-ORDER BY e.seq LIMIT 50
-"""
 _NEXT_TXID = "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint"
 _UNCOVERED = """
 SELECT seq FROM ledger WHERE txid < $1::text::xid8 AND NOT seq <@ $2::text::int8multirange
