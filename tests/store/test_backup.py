@@ -311,7 +311,7 @@ async def test_a_rewritten_checkpoint_or_another_key_is_refused(
     assert f"line {at + 1}: checkpoint 1: signed by key" in err
     lines[at]["entries"] -= 1
     _, err = await refused(databases, write_lines(tmp_path / "cp.jsonl.gz", lines))
-    assert f"line {at + 1}: checkpoint 1 covers {lines[at]['entries']} entries" in err
+    assert f"line {at + 1}: checkpoint 1: covers {lines[at]['entries']} entries" in err
 
 
 async def test_a_forged_record_appended_is_refused_with_the_key(
