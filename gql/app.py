@@ -39,7 +39,13 @@ from gql.dashboard import dashboard_routes
 from gql.errors import refusal_response
 from gql.feed_hub import FeedHub, FeedOptions
 from gql.graphiql import STATIC_PATH, graphiql_html, static_app
-from gql.limits import DEFAULT_MAX_BODY, BodySizeLimit, RequestLimitError, check_variables
+from gql.limits import (
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_FIELDS,
+    BodySizeLimit,
+    RequestLimitError,
+    check_variables,
+)
 from gql.loopback import loopback_problem
 from gql.schema import LIMIT_RULES, MAX_TOKENS, build_schema, schema
 from gql.websocket import LegacyWSHandler, TransportWSHandler
@@ -81,6 +87,8 @@ class Settings:
     max_body_bytes: int = DEFAULT_MAX_BODY
     # The most objects one operation may ask for (see gql.cost).
     max_query_cost: int = DEFAULT_MAX_COST
+    # The most field selections one document may hold, counted before it is validated.
+    max_fields: int = DEFAULT_MAX_FIELDS
     # An HTTP request still running after this many seconds is stopped and answered.
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     # Connections of the SQLAlchemy engine (tokens, the feed's catch-up reads).
@@ -111,8 +119,9 @@ class GraphQLView(GraphQL[Context, None]):
     def __init__(self, settings: Settings) -> None:
         served = (
             schema
-            if settings.max_query_cost == DEFAULT_MAX_COST
-            else build_schema(settings.max_query_cost)
+            if (settings.max_query_cost, settings.max_fields)
+            == (DEFAULT_MAX_COST, DEFAULT_MAX_FIELDS)
+            else build_schema(settings.max_query_cost, settings.max_fields)
         )
         super().__init__(
             served,
@@ -129,6 +138,7 @@ class GraphQLView(GraphQL[Context, None]):
                 served.config.name_converter,
                 LIMIT_RULES,
                 MAX_TOKENS,
+                settings.max_fields,
                 settings.anonymous_agent,
                 # Over its cost limit an operation goes the ordinary way, which refuses it.
                 checks=[

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from gql.app import DEFAULT_REQUEST_TIMEOUT
 from gql.cost import DEFAULT_MAX_COST
-from gql.limits import DEFAULT_MAX_BODY, MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
-from gql.schema import MAX_ALIASES, MAX_DEPTH, MAX_TOKENS
+from gql.limits import DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS, MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
+from gql.schema import MAX_ALIASES, MAX_DEPTH, MAX_TOKENS, MAX_VALIDATION_WORK
 from policies.properties import MAX_LABEL_LENGTH, MAX_VALUE_LENGTH
 from store.limits import MAX_BATCH, MAX_CONTENT_CHARS, MAX_PROPERTIES
 from store.pages import DEFAULT_PAGE, MAX_PAGE
@@ -27,6 +27,8 @@ def test_the_limits_table_matches_the_code(repo: Path) -> None:
         f"| `ingestMany` batch, and any list in variables | {MAX_BATCH} items |",
         f"| values in a request's variables | {MAX_VARIABLE_VALUES:,} |",
         f"| query depth / aliases / tokens | {MAX_DEPTH} / {MAX_ALIASES} / {MAX_TOKENS:,} |",
+        f"| fields selected in a document, its fragments included | {DEFAULT_MAX_FIELDS:,}, ",
+        f"compared in pairs) | {MAX_VALIDATION_WORK:,} steps |",
         f"| query cost | {DEFAULT_MAX_COST:,} objects |",
         f"| page size (`first`) | {MAX_PAGE} (default {DEFAULT_PAGE}) |",
         f"| request time (HTTP) | {DEFAULT_REQUEST_TIMEOUT:g} seconds |",
