@@ -12,6 +12,7 @@ import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ from gql.limits import (
 )
 from gql.loopback import loopback_problem
 from gql.schema import LIMIT_RULES, MAX_TOKENS, build_schema, schema
+from gql.sockets import SocketCaps, SocketLimits, fitted, open_files_limit
 from gql.websocket import LegacyWSHandler, TransportWSHandler
 from policies.errors import UnknownAgentError
 from policies.loader import DEV_POLICY_YAML
@@ -91,6 +93,15 @@ class Settings:
     max_fields: int = DEFAULT_MAX_FIELDS
     # An HTTP request still running after this many seconds is stopped and answered.
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    # WebSocket connections one process holds at once (lowered at start when the
+    # open-file limit leaves room for fewer), and of those, how many may still be
+    # waiting for their connection_init to be acknowledged, in all and from one client
+    # address. The defaults hold ten thousand subscribers from one address (a proxy).
+    max_ws_connections: int = 16_384
+    max_ws_unauthenticated: int = 1024
+    max_ws_unauthenticated_per_address: int = 256
+    # A WebSocket that has not sent connection_init after this many seconds is closed (4408).
+    ws_init_timeout: float = 10.0
     # Connections of the SQLAlchemy engine (tokens, the feed's catch-up reads).
     pool_size: int = 10
     # Connections of the pool every read and write runs on, all opened at start: at
@@ -129,6 +140,7 @@ class GraphQLView(GraphQL[Context, None]):
             subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL],
             keep_alive=True,
             keep_alive_interval=15,
+            connection_init_wait_timeout=timedelta(seconds=settings.ws_init_timeout),
         )
         self.settings = settings
         # What it covers is answered before strawberry runs (gql.compiled).
@@ -496,6 +508,13 @@ class GatewayApp:
         self.starlette = starlette
         self.view = view
         app: ASGIApp = BodySizeLimit(self._route, settings.max_body_bytes)
+        caps = SocketCaps(
+            settings.max_ws_connections,
+            settings.max_ws_unauthenticated,
+            settings.max_ws_unauthenticated_per_address,
+        )
+        self.sockets = SocketLimits(app, fitted(caps, open_files_limit()))
+        app = self.sockets
         if settings.anonymous_agent is not None:
             app = LoopbackOnly(app)  # outermost: refused before anything is read
         self._app = app

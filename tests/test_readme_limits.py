@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gql.app import DEFAULT_REQUEST_TIMEOUT
+from gql.app import DEFAULT_REQUEST_TIMEOUT, Settings
 from gql.cost import DEFAULT_MAX_COST
 from gql.limits import DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS, MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
 from gql.schema import MAX_ALIASES, MAX_DEPTH, MAX_TOKENS, MAX_VALIDATION_WORK
@@ -24,6 +24,10 @@ def test_the_limits_table_matches_the_code(repo: Path) -> None:
         f"| record content | {MAX_CONTENT_CHARS:,} characters |",
         f"| request body | {DEFAULT_MAX_BODY // 2**20} MiB |",
         f"| WebSocket message | {DEFAULT_MAX_BODY // 2**20} MiB (the body limit) |",
+        f"| WebSocket connections per gateway process | {Settings.max_ws_connections:,}, ",
+        f"acknowledged | {Settings.max_ws_unauthenticated:,} per process, "
+        f"{Settings.max_ws_unauthenticated_per_address} per client address |",
+        f"| time to send `connection_init` | {Settings.ws_init_timeout:g} seconds |",
         f"| `ingestMany` batch, and any list in variables | {MAX_BATCH} items |",
         f"| values in a request's variables | {MAX_VARIABLE_VALUES:,} |",
         f"| query depth / aliases / tokens | {MAX_DEPTH} / {MAX_ALIASES} / {MAX_TOKENS:,} |",
