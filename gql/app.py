@@ -40,6 +40,7 @@ from gql.dashboard import dashboard_routes
 from gql.errors import refusal_response
 from gql.feed_hub import FeedHub, FeedOptions
 from gql.graphiql import STATIC_PATH, graphiql_html, static_app
+from gql.headers import GRAPHIQL_HEADERS, SecurityHeaders
 from gql.limits import (
     DEFAULT_MAX_BODY,
     DEFAULT_MAX_FIELDS,
@@ -193,7 +194,7 @@ class GraphQLView(GraphQL[Context, None]):
         context.caller = caller
 
     async def render_graphql_ide(self, request: Request) -> HTMLResponse:
-        return HTMLResponse(graphiql_html())
+        return HTMLResponse(graphiql_html(), headers=GRAPHIQL_HEADERS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -516,8 +517,8 @@ class GatewayApp:
         self.sockets = SocketLimits(app, fitted(caps, open_files_limit()))
         app = self.sockets
         if settings.anonymous_agent is not None:
-            app = LoopbackOnly(app)  # outermost: refused before anything is read
-        self._app = app
+            app = LoopbackOnly(app)  # refused before anything is read
+        self._app = SecurityHeaders(app)  # outermost: on every response
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)
