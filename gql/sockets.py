@@ -9,6 +9,7 @@ HTTP 503 before it is accepted, so the refused socket is closed at once.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import resource
 import time
@@ -75,10 +76,38 @@ def fitted(caps: SocketCaps, open_files: int) -> SocketCaps:
     )
 
 
+class _DenialLine(logging.Filter):
+    """uvicorn's websockets-sansio protocol logs an error after every denial response
+    (Kludex/uvicorn#3138: it never marks the handshake done), which under a flood of
+    refused upgrades is one error line each. A refusal sets `expected` just before the
+    app returns; uvicorn logs that line at once, before the loop runs anything else, and
+    the loop's next turn clears it, so only that line is dropped."""
+
+    LINE = "ASGI callable returned without completing handshake."
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.expected = False
+
+    def expect(self) -> None:
+        self.expected = True
+        asyncio.get_running_loop().call_soon(self._clear)
+
+    def _clear(self) -> None:
+        self.expected = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.expected and record.msg == self.LINE)
+
+
+_denial_line = _DenialLine()
+
+
 class SocketLimits:
     """Counts the process's WebSocket connections and refuses an upgrade over a cap."""
 
     def __init__(self, app: ASGIApp, caps: SocketCaps) -> None:
+        logging.getLogger("uvicorn.error").addFilter(_denial_line)
         self.app = app
         self.caps = caps
         self.open = 0
@@ -164,6 +193,7 @@ class SocketLimits:
                 }
             )
             await send({"type": "websocket.http.response.body", "body": response.body})
+            _denial_line.expect()
             return
         await send({"type": "websocket.accept"})
         await send({"type": "websocket.close", "code": TRY_AGAIN_LATER, "reason": reason})

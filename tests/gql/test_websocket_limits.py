@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import resource
 import subprocess
 import sys
@@ -79,13 +80,19 @@ async def assert_http_answers(gateway: Gateway, token: str) -> None:
 
 
 async def test_unauthenticated_sockets_over_the_cap_per_address_are_refused(
-    capped: Gateway,
+    capped: Gateway, caplog: pytest.LogCaptureFixture
 ) -> None:
     token = (await mint(capped, "sales"))["sales"]
     async with AsyncExitStack() as stack:
         for _ in range(PER_ADDRESS):
             await idle(stack, capped, "127.0.0.1")
-        error = await refusal(capped, "127.0.0.1")
+        with caplog.at_level(logging.INFO):
+            error = await refusal(capped, "127.0.0.1")
+            await refusal(capped, "127.0.0.1")
+        # One warning for both, and no error from the server for either.
+        assert [r.levelname for r in caplog.records if r.levelno >= logging.WARNING] == [
+            "WARNING"
+        ], caplog.text
         assert error == {
             "message": f"{PER_ADDRESS} WebSocket connections from this address are waiting for "
             "their connection_init, the most one address may hold; send connection_init on "
