@@ -186,4 +186,4 @@ async def test_health_answers_while_documents_over_the_field_limit_arrive(crm: G
     results = await asyncio.gather(health(), *(oversized(n) for n in range(4)))
     # Validating each (as before) held the event loop for seconds per request.
     assert results[0] < 1.0, results[0]
-    assert slowest_refusal < 3.0, slowest_refusal
+    assert slowest_refusal < 5.0, slowest_refusal
