@@ -28,7 +28,7 @@ from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.schema.exceptions import InvalidOperationTypeError
-from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types import ExecutionResult
 
 from gql import over_http
@@ -51,19 +51,21 @@ from gql.limits import (
 from gql.loopback import loopback_problem
 from gql.schema import LIMIT_RULES, MAX_TOKENS, build_schema, schema
 from gql.sockets import SocketCaps, SocketLimits, fitted, open_files_limit
-from gql.websocket import LegacyWSHandler, TransportWSHandler
+from gql.websocket import TransportWSHandler
 from policies.errors import UnknownAgentError
 from policies.loader import DEV_POLICY_YAML
 from store import checkpoints, policy_store
 from store.database import create_engine
 from store.errors import NoPolicyError
-from store.executor import Executor
+from store.executor import COMPLETED_WRITES, Executor
+from store.group_commit import DEFAULT_OUTCOME_TIMEOUT
 from store.migrate import migrate
 from store.policy_commands import ApplyPolicy
 from store.policy_store import PolicyCache, PolicyVersion
 from store.pool import Pool, create_pool
+from store.queries import DEFAULT_MAX_RESPONSE_BYTES
 from store.roles import serving_url
-from store.signing import Signer, load_or_create, memory_of
+from store.signing import Signer
 
 log = logging.getLogger("edgeloom")
 
@@ -92,8 +94,14 @@ class Settings:
     max_query_cost: int = DEFAULT_MAX_COST
     # The most field selections one document may hold, counted before it is validated.
     max_fields: int = DEFAULT_MAX_FIELDS
+    # The most bytes one response may hold (of record content read, on the ordinary
+    # path; of JSON built, on the compiled path): over it, refused before it is read.
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     # An HTTP request still running after this many seconds is stopped and answered.
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    # A write whose COMMIT was under way when its request stopped is waited for this many
+    # more seconds, then answered with its result, or OUTCOME_UNKNOWN (store.executor).
+    write_outcome_timeout: float = DEFAULT_OUTCOME_TIMEOUT
     # WebSocket connections one process holds at once (lowered at start when the
     # open-file limit leaves room for fewer), and of those, how many may still be
     # waiting for their connection_init to be acknowledged, in all and from one client
@@ -119,6 +127,9 @@ class Settings:
     # and the key file that signs them (None: unsigned).
     checkpoint_seconds: float = 60.0
     checkpoint_key: Path | None = None
+    # Sign with the key in checkpoint_key although this memory's newest checkpoints were
+    # signed by another (or it is missing): without it such a start is refused.
+    new_checkpoint_key: bool = False
     feed: FeedOptions = FeedOptions()
 
 
@@ -126,7 +137,6 @@ class GraphQLView(GraphQL[Context, None]):
     """Strawberry's ASGI view with our context, auth, limits and offline GraphiQL."""
 
     graphql_transport_ws_handler_class = TransportWSHandler
-    graphql_ws_handler_class = LegacyWSHandler
 
     def __init__(self, settings: Settings) -> None:
         served = (
@@ -137,8 +147,8 @@ class GraphQLView(GraphQL[Context, None]):
         )
         super().__init__(
             served,
-            # graphql-transport-ws, and the legacy graphql-ws that older clients speak.
-            subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL],
+            # graphql-transport-ws only: a client offering nothing else is closed with 4406.
+            subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL],
             keep_alive=True,
             keep_alive_interval=15,
             connection_init_wait_timeout=timedelta(seconds=settings.ws_init_timeout),
@@ -237,8 +247,10 @@ class GraphQLView(GraphQL[Context, None]):
     async def _answer_while_connected(self, request: Request) -> Response | None:
         """The response, unless the client left first (None); past the timeout, a refusal.
 
-        Leaving or timing out cancels the work: its reads stop at their next await,
-        and a write in progress rolls back.
+        Leaving or timing out cancels the work: its reads stop at their next await, and
+        a write not yet committing rolls back (or leaves the group-commit queue). A write
+        whose COMMIT is under way takes the cancellation to wait for its outcome and
+        answer it (store.executor): then the request is answered as it ends.
         """
         try:
             await request.body()  # kept by the request for whoever reads it next
@@ -247,17 +259,30 @@ class GraphQLView(GraphQL[Context, None]):
         response = None
         # The body is read: what the request receives now tells whether the client left.
         watch = _ClientWatch(request.receive, self.settings.request_timeout)
-        with watch:
-            response = await self._answer(request)
-        if not watch.expired:
-            return response  # None if the client left
+        completed: list[str] = []
+        noted = COMPLETED_WRITES.set(completed)
+        try:
+            with watch:
+                response = await self._answer(request)
+        finally:
+            COMPLETED_WRITES.reset(noted)
+        if watch.left:
+            return None
+        if not watch.stopped:
+            return response
         seconds = self.settings.request_timeout
+        if completed:
+            written = (
+                f"; {len(completed)} of its writes had been made before it stopped (their "
+                "results are not in this answer: read them back) and nothing after them was"
+            )
+        else:
+            written = "; nothing it asked to write was written"
         return refusal_response(
             503,
             f"the request was stopped after {seconds:g} seconds, the most one request may run; "
-            "ask for less (a smaller first:, fewer nested lists) or split the work, and read "
-            "before retrying a write, which may have been applied",
-            details={"timeoutSeconds": seconds},
+            f"ask for less (a smaller first:, fewer nested lists) or split the work{written}",
+            details={"timeoutSeconds": seconds, "completedWrites": len(completed)},
         )
 
     async def _answer(self, request: Request) -> Response:
@@ -350,8 +375,9 @@ WATCH_AFTER_SECONDS = 0.05
 
 class _ClientWatch:
     """Cancels the request's own task when its client leaves (`left`) or its time is up
-    (`expired`); that cancellation ends at this block. Both start after
-    WATCH_AFTER_SECONDS, from one timer."""
+    (`expired`); that cancellation ends at this block, which it `stopped` unless the work
+    took it to answer a write's outcome. Both start after WATCH_AFTER_SECONDS, from one
+    timer."""
 
     def __init__(self, receive: Receive, timeout: float) -> None:
         task = asyncio.current_task()
@@ -364,6 +390,7 @@ class _ClientWatch:
         self._timer: asyncio.TimerHandle | None = None
         self.left = False
         self.expired = False
+        self.stopped = False
 
     def __enter__(self) -> _ClientWatch:
         self._timer = asyncio.get_running_loop().call_later(self._first, self._watch)
@@ -390,10 +417,11 @@ class _ClientWatch:
         if self._watcher is not None:
             self._watcher.remove_done_callback(self._gone)
             self._watcher.cancel()
-        if (self.left or self.expired) and kind is asyncio.CancelledError:
-            self._task.uncancel()  # our own cancellation: it ends here
-            return True
-        return False
+        if not (self.left or self.expired):
+            return False
+        self._task.uncancel()  # our own cancellation: it ends here
+        self.stopped = kind is asyncio.CancelledError
+        return self.stopped
 
 
 def _request_refused(status: int, reason: str) -> JSONResponse:
@@ -450,8 +478,18 @@ def create_app(settings: Settings) -> GatewayApp:
         engine = create_engine(url, pool_size=settings.pool_size)
         pool = await create_pool(url, settings.read_pool_size)
         try:
+            # First: a key that did not sign this memory's checkpoints stops the start here.
+            signer = None
+            if settings.checkpoint_key is not None:
+                async with pool.acquire() as conn:
+                    signer = await checkpoints.open_key(
+                        conn,
+                        settings.checkpoint_key,
+                        settings.database_url,
+                        settings.new_checkpoint_key,
+                    )
             cache = PolicyCache.empty()
-            executor = Executor(pool, cache)
+            executor = Executor(pool, cache, settings.write_outcome_timeout)
             await ensure_policy(executor, settings)
             feed = FeedHub(url, engine, pool, cache, settings.feed)
             await feed.start()
@@ -461,11 +499,7 @@ def create_app(settings: Settings) -> GatewayApp:
                 executor=executor,
                 policies=cache,
                 feed=feed,
-            )
-            signer = (
-                None
-                if settings.checkpoint_key is None
-                else load_or_create(settings.checkpoint_key, memory_of(settings.database_url))
+                max_response_bytes=settings.max_response_bytes,
             )
             anchor = asyncio.create_task(_checkpoints(pool, settings.checkpoint_seconds, signer))
             settle_heap()
@@ -556,9 +590,13 @@ async def _checkpoints(pool: Pool, every: float, signer: Signer | None) -> None:
         await asyncio.sleep(every)
         try:
             async with pool.acquire() as conn:
-                made = await checkpoints.take(conn, signer)
-            if made is not None:
-                log.info("checkpoint %s anchors %s new entries", made.seq, made.entries)
+                taken = await checkpoints.take(conn, signer)
+            if taken.made is not None:
+                log.info("checkpoint %s anchors %s new entries", taken.made.seq, taken.made.entries)
+            for warning in taken.warnings():
+                log.warning("checkpoint: %s", warning)
+        except checkpoints.CheckpointError as exc:
+            log.error("no checkpoint can be taken: %s", exc.message)
         except Exception:
             log.exception("checkpoint failed; the next interval tries again")
 

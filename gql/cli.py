@@ -33,6 +33,10 @@ if TYPE_CHECKING:
     from gql.app import Settings
 
 DEV_AGENT = "dev"
+NEW_KEY_HELP = (
+    "sign with the checkpoint key given (made if missing) although this memory's newest "
+    "checkpoints were signed by another key; refused without it"
+)
 DEV_POLICY_LOOPBACK_ONLY = (
     "the development policy (no tokens) is served on loopback only; pass --policy FILE "
     "and mint tokens with 'edgeloom token create --agent NAME', or use --host 127.0.0.1"
@@ -106,6 +110,7 @@ def _parser() -> argparse.ArgumentParser:
         help="offer permessage-deflate on WebSocket connections (off by default: feed events "
         "are small, and compressing each frame costs more CPU than it saves on a fast network)",
     )
+    serve.add_argument("--new-checkpoint-key", action="store_true", help=NEW_KEY_HELP)
     serve.add_argument(
         "--workers",
         type=int,
@@ -143,7 +148,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Exit 0 when ledger and projections agree; 1 listing the differences.",
     )
 
-    commands.add_parser(
+    anchor = commands.add_parser(
         "checkpoint",
         parents=[data_dir],
         help="anchor every settled ledger entry in a new checkpoint now",
@@ -153,6 +158,7 @@ def _parser() -> argparse.ArgumentParser:
             "takes one every minute while it runs."
         ),
     )
+    anchor.add_argument("--new-checkpoint-key", action="store_true", help=NEW_KEY_HELP)
 
     export = commands.add_parser(
         "export",
@@ -225,10 +231,8 @@ async def _run(args: argparse.Namespace) -> int:
             )
             return 0
         if args.command == "checkpoint":
-            made = await _checkpoint(
-                database.url,
-                signing.load_or_create(key_path(args), signing.memory_of(database.url)),
-            )
+            taken = await _checkpoint(database.url, key_path(args), args.new_checkpoint_key)
+            made = taken.made
             if made is None:
                 print("no new ledger entries since the last checkpoint; nothing to anchor")
             else:
@@ -236,14 +240,12 @@ async def _run(args: argparse.Namespace) -> int:
                     f"checkpoint {made.seq}: {made.entries} new entries, hash {made.hash} "
                     f"(entries of transactions below {made.below_txid})"
                 )
-            return 0
+            for warning in taken.warnings():
+                print(f"edgeloom: {warning}", file=sys.stderr)
+            return 1 if taken.strays else 0
         if args.command == "verify":
             where = key_path(args)
-            signer = (
-                signing.load_or_create(where, signing.memory_of(database.url))
-                if where.exists()
-                else None
-            )
+            signer = signing.load(where, signing.memory_of(database.url))
             if signer is None:
                 print(f"checkpoint signatures not checked: no checkpoint key at {where}")
             report = await verify(database.url, signer)
@@ -316,9 +318,10 @@ def key_path(args: argparse.Namespace) -> Path:
     return Path(named) if named else Path(args.data_dir).parent / "checkpoint-key.pem"
 
 
-async def _checkpoint(url: str, signer: signing.Signer) -> checkpoints.Checkpoint | None:
+async def _checkpoint(url: str, key: Path, new_key: bool) -> checkpoints.Taken:
     conn = await connect(url)
     try:
+        signer = await checkpoints.open_key(conn, key, url, new_key)
         return await checkpoints.take(conn, signer)
     finally:
         await conn.close()
@@ -361,12 +364,15 @@ def _serve(args: argparse.Namespace) -> int:
         anonymous_agent=DEV_AGENT if args.policy is None else None,
         runtime_database_url=os.environ.get("EDGELOOM_RUNTIME_DATABASE_URL") or None,
         checkpoint_key=key_path(args),
+        new_checkpoint_key=args.new_checkpoint_key,
         **{name: getattr(args, name) for name in SOCKET_OPTIONS if getattr(args, name) is not None},
     )
     problem, in_force = asyncio.run(_start(database, settings, exposed=not loopback))
     if problem:
         print(f"edgeloom: refusing to listen on {args.host}: {problem}", file=sys.stderr)
         return 2
+    # A key taken over at start signed a checkpoint then: the app (each worker) finds it.
+    settings = replace(settings, new_checkpoint_key=False)
     development = args.policy is None and in_force is not None and in_force.yaml == DEV_POLICY_YAML
     settings = replace(settings, anonymous_agent=DEV_AGENT if development else None)
     print(f"edgeloom on http://{args.host}:{args.port}/graphql with {database.description}")
@@ -438,6 +444,11 @@ async def _start(
             return problem, None
         pool = await create_pool(database.url, 1)
         try:
+            if settings.checkpoint_key is not None:
+                async with pool.acquire() as conn:
+                    await checkpoints.open_key(
+                        conn, settings.checkpoint_key, database.url, settings.new_checkpoint_key
+                    )
             return None, await ensure_policy(Executor(pool, PolicyCache.empty()), settings)
         finally:
             await pool.close()

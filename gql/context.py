@@ -10,10 +10,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
+from graphql import ExecutionResult as GraphQLResult
+from graphql import GraphQLError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from strawberry.dataloader import DataLoader
 from strawberry.extensions import SchemaExtension
-from strawberry.types.execution import StreamExecutionResult
+from strawberry.types.execution import ExecutionResult, StreamExecutionResult
 
 from gql.errors import UnauthenticatedError
 from gql.feed_hub import FeedHub
@@ -21,7 +23,7 @@ from policies.model import AgentProfile, Policy
 from policies.properties import Property
 from store import policy_store, queries
 from store.command import Command
-from store.errors import NoPolicyError
+from store.errors import NoPolicyError, ResponseTooLargeError
 from store.executor import Executor
 from store.policy_store import PolicyCache, PolicyVersion
 from store.pool import Pool
@@ -42,6 +44,9 @@ class Services:
     # The live audit feed's fan-out; None where no app lifespan runs one.
     feed: FeedHub | None = None
     policy_read: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # The most bytes of record content one response may read (the compiled path:
+    # of JSON it may build).
+    max_response_bytes: int = queries.DEFAULT_MAX_RESPONSE_BYTES
 
 
 async def policy_in_force(services: Services) -> PolicyVersion | None:
@@ -78,6 +83,7 @@ class Context:
     )
     _versions: DataLoader[str, list[Version]] | None = None
     _counts: dict[datetime | None, DataLoader[Property, int]] = field(default_factory=dict)
+    _budget: queries.ContentBudget | None = None
 
     @property
     def engine(self) -> AsyncEngine:
@@ -96,7 +102,13 @@ class Context:
         context carries the events it renders).
         """
         return dataclasses.replace(
-            self, _policy=None, _snapshot=None, _record_loaders={}, _versions=None, _counts={}
+            self,
+            _policy=None,
+            _snapshot=None,
+            _record_loaders={},
+            _versions=None,
+            _counts={},
+            _budget=None,
         )
 
     def begin_operation(self) -> None:
@@ -108,6 +120,22 @@ class Context:
         self._record_loaders = {}
         self._versions = None
         self._counts = {}
+        # Each response (each event of a subscription) has a budget of its own.
+        self._budget = None
+
+    @property
+    def budget(self) -> queries.ContentBudget:
+        """The record content this response may still read."""
+        if self._budget is None:
+            self._budget = queries.ContentBudget(self.services.max_response_bytes)
+        return self._budget
+
+    def over_budget(self) -> ResponseTooLargeError | None:
+        """The refusal of this response, when its reads went over the budget."""
+        budget = self._budget
+        if budget is None or not budget.refused:
+            return None
+        return ResponseTooLargeError(budget.limit)
 
     async def end_reads(self) -> None:
         """End the snapshot; a later read (the next subscription event) starts a new one."""
@@ -160,7 +188,10 @@ class Context:
             loader = DataLoader(load_fn=lambda keys: self._load_records(keys, as_of))
             self._record_loaders[as_of] = loader
         loaded = await loader.load_many(list(ids))
-        return {r.id: r for r in loaded if r is not None}
+        found = {r.id: r for r in loaded if r is not None}
+        # Counted for each use: the loader reads a record once however often it is shown.
+        self.budget.spend(r.state.content for r in found.values())
+        return found
 
     def prime(self, records: Sequence[Record], as_of: datetime | None) -> None:
         """Records already read with their page, so the loader does not read them again."""
@@ -174,18 +205,20 @@ class Context:
         self, ids: Sequence[str], as_of: datetime | None
     ) -> list[Record | None]:
         async with self.read() as (db, lanes):
-            found = await queries.records_by_id(db, ids, lanes, as_of)
+            found = await queries.records_by_id(db, ids, lanes, as_of, self.budget)
         return [found.get(i) for i in ids]
 
     async def versions(self, record_id: str) -> list[Version]:
         """A record's ledger entries; empty when the caller may not read the record."""
         if self._versions is None:
             self._versions = DataLoader(load_fn=self._load_versions)
-        return await self._versions.load(record_id)
+        found = await self._versions.load(record_id)
+        self.budget.spend(v.state.content for v in found)
+        return found
 
     async def _load_versions(self, ids: Sequence[str]) -> list[list[Version]]:
         async with self.read() as (db, lanes):
-            found = await queries.versions_of(db, ids, lanes)
+            found = await queries.versions_of(db, ids, lanes, self.budget)
         return [found.get(i, []) for i in ids]
 
     async def member_count(self, prop: Property, as_of: datetime | None) -> int:
@@ -218,6 +251,14 @@ class OperationScope(SchemaExtension):
         self.execution_context.context = context
         try:
             yield
+            too_large = context.over_budget()
+            result = self.execution_context.result
+            if too_large is not None and isinstance(result, GraphQLResult | ExecutionResult):
+                # One refusal for the whole response, not a partial one with an error
+                # at every field that read past the limit.
+                extensions = {"code": too_large.code, **too_large.extensions()}
+                result.data = None
+                result.errors = [GraphQLError(too_large.message, extensions=extensions)]
         finally:
             await context.end_reads()
 

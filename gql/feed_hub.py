@@ -22,7 +22,9 @@ socket pushes back) goes through the queue to the subscriber's own task, in orde
 Tokens are checked by the hub too: each token its subscribers hold, once per
 interval, however many subscribers hold it, and only a subscriber whose token no
 longer names its agent is woken (to end its operation). A subscriber without a token
-is never woken for nothing.
+is never woken for nothing. A revocation is also notified (`tokens.REVOKED_CHANNEL`) to
+the feed reader's connection on every replica, and the hub then checks every token it
+holds at once; the interval is what remains if a notification is lost.
 """
 
 from __future__ import annotations
@@ -114,10 +116,15 @@ class Batch:
 
     def allowed(self, readable: frozenset[str]) -> list[FeedEvent]:
         """The events whose lane `readable` covers (lane-less ones concern every lane),
-        worked out once per set of lanes for the whole group."""
+        their payloads as a reader of `readable` may see them, worked out once per set
+        of lanes for the whole group."""
         found = self._allowed.get(readable)
         if found is None:
-            found = [e for e in self.events if e.event.lane is None or e.event.lane in readable]
+            found = [
+                e.for_reader(readable)
+                for e in self.events
+                if e.event.lane is None or e.event.lane in readable
+            ]
             self._allowed[readable] = found
         return found
 
@@ -280,6 +287,8 @@ class FeedHub:
     _pending: deque[Sequence[FeedEvent]] = field(default_factory=deque)
     _handed_out: asyncio.Event = field(default_factory=asyncio.Event)
     _tokens: dict[str, _TokenCheck] = field(default_factory=dict)
+    # Set when a token was revoked somewhere (or notices may have been missed).
+    _token_notice: asyncio.Event = field(default_factory=asyncio.Event)
     # When the read-side policy cache goes stale, the subscribers handed one batch all
     # ask for the policy at once; one reads it, the rest then find it cached.
     _policy_read: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -293,6 +302,7 @@ class FeedHub:
             lambda: bool(self._subscribers),
             poll_interval=self.options.poll_seconds,
             order_wait=self.options.order_wait_seconds,
+            notices={tokens.REVOKED_CHANNEL: self._token_revoked},
         )
 
     @property
@@ -315,21 +325,42 @@ class FeedHub:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
+    def _token_revoked(self, token_id: str | None) -> None:
+        """A token was revoked (None: the reader reconnected, and may have missed one)."""
+        self._token_notice.set()
+
     async def _check_tokens(self) -> None:
         """Twice per token recheck interval, check every token the subscribers hold
         (`token_agent`: one query per token per interval) and wake those whose token
-        was revoked, so that even a quiet feed ends their operations."""
+        was revoked, so that even a quiet feed ends their operations; at once, and
+        bypassing what was cached, when a revocation is notified."""
         while True:
-            await asyncio.sleep(self.options.token_recheck_seconds / 2)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self._token_notice.wait(), self.options.token_recheck_seconds / 2
+                )
+            notified = self._token_notice.is_set()
+            self._token_notice.clear()
             try:
-                await self._revoke_stale_tokens()
+                await self._revoke_stale_tokens(fresh=notified)
             except Exception:  # the database is away: try again next time
+                if notified:  # soon again, not only at the next interval
+                    self._token_notice.set()
+                    await asyncio.sleep(self.options.token_recheck_seconds / 8)
                 log.warning("checking subscribers' tokens failed", exc_info=True)
 
-    async def _revoke_stale_tokens(self) -> None:
+    async def _revoke_stale_tokens(self, fresh: bool = False) -> None:
         subscribers = [s for s in self._subscribers if s.bearer is not None and not s.revoked]
         secrets = {s.bearer.secret for s in subscribers if s.bearer is not None}
-        agents = {secret: await self.token_agent(secret) for secret in secrets}
+        if fresh:
+            # One statement for every token held, and the cache the subscribers' own
+            # checks read is brought up to date with it.
+            agents = await tokens.agents_for(self.engine, secrets)
+            now = time.monotonic()
+            for secret, agent in agents.items():
+                self._tokens[secret] = _TokenCheck(agent, now)
+        else:
+            agents = {secret: await self.token_agent(secret) for secret in secrets}
         for subscriber in subscribers:
             assert subscriber.bearer is not None
             if agents[subscriber.bearer.secret] != subscriber.bearer.agent:

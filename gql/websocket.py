@@ -1,13 +1,13 @@
-"""The WebSocket protocols as strawberry speaks them, with two additions.
+"""The WebSocket protocol (graphql-transport-ws) as strawberry speaks it, with two additions.
 
 Strawberry indexes into a graphql-transport-ws message before checking its shape, so
 `[1]` or a string payload ended the socket without a close code; here every message
 is checked first (4400).
 
 Each operation's task also gets an `Outlet` (in `current_outlet`), through which a
-subscription resolver may send a `next` (or legacy `data`) message whose payload is
-already encoded: the live feed renders an event once for every subscriber running the
-same operation, and each socket only splices its operation id in front.
+subscription resolver may send a `next` message whose payload is already encoded: the
+live feed renders an event once for every subscriber running the same operation, and
+each socket only splices its operation id in front.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
     ConnectionInitMessage,
     Message,
 )
-from strawberry.subscriptions.protocols.graphql_ws.handlers import BaseGraphQLWSHandler
 
 from gql import sockets
 from gql.context import Context
@@ -133,6 +132,26 @@ def _root_argument_variables(query: str, operation_name: str | None) -> frozense
     return frozenset(name for name, count in in_arguments.items() if everywhere[name] == count)
 
 
+@dataclass
+class SocketEnd:
+    """Set by an operation that found the socket's credentials gone: once the operation
+    has sent its last message, the socket is closed with `code` (its other operations
+    would be refused the same way)."""
+
+    code: int | None = None
+    reason: str = ""
+
+
+current_socket_end: ContextVar[SocketEnd | None] = ContextVar("edgeloom_socket_end", default=None)
+
+
+def close_socket_after_operation(code: int, reason: str) -> None:
+    """Close the current operation's socket with `code` once the operation has ended."""
+    end = current_socket_end.get()
+    if end is not None:
+        end.code, end.reason = code, reason
+
+
 current_outlet: ContextVar[Outlet | None] = ContextVar("edgeloom_outlet", default=None)
 """The outlet of the operation the current task runs (None: send results the usual way)."""
 
@@ -189,7 +208,11 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 lambda: not operation.completed,
             )
         )
+        end = SocketEnd()
+        current_socket_end.set(end)
         await super().run_operation(operation)
+        if end.code is not None:
+            await self.websocket.close(code=end.code, reason=end.reason)
 
     async def handle_message(self, message: Message) -> None:
         problem = message_problem(message)
@@ -207,28 +230,3 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 )
                 return
         await super().handle_message(message)
-
-
-class LegacyWSHandler(BaseGraphQLWSHandler[Context, None]):
-    """The legacy graphql-ws protocol, with an outlet for each operation."""
-
-    async def handle_async_results(
-        self,
-        operation_id: str,
-        query: str,
-        operation_name: str | None,
-        variables: dict[str, object] | None,
-    ) -> None:
-        # Runs as the operation's own task (see TransportWSHandler.run_operation).
-        current_outlet.set(
-            _outlet(
-                self.view,
-                self.websocket,
-                {"type": "data", "id": operation_id},
-                query,
-                variables,
-                operation_name,
-                lambda: operation_id in self.tasks,
-            )
-        )
-        await super().handle_async_results(operation_id, query, operation_name, variables)

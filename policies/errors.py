@@ -278,6 +278,25 @@ class PolicyApplyForbiddenError(PolicyError):
         return {"agent": self.agent}
 
 
+class HiddenMemberError(PolicyError):
+    """A change to a connection, group or chain that joins records the caller cannot read."""
+
+    code: ClassVar[str] = "FORBIDDEN"
+
+    def __init__(self, what: str, ident: str, changeable: Sequence[str]) -> None:
+        self.ident = ident
+        names = list(changeable)
+        super().__init__(
+            f"{what} '{ident}' also joins records in lanes you may not read; only an agent "
+            "that may read and write every record it joins can change it (you may change "
+            f"those whose records are all in the lanes {names})",
+            names,
+        )
+
+    def context(self) -> dict[str, object]:
+        return {"id": self.ident}
+
+
 class UnknownAgentError(PolicyError):
     """The caller's agent is not declared by the policy in force."""
 

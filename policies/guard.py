@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from policies.errors import (
     ContentFormatError,
+    HiddenMemberError,
     LabelNotAllowedError,
     LaneForbiddenError,
     PolicyApplyForbiddenError,
@@ -64,6 +65,21 @@ class RecordChange:
 
 
 @dataclass(frozen=True)
+class SetChange:
+    """A change to a connection, group or adjustment chain, as a whole: the lanes of the
+    records it joins that the caller may read, and how many it joins that it may not.
+
+    Decided besides the `RecordChange` of each record the change writes: a change to a
+    set is a change to every record on it, written or not.
+    """
+
+    what: str  # "connection", "group", "adjustment chain"
+    ident: str
+    lanes: tuple[str, ...]
+    hidden: int = 0
+
+
+@dataclass(frozen=True)
 class PolicyChange:
     """A new policy version proposed by an agent (None: by the operator)."""
 
@@ -99,6 +115,17 @@ def decide(policy: Policy, agent: AgentProfile, change: RecordChange) -> Stamp:
     if change.content is not None and chosen.content_format == "json":
         _check_json(change.lane, chosen, change.content)
     return Stamp(change.lane, chosen.name, chosen.authority)
+
+
+def decide_set(policy: Policy, agent: AgentProfile, change: SetChange) -> None:
+    """Allow a change to a set of records or raise a refusal: the caller must be able to
+    read and write every record the set joins (hidden ones are not named)."""
+    if change.hidden:
+        readable = agent.readable_lanes(policy)
+        changeable = [lane for lane in readable if agent.can_write(lane)]
+        raise HiddenMemberError(change.what, change.ident, changeable)
+    for lane in sorted(set(change.lanes)):
+        check_write_lane(policy, agent, lane)
 
 
 def decide_policy(policy: Policy | None, change: PolicyChange) -> None:

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, or_, select, tuple_
+from sqlalchemy import and_, bindparam, func, literal, or_, select, tuple_
 
 from policies.properties import Property
 from store import tables as t
 from store.asserted_commands import hint_of
 from store.core_sql import fetch
-from store.pages import Page, decode_cursor, encode_cursor, page_size
+from store.pages import Page, encode_cursor, id_cursor, page_size
 from store.snapshot import Reader
 
 ep = t.edge_properties
@@ -101,7 +101,10 @@ async def asserted(
     joined_entry = t.ledger.alias("joined_entry")
     left_entry = t.ledger.alias("left_entry")
     where: list[Any] = [
-        tuple_(ep.c.label, ep.c.value).in_([(p.label, p.value) for p in props]),
+        # The indexes hold each value's key (store.tables), so the lookup is by key.
+        tuple_(ep.c.label, ep.c.value_key).in_(
+            [tuple_(literal(p.label), func.edgeloom_value_key(p.value)) for p in props]
+        ),
         ep.c.lane.in_(list(lanes)),
     ]
     if as_of is not None:
@@ -151,7 +154,7 @@ def _entry_of(entry: Any, version: Any) -> Any:
 
 _MEMBERS_WHERE = and_(
     ep.c.label == bindparam("label"),
-    ep.c.value == bindparam("value"),
+    ep.c.value_key == func.edgeloom_value_key(bindparam("value")),
     ep.c.lane.in_(bindparam("lanes", expanding=True)),
 )
 
@@ -176,9 +179,9 @@ async def member_page(
     [(total,)] = await fetch(
         db, select(func.count(ep.c.record_id.distinct())).where(*where), params
     )
-    key = decode_cursor(after, 1)
+    key = id_cursor(after)
     if key is not None:
-        where.append(ep.c.record_id > key[0])
+        where.append(ep.c.record_id > key)
     rows = await fetch(
         db,
         select(ep.c.record_id).where(*where).distinct().order_by(ep.c.record_id).limit(size + 1),

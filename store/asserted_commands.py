@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from policies.guard import RecordChange, decide
+from policies.guard import RecordChange, SetChange, decide, decide_set
 from policies.properties import Property
 from store.command import Current, Event, Locks, Plan, Txn, Write, next_version
-from store.errors import HiddenMemberError, InvalidInputError, NotFoundError
+from store.errors import InvalidInputError, NotFoundError
 from store.ids import (
     ADJUSTMENT,
     ASSERTED_VALUE,
@@ -105,8 +105,7 @@ class Disconnect:
     def decide(self, txn: Txn, current: Current) -> Plan[Property]:
         prop = parse_asserted(self.id, CONNECT)
         members = _members(current, prop, self.id)
-        if current.hidden_holders.get((prop.label, prop.value)):
-            raise HiddenMemberError("connection", str(prop))
+        changing(txn, current, prop)
         event = Event("disconnected", _payload(prop))
         writes = [left(txn, r, [prop], [event], "disconnected") for r in members]
         return Plan(writes, lambda _: prop)
@@ -189,7 +188,8 @@ def _leave_set(
 ) -> list[Write]:
     """Versions taking `prop` off the named members, or off all when fewer than two stay."""
     members = _members(current, prop, ident)
-    hidden = current.hidden_holders.get((prop.label, prop.value), 0)
+    # Taking one record off changes the set for every record on it.
+    changing(txn, current, prop)
     leaving: Sequence[Record] = members
     if named:
         leaving = _distinct(current.record(i) for i in named)
@@ -201,13 +201,20 @@ def _leave_set(
                     f"its members you may read are {sorted(held)}",
                     allowed=sorted(held),
                 )
-    dissolved = not named or len(members) + hidden - len(leaving) < 2
+    dissolved = not named or len(members) - len(leaving) < 2
     if dissolved:
         leaving = members
-        if hidden:
-            raise HiddenMemberError(_NAMES[prop.label], str(prop))
     event = Event(kind, _payload(prop, dissolved=dissolved))
     return [left(txn, r, [prop], [event], kind) for r in leaving]
+
+
+def changing(txn: Txn, current: Current, prop: Property) -> None:
+    """Ask the guard whether the caller may change the set `prop` names, as its current
+    holders (locked by the executor) stand: every one readable and writable."""
+    key = (prop.label, prop.value)
+    lanes = tuple(r.lane for r in current.holders.get(key, ()))
+    hidden = current.hidden_holders.get(key, 0)
+    decide_set(txn.rules, txn.agent, SetChange(_NAMES[prop.label], str(prop), lanes, hidden))
 
 
 def _members(current: Current, prop: Property, ident: str) -> tuple[Record, ...]:

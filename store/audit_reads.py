@@ -1,4 +1,5 @@
-"""The audit trail's reads: events in feed order, filtered to the lanes the caller may read."""
+"""The audit trail's reads: events in feed order, filtered to the lanes the caller may read
+(their payloads too: `store.visibility`)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from store._sql import Params, Statement
-from store.errors import InvalidIdError, InvalidInputError
+from store.errors import InvalidIdError
 from store.events import check_kinds
 from store.ids import EVENT_ID
-from store.pages import Page, page_size
+from store.pages import Page, page_size, position_cursor
 from store.records import AuditEvent
 from store.snapshot import Reader
+from store.visibility import read_named, readable_payload
 
 EVENT_COLUMNS = (
     "e.seq, e.id, e.kind, e.record_id, e.lane, e.actor, e.at, e.payload, e.version_before, "
@@ -55,24 +57,15 @@ async def audit(
         "lanes": list(lanes),
         "record_id": record_id,
         "kinds": list(kinds or []),
-        "after": None if after is None else feed_position(after),
+        "after": None if after is None else position_cursor(after),
         "limit": size + 1,
     }
     statement = _audit_statement(record_id is not None, bool(kinds), after is not None)
     rows = await db.fetch(statement.text, *statement.args(values))
     events = [AuditEvent.from_row(row) for row in rows if row["seq"] is not None]
     has_next = len(events) > size
-    events = events[:size]
+    events = await _as_read(db, events[:size], lanes)
     return Page(events, rows[0]["total"], has_next, str(events[-1].seq) if events else None)
-
-
-def feed_position(cursor: str) -> int:
-    """An audit cursor is the event's position in the feed, as a decimal string."""
-    if not cursor.isdigit() or len(cursor) > 18:
-        raise InvalidInputError(
-            f"cursor '{cursor[:40]}' is not an audit cursor; pass an event's cursor or endCursor"
-        )
-    return int(cursor)
 
 
 _AUDIT_EVENT = f"""
@@ -86,4 +79,16 @@ async def audit_event(db: Reader, event_id: str, lanes: Sequence[str]) -> AuditE
     if not EVENT_ID.match(event_id):
         raise InvalidIdError(event_id, "'ae_' followed by 32 hex characters, as `audit` gives")
     row = await db.fetchrow(_AUDIT_EVENT, event_id, list(lanes))
-    return None if row is None else AuditEvent.from_row(row)
+    if row is None:
+        return None
+    [event] = await _as_read(db, [AuditEvent.from_row(row)], lanes)
+    return event
+
+
+async def _as_read(
+    db: Reader, events: Sequence[AuditEvent], lanes: Sequence[str]
+) -> list[AuditEvent]:
+    """The events' payloads as the reader of `lanes` may see them (`store.visibility`)."""
+    named = await read_named(db, events)
+    readable = frozenset(lanes)
+    return [readable_payload(e, readable, named) for e in events]

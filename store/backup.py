@@ -67,7 +67,7 @@ _SOURCES: dict[str, tuple[str, str]] = {
     "checkpoint": (
         "SELECT count(*) FROM checkpoints",
         "SELECT seq, below_txid::text::bigint AS below_txid, entries, covers, at, prev_hash, "
-        "hash, signature, key_id FROM checkpoints ORDER BY seq",
+        "hash, signature, key_id, signed_format FROM checkpoints ORDER BY seq",
     ),
     "token": (
         "SELECT count(*) FROM tokens",
@@ -384,7 +384,8 @@ async def _take(importer: _Importer, kind: str, line: dict[str, Any]) -> None:
         # Few rows, and xid8 has no binary copy format in the driver: plain inserts.
         await importer.conn.execute(
             "INSERT INTO checkpoints (seq, below_txid, entries, covers, at, prev_hash, hash, "
-            "signature, key_id) VALUES ($1, $2::text::xid8, $3, $4, $5, $6, $7, $8, $9)",
+            "signature, key_id, signed_format) "
+            "VALUES ($1, $2::text::xid8, $3, $4, $5, $6, $7, $8, $9, $10)",
             line["seq"],
             str(line["below_txid"]),
             line["entries"],
@@ -394,6 +395,8 @@ async def _take(importer: _Importer, kind: str, line: dict[str, Any]) -> None:
             line["hash"],
             line["signature"],
             line["key_id"],
+            # Exports made before every field was signed name no format: they hold only 1.
+            line.get("signed_format", 1),
         )
     elif kind == "token":
         row = {

@@ -36,6 +36,9 @@ class Locks:
     `carrying`: edge properties (label, value) whose current holders it locks with
     `records`, in the same sorted order: a command that removes a connection, a
     group or a chain link names the value, not the records that carry it.
+    `carried_by_records`: labels whose values `records` carry, each locked with its
+    holders as if named in `carrying`: an adjustment changes the chains of the
+    records it adjusts, which it knows only by reading them.
     """
 
     records: tuple[str, ...] = ()
@@ -43,6 +46,7 @@ class Locks:
     policy_exclusive: bool = False
     heads: tuple[tuple[str, str], ...] = ()
     carrying: tuple[tuple[str, str], ...] = ()
+    carried_by_records: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

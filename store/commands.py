@@ -15,7 +15,7 @@ from policies.errors import PolicyError, PropertyFormatError, ReservedLabelError
 from policies.guard import RecordChange, decide
 from policies.model import DEFAULT_LANE, DEFAULT_SOURCE_TYPE
 from policies.properties import Property, is_reserved_label, parse_properties, parse_property
-from store.asserted_commands import joined, mint, pending_chains
+from store.asserted_commands import changing, joined, mint, pending_chains
 from store.command import Applied, Current, Event, Locks, Plan, Txn, Write, next_version
 from store.errors import (
     BatchItemError,
@@ -25,7 +25,13 @@ from store.errors import (
     VersionConflictError,
 )
 from store.ids import ADJUSTMENT, ADJUSTMENT_HINT, edge_property_id, new_record_id
-from store.limits import check_batch, check_content, check_count, check_storable
+from store.limits import (
+    check_batch,
+    check_content,
+    check_count,
+    check_idempotency_key,
+    check_storable,
+)
 from store.records import Record, RecordState, declared
 
 MAX_ADJUSTS = 16
@@ -53,6 +59,8 @@ class NewRecord:
                 "idempotencyKey is empty; omit it, or pass a key that names this write "
                 "(for example a UUID) so a retry with the same key returns it"
             )
+        if self.idempotency_key is not None:
+            check_idempotency_key(self.idempotency_key)
         check_content(self.content)
         check_storable(*self.properties)
 
@@ -82,7 +90,9 @@ class Ingest:
     def locks(self) -> Locks:
         keys = tuple(i.idempotency_key for i in self.inputs if i.idempotency_key)
         adjusted = tuple(ident for i in self.inputs for ident in i.adjusts)
-        return Locks(records=adjusted, idempotency_keys=keys)
+        # Adjusting a record on a chain changes the chain: its holders are locked too.
+        chains = (ADJUSTMENT,) if adjusted else ()
+        return Locks(records=adjusted, idempotency_keys=keys, carried_by_records=chains)
 
     def decide(self, txn: Txn, current: Current) -> Plan[list[Record]]:
         writes: list[Write] = []
@@ -360,12 +370,15 @@ def _adjust(
     links: dict[str, list[Event]],
 ) -> list[Property]:
     """The chains a new record joins: every chain of the records it adjusts (adjusting
-    the newest link extends its chain), plus one new chain, minted for it and written
-    on each adjusted record that is on none."""
+    the newest link extends its chain, so the caller must be able to change it), plus
+    one new chain, minted for it and written on each adjusted record that is on none."""
     adjusted = {current.record(i).id: current.record(i) for i in item.adjusts}
     on: list[Property] = []
     fresh: list[Record] = []
     for record in adjusted.values():
+        for chain in record.state.properties:
+            if chain.label == ADJUSTMENT:
+                changing(txn, current, chain)
         held = pending_chains(record, chains)
         if not held:
             fresh.append(record)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from store._json_sql import MAX_KEYS, NotCompilable, Sel, Shape, cursor, iso, obj
 from store._sql import Params, Statement
-from store.queries import GatherMode, member_at, members_sql
+from store.queries import GatherMode, carries, member_at, members_sql
 
 __all__ = ["MAX_KEYS", "Compiler", "NotCompilable", "Sel", "Shape"]
 
@@ -46,10 +46,31 @@ class Compiler:
     # -- roots ------------------------------------------------------------------
 
     def statement(self, roots: Sequence[Sel]) -> Statement:
-        data = obj([(sel.key, self.root(sel)) for sel in roots])
+        """The statement; its row holds `ok`, `bytes` and `body`.
+
+        The roots are built one after the other, each only while those before it hold
+        at most `max_bytes` of JSON, and the body only when all of them do: a response
+        over the limit is neither built whole nor sent (`body` is NULL; `bytes`, at
+        most one root past the limit, says how much was built).
+        """
+        limit = self.p("max_bytes", "bigint")
+        built = [(sel.key, self.root(sel)) for sel in roots]
         ok = " AND ".join(self.checks) or "true"
+        # Named apart from the compiler's aliases (`alias`), which the values hold.
+        chain = "(SELECT 0::bigint AS t) root0"
+        for n, (_, value) in enumerate(built, 1):
+            before = f"root{n - 1}"
+            # OFFSET 0 keeps each step a subquery of its own, evaluated once, in order.
+            chain += (
+                f" CROSS JOIN LATERAL (SELECT y.v, {before}.t + "
+                f"coalesce(octet_length(y.v::text), 0) AS t FROM (SELECT CASE WHEN "
+                f"{before}.t <= {limit} THEN {value} END AS v OFFSET 0) y) root{n}"
+            )
+        total = f"root{len(built)}.t"
+        data = obj([(key, f"root{n}.v") for n, (key, _) in enumerate(built, 1)])
         return self.p.statement(
-            f"SELECT {ok} AS ok, json_build_object('data', {data})::text AS body"
+            f"SELECT {ok} AS ok, {total} AS bytes, CASE WHEN {total} <= {limit} "
+            f"THEN json_build_object('data', {data})::text END AS body FROM {chain}"
         )
 
     def root(self, sel: Sel) -> str:
@@ -254,7 +275,7 @@ class Compiler:
         m = self.alias("m")
         return (
             f"SELECT count(DISTINCT {m}.record_id) FROM edge_properties {m} "
-            f"WHERE {m}.label = {label} AND {m}.value = {value} "
+            f"WHERE {carries(m, label, value)} "
             f"AND {m}.lane = ANY({self.lanes()}) AND {member_at(m, as_of)} "
             # Adjustment chains are never hyperedges: no members to count.
             f"AND {m}.label <> 'e_adjustment'"
@@ -265,7 +286,7 @@ class Compiler:
         m = self.alias("m")
         keyed = f"AND {m}.record_id > {self.arg(sel.site, 'after_id')}" if shape.after else ""
         where = (
-            f"{m}.label = {label} AND {m}.value = {value} AND {m}.lane = ANY({self.lanes()}) "
+            f"{carries(m, label, value)} AND {m}.lane = ANY({self.lanes()}) "
             f"AND {member_at(m, as_of)}"
         )
         page = (

@@ -101,6 +101,21 @@ class InvalidInputError(StoreError):
         return {} if self.allowed is None else {"allowed": self.allowed}
 
 
+class ResponseTooLargeError(StoreError):
+    """A read whose response would hold more than the bytes one response may hold."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"this response would hold more than {limit:,} bytes, the most one response may "
+            "hold; ask for less per request and page through the rest: a smaller first:, "
+            "fewer aliases, or fewer fields (content and versions are the large ones)"
+        )
+        self.limit = limit
+
+    def extensions(self) -> dict[str, object]:
+        return {"limit": self.limit}
+
+
 class NoPolicyError(StoreError):
     """No policy has been applied yet, so no lane takes a write."""
 
@@ -110,6 +125,37 @@ class NoPolicyError(StoreError):
         super().__init__(
             "no policy is in force, so no lane takes a write; "
             "start the gateway with --policy FILE or apply one with applyPolicy"
+        )
+
+
+class OutcomeUnknownError(StoreError):
+    """A write being committed when its caller stopped, whose outcome did not come in time."""
+
+    code = "OUTCOME_UNKNOWN"
+
+    def __init__(self, waited: float) -> None:
+        waiting = f" (waited {waited:g} more seconds)" if waited else ""
+        super().__init__(
+            "the call was stopped while its write was being committed, and whether it was "
+            f"committed is not known{waiting}: it may have been written. Read before "
+            "sending it again: a retry with the same idempotencyKey answers the first write if "
+            'there was one, and audit(kinds: ["sr_ingested", "sr_updated"]) lists what you wrote'
+        )
+        self.waited = waited
+
+    def extensions(self) -> dict[str, object]:
+        return {"waitedSeconds": self.waited}
+
+
+class StoppedError(StoreError):
+    """A write asked for by a call that was already being stopped: not begun."""
+
+    code = "STOPPED"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the call was stopped (its time ran out, or its client left) before this write "
+            "began: it was not written"
         )
 
 
@@ -156,19 +202,3 @@ def refusal_for(exc: BaseException) -> StoreError | None:
             return UnstorableTextError()
         seen = getattr(seen, "orig", None) or seen.__cause__
     return None
-
-
-class HiddenMemberError(StoreError):
-    """A change to a connection, group or chain that would touch a record the caller cannot read."""
-
-    code = "FORBIDDEN"
-
-    def __init__(self, what: str, ident: str) -> None:
-        super().__init__(
-            f"{what} '{ident}' also joins records in lanes you may not read; only an agent "
-            "that may read and write every record it joins can make that change"
-        )
-        self.ident = ident
-
-    def extensions(self) -> dict[str, object]:
-        return {"id": self.ident}

@@ -10,11 +10,21 @@
 Commands that lock nothing but the shared policy head (new records) take the same
 three steps together, many to a transaction, when they arrive at once
 (`store.group_commit`).
+
+A caller cancelled before its COMMIT is sent has written nothing: its transaction
+rolls back. Once COMMIT is sent the caller gets what happened: the result once it
+commits (the cancellation ends there), its failure, or `OutcomeUnknownError` when
+the outcome does not come within `outcome_timeout` seconds; never "stopped". A task
+already being cancelled begins no new write (`StoppedError`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Collection, Mapping, Sequence
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -27,16 +37,22 @@ from store.errors import (
     AmbiguousIdError,
     NoPolicyError,
     NotFoundError,
+    OutcomeUnknownError,
+    StoppedError,
     StoreError,
     refusal_for,
 )
-from store.group_commit import MAX_GROUP_WRITES, GroupCommit, Waiting
+from store.group_commit import DEFAULT_OUTCOME_TIMEOUT, MAX_GROUP_WRITES, GroupCommit, Waiting
 from store.policy_store import PolicyCache
 from store.pool import Conn, Pool
 from store.records import Record
 from store.resolve import MAX_CANDIDATES, check_record_ident
 
 R = TypeVar("R")
+
+# The writes that returned on behalf of the running request: whoever runs a request sets
+# a fresh list, so that a request stopped after some of its writes can say so.
+COMPLETED_WRITES: ContextVar[list[str] | None] = ContextVar("completed_writes", default=None)
 
 IDEMPOTENCY_CONSTRAINT = "uq_records_created_by_idempotency_key"
 # A retry after losing an idempotency race or a policy change sees the winner's state.
@@ -99,6 +115,13 @@ SELECT label, value, record_id FROM edge_properties
 WHERE (label, value) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND recorded_to IS NULL
 """
 
+# The values of some labels that records carry now: what they are found on to lock.
+CARRIED = """
+SELECT DISTINCT label, value FROM edge_properties
+WHERE record_id = ANY($1::text[]) AND label = ANY($2::text[]) AND recorded_to IS NULL
+ORDER BY label, value
+"""
+
 HEADS = """
 SELECT DISTINCT ON (kind, object_id) kind, object_id, version, hash, at
 FROM ledger
@@ -119,17 +142,30 @@ class _HoldersMovedError(StoreError):
 class Executor:
     """Runs write commands, one transaction each, on the gateway's pool."""
 
-    def __init__(self, pool: Pool, policies: PolicyCache) -> None:
+    def __init__(
+        self, pool: Pool, policies: PolicyCache, outcome_timeout: float = DEFAULT_OUTCOME_TIMEOUT
+    ) -> None:
         self.pool = pool
         self.policies = policies
         self._unfolded = 0
-        self._groups = GroupCommit(self._write_group, self._alone)
+        self._outcome_timeout = outcome_timeout
+        self._groups = GroupCommit(self._write_group, self._alone, outcome_timeout=outcome_timeout)
 
     async def execute(self, agent: str, command: Command[R]) -> R:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # Its request is being stopped, and an earlier write of it took the
+            # cancellation to answer its own outcome: this one does not begin.
+            raise StoppedError()
+        result: R
         if command.locks() == _NOTHING_LOCKED:
-            result: R = await self._groups.submit(agent, command)
-            return result
-        return await self._alone(agent, command)
+            result = await self._groups.submit(agent, command)
+        else:
+            result = await self._alone(agent, command)
+        completed = COMPLETED_WRITES.get()
+        if completed is not None:
+            completed.append(type(command).__name__)
+        return result
 
     async def _alone(self, agent: str, command: Command[R]) -> R:
         for attempt in range(_ATTEMPTS):
@@ -153,14 +189,20 @@ class Executor:
     async def _run(self, agent: str, command: Command[R]) -> R:
         locks = command.locks()
         async with self.pool.acquire() as conn:
-            async with conn.transaction():
+            async with _transaction(conn, self._outcome_timeout):
                 exact = await self._exact_ids(conn, agent, locks.records)
-                holding = await self._holders(conn, locks.carrying)
+                carried = await self._carried(conn, exact.values(), locks.carried_by_records)
+                carrying = (*locks.carrying, *carried)
+                holding = await self._holders(conn, carrying)
                 ids = set(exact.values()).union(*holding.values())
                 txn, rows = await self._lock(conn, agent, locks, sorted(ids))
                 # Whoever gains a value must lock one of its holders first (an adjustment
                 # locks the record it adjusts), so once they are all locked the set holds.
-                if locks.carrying and await self._holders(conn, locks.carrying) != holding:
+                if carrying and await self._holders(conn, carrying) != holding:
+                    raise _HoldersMovedError()
+                if locks.carried_by_records and not _carries_only(
+                    rows, exact.values(), locks.carried_by_records, set(carried)
+                ):
                     raise _HoldersMovedError()
                 records = self._readable(txn, exact, rows)
                 holders, hidden = self._held(txn, holding, rows)
@@ -179,7 +221,10 @@ class Executor:
                     await append(conn, table_rows)
                     applied = Applied(entries=entries, records=written)
                     self._unfolded += len(table_rows.label_deltas)
-            await self._fold(conn)
+            # Committed: a cancellation now stops only the fold (the next write folds),
+            # and the caller gets its result.
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._fold(conn)
         for hook in plan.after_commit:
             hook()
         return plan.result(applied)
@@ -197,6 +242,8 @@ class Executor:
                     if len(rows.entries) >= MAX_GROUP_WRITES:
                         left = group[n:]
                         break
+                    if waiting.withdrawn:  # its caller stopped while the lock was awaited
+                        continue
                     txn = replace(shared, agent_name=waiting.agent)
                     try:
                         plan = waiting.command.decide(txn, _NOTHING_READ)
@@ -205,6 +252,7 @@ class Executor:
                         continue
                     table_rows, entries, written = build_rows(txn, plan.writes, {})
                     rows.extend(table_rows)
+                    waiting.decided = True
                     decided.append((waiting, plan, Applied(entries=entries, records=written)))
                 if rows.entries:
                     await append(conn, rows)
@@ -287,6 +335,16 @@ class Executor:
         return {key: frozenset(ids) for key, ids in found.items()}
 
     @staticmethod
+    async def _carried(
+        conn: Conn, record_ids: Collection[str], labels: Sequence[str]
+    ) -> list[tuple[str, str]]:
+        """The values with `labels` that the records carry now (read before locking)."""
+        if not labels or not record_ids:
+            return []
+        rows = await conn.fetch(CARRIED, list(record_ids), list(labels))
+        return [(row["label"], row["value"]) for row in rows]
+
+    @staticmethod
     def _held(
         txn: Txn, holding: Mapping[tuple[str, str], frozenset[str]], rows: Sequence[asyncpg.Record]
     ) -> tuple[dict[tuple[str, str], tuple[Record, ...]], dict[tuple[str, str], int]]:
@@ -316,6 +374,51 @@ class Executor:
             return {}
         rows = await conn.fetch(HEADS, [k for k, _ in heads], [i for _, i in heads])
         return {(r["kind"], r["object_id"]): Head(r["version"], r["hash"], r["at"]) for r in rows}
+
+
+def _carries_only(
+    rows: Sequence[asyncpg.Record],
+    record_ids: Collection[str],
+    labels: Sequence[str],
+    carried: set[tuple[str, str]],
+) -> bool:
+    """Whether the locked records carry no value of `labels` besides those read before
+    locking (one gained meanwhile has holders that were not locked)."""
+    wanted = set(record_ids)
+    for row in rows:
+        if row["id"] in wanted:
+            for label, value in row["properties"]:
+                if label in labels and (label, value) not in carried:
+                    return False
+    return True
+
+
+@asynccontextmanager
+async def _transaction(conn: Conn, outcome_timeout: float) -> AsyncIterator[None]:
+    """A transaction whose COMMIT, once sent, is seen through (see the module's doc)."""
+    transaction = conn.transaction()
+    await transaction.start()
+    try:
+        yield
+    except BaseException:
+        await transaction.rollback()
+        raise
+    await _commit(conn, transaction.commit(), outcome_timeout)
+
+
+async def _commit(conn: Conn, commit: Awaitable[None], outcome_timeout: float) -> None:
+    sent = asyncio.ensure_future(commit)
+    try:
+        await asyncio.shield(sent)  # cancelling the caller does not cancel the COMMIT
+        return
+    except asyncio.CancelledError:
+        pass
+    done, _ = await asyncio.wait({sent}, timeout=outcome_timeout)
+    if not done:
+        conn.terminate()  # still inside the COMMIT: not handed to anyone else
+        sent.add_done_callback(lambda f: f.cancelled() or f.exception())
+        raise OutcomeUnknownError(outcome_timeout)
+    sent.result()  # its failure, if it failed: then nothing was committed
 
 
 def _record(row: Any, state: Mapping[str, Any] | None = None) -> Record:

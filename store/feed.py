@@ -1,47 +1,10 @@
 """The live feed: reading `audit_events` by transaction visibility, and replaying it.
 
-Feed order is `seq`, the event's position. Sequence numbers are taken when a row
-is inserted but become visible when its transaction commits, so transactions
-commit out of sequence order all the time: "everything after the last seq I saw"
-would skip an event whose seq is below one already delivered. The reader instead
-remembers what its last read could see, as a PostgreSQL snapshot: every event in
-a transaction that was still running (`xip`) or had not started (`txid >= xmax`)
-when the snapshot was taken is not yet delivered, and nothing else can ever
-appear, since a transaction absent from both sets had finished. Each read asks for
-exactly those rows (`txid = ANY(xip) OR txid >= xmax`, both on `ix_audit_events_txid`)
-together with the snapshot it reads them under (one statement, one round trip; a read
-too large for one statement is streamed in a REPEATABLE READ transaction instead), and
-so never skips an event nor reads one twice, without keeping a set of delivered seqs;
-a read that fails half-way remembers which events it has already handed out until the
-read is repeated.
-
-What a reader guarantees, per process:
-
-* **Exactly once.** Every committed event with a seq above the feed's position when
-  the reader went live (and every event still uncommitted then) is handed to the
-  sink exactly once, including across a lost connection or a PostgreSQL restart:
-  the reader reconnects with backoff and the next read starts from the snapshot it
-  last completed, so it catches up from the table.
-* **In seq order, waiting at most `order_wait` for a gap.** Events are released in
-  increasing seq. When a visible event has a seq above a missing one, the missing
-  seq belongs to a transaction that is still running, or to one that rolled back.
-  The reader holds the later events back until every transaction that was running
-  when the gap was first seen has finished (then the gap is a rollback and is
-  passed) or `order_wait` seconds have passed (then it is passed too). An event
-  whose seq was passed that way arrives later, out of order, but it arrives. The
-  same holds for a transaction that took its seq before it had a transaction id
-  (the write path never does: it locks the policy head first, which assigns one).
-* **Bounded memory.** The reader keeps the snapshot, the events held back behind a
-  gap, and, during a read, the seqs that read has released.
-
-A subscriber that resumes `after` a cursor is served by `replay`: it takes one
-snapshot, pages through every event visible in it with a seq after the cursor,
-and then takes from the live feed only the events that snapshot could not see
-(`Snapshot.finished`). Subscribing to the live feed before taking that snapshot
-makes the seam exact: every event is either in the replay or arrives live, never
-both, never neither. (An event whose transaction was still running when the replay's
-snapshot was taken arrives live, after the replay, so possibly after events with a
-higher cursor: exactly once, but not in seq order across the seam.)
+Events become visible when their transaction commits, not in `seq` order, so the
+reader asks for what its last snapshot could not see (`txid = ANY(xip) OR txid >=
+xmax`) instead of "seq above the last one": every committed event exactly once, in seq
+order but for a bounded wait at a gap, with bounded memory. docs/feed.md gives the
+reasoning, the guarantees and the replay's seam with the live feed.
 """
 
 from __future__ import annotations
@@ -51,8 +14,8 @@ import functools
 import heapq
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import asyncpg
@@ -62,8 +25,11 @@ from sqlalchemy.types import UserDefinedType
 
 from store import tables as t
 from store.errors import InvalidInputError
+from store.pages import position_cursor
 from store.pool import json_codecs, plain_url
 from store.records import AuditEvent
+from store.snapshot import Reader
+from store.visibility import NOTHING_NAMED, Named, read_named, readable_payload
 
 log = logging.getLogger("edgeloom.feed")
 
@@ -188,10 +154,12 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class FeedEvent:
-    """An audit event with the transaction that wrote it."""
+    """An audit event with the transaction that wrote it, and the lanes of the records its
+    payload names (read with it, so each set of readers' payloads is made without I/O)."""
 
     event: AuditEvent
     txid: int
+    named: Named = NOTHING_NAMED
 
     @property
     def seq(self) -> int:
@@ -206,8 +174,24 @@ class FeedEvent:
     def from_row(cls, row: Any) -> FeedEvent:
         return cls(AuditEvent.from_row(row), row["txid"])
 
+    def for_reader(self, readable: frozenset[str]) -> FeedEvent:
+        """The event as a reader of the lanes `readable` may see it (`store.visibility`)."""
+        seen = readable_payload(self.event, readable, self.named)
+        return self if seen is self.event else replace(self, event=seen)
+
+
+async def with_named(db: Reader, events: list[FeedEvent]) -> list[FeedEvent]:
+    """`events` with the lanes their payloads name (no statement when they name none)."""
+    named = await read_named(db, [e.event for e in events])
+    if named is NOTHING_NAMED:
+        return events
+    return [replace(e, named=named) for e in events]
+
 
 Sink = Callable[[Sequence[FeedEvent]], None]
+Notice = Callable[[str | None], None]
+"""Called with a notification's payload, or with None when the reader (re)connected, so
+that whatever was notified while no connection listened may be looked up afresh."""
 
 
 @dataclass
@@ -279,10 +263,14 @@ class FeedReader:
         order_wait: float = 1.0,
         fetch_size: int = 500,
         max_backoff: float = 5.0,
+        notices: Mapping[str, Notice] | None = None,
     ) -> None:
         self.database_url = plain_url(database_url)
         self.sink = sink
         self.wanted = wanted
+        # Channels LISTENed on the reader's own connection (rare notifications only:
+        # the events themselves are polled, keeping NOTIFY off the write path).
+        self.notices = dict(notices or {})
         self.poll_interval = poll_interval
         self.order_wait = order_wait
         self.fetch_size = fetch_size
@@ -347,6 +335,9 @@ class FeedReader:
             },
         )
         await json_codecs(conn)
+        for channel, notice in self.notices.items():
+            await conn.add_listener(channel, _listener(notice))
+            notice(None)
         return conn
 
     async def _poll(self, conn: asyncpg.Connection) -> None:
@@ -383,6 +374,8 @@ class FeedReader:
         if len(events) < self.fetch_size:
             current = Snapshot.from_row(rows[0])
             fresh = [FeedEvent.from_row(r) for r in events if r["seq"] not in self._partial]
+            # Read before the snapshot moves on: a failed read is repeated whole.
+            fresh = await with_named(conn, fresh)
             self._snapshot = current
             self._hand_out(self._orderer.release(fresh, current, time.monotonic()))
             self._partial.clear()
@@ -404,6 +397,7 @@ class FeedReader:
                 if not rows:
                     break
                 fresh = [FeedEvent.from_row(r) for r in rows if r["seq"] not in self._partial]
+                fresh = await with_named(conn, fresh)
                 self._hand_out(self._orderer.release(fresh, current, time.monotonic()))
         # Rows of this read are now behind the snapshot; the next read cannot return them.
         self._snapshot = current
@@ -419,6 +413,13 @@ class FeedReader:
         except Exception:
             # The sink is in-process fan-out; its failure must not stop the feed.
             log.exception("feed sink failed")
+
+
+def _listener(notice: Notice) -> Callable[[object, int, str, object], None]:
+    def notified(_conn: object, _pid: int, _channel: str, payload: object) -> None:
+        notice(str(payload))
+
+    return notified
 
 
 # -- replay ---------------------------------------------------------------------
@@ -444,12 +445,7 @@ async def check_cursor(engine: AsyncEngine, cursor: str) -> int:
     "0" is the position before the first event. A cursor of an event the caller
     may no longer read is still accepted: a position is not a record.
     """
-    if not cursor.isdigit() or len(cursor) > 18:
-        raise InvalidInputError(
-            f"cursor '{cursor[:40]}' is not a feed cursor; pass the cursor of an event "
-            'you received (a decimal), or "0" for the start of the feed'
-        )
-    position = int(cursor)
+    position = position_cursor(cursor)
     if position == 0:
         return 0
     ev = t.audit_events
@@ -483,7 +479,8 @@ async def replay(
     kinds: Sequence[str],
     page: int = REPLAY_PAGE,
 ) -> AsyncIterator[list[FeedEvent]]:
-    """Pages of the events after `after` visible in `snapshot`, in seq order.
+    """Pages of the events after `after` visible in `snapshot`, in seq order, their
+    payloads as a reader of those lanes may see them.
 
     `lanes` is awaited before each page for the lanes readable then, so rights
     that narrow during a long replay apply to the rest of it. Each page is its own
@@ -510,9 +507,16 @@ async def replay(
         )
         async with engine.connect() as conn:
             rows = (await conn.execute(statement)).mappings().all()
+            events = [FeedEvent.from_row(r) for r in rows]
+            if events:
+                # The page's own connection and transaction, through asyncpg's interface.
+                driver = (await conn.get_raw_connection()).driver_connection
+                assert driver is not None
+                events = await with_named(driver, events)
         if not rows:
             return
-        events = [FeedEvent.from_row(r) for r in rows]
+        seen = frozenset(readable)
+        events = [e.for_reader(seen) for e in events]
         yield events
         position = events[-1].seq
         if len(rows) < page:

@@ -7,6 +7,9 @@ from store.errors import InvalidInputError, UnstorableTextError
 MAX_CONTENT_CHARS = 1_000_000
 MAX_PROPERTIES = 256
 MAX_BATCH = 1000
+# Keys are indexed per agent (a btree row holds about 2.7 kB): 256 characters of any
+# width fit, and a UUID is 36.
+MAX_IDEMPOTENCY_KEY_LENGTH = 256
 
 
 def check_content(content: str) -> None:
@@ -31,6 +34,15 @@ def check_batch(size: int) -> None:
         raise InvalidInputError(
             f"ingestMany takes at most {MAX_BATCH} records per call (got {size})",
             allowed=MAX_BATCH,
+        )
+
+
+def check_idempotency_key(key: str) -> None:
+    if len(key) > MAX_IDEMPOTENCY_KEY_LENGTH:
+        raise InvalidInputError(
+            f"idempotencyKey is {len(key)} characters; at most {MAX_IDEMPOTENCY_KEY_LENGTH} are "
+            "allowed (a UUID is 36)",
+            allowed=MAX_IDEMPOTENCY_KEY_LENGTH,
         )
 
 

@@ -58,9 +58,10 @@ class Pool:
     """`size` connections, handed out first come, first served.
 
     A connection that comes back closed, inside a transaction, or from a block that
-    was cancelled or lost its connection (so a statement may be half-way) is not
-    reused: its place is opened afresh by the next acquire, which is also how the
-    pool recovers after a PostgreSQL restart.
+    lost its connection (so a statement may be half-way) is not reused: its place is
+    opened afresh by the next acquire, which is also how the pool recovers after a
+    PostgreSQL restart. One that comes back from a cancelled block is first given
+    the time to end its statement on the server (`_settle`).
     """
 
     def __init__(self, url: str, size: int) -> None:
@@ -71,6 +72,7 @@ class Pool:
         self._waiters: deque[asyncio.Future[Conn | None]] = deque()
         self._empty = size
         self._closing = False
+        self._settling: set[asyncio.Task[None]] = set()
 
     async def open(self) -> None:
         """Open every connection now, so that a burst finds them ready."""
@@ -155,6 +157,29 @@ class Pool:
                 return
         self._idle.append(conn)
 
+    def _settle_then_give_back(self, conn: Conn) -> None:
+        task = asyncio.get_running_loop().create_task(self._settle(conn))
+        self._settling.add(task)
+        task.add_done_callback(self._settling.discard)
+
+    async def _settle(self, conn: Conn) -> None:
+        """A connection whose statement was cancelled: asyncpg sends the server a cancel
+        request from a task of its own, which terminating the connection now would
+        abort, leaving the statement running on the server (a disconnected connection
+        is noticed only when the statement next writes to it). Its next statement waits
+        until the cancelled one has ended; then the connection is reused."""
+        reuse = False
+        try:
+            async with asyncio.timeout(SETTLE_SECONDS):
+                await conn.execute("SELECT 1")
+                if conn.is_in_transaction():  # known now that the server has answered
+                    await conn.execute("ROLLBACK")
+            reuse = True
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError):
+            pass
+        finally:
+            self._give_back(conn, reuse=reuse)
+
     def _vacate(self) -> None:
         """A place lost its connection: the first waiter, if any, opens a new one."""
         while self._waiters:
@@ -167,6 +192,8 @@ class Pool:
     async def close(self) -> None:
         """Close the idle connections; those still out are closed as they come back."""
         self._closing = True
+        for task in list(self._settling):
+            task.cancel()  # its connection is terminated as it comes back
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
@@ -181,6 +208,11 @@ class Pool:
 
 # A block that ends with one of these may have left a statement half-way.
 _UNSAFE = (asyncio.CancelledError, TimeoutError, OSError, asyncpg.InterfaceError)
+# Of those, a cancellation leaves the connection sound, its statement being cancelled.
+_CANCELLED = (asyncio.CancelledError, TimeoutError)
+# How long a cancelled statement may take to end on the server before its connection is
+# terminated instead of reused.
+SETTLE_SECONDS = 5.0
 
 
 class _Acquire:
@@ -202,6 +234,9 @@ class _Acquire:
         trace: TracebackType | None,
     ) -> None:
         conn, self._conn = self._conn, None
+        if isinstance(error, _CANCELLED) and conn is not None and not conn.is_closed():
+            self._pool._settle_then_give_back(conn)
+            return
         unsafe = error is not None and (
             isinstance(error, _UNSAFE) or not isinstance(error, Exception)
         )

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -17,8 +18,8 @@ import asyncpg
 
 from policies.properties import Property, parse_property
 from store._sql import Params, Statement
-from store.errors import InvalidInputError
-from store.pages import Page, decode_cursor, encode_cursor, page_size
+from store.errors import InvalidInputError, ResponseTooLargeError
+from store.pages import Page, encode_cursor, id_cursor, page_size, time_cursor
 from store.records import Record, RecordState, Version
 from store.snapshot import Reader
 
@@ -47,23 +48,87 @@ def member_at(alias: str, as_of: str | None) -> str:
     )
 
 
+def carries(alias: str, label: str, value: str) -> str:
+    """SQL: the membership row `alias` is of the property (label, value), as an index
+    condition: the indexes hold each value's key (store.tables), not the value."""
+    return f"{alias}.label = {label} AND {alias}.value_key = edgeloom_value_key({value})"
+
+
 # -- records ------------------------------------------------------------------
 
-_RECORDS_BY_ID = (
-    f"SELECT {RECORD_COLUMNS} FROM records WHERE id = ANY($1::text[]) AND lane = ANY($2::text[])"
-)
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+
+
+@dataclass
+class ContentBudget:
+    """The bytes of record content one response may carry, and what it carries so far.
+
+    Content counts each time the response carries it (`spend`), so aliases that read
+    the same records count each. The reads below are given what is left: PostgreSQL
+    sums the content sizes of a batch (`octet_length`, known without sending the
+    values) and sends the content only when the batch fits, so a read that would pass
+    the limit is refused before its content leaves the database.
+    """
+
+    limit: int
+    used: int = 0
+    refused: bool = False
+
+    @property
+    def left(self) -> int:
+        return self.limit - self.used
+
+    def refuse(self) -> ResponseTooLargeError:
+        self.refused = True
+        return ResponseTooLargeError(self.limit)
+
+    def check(self) -> None:
+        """Refuses a read once the response is refused, before it runs."""
+        if self.refused:
+            raise ResponseTooLargeError(self.limit)
+
+    def fits(self, rows: Sequence[asyncpg.Record]) -> None:
+        """Refuses a batch read whose content (`batch_bytes`) was not sent for want of room."""
+        if rows and rows[0]["batch_bytes"] is not None and rows[0]["batch_bytes"] > self.left:
+            raise self.refuse()
+
+    def spend(self, texts: Iterable[str]) -> None:
+        """Counts the content the response carries (UTF-8 bytes); refuses once over."""
+        for text in texts:
+            self.used += len(text) if text.isascii() else len(text.encode())
+        if self.used > self.limit:
+            raise self.refuse()
+
+
+_UNBOUNDED = ContentBudget(limit=1 << 62)
+
+# The content of each row only when the whole batch fits in what is left ($3).
+_RECORDS_BY_ID = f"""
+SELECT {RECORD_COLUMNS.replace("content, ", "")},
+       sum(octet_length(content)) OVER () AS batch_bytes,
+       CASE WHEN sum(octet_length(content)) OVER () <= $3 THEN content END AS content
+FROM records WHERE id = ANY($1::text[]) AND lane = ANY($2::text[])
+"""
 # The newest version written by `as_of`, per record; readable by its current lane.
 _RECORDS_AS_OF = """
-SELECT DISTINCT ON (l.object_id) l.object_id, l.version, l.state, l.at, l.hash,
-       r.created_at, r.created_by
-FROM ledger l JOIN records r ON r.id = l.object_id
-WHERE l.kind = 'record' AND l.object_id = ANY($1::text[]) AND l.at <= $3
-  AND r.lane = ANY($2::text[])
-ORDER BY l.object_id, l.version DESC
+SELECT n.object_id, n.version, n.at, n.hash, n.created_at, n.created_by,
+       sum(octet_length(n.state->>'content')) OVER () AS batch_bytes,
+       CASE WHEN sum(octet_length(n.state->>'content')) OVER () <= $4 THEN n.state END AS state
+FROM (
+  SELECT DISTINCT ON (l.object_id) l.object_id, l.version, l.state, l.at, l.hash,
+         r.created_at, r.created_by
+  FROM ledger l JOIN records r ON r.id = l.object_id
+  WHERE l.kind = 'record' AND l.object_id = ANY($1::text[]) AND l.at <= $3
+    AND r.lane = ANY($2::text[])
+  ORDER BY l.object_id, l.version DESC
+) n
 """
 # Callers are shown only the versions of records they may read, checked here too.
 _VERSIONS_OF = f"""
-SELECT {LEDGER_COLUMNS} FROM ledger l
+SELECT {LEDGER_COLUMNS.replace(", state", "")},
+       sum(octet_length(l.state->>'content')) OVER () AS batch_bytes,
+       CASE WHEN sum(octet_length(l.state->>'content')) OVER () <= $3 THEN l.state END AS state
+FROM ledger l
 WHERE l.kind = 'record' AND l.object_id = ANY($1::text[])
   AND EXISTS (SELECT 1 FROM records r WHERE r.id = l.object_id AND r.lane = ANY($2::text[]))
 ORDER BY l.object_id, l.version
@@ -71,15 +136,23 @@ ORDER BY l.object_id, l.version
 
 
 async def records_by_id(
-    db: Reader, ids: Sequence[str], lanes: Sequence[str], as_of: datetime | None = None
+    db: Reader,
+    ids: Sequence[str],
+    lanes: Sequence[str],
+    as_of: datetime | None = None,
+    budget: ContentBudget = _UNBOUNDED,
 ) -> dict[str, Record]:
-    """Readable records by full id, as they are now or as they were at `as_of`."""
+    """Readable records by full id, as they are now or as they were at `as_of`; refused,
+    their content unread, when it does not fit in what is left of `budget`."""
     if not ids:
         return {}
+    budget.check()
     if as_of is None:
-        rows = await db.fetch(_RECORDS_BY_ID, list(ids), list(lanes))
+        rows = await db.fetch(_RECORDS_BY_ID, list(ids), list(lanes), budget.left)
+        budget.fits(rows)
         return {row["id"]: Record.from_row(row) for row in rows}
-    rows = await db.fetch(_RECORDS_AS_OF, list(ids), list(lanes), as_of)
+    rows = await db.fetch(_RECORDS_AS_OF, list(ids), list(lanes), as_of, budget.left)
+    budget.fits(rows)
     return {
         row["object_id"]: Record(
             id=row["object_id"],
@@ -95,10 +168,16 @@ async def records_by_id(
 
 
 async def versions_of(
-    db: Reader, record_ids: Sequence[str], lanes: Sequence[str]
+    db: Reader,
+    record_ids: Sequence[str],
+    lanes: Sequence[str],
+    budget: ContentBudget = _UNBOUNDED,
 ) -> dict[str, list[Version]]:
-    """Every ledger entry of each readable record, oldest first."""
-    rows = await db.fetch(_VERSIONS_OF, list(record_ids), list(lanes))
+    """Every ledger entry of each readable record, oldest first; refused as in
+    `records_by_id` when their content does not fit in what is left of `budget`."""
+    budget.check()
+    rows = await db.fetch(_VERSIONS_OF, list(record_ids), list(lanes), budget.left)
+    budget.fits(rows)
     found: dict[str, list[Version]] = {rid: [] for rid in record_ids}
     for row in rows:
         found[row["object_id"]].append(Version.from_row(row))
@@ -142,7 +221,7 @@ async def browse(
 ) -> Page[str]:
     """Record ids in order of writing, optionally of one source type."""
     size = page_size(first)
-    key = decode_cursor(after, 2)
+    key = time_cursor(after)
     # Each lane is read on its own (unnest): once each.
     values: dict[str, Any] = {
         "lanes": list(dict.fromkeys(lanes)),
@@ -150,7 +229,7 @@ async def browse(
         "limit": size + 1,
     }
     if key is not None:
-        values["after_at"], values["after_id"] = cursor_time(key[0]), key[1]
+        values["after_at"], values["after_id"] = key
     statement = _browse_statement(source_type is not None, key is not None, count)
     rows = await db.fetch(statement.text, *statement.args(values))
     return _keyed_page(rows, size, count, by_time=True)
@@ -190,26 +269,26 @@ def members_sql(p: Params, count: int, mode: GatherMode, at: bool) -> str:
         # entries instead of reading every member of a popular one.
         joins = " ".join(
             f"""JOIN edge_properties m{n} ON m{n}.record_id = m0.record_id
-                AND m{n}.label = {p(f"label_{n}")} AND m{n}.value = {p(f"value_{n}")}
+                AND {carries(f"m{n}", p(f"label_{n}"), p(f"value_{n}"))}
                 AND m{n}.lane = m0.lane AND {member_at(f"m{n}", as_of)}"""
             for n in range(1, count)
         )
         # A record leaves and re-joins an edge over time; as of one instant it is a
         # member at most once, but DISTINCT keeps that an invariant of the query.
         return f"""SELECT DISTINCT m0.record_id FROM edge_properties m0 {joins}
-            WHERE m0.label = {p("label_0")} AND m0.value = {p("value_0")}
+            WHERE {carries("m0", p("label_0"), p("value_0"))}
             AND m0.lane = ANY({lanes}) AND {member_at("m0", as_of)}"""
     if mode is GatherMode.TIMELINE:
         # Each record once, with when it joined one of the edges: the timeline's order.
         carried = " OR ".join(
-            f"(m.label = {p(f'label_{n}')} AND m.value = {p(f'value_{n}')})" for n in range(count)
+            f"({carries('m', p(f'label_{n}'), p(f'value_{n}'))})" for n in range(count)
         )
         return f"""SELECT m.record_id, min(m.recorded_from) AS joined FROM edge_properties m
             WHERE ({carried}) AND m.lane = ANY({lanes}) AND {member_at("m", as_of)}
             GROUP BY m.record_id"""
     parts = [
         f"""SELECT m.record_id FROM edge_properties m
-            WHERE m.label = {p(f"label_{n}")} AND m.value = {p(f"value_{n}")}
+            WHERE {carries("m", p(f"label_{n}"), p(f"value_{n}"))}
             AND m.lane = ANY({lanes}) AND {member_at("m", as_of)}"""
         for n in range(count)
     ]
@@ -263,16 +342,20 @@ async def gather(
     if not props:
         return Page([], 0 if count else None, False, None)
     timeline = mode is GatherMode.TIMELINE
-    key = decode_cursor(after, 2 if timeline else 1)
     values: dict[str, Any] = {"lanes": list(lanes), "as_of": as_of, "limit": size + 1}
     for n, prop in enumerate(props):
         values[f"label_{n}"], values[f"value_{n}"] = prop.label, prop.value
-    if key is not None:
-        if timeline:
-            values["after_at"], values["after_id"] = cursor_time(key[0]), key[1]
-        else:
-            values["after_id"] = key[0]
-    statement = _gather_statement(len(props), mode, as_of is not None, key is not None, count)
+    if timeline:
+        keyed = time_cursor(after)
+        paged = keyed is not None
+        if keyed is not None:
+            values["after_at"], values["after_id"] = keyed
+    else:
+        after_id = id_cursor(after)
+        paged = after_id is not None
+        if after_id is not None:
+            values["after_id"] = after_id
+    statement = _gather_statement(len(props), mode, as_of is not None, paged, count)
     rows = await db.fetch(statement.text, *statement.args(values))
     return _keyed_page(rows, size, count, by_time=timeline)
 
@@ -294,7 +377,8 @@ async def edge_property_members(
 
 _MEMBER_COUNTS = """
 SELECT m.label, m.value, count(DISTINCT m.record_id) FROM edge_properties m
-WHERE (m.label, m.value) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+WHERE (m.label, m.value_key) IN (
+    SELECT l, edgeloom_value_key(v) FROM unnest($1::text[], $2::text[]) AS u(l, v))
   AND m.lane = ANY($3::text[]) AND {at}
   -- Adjustment chains are shown under a record's adjustments, never as hyperedges.
   AND m.label <> 'e_adjustment'
@@ -317,14 +401,6 @@ async def member_counts(
 
 
 # -- helpers ------------------------------------------------------------------
-
-
-def cursor_time(value: Any) -> datetime:
-    """The time a cursor holds; a cursor from elsewhere is refused."""
-    try:
-        return datetime.fromisoformat(str(value))
-    except ValueError as exc:
-        raise InvalidInputError("that cursor is not one this list gave out") from exc
 
 
 def _keyed_page(rows: Sequence[asyncpg.Record], size: int, count: bool, by_time: bool) -> Page[str]:

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import and_, select
-from sqlalchemy.ext.asyncio import AsyncConnection
-
-from store import tables as t
 from store.errors import AmbiguousIdError, InvalidIdError, NotFoundError
 from store.ids import RECORD_ID, RECORD_PREFIX
 from store.snapshot import Reader
@@ -51,45 +47,3 @@ async def resolve_id(db: Reader, ident: str, readable_lanes: Sequence[str]) -> s
     cleaned = check_record_ident(ident)
     rows = await db.fetch(RESOLVE, cleaned, list(readable_lanes))
     return pick(ident, cleaned, [row[0] for row in rows])
-
-
-async def resolve_record_id(
-    conn: AsyncConnection, ident: str, readable_lanes: Sequence[str]
-) -> str:
-    """The full id of the one readable record `ident` names (the write path's form)."""
-    cleaned = check_record_ident(ident)
-    lane_ok = t.records.c.lane.in_(list(readable_lanes))
-    if RECORD_ID.match(cleaned):
-        found = (
-            await conn.execute(
-                select(t.records.c.id).where(and_(t.records.c.id == cleaned, lane_ok))
-            )
-        ).scalar_one_or_none()
-        if found is None:
-            raise NotFoundError("record", ident)
-        return str(found)
-    # Prefix range scan on the primary key: every id starting with the prefix
-    # sorts between the prefix and the prefix followed by the highest hex digit.
-    rows = (
-        (
-            await conn.execute(
-                select(t.records.c.id)
-                .where(
-                    and_(
-                        t.records.c.id >= cleaned,
-                        t.records.c.id < cleaned + "g",
-                        lane_ok,
-                    )
-                )
-                .order_by(t.records.c.id)
-                .limit(MAX_CANDIDATES + 1)
-            )
-        )
-        .scalars()
-        .all()
-    )
-    if not rows:
-        raise NotFoundError("record", ident)
-    if len(rows) > 1:
-        raise AmbiguousIdError(ident, list(rows[:MAX_CANDIDATES]))
-    return str(rows[0])

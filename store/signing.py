@@ -14,7 +14,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import os
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,10 +26,17 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+log = logging.getLogger("edgeloom.checkpoints")
+
 
 def message(seq: int, covers: str, entries: int, prev_hash: str | None, digest: str) -> bytes:
-    """The bytes a checkpoint's signature covers."""
-    fields = ("edgeloom-checkpoint/1", seq, covers, entries, prev_hash or "", digest)
+    """The bytes the signature of a checkpoint of `signed_format` 1 covers (one taken
+    before every field was signed; `store.checkpoints` builds those of later formats)."""
+    return lines("edgeloom-checkpoint/1", seq, covers, entries, prev_hash or "", digest)
+
+
+def lines(*fields: object) -> bytes:
+    """Fields, none holding a newline, as the lines of signed bytes."""
     return "".join(f"{field}\n" for field in fields).encode()
 
 
@@ -90,20 +99,54 @@ def memory_of(url: str) -> str:
     return f"{host}:{parts.port or 5432}{parts.path}"
 
 
-def load_or_create(path: Path, memory: str) -> Signer:
-    """The key in `path`, made (readable by its owner only) when the file does not exist,
-    signing for the memory named `memory` (see `memory_of`)."""
-    if path.exists():
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
-        if not isinstance(key, Ed25519PrivateKey):
-            raise ValueError(f"{path} holds no Ed25519 private key")
-        return Signer(key, path, memory)
+def load(path: Path, memory: str) -> Signer | None:
+    """The key in `path`, signing for the memory named `memory` (see `memory_of`);
+    None when there is no such file."""
+    try:
+        pem = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    key = serialization.load_pem_private_key(pem, password=None)
+    if not isinstance(key, Ed25519PrivateKey):
+        raise ValueError(f"{path} holds no Ed25519 private key")
+    return Signer(key, path, memory)
+
+
+def create(path: Path, memory: str) -> Signer:
+    """A new key in `path` (readable by its owner only), which must not exist yet.
+
+    Every creation is logged: checkpoints signed by an earlier key at the same path can no
+    longer be checked against it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     key = Ed25519PrivateKey.generate()
     pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(pem)
-    return Signer(key, path, memory)
+    # Written whole under another name, then linked into place (refused when the file
+    # exists): a process starting beside this one never reads half a key.
+    tmp = path.with_name(f"{path.name}.{secrets.token_hex(8)}.new")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(pem)
+        os.link(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    made = Signer(key, path, memory)
+    log.warning("created the checkpoint key %s (key id %s)", path, made.key_id)
+    return made
+
+
+def load_or_create(path: Path, memory: str) -> Signer:
+    """The key in `path`, made (readable by its owner only) when the file does not exist,
+    signing for the memory named `memory` (see `memory_of`)."""
+    found = load(path, memory)
+    if found is not None:
+        return found
+    try:
+        return create(path, memory)
+    except FileExistsError:
+        # Another process (a worker started beside this one) made it first.
+        found = load(path, memory)
+        assert found is not None
+        return found

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import (
     BigInteger,
     Column,
+    Computed,
     DateTime,
     Index,
     Integer,
@@ -106,7 +107,9 @@ records = Table(
 # record carried it, so a gather at any point in time is an index scan. The current
 # membership has recorded_to NULL. Every index that reads filter by leads with the
 # lane, so the lane filter is an index condition whatever the statistics say and on
-# every PostgreSQL version (15 uses `lane = ANY(...)` only on a leading column).
+# every PostgreSQL version (15 uses `lane = ANY(...)` only on a leading column). They
+# hold `value_key`, which a btree row can hold for every value the limits allow (see
+# migration 0009): reads compare `value_key = edgeloom_value_key(:value)`.
 edge_properties = Table(
     "edge_properties",
     metadata,
@@ -119,16 +122,22 @@ edge_properties = Table(
     Column("recorded_to", TZ, nullable=True),
     Column("from_version", Integer, nullable=False),
     Column("to_version", Integer, nullable=True),
+    Column(
+        "value_key",
+        Text(collation="C"),
+        Computed("edgeloom_value_key(value)", persisted=True),
+        nullable=False,
+    ),
     Index("uq_edge_properties_id_from_version", "id", "from_version", unique=True),
     Index(
         "ix_edge_properties_current",
         "lane",
         "label",
-        "value",
+        "value_key",
         "record_id",
         postgresql_where=text("recorded_to IS NULL"),
     ),
-    Index("ix_edge_properties_history", "lane", "label", "value", "recorded_from"),
+    Index("ix_edge_properties_history", "lane", "label", "value_key", "recorded_from"),
     Index("ix_edge_properties_record_id", "record_id"),
 )
 
@@ -197,6 +206,8 @@ checkpoints = Table(
     Column("hash", Text, nullable=False),
     Column("signature", Text, nullable=True),
     Column("key_id", Text, nullable=True),
+    # 2: the signature covers every field; 1: checkpoints signed before it did.
+    Column("signed_format", SmallInteger, nullable=False, server_default=text("2")),
 )
 
 tokens = Table(

@@ -5,16 +5,21 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import ARRAY, Text, any_, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from store import tables as t
 from store.errors import NotFoundError
 
 TOKEN_PREFIX = "elt_"
+
+REVOKED_CHANNEL = "edgeloom_token_revoked"
+"""Notified (with the token's id) in the transaction that revokes a token, so that every
+gateway listening ends that token's open subscriptions at once."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,9 @@ async def revoke(engine: AsyncEngine, token_id: str) -> TokenInfo:
                 )
             )
         ).one_or_none()
+        if row is not None:
+            # Delivered on commit, to every listener of the database: each gateway's feed.
+            await conn.execute(select(func.pg_notify(REVOKED_CHANNEL, token_id)))
     if row is None:
         raise NotFoundError("token", token_id)
     return TokenInfo(*row)
@@ -81,6 +89,23 @@ async def agent_for(engine: AsyncEngine, secret: str) -> str | None:
                 )
             )
         ).scalar_one_or_none()
+
+
+async def agents_for(engine: AsyncEngine, secrets: Collection[str]) -> dict[str, str | None]:
+    """`agent_for` of each secret, in one statement (None: unknown or revoked)."""
+    if not secrets:
+        return {}
+    digests = {_digest(secret): secret for secret in secrets}
+    async with engine.connect() as conn:
+        rows = await conn.execute(
+            select(t.tokens.c.token_hash, t.tokens.c.agent).where(
+                # One array parameter, however many tokens are held.
+                t.tokens.c.token_hash == any_(bindparam("digests", list(digests), ARRAY(Text))),
+                t.tokens.c.revoked_at.is_(None),
+            )
+        )
+        live = {digests[token_hash]: agent for token_hash, agent in rows}
+    return {secret: live.get(secret) for secret in secrets}
 
 
 async def active_count(engine: AsyncEngine) -> int:

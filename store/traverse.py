@@ -34,14 +34,14 @@ _AS_OF = (
 )
 _HOP = """
 WITH edges AS (
-  SELECT DISTINCT m.label, m.value FROM edge_properties m
+  SELECT DISTINCT m.label, m.value, m.value_key FROM edge_properties m
   WHERE m.record_id = ANY(CAST(:frontier AS text[])) AND {at_m} {labels}
 ),
 sized AS (
-  SELECT e.label, e.value, (
+  SELECT e.label, e.value, e.value_key, (
     SELECT count(*) FROM (
       SELECT 1 FROM edge_properties x
-      WHERE x.label = e.label AND x.value = e.value
+      WHERE x.label = e.label AND x.value_key = e.value_key
         AND x.lane = ANY(CAST(:lanes AS text[])) AND {at_x}
       LIMIT :hub + 1
     ) capped
@@ -52,7 +52,7 @@ reached AS (
   -- Of the edges reaching a record at one hop, name the first in order.
   SELECT DISTINCT ON (x.record_id) x.record_id, s.label, s.value
   FROM sized s JOIN edge_properties x
-    ON x.label = s.label AND x.value = s.value
+    ON x.label = s.label AND x.value_key = s.value_key
    AND x.lane = ANY(CAST(:lanes AS text[])) AND {at_x}
   WHERE s.n <= :hub AND x.record_id <> ALL(CAST(:seen AS text[]))
   ORDER BY x.record_id, s.label COLLATE "C", s.value COLLATE "C"
@@ -65,8 +65,9 @@ UNION ALL (
 """
 _HUB_SIZES = """
 SELECT x.label, x.value, count(DISTINCT x.record_id) AS n FROM edge_properties x
-WHERE (x.label, x.value) IN (SELECT * FROM unnest(CAST(:labels AS text[]),
-                                                  CAST(:values AS text[])))
+WHERE (x.label, x.value_key) IN (
+    SELECT l, edgeloom_value_key(v)
+    FROM unnest(CAST(:labels AS text[]), CAST(:values AS text[])) AS u(l, v))
   AND x.lane = ANY(CAST(:lanes AS text[])) AND {at_x}
 GROUP BY x.label, x.value
 """

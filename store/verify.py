@@ -13,7 +13,8 @@ from typing import Any
 
 import asyncpg
 
-from store.checkpoints import chain, covered_hashes
+from store import checkpoints
+from store.checkpoints import Checkpoint, covered_hashes
 from store.hashing import entry_hash, legacy_entry_hash
 from store.policy_store import HEAD_SQL
 from store.pool import Conn, connect
@@ -30,7 +31,7 @@ from store.projection import (
     record_row,
 )
 from store.records import Record
-from store.signing import Signer, message
+from store.signing import Signer
 
 _LEDGER = """
 SELECT kind, object_id, version, event, actor, at, policy_version, state, prev_hash, hash,
@@ -69,8 +70,10 @@ WHERE NOT EXISTS (SELECT 1 FROM ledger l WHERE l.kind = e.object_kind
                   AND l.object_id = e.object_id AND l.version = e.version_after)
 ORDER BY e.seq LIMIT 50
 """
-_CHECKPOINTS = """
-SELECT seq, covers, entries, prev_hash, hash, signature, key_id FROM checkpoints ORDER BY seq
+_NEXT_TXID = "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint"
+_UNCOVERED = """
+SELECT seq FROM ledger WHERE txid < $1::text::xid8 AND NOT seq <@ $2::text::int8multirange
+ORDER BY seq
 """
 _RECORD_COLUMNS = RECORD_COLUMNS[1:]  # every column but the id compared on
 
@@ -102,6 +105,9 @@ async def verify(url: str, signer: Signer | None = None) -> Report:
     """Replay the whole ledger and compare it with the live projections; with the
     checkpoint key, check every checkpoint's signature and that none was removed."""
     report = Report()
+    # Read before the snapshot is taken: a checkpoint is recorded beside the key only once
+    # it has committed, so the snapshot holds the one read here (or a newer one).
+    head = None if signer is None else signer.newest()
     conn = await connect(url)
     try:
         async with conn.transaction(isolation="repeatable_read", readonly=True, deferrable=True):
@@ -112,7 +118,7 @@ async def verify(url: str, signer: Signer | None = None) -> Report:
             await _compare_corrections(conn, rebuilt, report)
             await _compare_label_counts(conn, rebuilt, report)
             await _check_events(conn, report)
-            await _check_checkpoints(conn, report, signer)
+            await _check_checkpoints(conn, report, signer, head)
     finally:
         await conn.close()
     return report
@@ -263,44 +269,47 @@ async def _check_events(conn: Conn, report: Report) -> None:
         )
 
 
-async def _check_checkpoints(conn: Conn, report: Report, signer: Signer | None) -> None:
-    """Recompute every checkpoint from the entries it covers; check its signature."""
-    prev_hash: str | None = None
-    seen: dict[int, str] = {}
-    for row in await conn.fetch(_CHECKPOINTS):
+async def _check_checkpoints(
+    conn: Conn, report: Report, signer: Signer | None, head: tuple[int, str] | None
+) -> None:
+    """Recompute every checkpoint from the entries it covers, check that they follow one
+    another and cover every entry older than the newest one's range exactly once; with the
+    key, check every signature and the newest checkpoint recorded beside it (`head`)."""
+    made = [Checkpoint.from_row(row) for row in await conn.fetch(checkpoints.ALL)]
+    prev: Checkpoint | None = None
+    for checkpoint in made:
         report.checkpoints += 1
-        seq = row["seq"]
-        seen[seq] = row["hash"]
-        hashes = await covered_hashes(conn, row["covers"])
-        if row["prev_hash"] != prev_hash:
-            report.problems.append(f"checkpoint {seq}: prev_hash breaks the chain")
-        if len(hashes) != row["entries"] or chain(row["prev_hash"], hashes) != row["hash"]:
-            report.problems.append(
-                f"checkpoint {seq}: covers {row['entries']} entries, but the ledger "
-                f"holds {len(hashes)} at those positions that hash differently: history before it "
-                "was erased or rewritten"
-            )
-        if signer is not None:
-            _check_signature(row, signer, report)
-        prev_hash = row["hash"]
-    newest = None if signer is None else signer.newest()
-    if newest is not None and seen.get(newest[0]) != newest[1]:
+        hashes = await covered_hashes(conn, checkpoint.covers)
+        report.problems.extend(checkpoints.problems(checkpoint, prev, hashes))
+        prev = checkpoint
+    report.problems.extend(checkpoints.overlaps(made))
+    if made:
+        await _check_coverage(conn, made, report)
+    if signer is not None:
+        report.problems.extend(checkpoints.signature_problems(made, signer))
+    seen = {c.seq: c.hash for c in made}
+    if head is not None and seen.get(head[0]) != head[1]:
         report.problems.append(
-            f"checkpoint {newest[0]}, recorded beside the key as signed, is missing or "
+            f"checkpoint {head[0]}, recorded beside the key as signed, is missing or "
             "differs: checkpoints were removed or rewritten"
         )
 
 
-def _check_signature(row: asyncpg.Record, signer: Signer, report: Report) -> None:
-    seq = row["seq"]
-    if row["signature"] is None:
-        report.problems.append(f"checkpoint {seq}: not signed")
-        return
-    if row["key_id"] != signer.key_id:
-        report.problems.append(
-            f"checkpoint {seq}: signed by key {row['key_id']}, not by this key ({signer.key_id})"
-        )
-        return
-    payload = message(seq, row["covers"], row["entries"], row["prev_hash"], row["hash"])
-    if not signer.valid(payload, row["signature"]):
-        report.problems.append(f"checkpoint {seq}: the signature does not match; it was forged")
+async def _check_coverage(conn: Conn, made: list[Checkpoint], report: Report) -> None:
+    """Every entry of a transaction below the newest checkpoint's range is covered: one
+    that is not was inserted after its range was anchored (or the range was moved)."""
+    newest = made[-1]
+    problem = checkpoints.horizon_problem(newest, await conn.fetchval(_NEXT_TXID))
+    if problem is not None:
+        report.problems.append(problem)
+    shown = 0
+    async for row in conn.cursor(_UNCOVERED, str(newest.below_txid), checkpoints.covered_set(made)):
+        shown += 1
+        if shown <= 50:
+            report.problems.append(
+                f"ledger position {row['seq']}: no checkpoint covers it, though its transaction "
+                f"is older than checkpoint {newest.seq}'s range: it was inserted into history "
+                "after that range was anchored"
+            )
+    if shown > 50:
+        report.problems.append(f"{shown - 50} more ledger positions no checkpoint covers")

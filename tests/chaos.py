@@ -4,9 +4,10 @@
 PostgreSQL in a temporary folder, on loopback only, and for a bounded time runs
 8 writers updating overlapping records with `expectedVersion` and ingestMany
 batches, while it `kill -9`s the gateway, `kill -9`s PostgreSQL, restarts with
-SIGTERM, and runs `edgeloom verify` throughout. Then it checks every acknowledged
-write against the database and prints the figures; it exits 1 when a write was
-lost, a batch was partial, or verify found a difference.
+SIGTERM, and runs `edgeloom verify` and `edgeloom checkpoint` throughout. Then it
+checks every acknowledged write against the database and prints the figures; it exits
+1 when a write was lost, a batch was partial, verify found a difference, or a
+checkpoint was refused.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ class Tally:
     verify_clean: int = 0
     verify_unreachable: int = 0
     verify_failed: list[str] = field(default_factory=list)
+    checkpoints_taken: int = 0
+    checkpoints_unreachable: int = 0
+    checkpoints_failed: list[str] = field(default_factory=list)
     recoveries: list[float] = field(default_factory=list)
 
 
@@ -179,6 +183,30 @@ async def verifier(data: Path, tally: Tally, stop: asyncio.Event) -> None:
         await asyncio.sleep(1.0)
 
 
+async def checkpointer(data: Path, tally: Tally, stop: asyncio.Event) -> None:
+    """`edgeloom checkpoint` every second, beside the verifier: each one it takes is a
+    chance for verify to meet a checkpoint committing during its run."""
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    while not stop.is_set():
+        process = await asyncio.create_subprocess_exec(
+            str(EDGELOOM),
+            "checkpoint",
+            "--data-dir",
+            str(data),
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await process.communicate()
+        if process.returncode == 0:
+            tally.checkpoints_taken += out.startswith(b"checkpoint ")
+        elif process.returncode == 2 and b"cannot use the database" in err:
+            tally.checkpoints_unreachable += 1
+        else:
+            tally.checkpoints_failed.append((out + err).decode()[-2000:])
+        await asyncio.sleep(1.0)
+
+
 async def disrupt(gw: Gateway, data: Path, tally: Tally, every: float, stop: asyncio.Event) -> None:
     """kill -9 the gateway, kill -9 PostgreSQL, SIGTERM the gateway, round and round."""
     moves = ["kill gateway", "kill postgres", "sigterm gateway"]
@@ -253,6 +281,7 @@ async def run(seconds: float, every: float) -> int:
     tasks = [asyncio.create_task(updater(gw, ids, tally, stop)) for _ in range(6)]
     tasks += [asyncio.create_task(batcher(gw, tally, stop)) for _ in range(2)]
     tasks.append(asyncio.create_task(verifier(data, tally, stop)))
+    tasks.append(asyncio.create_task(checkpointer(data, tally, stop)))
     chaos = asyncio.create_task(disrupt(gw, data, tally, every, stop))
     await asyncio.sleep(seconds)
     stop.set()
@@ -272,6 +301,9 @@ async def run(seconds: float, every: float) -> int:
         "verify runs clean": tally.verify_clean,
         "verify runs with the database down": tally.verify_unreachable,
         "verify runs reporting a difference (must be 0)": len(tally.verify_failed),
+        "checkpoints taken": tally.checkpoints_taken,
+        "checkpoint runs with the database down": tally.checkpoints_unreachable,
+        "checkpoint runs refused or failing (must be 0)": len(tally.checkpoints_failed),
     }
     width = max(map(len, figures))
     for name, value in figures.items():
@@ -282,12 +314,13 @@ async def run(seconds: float, every: float) -> int:
             f"{statistics.median(tally.recoveries):.2f} / {max(tally.recoveries):.2f}"
         )
     print(f"final {final}")
-    for failure in tally.verify_failed[:3]:
+    for failure in tally.verify_failed[:3] + tally.checkpoints_failed[:3]:
         print(failure)
     bad = (
         figures["partial batches (must be 0)"]
         or figures["lost acknowledged writes (must be 0)"]
         or tally.verify_failed
+        or tally.checkpoints_failed
         or not final.startswith("verify ok")
     )
     return 1 if bad else 0

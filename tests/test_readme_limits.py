@@ -8,9 +8,12 @@ from gql.app import DEFAULT_REQUEST_TIMEOUT, Settings
 from gql.cost import DEFAULT_MAX_COST
 from gql.limits import DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS, MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
 from gql.schema import MAX_ALIASES, MAX_DEPTH, MAX_TOKENS, MAX_VALIDATION_WORK
+from policies.loader import MAX_ALIAS_NODES
+from policies.loader import MAX_DEPTH as MAX_POLICY_DEPTH
 from policies.properties import MAX_LABEL_LENGTH, MAX_VALUE_LENGTH
-from store.limits import MAX_BATCH, MAX_CONTENT_CHARS, MAX_PROPERTIES
+from store.limits import MAX_BATCH, MAX_CONTENT_CHARS, MAX_IDEMPOTENCY_KEY_LENGTH, MAX_PROPERTIES
 from store.pages import DEFAULT_PAGE, MAX_PAGE
+from store.queries import DEFAULT_MAX_RESPONSE_BYTES
 
 
 def test_the_limits_table_matches_the_code(repo: Path) -> None:
@@ -22,6 +25,8 @@ def test_the_limits_table_matches_the_code(repo: Path) -> None:
         f"| edge-property label | {MAX_LABEL_LENGTH} characters,",
         f"| edge properties per record | {MAX_PROPERTIES} |",
         f"| record content | {MAX_CONTENT_CHARS:,} characters |",
+        f"| `idempotencyKey` | {MAX_IDEMPOTENCY_KEY_LENGTH} characters ",
+        f"may add at most {MAX_ALIAS_NODES:,} nodes; nesting at most {MAX_POLICY_DEPTH} levels |",
         f"| request body | {DEFAULT_MAX_BODY // 2**20} MiB |",
         f"| WebSocket message | {DEFAULT_MAX_BODY // 2**20} MiB (the body limit) |",
         f"| WebSocket connections per gateway process | {Settings.max_ws_connections:,}, ",
@@ -34,6 +39,7 @@ def test_the_limits_table_matches_the_code(repo: Path) -> None:
         f"| fields selected in a document, its fragments included | {DEFAULT_MAX_FIELDS:,}, ",
         f"compared in pairs) | {MAX_VALIDATION_WORK:,} steps |",
         f"| query cost | {DEFAULT_MAX_COST:,} objects |",
+        f"| response size | {DEFAULT_MAX_RESPONSE_BYTES // 2**20} MiB |",
         f"| page size (`first`) | {MAX_PAGE} (default {DEFAULT_PAGE}) |",
         f"| request time (HTTP) | {DEFAULT_REQUEST_TIMEOUT:g} seconds |",
     ):

@@ -44,6 +44,7 @@ from gql.context import Services, policy_in_force
 from gql.errors import parse_cached
 from gql.limits import check_variables, too_many_fields
 from store.compiled_sql import NotCompilable
+from store.errors import ResponseTooLargeError, StoreError
 
 log = logging.getLogger("edgeloom.compiled")
 
@@ -191,8 +192,9 @@ class CompiledPath:
         profile = version.policy.agents.get(caller.agent)
         if profile is None:
             return None
+        limit = services.max_response_bytes
         try:
-            text, args = operation.bind(variables, profile.readable_lanes(version.policy))
+            text, args = operation.bind(variables, profile.readable_lanes(version.policy), limit)
         except Declined:
             return None
         async with services.pool.acquire() as conn:
@@ -207,6 +209,8 @@ class CompiledPath:
                 return None
         if row is None or not row["ok"]:
             return None
+        if row["body"] is None:  # built only as far as the limit, and not sent
+            return over_http.answer(request, _refusal(ResponseTooLargeError(limit)))
         return over_http.answer(request, row["body"])
 
     async def _write(
@@ -231,6 +235,14 @@ class CompiledPath:
         else:
             body = write.answer(written)
         return over_http.answer(request, body)
+
+
+def _refusal(error: StoreError) -> bytes:
+    """The body the ordinary path answers a refused operation with."""
+    extensions = {"code": error.code, **error.extensions()}
+    return orjson.dumps(
+        {"data": None, "errors": [{"message": error.message, "extensions": extensions}]}
+    )
 
 
 def _int_variables(operation: OperationDefinitionNode) -> tuple[str, ...]:

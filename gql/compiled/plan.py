@@ -37,8 +37,8 @@ from policies.properties import parse_property
 from store.compiled_sql import Compiler, NotCompilable, Sel, Shape
 from store.errors import StoreError
 from store.ids import RECORD_ID
-from store.pages import decode_cursor, page_size
-from store.queries import GatherMode, cursor_time, gather_properties
+from store.pages import id_cursor, page_size, time_cursor
+from store.queries import GatherMode, gather_properties
 from store.resolve import check_record_ident
 
 # The object type each compiled field returns; a field not listed is not compiled.
@@ -195,13 +195,14 @@ class Operation:
         self.coerce = coercer(self.schema, self.operation.variable_definitions or ())
 
     def bind(
-        self, variables: Mapping[str, Any] | None, lanes: Sequence[str]
+        self, variables: Mapping[str, Any] | None, lanes: Sequence[str], max_bytes: int
     ) -> tuple[str, list[Any]]:
-        """The statement text and arguments for one request; raises Declined."""
+        """The statement text and arguments for one request (a body of at most
+        `max_bytes` of data); raises Declined."""
         coerced = self.coerce(variables or {})
         if coerced is None:
             raise Declined()
-        values: Values = {"lanes": list(lanes)}
+        values: Values = {"lanes": list(lanes), "max_bytes": max_bytes}
         shapes = []
         try:
             for number, site in enumerate(self.sites):
@@ -273,9 +274,9 @@ def _bind_records(
     # Each lane is read on its own (unnest): once each.
     values[prefix + "lanes"] = list(dict.fromkeys(x for x in chosen if x in lanes))
     values[prefix + "source_type"] = source_type
-    key = decode_cursor(args.get("after"), 2)
+    key = time_cursor(args.get("after"))
     if key is not None:
-        values[prefix + "after_at"], values[prefix + "after_id"] = cursor_time(key[0]), key[1]
+        values[prefix + "after_at"], values[prefix + "after_id"] = key
     return Shape(after=key is not None, source_type=source_type is not None)
 
 
@@ -293,14 +294,19 @@ def _bind_gather(
     for n, prop in enumerate(props):
         values[f"{prefix}label_{n}"], values[f"{prefix}value_{n}"] = prop.label, prop.value
     timeline = mode is GatherMode.TIMELINE
-    key = decode_cursor(args.get("after"), 2 if timeline else 1)
-    if key is not None:
-        if timeline:
-            values[prefix + "after_at"] = cursor_time(key[0])
-        values[prefix + "after_id"] = key[-1]
+    if timeline:
+        keyed = time_cursor(args.get("after"))
+        paged = keyed is not None
+        if keyed is not None:
+            values[prefix + "after_at"], values[prefix + "after_id"] = keyed
+    else:
+        after_id = id_cursor(args.get("after"))
+        paged = after_id is not None
+        if after_id is not None:
+            values[prefix + "after_id"] = after_id
     return Shape(
         as_of=args.get("asOf") is not None,
-        after=key is not None,
+        after=paged,
         mode=mode,
         properties=len(props),
     )
@@ -319,9 +325,9 @@ def _bind_members(
     prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
 ) -> Shape:
     _page(prefix, args.get("first"), values)
-    key = decode_cursor(args.get("after"), 1)
+    key = id_cursor(args.get("after"))
     if key is not None:
-        values[prefix + "after_id"] = key[0]
+        values[prefix + "after_id"] = key
     return Shape(after=key is not None)
 
 

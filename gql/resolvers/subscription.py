@@ -30,7 +30,7 @@ from gql.context import Caller, Context, Services
 from gql.errors import MASKED_MESSAGE, UnauthenticatedError
 from gql.feed_hub import Bearer, Closed, Direct, FeedHub, FeedUnavailableError, Progress, Rendered
 from gql.types import AuditEvent, Info
-from gql.websocket import Outlet, current_outlet
+from gql.websocket import Outlet, close_socket_after_operation, current_outlet
 from policies.errors import PolicyError
 from store import feed
 from store.errors import InvalidInputError, NoPolicyError, StoreError
@@ -141,7 +141,15 @@ class _Rights:
             return
         self._token_checked = now
         if self.bearer is not None and await self.hub.token_agent(self.bearer.secret) != self.agent:
-            raise UnauthenticatedError(BAD_TOKEN)
+            raise _token_revoked()
+
+
+def _token_revoked() -> UnauthenticatedError:
+    """The refusal that ends a subscription whose token was revoked; its socket, which
+    holds that token for every operation, is closed after it (as connection_init
+    with a revoked token is)."""
+    close_socket_after_operation(4403, "Forbidden: the token was revoked")
+    return UnauthenticatedError(BAD_TOKEN)
 
 
 @strawberry.type
@@ -273,6 +281,8 @@ async def _audit_events(
             ):
                 await rights.check_token()
                 for item in page:
+                    if subscriber.revoked:  # found by the hub (a notified revocation)
+                        raise _token_revoked()
                     if subscriber.wants(item):
                         context.begin_operation()
                         yield AuditEvent.from_domain(item.event)
@@ -286,7 +296,7 @@ async def _audit_events(
                 pending, subscriber.pending = subscriber.pending, None
                 await pending  # what the hub began sending comes first
             if subscriber.revoked:  # found by the hub's own check of the token
-                raise UnauthenticatedError(BAD_TOKEN)
+                raise _token_revoked()
             await rights.check_token()
             if batch is None:
                 continue

@@ -18,8 +18,9 @@ from gql.compiled.endpoint import CompiledPath
 from tests.support import Gateway
 
 TESTS = Path(__file__).resolve().parent
-# The agents of the multi-lane example policy, and a caller without a token.
-AGENTS = ("curator", "sales", "planner", None)
+# The agents of the multi-lane example policy. A caller without a token is refused
+# before either path runs (the policy has no anonymous agent): `refused_before_compiling`.
+AGENTS = ("curator", "sales", "planner")
 
 
 @dataclass
@@ -91,6 +92,28 @@ def drawn(documents: st.SearchStrategy[str], count: int) -> list[str]:
 
     collect()
     return found
+
+
+async def refused_before_compiling(
+    pair: Pair, documents: Sequence[str], pools: Mapping[str, list[Any]]
+) -> int:
+    """Sends each call without a token to both gateways: each must be answered 401, with
+    the same body, and none by the compiled path. Returns how many calls were sent."""
+    path = compiled_path(pair.compiled)
+    before, sent = path.answered, 0
+    for query in documents:
+        for variables in variants(query, pools):
+            answers = [
+                await gateway.client.post(
+                    gateway.graphql_url, json={"query": query, "variables": variables}
+                )
+                for gateway in (pair.plain, pair.compiled)
+            ]
+            assert [a.status_code for a in answers] == [401, 401], (query, variables)
+            assert answers[0].json() == answers[1].json(), (query, variables)
+            sent += 1
+    assert path.answered == before, "a call without a token reached the compiled path"
+    return sent
 
 
 async def answered_by_path(

@@ -7,9 +7,10 @@ way), so the two bodies must be equal, ids and times included; which gateway goe
 first alternates. The documents are every single-`ingest`/`ingestMany` document of the
 test suite and shapes agents send (fragments, aliases, __typename, edge properties,
 merged keys, and shapes the compiled path declines), under every agent of a
-multi-lane policy and without a token, with inputs that are written, refused by the
-guard or the store, or do not coerce. Documents with literal inputs and documents
-generated from the schema are compared with record ids and times blanked.
+multi-lane policy, with inputs that are written, refused by the guard or the store,
+or do not coerce; a call without a token is refused before either path runs.
+Documents with literal inputs and documents generated from the schema are compared
+with record ids and times blanked.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from tests.gql._differential import (
     answered_by_path,
     compiled_path,
     drawn,
+    refused_before_compiling,
     suite_operations,
 )
 from tests.gql._policy_support import ingest, mint
@@ -161,10 +163,10 @@ def blanked(value: Any) -> Any:
 class World(Pair):
     calls: int = 0
 
-    async def both(self, query: str, variables: dict[str, Any], agent: str | None) -> None:
+    async def both(self, query: str, variables: dict[str, Any], agent: str) -> None:
         """The same call (same idempotency keys) to both gateways: equal bodies."""
         self.calls += 1
-        token = self.tokens[agent] if agent else None
+        token = self.tokens[agent]
         with_keys = {n: keyed(v, f"k{self.calls}") for n, v in variables.items()}
         if with_keys == variables:
             # Nothing to key (inputs written in the document): two writes, compared as such.
@@ -178,9 +180,9 @@ class World(Pair):
         two = await second.post(query, variables, token)
         assert one == two, (query, variables, agent)
 
-    async def alike(self, query: str, variables: dict[str, Any], agent: str | None) -> None:
+    async def alike(self, query: str, variables: dict[str, Any], agent: str) -> None:
         """A call without keys to both: equal bodies but for made ids and times."""
-        token = self.tokens[agent] if agent else None
+        token = self.tokens[agent]
         expected = await self.plain.post(query, variables, token)
         got = await self.compiled.post(query, variables, token)
         assert blanked(got) == blanked(expected), (query, variables, agent)
@@ -200,8 +202,8 @@ async def world(start_gateway: GatewayFactory, crm_yaml: str) -> World:
 SUITE_DOCUMENTS = write_documents()
 
 
-@pytest.mark.parametrize("agent", AGENTS, ids=lambda a: a or "no-token")
-async def test_every_write_of_the_suite_answers_the_same(world: World, agent: str | None) -> None:
+@pytest.mark.parametrize("agent", AGENTS)
+async def test_every_write_of_the_suite_answers_the_same(world: World, agent: str) -> None:
     assert len(SUITE_DOCUMENTS) >= 3, SUITE_DOCUMENTS
     answered = await answered_by_path(
         world.compiled,
@@ -209,9 +211,13 @@ async def test_every_write_of_the_suite_answers_the_same(world: World, agent: st
         world.pools,
         lambda query, variables: world.both(query, variables, agent),
     )
-    if agent is not None:
-        # Most calls were answered by the compiled path (written or refused there).
-        assert answered >= 40, answered
+    # Most calls were answered by the compiled path (written or refused there).
+    assert answered >= 40, answered
+
+
+async def test_writes_without_a_token_are_refused_before_compiling(world: World) -> None:
+    sent = await refused_before_compiling(world, [*SUITE_DOCUMENTS, *EXTRA, *LITERAL], world.pools)
+    assert sent >= 20, sent
 
 
 def restricted_sdl() -> str:

@@ -261,6 +261,33 @@ async def test_a_revoked_token_ends_the_subscription(
     assert error["message"].startswith("the bearer token is unknown or has been revoked")
 
 
+async def test_a_revocation_nobody_notified_still_ends_the_subscription(
+    start_gateway: GatewayFactory, crm_yaml: str
+) -> None:
+    """The periodic check is what remains when a revocation's notification never arrives
+    (here the token is revoked by hand, without one)."""
+    from gql.feed_hub import FeedOptions
+    from store import tokens
+    from store.database import create_engine
+
+    gateway = await start_gateway(policy_yaml=crm_yaml, feed=FeedOptions(token_recheck_seconds=0.3))
+    engine = create_engine(gateway.database_url, pool_size=1)
+    try:
+        info, secret = await tokens.create(engine, "planner")
+        async with feed_client(gateway, secret) as client:
+            await client.subscribe("p", after=await newest_cursor(gateway))
+            note = await ingest_note(gateway, secret, "before revocation")
+            assert (await client.event("p"))["recordId"] == note["id"]
+            async with sql(gateway.database_url) as conn:
+                await conn.execute("UPDATE tokens SET revoked_at = now() WHERE id = $1", info.id)
+            error = await client.error("p", timeout=5)
+            code, _ = await asyncio.wait_for(client.closed, 5)
+    finally:
+        await engine.dispose()
+    assert error["extensions"] == {"code": "UNAUTHENTICATED"}
+    assert code == 4403
+
+
 async def test_revoking_one_token_ends_only_its_subscription_and_the_rest_stay_direct(
     start_gateway: GatewayFactory, crm_yaml: str
 ) -> None:

@@ -15,14 +15,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from websockets.asyncio.client import connect
 
 from gql.feed_hub import FeedOptions, Rendered
 from gql.resolvers import subscription
 from store.feed import FeedEvent
 from tests.conftest import DEV, GatewayFactory
 from tests.gql._api import ADD, REMOVE, UPDATE, ingest, unique
-from tests.gql._feed import TIMEOUT, FeedClient, feed_client, newest_cursor
+from tests.gql._feed import FeedClient, feed_client, newest_cursor
 
 VERSION = "number at event actor content properties lane sourceType authority policyVersion hash"
 AFTER = f"after {{ {VERSION} }}"
@@ -165,28 +164,3 @@ async def test_shared_renderings_equal_ordinary_execution(
     assert shared.state["services"].feed.sent_directly >= 2 * written * len(ops) - written
     kinds = {m["payload"]["data"]["auditEvents"]["kind"] for m in by_kind}
     assert kinds == {"sr_ingested", "sr_updated", "property_added", "property_removed"}
-
-
-async def test_the_legacy_protocol_gets_the_shared_rendering(start_gateway: GatewayFactory) -> None:
-    gateway = await start_gateway(anonymous_agent=DEV)
-    query, _, _ = OPERATIONS[2]
-    async with (
-        feed_client(gateway) as current,
-        connect(gateway.ws_url, subprotocols=["graphql-ws"], open_timeout=TIMEOUT) as legacy,
-    ):
-        await legacy.send(json.dumps({"type": "connection_init", "payload": {}}))
-        assert json.loads(await legacy.recv())["type"] == "connection_ack"
-        start = await newest_cursor(gateway)
-        await legacy.send(json.dumps({"id": "old", "type": "start", "payload": {"query": query}}))
-        await subscribe(current, "new", 2)
-        await asyncio.sleep(0.5)  # both registered: neither replays
-        record = await ingest(gateway, "to both")
-        while True:
-            message = json.loads(await asyncio.wait_for(legacy.recv(), TIMEOUT))
-            if message["type"] != "ka":
-                break
-        new = await current.message("new")
-    assert message == {"type": "data", "id": "old", "payload": new["payload"]}
-    assert new["payload"]["data"]["auditEvents"]["cursor"] == str(int(start) + 1)
-    assert new["payload"]["data"]["auditEvents"]["after"]["content"] == "to both"
-    assert record

@@ -1,9 +1,10 @@
-"""The feed's socket behaviour: close codes, the legacy protocol, and slow subscribers."""
+"""The feed's socket behaviour: close codes, the one protocol served, and slow subscribers."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -16,7 +17,6 @@ from gql.feed_hub import FeedOptions
 from tests.conftest import DEV, GatewayFactory
 from tests.gql._api import ingest
 from tests.gql._feed import FEED, PROTOCOL, TIMEOUT, feed_client, newest_cursor, small_buffer_socket
-from tests.gql._policy_support import mint
 from tests.support import Databases, Gateway, run_gateway
 
 
@@ -56,41 +56,20 @@ async def test_a_second_subscription_with_one_id_closes_with_4409(gateway: Gatew
     assert code == 4409
 
 
-async def test_the_legacy_graphql_ws_protocol(crm: Gateway) -> None:
-    planner = (await mint(crm, "planner"))["planner"]
+async def test_the_legacy_graphql_ws_protocol_is_refused(
+    crm: Gateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Only graphql-transport-ws is served: a client offering nothing else is closed with
+    4406, cleanly, and one offering both gets graphql-transport-ws."""
     async with connect(crm.ws_url, subprotocols=["graphql-ws"], open_timeout=TIMEOUT) as ws:
-        assert ws.subprotocol == "graphql-ws"
-        await ws.send(
-            json.dumps(
-                {"type": "connection_init", "payload": {"authorization": f"Bearer {planner}"}}
-            )
-        )
-        assert json.loads(await ws.recv())["type"] == "connection_ack"
-        start = await newest_cursor(crm)
-        await ws.send(
-            json.dumps(
-                {
-                    "id": "1",
-                    "type": "start",
-                    "payload": {"query": FEED, "variables": {"after": start}},
-                }
-            )
-        )
-        note = await crm.data(
-            'mutation { ingest(input: {content: "legacy", lane: "notes"}) { id } }', token=planner
-        )
-        while True:
-            message = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT))
-            if message["type"] != "ka":
-                break
-        assert message["type"] == "data", message
-        assert message["payload"]["data"]["auditEvents"]["recordId"] == note["ingest"]["id"]
-    async with connect(crm.ws_url, subprotocols=["graphql-ws"], open_timeout=TIMEOUT) as ws:
-        await ws.send(
-            json.dumps({"type": "connection_init", "payload": {"authorization": "Bearer elt_no"}})
-        )
-        assert json.loads(await ws.recv())["type"] == "connection_error"
-        assert await closed_with(ws) == 1011
+        assert ws.subprotocol is None
+        assert await closed_with(ws) == 4406
+    assert ws.close_reason == "Subprotocol not acceptable"
+    async with connect(
+        crm.ws_url, subprotocols=["graphql-ws", PROTOCOL], open_timeout=TIMEOUT
+    ) as ws:
+        assert ws.subprotocol == PROTOCOL
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
 
 BIG = "x" * 200_000

@@ -6,6 +6,8 @@ answer must be the one a non-existent record, property or event would get.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +15,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import GatewayFactory
+from tests.gql._asserted import CONNECT, CORRECT, DISCONNECT, GROUP, UNADJUST, UNGROUP
+from tests.gql._feed import feed_client
 from tests.gql._policy_support import (
     ADD,
     INGEST,
@@ -333,3 +337,264 @@ async def test_a_prefix_shared_with_the_other_lane_is_not_ambiguous(
     # bookkeeping for the other tests of this module
     a.records.append(mine)
     b.records.append(theirs)
+
+
+# -- payloads that name or count records ------------------------------------------------------
+
+EDGE_POLICY = """
+lanes:
+  alpha: {}
+  beta: {}
+agents:
+  a: { read: [alpha], write: [alpha] }
+  b: { read: [beta], write: [beta] }
+  looker: { read: [alpha, beta], write: [alpha] }
+  curator: { read: [alpha, beta], write: [alpha, beta] }
+"""
+EDGE_READS = {"a": {"alpha"}, "b": {"beta"}, "curator": {"alpha", "beta"}}
+EVENT_FIELDS = "id kind recordId lane payload"
+ONE_EVENT = f"query($id: ID!) {{ auditEvent(id: $id) {{ {EVENT_FIELDS} }} }}"
+LIVE = f"subscription($after: String) {{ auditEvents(after: $after) {{ {EVENT_FIELDS} }} }}"
+
+
+@dataclass
+class Edges:
+    gateway: Gateway
+    tokens: dict[str, str]
+
+    async def record(self, lane: str, **fields: Any) -> str:
+        made = await ingest(self.gateway, self.tokens["curator"], content=lane, lane=lane, **fields)
+        record_id: str = made["id"]
+        return record_id
+
+    async def do(self, query: str, variables: dict[str, Any], agent: str = "curator") -> Any:
+        return await self.gateway.data(query, variables, self.tokens[agent])
+
+    async def refused(self, query: str, variables: dict[str, Any], agent: str) -> dict[str, Any]:
+        return await self.gateway.error(query, variables, self.tokens[agent])
+
+    async def audit(self, agent: str, record_id: str | None = None) -> list[dict[str, Any]]:
+        query = f"""query($id: ID, $after: String) {{
+          audit(recordId: $id, first: 500, after: $after) {{
+            items {{ {EVENT_FIELDS} }} pageInfo {{ hasNextPage endCursor }} }} }}"""
+        found: list[dict[str, Any]] = []
+        after = None
+        while True:
+            page = (await self.do(query, {"id": record_id, "after": after}, agent))["audit"]
+            found += page["items"]
+            if not page["pageInfo"]["hasNextPage"]:
+                return found
+            after = page["pageInfo"]["endCursor"]
+
+
+@pytest.fixture(scope="module")
+async def edges(start_gateway: GatewayFactory) -> Edges:
+    gateway = await start_gateway(policy_yaml=EDGE_POLICY)
+    return Edges(gateway, await mint(gateway, "a", "b", "looker", "curator"))
+
+
+def payload_of(events: list[dict[str, Any]], kind: str, record_id: str) -> list[dict[str, Any]]:
+    return [e["payload"] for e in events if e["kind"] == kind and e["recordId"] == record_id]
+
+
+async def test_payloads_name_and_count_only_readable_records(edges: Edges) -> None:
+    """A curator connects, groups, adjusts and corrects across two lanes; each reader sees
+    every payload without the other lane's records, in `audit`, `audit(recordId:)`,
+    `auditEvent`, the live feed and its replay from "0", as if they did not exist."""
+    gateway = edges.gateway
+    async with (
+        feed_client(gateway, edges.tokens["a"]) as a_live,
+        feed_client(gateway, edges.tokens["b"]) as b_live,
+        feed_client(gateway, edges.tokens["curator"]) as c_live,
+    ):
+        live = {"a": a_live, "b": b_live, "curator": c_live}
+        # The same document for every reader: renderings are shared per set of lanes only.
+        for client in live.values():
+            await client.subscribe("live", LIVE)
+        await asyncio.sleep(0.5)  # subscribed before the first write
+
+        x1, x2 = await edges.record("alpha"), await edges.record("alpha")
+        y1, y2 = await edges.record("beta"), await edges.record("beta")
+        await edges.do(CONNECT, {"a": x1, "b": y1, "hint": "across"})
+        await edges.do(CONNECT, {"a": x1, "b": x2, "hint": "within"})
+        team = [x1, x2, y1, y2]
+        await edges.do(GROUP, {"ids": team, "hint": "team"})
+        n1 = await edges.record("alpha", adjusts=[x2, y2])
+        m1 = await edges.record("beta", adjusts=[x1])
+        for record_id in (x1, y1):
+            await edges.do(CORRECT, {"id": record_id, "content": "right", "reason": "why"})
+        lanes = {x1: "alpha", x2: "alpha", n1: "alpha", y1: "beta", y2: "beta", m1: "beta"}
+
+        whole = [e for e in await edges.audit("curator") if e["recordId"] in lanes]
+        # The curator reads both lanes: the payloads as written, naming across lanes.
+        assert {p["other"] for p in payload_of(whole, "connected", x1)} == {y1, x2}
+        assert [p["members"] for p in payload_of(whole, "grouped", y1)] == [4]
+        assert [p["adjusts"] for p in payload_of(whole, "adjusted", n1)] == [sorted([x2, y2])]
+        assert [p.get("adjustedBy") for p in payload_of(whole, "adjusted", x1)] == [m1]
+
+        for agent, reads in EDGE_READS.items():
+            hidden = {rid for rid, lane in lanes.items() if lane not in reads}
+            mine = sorted(rid for rid, lane in lanes.items() if lane in reads)
+            expected = [
+                {**e, "payload": as_seen(e, reads, lanes, team)}
+                for e in whole
+                if e["lane"] in reads
+            ]
+            everything = await edges.audit(agent)
+            for event in everything:
+                assert not any(rid in json.dumps(event["payload"]) for rid in hidden), event
+            assert [e for e in everything if e["recordId"] in lanes] == expected, agent
+            by_record = [e for rid in mine for e in await edges.audit(agent, rid)]
+            assert sorted(by_record, key=by_id) == sorted(expected, key=by_id), agent
+            for event in expected:
+                one = await edges.do(ONE_EVENT, {"id": event["id"]}, agent)
+                assert one["auditEvent"] == event
+            assert await live[agent].events("live", len(expected)) == expected, agent
+            async with feed_client(gateway, edges.tokens[agent]) as replaying:
+                await replaying.subscribe("replay", LIVE, after="0")
+                replayed = await replaying.events("replay", len(everything))
+            assert [e for e in replayed if e["recordId"] in lanes] == expected, agent
+
+        a_view = await edges.audit("a")
+        # What agent a sees, spelled out: only its own lane's ends, members and links.
+        assert [p.get("other") for p in payload_of(a_view, "connected", x1)] == [None, x2]
+        assert [p["members"] for p in payload_of(a_view, "grouped", x1)] == [2]
+        assert [p["adjusts"] for p in payload_of(a_view, "adjusted", n1)] == [[x2]]
+        assert [p.get("adjustedBy") for p in payload_of(a_view, "adjusted", x2)] == [n1]
+        assert [p for p in payload_of(a_view, "adjusted", x1) if "adjustedBy" in p] == []
+        assert payload_of(a_view, "corrected", x1)[0]["reason"] == "why"
+        b_view = await edges.audit("b")
+        assert [p["adjusts"] for p in payload_of(b_view, "adjusted", m1)] == [[]]
+        assert [p["members"] for p in payload_of(b_view, "grouped", y2)] == [2]
+
+
+def by_id(event: dict[str, Any]) -> str:
+    event_id: str = event["id"]
+    return event_id
+
+
+def as_seen(
+    event: dict[str, Any], reads: set[str], lanes: dict[str, str], team: list[str]
+) -> dict[str, Any]:
+    """A payload as written, with what a reader of `reads` may not read taken out."""
+    payload = dict(event["payload"])
+    for key in ("other", "adjustedBy"):
+        if key in payload and lanes[payload[key]] not in reads:
+            del payload[key]
+    if "adjusts" in payload:
+        payload["adjusts"] = [rid for rid in payload["adjusts"] if lanes[rid] in reads]
+    if event["kind"] == "grouped":
+        payload["members"] = sum(lanes[rid] in reads for rid in team)
+    return payload
+
+
+# -- changing a set that joins records the caller cannot read or write --------------------------
+
+GROUPS = "query($id: ID!) { record(id: $id) { version groups { id records { id } } } }"
+CHAINS = "query($id: ID!) { record(id: $id) { version adjustments { id records { id } } } }"
+
+
+def hidden_refusal(error: dict[str, Any], what: str, ident: str) -> None:
+    assert error["extensions"]["code"] == "FORBIDDEN", error
+    assert error["message"] == (
+        f"{what} '{ident}' also joins records in lanes you may not read; only an agent that may "
+        "read and write every record it joins can change it (you may change those whose "
+        "records are all in the lanes ['alpha'])"
+    )
+    assert error["extensions"]["allowed"] == ["alpha"]
+
+
+def unwritable_refusal(error: dict[str, Any]) -> None:
+    assert error["extensions"]["code"] == "FORBIDDEN", error
+    assert error["message"] == (
+        "agent 'looker' may not write to lane 'beta'; writable lanes: ['alpha']"
+    )
+
+
+async def test_a_group_joining_records_the_caller_cannot_read_or_write_is_not_changed(
+    edges: Edges,
+) -> None:
+    x1, x2, x3 = [await edges.record("alpha") for _ in range(3)]
+    y1 = await edges.record("beta")
+    made = (await edges.do(GROUP, {"ids": [x1, x2, x3, y1], "hint": "team"}))["group"]
+    before = {rid: await edges.do(GROUPS, {"id": rid}) for rid in (x1, x2, x3, y1)}
+    for ids in ([x1], [x1, x2], None):
+        hidden_refusal(
+            await edges.refused(UNGROUP, {"id": made["id"], "ids": ids}, "a"), "group", made["id"]
+        )
+        unwritable_refusal(await edges.refused(UNGROUP, {"id": made["id"], "ids": ids}, "looker"))
+    for rid, seen in before.items():
+        assert await edges.do(GROUPS, {"id": rid}) == seen
+    # A group of the caller's own lanes is its to change.
+    own = (await edges.do(GROUP, {"ids": [x2, x3], "hint": "own"}, "a"))["group"]
+    gone = (await edges.do(UNGROUP, {"id": own["id"], "ids": [x2]}, "a"))["ungroup"]
+    assert gone["active"] is False
+    left = (await edges.do(UNGROUP, {"id": made["id"], "ids": [x1]}))["ungroup"]
+    assert sorted(r["id"] for r in left["members"]["items"]) == sorted([x2, x3, y1])
+
+
+async def test_a_chain_joining_records_the_caller_cannot_read_or_write_is_not_changed(
+    edges: Edges,
+) -> None:
+    x1, x2 = await edges.record("alpha"), await edges.record("alpha")
+    y1 = await edges.record("beta", adjusts=[x1, x2])
+    [chain] = (await edges.do(CHAINS, {"id": y1}))["record"]["adjustments"]
+    assert sorted(r["id"] for r in chain["records"]) == sorted([x1, x2, y1])
+    before = {rid: await edges.do(CHAINS, {"id": rid}) for rid in (x1, x2, y1)}
+    count = '{ records(lane: "alpha") { totalCount } }'
+    written = (await edges.do(count, {}))["records"]["totalCount"]
+    adjusting = {"input": {"content": "next", "lane": "alpha", "adjusts": [x1]}}
+    hidden_refusal(await edges.refused(INGEST, adjusting, "a"), "adjustment chain", chain["id"])
+    many = {"inputs": [{"content": "mine", "lane": "alpha"}, adjusting["input"]]}
+    error = await edges.refused(INGEST_MANY, many, "a")
+    assert error["extensions"]["code"] == "FORBIDDEN"
+    assert error["message"].startswith("inputs[1] refused, so nothing was written: ")
+    unwritable_refusal(await edges.refused(INGEST, adjusting, "looker"))
+    unadjusting = {"id": x1, "adjustment": chain["id"]}
+    hidden_refusal(await edges.refused(UNADJUST, unadjusting, "a"), "adjustment chain", chain["id"])
+    unwritable_refusal(await edges.refused(UNADJUST, unadjusting, "looker"))
+    for rid, seen in before.items():
+        assert await edges.do(CHAINS, {"id": rid}) == seen
+    assert (await edges.do(count, {}))["records"]["totalCount"] == written
+    # A chain of the caller's own lanes is its to grow and cut.
+    mine = (await edges.do(INGEST, {"input": {"content": "x", "lane": "alpha"}}, "a"))["ingest"]
+    grown = {"input": {"content": "x'", "lane": "alpha", "adjusts": [mine["id"]]}}
+    assert (await edges.do(INGEST, grown, "a"))["ingest"]["id"]
+    # The curator reads and writes both lanes.
+    assert (await edges.do(INGEST, adjusting))["ingest"]["id"]
+    assert (await edges.do(UNADJUST, unadjusting))["unadjust"]["active"] is True
+
+
+async def test_a_connection_to_a_record_the_caller_cannot_read_is_not_changed(
+    edges: Edges,
+) -> None:
+    x1, y1 = await edges.record("alpha"), await edges.record("beta")
+    made = (await edges.do(CONNECT, {"a": x1, "b": y1, "hint": "across"}))["connect"]
+    disconnecting = {"id": made["id"]}
+    hidden_refusal(await edges.refused(DISCONNECT, disconnecting, "a"), "connection", made["id"])
+    unwritable_refusal(await edges.refused(DISCONNECT, disconnecting, "looker"))
+    assert (await edges.do(DISCONNECT, disconnecting))["disconnect"]["active"] is False
+
+
+async def test_a_chain_gained_while_locking_is_decided_on_too(
+    edges: Edges, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chains of an adjusted record are looked up before it is locked: one it gained in
+    between (its first look-up missed it) is looked up again, not adjusted unchecked."""
+    from store.executor import Executor
+
+    x1 = await edges.record("alpha")
+    await edges.record("beta", adjusts=[x1])
+    [chain] = (await edges.do(CHAINS, {"id": x1}))["record"]["adjustments"]
+    looked: list[list[tuple[str, str]]] = []
+    carried = Executor._carried
+
+    async def late(*args: Any) -> list[tuple[str, str]]:
+        found = await carried(*args)
+        looked.append(found)
+        return [] if len(looked) == 1 else found
+
+    monkeypatch.setattr(Executor, "_carried", staticmethod(late))
+    adjusting = {"input": {"content": "next", "lane": "alpha", "adjusts": [x1]}}
+    hidden_refusal(await edges.refused(INGEST, adjusting, "a"), "adjustment chain", chain["id"])
+    assert looked == [[("e_adjustment", chain["id"].split(":", 1)[1])]] * 2

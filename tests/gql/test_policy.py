@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime
 
 import pytest
@@ -235,3 +236,21 @@ async def test_restarting_with_the_policy_file_replaces_an_applied_one_and_says_
         third = await start_gateway(policy_yaml=crm_yaml, database_url=first.database_url)
     assert (await third.data(POLICY, token=curator))["policy"]["version"] == 3
     assert not [r for r in caplog.records if "replaces version" in r.getMessage()]
+
+
+async def test_an_alias_bomb_is_refused_at_once_and_health_keeps_answering(
+    start_gateway: GatewayFactory, crm_yaml: str
+) -> None:
+    """987 bytes of nested aliases (10^8 strings) held the event loop for seconds."""
+    gateway = await start_gateway(policy_yaml=crm_yaml)
+    curator = (await mint(gateway, "curator"))["curator"]
+    levels = [f"&a0 [{', '.join(['lol'] * 10)}]"]
+    levels += [f"&a{n} [{', '.join([f'*a{n - 1}'] * 10)}]" for n in range(1, 8)]
+    bomb = f"lanes: {{crm: {{}}}}\nagents:\n  a:\n   apply_policy: [{', '.join(levels)}]\n"
+    started = time.monotonic()
+    error = await gateway.error(APPLY, {"yaml": bomb}, curator)
+    assert time.monotonic() - started < 1.0
+    assert error["extensions"]["code"] == "BAD_USER_INPUT"
+    assert error["message"].startswith("policy 'applyPolicy': not valid YAML (aliases may add")
+    assert (await gateway.client.get(gateway.url + "/healthz")).status_code == 200
+    assert len(await history(gateway)) == 1

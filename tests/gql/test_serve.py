@@ -220,6 +220,23 @@ async def test_serve_refuses_a_missing_or_bad_policy_file(tmp_path: Path) -> Non
     assert not (tmp_path / "pg").exists()
 
 
+async def test_serve_refuses_an_alias_bomb_policy_file(tmp_path: Path) -> None:
+    levels = [f"&a0 [{', '.join(['lol'] * 10)}]"]
+    levels += [f"&a{n} [{', '.join([f'*a{n - 1}'] * 10)}]" for n in range(1, 8)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(
+        f"lanes: {{crm: {{}}}}\nagents:\n  a:\n   apply_policy: [{', '.join(levels)}]\n",
+        encoding="utf-8",
+    )
+    # The time it takes is tested on the loader (tests/policies); a process start varies.
+    err = await refused(None, "--policy", str(bomb), "--data-dir", str(tmp_path / "pg"))
+    assert err.strip() == (
+        f"edgeloom: policy '{bomb}': not valid YAML (aliases may add at most 100,000 nodes "
+        "to a document; those of the node at line 4 column 187)"
+    ), err
+    assert not (tmp_path / "pg").exists()
+
+
 # -- the policy in force at start ------------------------------------------------
 
 PROFILE = "{ profile { agent } }"

@@ -4,6 +4,7 @@ ones with 1009 before they are decoded, and oversized variables are refused by n
 from __future__ import annotations
 
 import json
+import logging
 import time
 
 import pytest
@@ -42,11 +43,15 @@ async def closed_with(ws: ClientConnection) -> int:
 
 
 @pytest.mark.parametrize("text", MALFORMED)
-async def test_a_malformed_message_closes_with_4400(gateway: Gateway, text: str | bytes) -> None:
+async def test_a_malformed_message_closes_with_4400(
+    gateway: Gateway, text: str | bytes, caplog: pytest.LogCaptureFixture
+) -> None:
     async with await init(gateway) as ws:
         assert (await receive(ws))["type"] == "connection_ack"
         await ws.send(text)
         assert await closed_with(ws) == 4400
+    # Closed by the protocol, not by an exception in the ASGI application.
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
 
 async def test_a_message_over_the_body_size_closes_with_1009_undecoded(gateway: Gateway) -> None:

@@ -5,6 +5,7 @@ import pytest
 from policies import errors
 from policies.errors import (
     ContentFormatError,
+    HiddenMemberError,
     LabelNotAllowedError,
     LaneForbiddenError,
     LaneNotDeclaredError,
@@ -32,9 +33,11 @@ SAMPLES: list[PolicyError] = [
     LaneForbiddenError("planner", "crm", "write", ["notes"]),
     PolicyApplyForbiddenError("planner", ["curator"]),
     UnknownAgentError("ghost"),
+    HiddenMemberError("group", "e_group:team_0", ["notes"]),
 ]
 
 CODES = {
+    HiddenMemberError: "FORBIDDEN",
     LaneForbiddenError: "FORBIDDEN",
     PolicyApplyForbiddenError: "FORBIDDEN",
     UnknownAgentError: "UNAUTHENTICATED",

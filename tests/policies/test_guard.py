@@ -4,6 +4,7 @@ import pytest
 
 from policies.errors import (
     ContentFormatError,
+    HiddenMemberError,
     LabelNotAllowedError,
     LaneForbiddenError,
     LaneNotDeclaredError,
@@ -15,12 +16,14 @@ from policies.errors import (
     ValueNotAllowedError,
 )
 from policies.guard import (
+    SetChange,
     Stamp,
     check_added_labels,
     check_apply_policy,
     check_caller_properties,
     check_record,
     check_write_lane,
+    decide_set,
 )
 from policies.loader import dev_policy, load_policy
 from policies.model import AgentProfile, Policy
@@ -458,3 +461,30 @@ def test_unknown_agent(crm: Policy) -> None:
     assert caught.value.code == "UNAUTHENTICATED"
     assert "agent 'ghost' is not declared by the policy in force" in caught.value.message
     assert caught.value.extensions() == {"agent": "ghost"}
+
+
+# -- changes to connections, groups and chains ----------------------------------------------
+
+
+def test_a_set_is_changed_only_by_who_may_read_and_write_every_record_on_it(crm: Policy) -> None:
+    planner, sales = crm.agent("planner"), crm.agent("sales")
+    decide_set(crm, planner, SetChange("group", "e_group:g_0", ("notes", "notes")))
+    decide_set(crm, curator(crm), SetChange("group", "e_group:g_0", ("crm", "notes")))
+    # Readable but not writable: the refusal names the lanes it may write.
+    with pytest.raises(LaneForbiddenError) as refused:
+        decide_set(crm, planner, SetChange("group", "e_group:g_0", ("notes", "crm")))
+    assert refused.value.message == (
+        "agent 'planner' may not write to lane 'crm'; writable lanes: ['notes']"
+    )
+    # Not readable: the hidden records are not named, the lanes it may change are.
+    with pytest.raises(HiddenMemberError) as hidden:
+        decide_set(crm, sales, SetChange("adjustment chain", "e_adjustment:adj_0", ("crm",), 1))
+    assert hidden.value.message == (
+        "adjustment chain 'e_adjustment:adj_0' also joins records in lanes you may not read; "
+        "only an agent that may read and write every record it joins can change it (you may "
+        "change those whose records are all in the lanes ['crm'])"
+    )
+    assert hidden.value.extensions() == {"allowed": ["crm"], "id": "e_adjustment:adj_0"}
+    with pytest.raises(HiddenMemberError) as hidden:
+        decide_set(crm, planner, SetChange("connection", "e_connect:c_0", ("notes",), 1))
+    assert hidden.value.allowed == ["notes"]

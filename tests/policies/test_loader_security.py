@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import yaml
 
 from policies.errors import PolicyLoadError
-from policies.loader import is_valid_name, load_policy
+from policies.loader import MAX_ALIAS_NODES, MAX_DEPTH, _show, is_valid_name, load_policy
 
 HOSTILE_NAMES = [
     "crm'; DROP TABLE records; --",
@@ -150,3 +152,62 @@ def test_regex_anchor_trailing_newline_regression() -> None:
     # `^...$` with re.match would accept "crm\n"; the loader must use a full match
     assert not is_valid_name("crm\n")
     refuse({"lanes": {"crm\n": {}}})
+
+
+def alias_bomb(under: str) -> str:
+    """Under 1 kB of YAML whose aliases expand to 10^8 strings, the value of `under`."""
+    levels = [f"&a0 [{', '.join(['lol'] * 10)}]"]
+    levels += [f"&a{n} [{', '.join([f'*a{n - 1}'] * 10)}]" for n in range(1, 8)]
+    bomb = ",\n    ".join(levels)
+    return f"lanes: {{crm: {{}}}}\nagents:\n  a:\n   {under}: [\n    {bomb}]\n"
+
+
+@pytest.mark.parametrize("under", ["apply_policy", "read", "unknown"])
+def test_an_alias_bomb_is_refused_at_once(under: str) -> None:
+    text = alias_bomb(under)
+    assert len(text) < 1000
+    started = time.monotonic()
+    with pytest.raises(PolicyLoadError) as caught:
+        load_policy(text, "policy.yaml")
+    assert time.monotonic() - started < 0.5
+    message = caught.value.message
+    assert message == (
+        f"policy 'policy.yaml': not valid YAML (aliases may add at most {MAX_ALIAS_NODES:,} "
+        "nodes to a document; those of the node at line 8 column 5)"
+    )
+
+
+def test_a_self_referring_alias_is_refused() -> None:
+    with pytest.raises(PolicyLoadError) as caught:
+        load_policy("lanes: &l {crm: *l}\n")
+    assert caught.value.message == (
+        "policy '<policy>': not valid YAML (a node refers to itself through an alias "
+        "at line 1 column 8)"
+    )
+
+
+def test_nesting_deeper_than_the_limit_is_refused_not_a_crash() -> None:
+    with pytest.raises(PolicyLoadError) as caught:
+        load_policy("lanes: " + "[" * 5000 + "]" * 5000)
+    assert caught.value.message == (
+        f"policy '<policy>': not valid YAML (nested deeper than {MAX_DEPTH} levels "
+        "at line 1 column 71)"
+    )
+
+
+def test_aliases_that_add_little_are_still_read() -> None:
+    text = "lanes: {crm: {}, notes: {}}\nagents:\n  a: &a {read: [crm, notes]}\n  b: *a\n"
+    policy = load_policy(text)
+    assert policy.agents["b"].read == policy.agents["a"].read
+
+
+def test_a_refusal_shows_a_bounded_prefix_of_a_huge_value() -> None:
+    """The value is never repr()'d whole: one with 10^8 leaves is shown at once."""
+    huge: object = ["lol"] * 10
+    for _ in range(7):
+        huge = [huge] * 10
+    started = time.monotonic()
+    shown = _show(huge)
+    assert time.monotonic() - started < 0.5
+    assert len(shown) <= 80 and shown.startswith("[[[")
+    assert _show("x" * 10**7) == repr("x" * 76)[:-1] + "..."

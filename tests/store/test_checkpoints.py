@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -19,11 +20,29 @@ EVENTS_OFF = "ALTER TABLE audit_events DISABLE TRIGGER audit_events_append_only"
 
 
 async def take(url: str, signer: signing.Signer | None = None) -> checkpoints.Checkpoint | None:
+    await settled(url)
     conn = await connect(url)
     try:
-        return await checkpoints.take(conn, signer)
+        return (await checkpoints.take(conn, signer)).made
     finally:
         await conn.close()
+
+
+async def settled(url: str) -> None:
+    """Wait until every ledger entry's transaction lies below the horizon, which writers
+    in other databases of the same server hold back too (transaction ids are the server's)."""
+    async with sql(url) as conn:
+        for _ in range(1200):
+            if await conn.fetchval(SETTLED):
+                return
+            await asyncio.sleep(0.05)
+    raise AssertionError("the horizon stayed behind the ledger's newest transaction for 60 s")
+
+
+SETTLED = """
+SELECT coalesce(max(txid::text::bigint), 0) < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+FROM ledger
+"""
 
 
 async def history(databases: Databases) -> tuple[str, str, str]:

@@ -59,10 +59,10 @@ class MarkBoth:
 
 
 @contextlib.asynccontextmanager
-async def executor_on(gateway: Gateway) -> AsyncIterator[Executor]:
+async def executor_on(gateway: Gateway, **options: float) -> AsyncIterator[Executor]:
     pool: Pool = await create_pool(runtime_url(gateway.database_url), 8)
     try:
-        yield Executor(pool, PolicyCache.empty())
+        yield Executor(pool, PolicyCache.empty(), **options)
     finally:
         await pool.close()
 

@@ -352,3 +352,56 @@ async def test_the_reader_plans_its_poll_once(databases: Databases) -> None:
         assert plans["generic_plans"] >= 8, dict(plans)
     finally:
         await conn.close()
+
+
+NAMING = """
+INSERT INTO audit_events (id, kind, record_id, lane, actor, at, payload,
+                          version_before, version_after, object_kind, object_id)
+VALUES ($1, $2, $3, $4, 'test', now(), $5::jsonb, 1, 2, 'record', $3)
+RETURNING seq
+"""
+RECORD = """
+INSERT INTO records (id, lane, source_type, authority, content, properties, version,
+                     created_at, updated_at, created_by, ledger_hash)
+VALUES ($1, $2, 'conversational', 'conversational', '', '[]'::jsonb, 1, now(), now(), 't', '')
+"""
+
+
+@pytest.mark.parametrize("fetch_size", [500, 2], ids=["one-poll", "streamed"])
+async def test_the_reader_reads_the_lanes_of_what_payloads_name(
+    database: str, fetch_size: int
+) -> None:
+    """Each event comes with the lanes of the records its payload names and of the members
+    it counts, read by the reader itself (polled, or streamed in a catch-up)."""
+    collected = Collected()
+    feed = FeedReader(database, collected, lambda: True, poll_interval=0.02, fetch_size=fetch_size)
+    task = asyncio.create_task(feed.run())
+    feed.wake()
+    try:
+        assert await feed.live(TIMEOUT)
+        mine, theirs = "sr_" + uuid.uuid4().hex, "sr_" + uuid.uuid4().hex
+        value = "team_" + uuid.uuid4().hex
+        group = json.dumps({"property": f"e_group:{value}", "value": value, "members": 2})
+        async with sql(database) as conn:
+            await conn.execute(RECORD, mine, "notes")
+            await conn.execute(RECORD, theirs, "private")
+            async with conn.transaction():
+                connected = json.dumps({"other": theirs})
+                seq = await conn.fetchval(
+                    NAMING, "ev_" + uuid.uuid4().hex, "connected", mine, "notes", connected
+                )
+                for rid, lane in ((mine, "notes"), (theirs, "private")):
+                    await conn.fetchval(
+                        NAMING, "ev_" + uuid.uuid4().hex, "grouped", rid, lane, group
+                    )
+        events = [await asyncio.wait_for(collected.queue.get(), TIMEOUT) for _ in range(3)]
+        assert [e.seq for e in events] == [seq, seq + 1, seq + 2]
+        assert events[0].named.lanes == {theirs: "private"}
+        for counting in events[1:]:
+            assert sorted(counting.named.members[counting.seq]) == ["notes", "private"]
+        assert events[0].for_reader(frozenset({"notes"})).event.payload == {}
+        assert events[1].for_reader(frozenset({"notes"})).event.payload["members"] == 1
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task

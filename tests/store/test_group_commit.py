@@ -6,10 +6,12 @@ import asyncio
 from dataclasses import dataclass
 
 import asyncpg
+import pytest
 
 from policies.errors import PolicyError
 from store.command import Current, Event, Locks, Plan, Txn, Write
 from store.commands import Ingest, NewRecord
+from store.errors import OutcomeUnknownError, StoppedError
 from store.group_commit import MAX_GROUP_WRITES
 from store.records import Record
 from store.verify import verify
@@ -139,12 +141,141 @@ async def test_a_caller_that_goes_away_does_not_stop_the_others(gateway: Gateway
         done = await asyncio.gather(*tasks, return_exceptions=True)
     assert isinstance(done[2], asyncio.CancelledError)
     assert [d[0].state.content for i, d in enumerate(done) if i != 2] == ["n0", "n1", "n3", "n4"]
+    # the gone caller's command was still queued: taken out, not written
+    assert await contents_tagged(gateway, tag) == ["n0", "n1", "n3", "n4"]
+
+
+async def contents_tagged(gateway: Gateway, tag: str) -> list[str]:
     async with sql(gateway.database_url) as conn:
-        count = await conn.fetchval(
-            "SELECT count(*) FROM edge_properties WHERE label || ':' || value = $1", tag
+        rows = await conn.fetch(
+            "SELECT r.content FROM records r JOIN edge_properties p ON p.record_id = r.id "
+            "WHERE p.label || ':' || p.value = $1 ORDER BY r.content",
+            tag,
         )
-    # the gone caller's record was decided with the others: written, not half-written
-    assert count in (4, 5)
+    return [r["content"] for r in rows]
+
+
+async def wait_for_backend(conn: asyncpg.Connection, condition: str) -> None:
+    """Until one of the executor's connections is in pg_stat_activity on `condition`."""
+    query = (
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        f"AND application_name = 'edgeloom' AND state = 'active' AND {condition}"
+    )
+    async with asyncio.timeout(10):
+        while not await conn.fetchval(query):
+            await asyncio.sleep(0.01)
+
+
+async def test_callers_cancelled_before_their_commands_are_decided_write_nothing(
+    gateway: Gateway,
+) -> None:
+    tag = f"tag:{unique()}"
+    async with (
+        executor_on(gateway) as executor,
+        sql(gateway.database_url) as holder,
+        sql(gateway.database_url) as watcher,
+    ):
+        await executor.execute("dev", one("before", tag))  # the policy is cached now
+        # The policy head held by another transaction: a writer holds each of the first
+        # two calls in a group waiting for its share lock; the third waits in the queue.
+        async with holder.transaction():
+            await holder.execute("SELECT version FROM policy_head WHERE id = 1 FOR UPDATE")
+            tasks = []
+            for n in range(3):
+                tasks.append(asyncio.create_task(executor.execute("dev", one(f"n{n}", tag))))
+                await asyncio.sleep(0.05)
+            await wait_for_backend(watcher, "wait_event_type = 'Lock'")
+            for task in tasks:
+                task.cancel()
+            done = await asyncio.gather(*tasks, return_exceptions=True)
+            assert all(isinstance(d, asyncio.CancelledError) for d in done), done
+        # Released: the writers go on, and write none of the three.
+        [after] = await asyncio.wait_for(executor.execute("dev", one("after", tag)), 5)
+    assert after.state.content == "after"
+    assert await contents_tagged(gateway, tag) == ["after", "before"]
+
+
+@pytest.fixture(scope="module")
+async def slow_commits(gateway: Gateway) -> Gateway:
+    """The gateway's database, where a record whose content is 'slow <seconds>' makes
+    its transaction's COMMIT take that long (a deferred constraint trigger)."""
+    async with sql(gateway.database_url) as conn:
+        await conn.execute(
+            """
+            CREATE FUNCTION test_slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              IF NEW.content LIKE 'slow %' THEN
+                PERFORM pg_sleep(split_part(NEW.content, ' ', 2)::float);
+              END IF;
+              RETURN NULL;
+            END $$;
+            CREATE CONSTRAINT TRIGGER test_slow_commit AFTER INSERT ON records
+              DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_slow_commit();
+            """
+        )
+    return gateway
+
+
+def slow(seconds: float, tag: str, key: str | None) -> Ingest:
+    return Ingest((NewRecord(f"slow {seconds}", (tag,), idempotency_key=key),))
+
+
+# Without an idempotency key an ingest is group-committed; with one it runs alone.
+GROUPED_OR_ALONE = pytest.mark.parametrize("keyed", [False, True], ids=["grouped", "alone"])
+
+
+@GROUPED_OR_ALONE
+async def test_a_caller_cancelled_during_its_commit_gets_the_result(
+    slow_commits: Gateway, keyed: bool
+) -> None:
+    tag = f"tag:{unique()}"
+    key = unique() if keyed else None
+    async with executor_on(slow_commits) as executor, sql(slow_commits.database_url) as watcher:
+        call = asyncio.create_task(executor.execute("dev", slow(1, tag, key)))
+        await wait_for_backend(watcher, "wait_event = 'PgSleep'")  # inside its COMMIT
+        call.cancel()
+        [record] = await call  # not CancelledError: it was written
+    assert record.state.content == "slow 1"
+    assert await contents_tagged(slow_commits, tag) == ["slow 1"]
+
+
+@GROUPED_OR_ALONE
+async def test_a_commit_outcome_that_does_not_come_in_time_is_unknown_not_stopped(
+    slow_commits: Gateway, keyed: bool
+) -> None:
+    tag = f"tag:{unique()}"
+    key = unique() if keyed else None
+    options = {"outcome_timeout": 0.3}
+    async with executor_on(slow_commits, **options) as executor:
+        async with sql(slow_commits.database_url) as watcher:
+            call = asyncio.create_task(executor.execute("dev", slow(1.5, tag, key)))
+            await wait_for_backend(watcher, "wait_event = 'PgSleep'")
+            call.cancel()
+            with pytest.raises(OutcomeUnknownError) as unknown:
+                await call
+        assert unknown.value.code == "OUTCOME_UNKNOWN"
+        assert "idempotencyKey" in unknown.value.message and "audit" in unknown.value.message
+        await asyncio.sleep(2)
+    # It was written after all: which is why it could not be answered "stopped".
+    assert await contents_tagged(slow_commits, tag) == ["slow 1.5"]
+
+
+async def test_a_task_whose_cancellation_answered_a_commit_begins_no_other_write(
+    slow_commits: Gateway,
+) -> None:
+    tag = f"tag:{unique()}"
+    async with executor_on(slow_commits) as executor, sql(slow_commits.database_url) as watcher:
+
+        async def two_writes() -> None:
+            await executor.execute("dev", slow(1, tag, None))
+            await executor.execute("dev", one("second", tag))
+
+        call = asyncio.create_task(two_writes())
+        await wait_for_backend(watcher, "wait_event = 'PgSleep'")
+        call.cancel()
+        with pytest.raises(StoppedError):
+            await call
+    assert await contents_tagged(slow_commits, tag) == ["slow 1"]
 
 
 async def test_records_written_in_a_group_verify(gateway: Gateway) -> None:

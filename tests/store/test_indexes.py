@@ -14,24 +14,27 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
 
 import asyncpg
 import pytest
 
 from store.pool import plain_url
+from store.queries import _MEMBER_COUNTS_AT, _MEMBER_COUNTS_NOW, GatherMode, _gather_statement
 from tests.conftest import GatewayFactory
 from tests.gql._api import INGEST_MANY, ingest
 from tests.support import Databases, plan_nodes, pool_statements, sql
 
 PROBES = {
     "current members": (
-        "SELECT record_id FROM edge_properties WHERE label = $1 AND value = $2 "
-        "AND lane = ANY($3::text[]) AND recorded_to IS NULL"
+        "SELECT record_id FROM edge_properties WHERE label = $1 "
+        "AND value_key = edgeloom_value_key($2) AND lane = ANY($3::text[]) "
+        "AND recorded_to IS NULL"
     ),
     "members as of": (
-        "SELECT record_id FROM edge_properties WHERE label = $1 AND value = $2 "
-        "AND lane = ANY($3::text[]) AND recorded_from <= now() "
-        "AND (recorded_to IS NULL OR recorded_to > now())"
+        "SELECT record_id FROM edge_properties WHERE label = $1 "
+        "AND value_key = edgeloom_value_key($2) AND lane = ANY($3::text[]) "
+        "AND recorded_from <= now() AND (recorded_to IS NULL OR recorded_to > now())"
     ),
     "records of a lane": (
         "SELECT id FROM records WHERE lane = ANY($3::text[]) AND $1::text IS NOT NULL "
@@ -138,3 +141,62 @@ async def test_writing_new_records_plans_no_scan_of_a_growing_table_however_smal
             assert not scanned & GROWING, (statement.query, scanned)
     finally:
         await conn.close()
+
+
+# The gateway's own membership lookups, each as a (text, values) to EXPLAIN.
+def _membership_lookups(value: str) -> dict[str, tuple[str, list[object]]]:
+    found: dict[str, tuple[str, list[object]]] = {}
+    for mode in GatherMode:
+        for at in (False, True):
+            statement = _gather_statement(2, mode, at, False, True)
+            values = {
+                "label_0": "org",
+                "value_0": value,
+                "label_1": "org",
+                "value_1": value + "b",
+                "lanes": ["default"],
+                "as_of": datetime.now(UTC),
+                "limit": 51,
+            }
+            found[f"gather {mode.name}{' as of' if at else ''}"] = (
+                statement.text,
+                statement.args(values),
+            )
+    found["member counts"] = (_MEMBER_COUNTS_NOW, [["org"], [value], ["default"]])
+    found["member counts as of"] = (
+        _MEMBER_COUNTS_AT,
+        [["org"], [value], ["default"], datetime.now(UTC)],
+    )
+    return found
+
+
+async def test_membership_lookups_of_a_long_value_are_index_conditions(
+    databases: Databases,
+) -> None:
+    """Values too long for a btree row are indexed by their key; every lookup the store
+    makes still finds its rows through an index on (lane, label, value_key)."""
+    value = "\u6f22" * 1024  # 3 kB of UTF-8: over what a btree row holds
+    url = await databases.create()
+    async with sql(url) as conn:
+        await conn.executemany(
+            "INSERT INTO edge_properties (id, record_id, lane, label, value, recorded_from, "
+            "from_version) VALUES ($1, $2, 'default', 'org', $3, now() - interval '1 day', 1)",
+            [
+                (f"ep_{uuid.uuid4().hex}", f"sr_{uuid.uuid4().hex}", f"{value[:-1]}{n}")
+                for n in range(2000)
+            ],
+        )
+        key = await conn.fetchval("SELECT edgeloom_value_key($1)", value)
+        assert key.startswith("\x01") and len(key) == 65
+        assert await conn.fetchval("SELECT edgeloom_value_key('Acme')") == "Acme"
+        # Analyzed: before, a lookup of either of two values (TIMELINE) scans the label's
+        # range, as it did when the index held the values themselves.
+        await conn.execute("ANALYZE edge_properties")
+        await conn.execute("SET enable_seqscan = off")
+        for name, (text, args) in _membership_lookups(value).items():
+            raw = await conn.fetchval(f"EXPLAIN (FORMAT JSON) {text}", *args)
+            conditions = [
+                c for c in index_conditions(json.loads(raw)) if c.startswith("ix_edge_properties")
+            ]
+            assert conditions, (name, raw)
+            assert all("value_key" in c and "lane" in c for c in conditions), (name, conditions)

@@ -88,9 +88,12 @@ async def test_connections_killed_by_the_server_are_reopened(databases: Database
         await pool.close()
 
 
-async def test_a_block_cancelled_mid_statement_does_not_hand_its_connection_on(
-    pool: Pool,
+@pytest.mark.parametrize("in_transaction", [False, True])
+async def test_a_block_cancelled_mid_statement_ends_it_on_the_server_then_reuses_it(
+    databases: Databases, in_transaction: bool
 ) -> None:
+    url = await databases.create()
+    pool = await create_pool(url, 1)
     started = asyncio.Event()
     pid: list[int] = []
 
@@ -98,18 +101,30 @@ async def test_a_block_cancelled_mid_statement_does_not_hand_its_connection_on(
         async with pool.acquire() as conn:
             pid.append(await backend(conn))
             started.set()
-            await conn.execute("SELECT pg_sleep(5)")
+            if in_transaction:
+                async with conn.transaction():
+                    await conn.execute("SELECT pg_sleep(30)")
+            else:
+                await conn.execute("SELECT pg_sleep(30)")
 
-    task = asyncio.create_task(slow())
-    await started.wait()
-    await asyncio.sleep(0.05)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    for _ in range(2):
-        async with pool.acquire() as conn:
-            assert await backend(conn) != pid[0]
-            assert await conn.fetchval("SELECT 2") == 2
+    try:
+        task = asyncio.create_task(slow())
+        await started.wait()
+        async with sql(url) as watcher:
+            sleeping = "SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND state = 'active'"
+            while not await watcher.fetchval(sleeping, pid[0]):
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            # The one connection is handed on only once its statement has ended.
+            async with asyncio.timeout(3), pool.acquire() as conn:
+                assert await watcher.fetchval(sleeping, pid[0]) == 0
+                assert await backend(conn) == pid[0]
+                assert not conn.is_in_transaction()
+                assert await conn.fetchval("SELECT 2") == 2
+    finally:
+        await pool.close()
 
 
 async def test_a_cancelled_waiter_loses_no_place(pool: Pool) -> None:
