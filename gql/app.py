@@ -12,6 +12,7 @@ import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,17 @@ from gql.dashboard import dashboard_routes
 from gql.errors import refusal_response
 from gql.feed_hub import FeedHub, FeedOptions
 from gql.graphiql import STATIC_PATH, graphiql_html, static_app
-from gql.limits import DEFAULT_MAX_BODY, BodySizeLimit, RequestLimitError, check_variables
+from gql.headers import GRAPHIQL_HEADERS, SecurityHeaders
+from gql.limits import (
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_FIELDS,
+    BodySizeLimit,
+    RequestLimitError,
+    check_variables,
+)
 from gql.loopback import loopback_problem
 from gql.schema import LIMIT_RULES, MAX_TOKENS, build_schema, schema
+from gql.sockets import SocketCaps, SocketLimits, fitted, open_files_limit
 from gql.websocket import TransportWSHandler
 from policies.errors import UnknownAgentError
 from policies.loader import DEV_POLICY_YAML
@@ -83,6 +92,8 @@ class Settings:
     max_body_bytes: int = DEFAULT_MAX_BODY
     # The most objects one operation may ask for (see gql.cost).
     max_query_cost: int = DEFAULT_MAX_COST
+    # The most field selections one document may hold, counted before it is validated.
+    max_fields: int = DEFAULT_MAX_FIELDS
     # The most bytes one response may hold (of record content read, on the ordinary
     # path; of JSON built, on the compiled path): over it, refused before it is read.
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
@@ -91,6 +102,15 @@ class Settings:
     # A write whose COMMIT was under way when its request stopped is waited for this many
     # more seconds, then answered with its result, or OUTCOME_UNKNOWN (store.executor).
     write_outcome_timeout: float = DEFAULT_OUTCOME_TIMEOUT
+    # WebSocket connections one process holds at once (lowered at start when the
+    # open-file limit leaves room for fewer), and of those, how many may still be
+    # waiting for their connection_init to be acknowledged, in all and from one client
+    # address. The defaults hold ten thousand subscribers from one address (a proxy).
+    max_ws_connections: int = 16_384
+    max_ws_unauthenticated: int = 1024
+    max_ws_unauthenticated_per_address: int = 256
+    # A WebSocket that has not sent connection_init after this many seconds is closed (4408).
+    ws_init_timeout: float = 10.0
     # Connections of the SQLAlchemy engine (tokens, the feed's catch-up reads).
     pool_size: int = 10
     # Connections of the pool every read and write runs on, all opened at start: at
@@ -121,8 +141,9 @@ class GraphQLView(GraphQL[Context, None]):
     def __init__(self, settings: Settings) -> None:
         served = (
             schema
-            if settings.max_query_cost == DEFAULT_MAX_COST
-            else build_schema(settings.max_query_cost)
+            if (settings.max_query_cost, settings.max_fields)
+            == (DEFAULT_MAX_COST, DEFAULT_MAX_FIELDS)
+            else build_schema(settings.max_query_cost, settings.max_fields)
         )
         super().__init__(
             served,
@@ -130,6 +151,7 @@ class GraphQLView(GraphQL[Context, None]):
             subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL],
             keep_alive=True,
             keep_alive_interval=15,
+            connection_init_wait_timeout=timedelta(seconds=settings.ws_init_timeout),
         )
         self.settings = settings
         # What it covers is answered before strawberry runs (gql.compiled).
@@ -139,6 +161,7 @@ class GraphQLView(GraphQL[Context, None]):
                 served.config.name_converter,
                 LIMIT_RULES,
                 MAX_TOKENS,
+                settings.max_fields,
                 settings.anonymous_agent,
                 # Over its cost limit an operation goes the ordinary way, which refuses it.
                 checks=[
@@ -181,7 +204,7 @@ class GraphQLView(GraphQL[Context, None]):
         context.caller = caller
 
     async def render_graphql_ide(self, request: Request) -> HTMLResponse:
-        return HTMLResponse(graphiql_html())
+        return HTMLResponse(graphiql_html(), headers=GRAPHIQL_HEADERS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -520,9 +543,16 @@ class GatewayApp:
         self.starlette = starlette
         self.view = view
         app: ASGIApp = BodySizeLimit(self._route, settings.max_body_bytes)
+        caps = SocketCaps(
+            settings.max_ws_connections,
+            settings.max_ws_unauthenticated,
+            settings.max_ws_unauthenticated_per_address,
+        )
+        self.sockets = SocketLimits(app, fitted(caps, open_files_limit()))
+        app = self.sockets
         if settings.anonymous_agent is not None:
-            app = LoopbackOnly(app)  # outermost: refused before anything is read
-        self._app = app
+            app = LoopbackOnly(app)  # refused before anything is read
+        self._app = SecurityHeaders(app)  # outermost: on every response
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._app(scope, receive, send)

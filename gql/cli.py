@@ -41,6 +41,13 @@ DEV_POLICY_LOOPBACK_ONLY = (
     "the development policy (no tokens) is served on loopback only; pass --policy FILE "
     "and mint tokens with 'edgeloom token create --agent NAME', or use --host 127.0.0.1"
 )
+# `serve` options named as the Settings fields they set.
+SOCKET_OPTIONS = (
+    "max_ws_connections",
+    "max_ws_unauthenticated",
+    "max_ws_unauthenticated_per_address",
+    "ws_init_timeout",
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -109,6 +116,28 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=1,
         help="gateway processes serving the one port (default 1; about one per core)",
+    )
+    # Unset, they keep the defaults of gql.app.Settings.
+    serve.add_argument(
+        "--max-ws-connections",
+        type=int,
+        help="WebSocket connections each gateway process holds at once (default 16384)",
+    )
+    serve.add_argument(
+        "--max-ws-unauthenticated",
+        type=int,
+        help="WebSocket connections each process holds before their connection_init is "
+        "acknowledged (default 1024)",
+    )
+    serve.add_argument(
+        "--max-ws-unauthenticated-per-address",
+        type=int,
+        help="the same, from one client address (default 256)",
+    )
+    serve.add_argument(
+        "--ws-init-timeout",
+        type=float,
+        help="seconds a WebSocket may take to send connection_init (default 10)",
     )
 
     commands.add_parser("migrate", parents=[data_dir], help="apply database migrations and exit")
@@ -348,6 +377,7 @@ def _serve(args: argparse.Namespace) -> int:
         runtime_database_url=os.environ.get("EDGELOOM_RUNTIME_DATABASE_URL") or None,
         checkpoint_key=key_path(args),
         new_checkpoint_key=args.new_checkpoint_key,
+        **{name: getattr(args, name) for name in SOCKET_OPTIONS if getattr(args, name) is not None},
     )
     problem, in_force = asyncio.run(_start(database, settings, exposed=not loopback))
     if problem:

@@ -14,6 +14,8 @@ from starlette.responses import HTMLResponse
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from gql.headers import DASHBOARD_HEADERS
+
 STATIC_DIR: pathlib.Path = pathlib.Path(__file__).resolve().parent / "static" / "dashboard"
 STATIC_PATH = "/dashboard/static"
 
@@ -24,7 +26,7 @@ def _page() -> str:
 
 
 async def dashboard(request: Request) -> HTMLResponse:
-    return HTMLResponse(_page())
+    return HTMLResponse(_page(), headers=DASHBOARD_HEADERS)
 
 
 def dashboard_routes() -> list[BaseRoute]:

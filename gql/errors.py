@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 
-from graphql import GraphQLError
+from graphql import GraphQLError, parse
 from starlette.responses import JSONResponse
 from strawberry.extensions import ParserCache, SchemaExtension
 from strawberry.types.execution import StreamExecutionResult
@@ -103,13 +104,25 @@ class ErrorCodes(SchemaExtension):
         yield
 
 
+PARSED_DOCUMENTS = 1024
+
+parse_cached = lru_cache(maxsize=PARSED_DOCUMENTS)(parse)
+"""graphql-core's parse, cached: shared by the compiled path, which parses a document
+first, and strawberry, which finds it parsed when the compiled path declines it."""
+
+
 class ReportedParserCache(ParserCache):
-    """ParserCache whose syntax errors reach `ErrorCodes` like every other error.
+    """ParserCache whose syntax errors reach `ErrorCodes` like every other error, on
+    the cache the compiled path parses into (`parse_cached`).
 
     ParserCache parses in its hook, where an error escapes the operation and so
     skips `ErrorCodes`; leaving the document unparsed makes strawberry parse it
     again inside its own error handling, which puts the error in the result.
     """
+
+    def __init__(self) -> None:
+        super().__init__(maxsize=PARSED_DOCUMENTS)
+        self.cached_parse_document = parse_cached
 
     def on_parse(self) -> Iterator[None]:
         context = self.execution_context

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from graphql import DocumentNode, FieldNode, GraphQLError, Node
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gql.errors import refusal_response
@@ -19,6 +20,10 @@ MAX_LIST_ITEMS = 1000
 # Coercing one value costs about a microsecond: this bounds it near a tenth of a second.
 MAX_VARIABLE_VALUES = 100_000
 WS_MESSAGE_TOO_BIG = 1009
+# Field selections in one document, its fragments included: far above any document a
+# client writes by hand or generates (GraphiQL's introspection selects under 100), and
+# low enough that validating one stays a small fraction of a second.
+DEFAULT_MAX_FIELDS = 1000
 
 
 @dataclass
@@ -58,6 +63,29 @@ def check_variables(variables: object) -> None:
             pending.extend(value)
         elif isinstance(value, dict):
             pending.extend(value.values())
+
+
+def too_many_fields(document: DocumentNode, limit: int) -> GraphQLError | None:
+    """The refusal of a document selecting over `limit` fields, or None; counting stops
+    at the first one over, so a huge document costs no more than an allowed one."""
+    left = limit
+    pending: list[Node] = list(document.definitions)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, FieldNode):
+            left -= 1
+            if left < 0:
+                return GraphQLError(
+                    f"this document selects more than {limit:,} fields, the most one "
+                    "document may select (its fragments included); select each field once "
+                    "(repeated selections of a field return it once anyway) and split the "
+                    "rest into several requests",
+                    extensions={"code": "BAD_USER_INPUT", "maxFields": limit},
+                )
+        selections = getattr(node, "selection_set", None)
+        if selections is not None:
+            pending.extend(selections.selections)
+    return None
 
 
 class BodySizeLimit:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import strawberry
 from graphql import GraphQLError
+from graphql.validation.rules import overlapping_fields_can_be_merged
+from graphql.validation.validate import ValidationAbortedError
 from strawberry.extensions import (
     AddValidationRules,
     MaxAliasesLimiter,
@@ -23,6 +25,7 @@ from gql.auth import PerOperationAuth
 from gql.context import OperationScope
 from gql.cost import DEFAULT_MAX_COST, QueryCostLimit
 from gql.errors import ErrorCodes, ReportedParserCache
+from gql.limits import DEFAULT_MAX_FIELDS, too_many_fields
 from gql.resolvers.mutation import Mutation
 from gql.resolvers.query import Query
 from gql.resolvers.subscription import Subscription
@@ -38,9 +41,60 @@ LIMIT_RULES = [
     *QueryDepthLimiter(max_depth=MAX_DEPTH).validation_rules,
     *MaxAliasesLimiter(max_alias_count=MAX_ALIASES).validation_rules,
 ]
+# The steps graphql-core may spend checking that fields sharing a response name merge
+# (it compares them pairwise, and fragments with each other) before it stops validating.
+# Its own default lets one document hold the event loop for most of a second; this one
+# stays far above what any document within the field limit needs unless it repeats one
+# field hundreds of times. graphql-core reads it when each validation starts.
+MAX_VALIDATION_WORK = 50_000
+overlapping_fields_can_be_merged.MAX_COMPLEXITY_BUDGET = MAX_VALIDATION_WORK
 
 
-def extensions(max_query_cost: int) -> list[Callable[[], SchemaExtension] | type[SchemaExtension]]:
+class BoundedValidation(ValidationCache):
+    """Strawberry's cached validation, after a count of the document's fields, and with
+    graphql-core's "Validation aborted." said as the limit it is."""
+
+    def __init__(self, max_fields: int, maxsize: int) -> None:
+        super().__init__(maxsize=maxsize)
+        self.max_fields = max_fields
+
+    def on_validate(self) -> Iterator[None]:
+        context = self.execution_context
+        document = context.graphql_document
+        refusal = None if document is None else too_many_fields(document, self.max_fields)
+        if refusal is not None:
+            context.pre_execution_errors = [refusal]
+            yield
+            return
+        errors: list[GraphQLError] = self.cached_validate_document(
+            context.schema._schema, document, context.validation_rules
+        )
+        # The cached list is shared by every request with this document: replaced, not edited.
+        context.pre_execution_errors = [_said_as_a_limit(error) for error in errors]
+        yield
+
+
+def _said_as_a_limit(error: GraphQLError) -> GraphQLError:
+    if not isinstance(error, ValidationAbortedError):
+        return error
+    if error.message.startswith("Too many validation errors"):
+        return GraphQLError(
+            "validation stopped after the errors listed before this one, the most one "
+            "document is checked for; fix them and send the document again",
+            extensions={"code": "BAD_USER_INPUT"},
+        )
+    return GraphQLError(
+        f"validating this document takes more than {MAX_VALIDATION_WORK:,} steps, the most "
+        "one document may take: fields that share a response name are compared in pairs, "
+        "and fragments with each other; select each field once per selection set, use "
+        "fewer fragments, and split the rest into several requests",
+        extensions={"code": "BAD_USER_INPUT", "maxValidationWork": MAX_VALIDATION_WORK},
+    )
+
+
+def extensions(
+    max_query_cost: int, max_fields: int
+) -> list[Callable[[], SchemaExtension] | type[SchemaExtension]]:
     """Factories: each request gets fresh extension objects; the parse and validation
     caches themselves live at module level in strawberry and are shared."""
     return [
@@ -48,10 +102,10 @@ def extensions(max_query_cost: int) -> list[Callable[[], SchemaExtension] | type
         OperationScope,
         PerOperationAuth,
         ErrorCodes,
-        lambda: ReportedParserCache(maxsize=1024),
-        lambda: ValidationCache(maxsize=1024),
+        ReportedParserCache,
+        lambda: BoundedValidation(max_fields, maxsize=1024),
         lambda: AddValidationRules(LIMIT_RULES),
-        # After ValidationCache: it counts only documents that passed validation.
+        # After the validation: it counts only documents that passed it.
         lambda: QueryCostLimit(max_query_cost),
         lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
     ]
@@ -87,14 +141,16 @@ class Schema(strawberry.Schema):
         return None
 
 
-def build_schema(max_query_cost: int = DEFAULT_MAX_COST) -> Schema:
+def build_schema(
+    max_query_cost: int = DEFAULT_MAX_COST, max_fields: int = DEFAULT_MAX_FIELDS
+) -> Schema:
     """The schema with its limits; the types are shared by every schema built."""
     return Schema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
         config=StrawberryConfig(scalar_map=SCALARS),
-        extensions=extensions(max_query_cost),
+        extensions=extensions(max_query_cost, max_fields),
         execution_context_class=AcyclicExecutionContext,
     )
 

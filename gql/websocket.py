@@ -28,8 +28,12 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
     Operation,
 )
-from strawberry.subscriptions.protocols.graphql_transport_ws.types import Message
+from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
+    ConnectionInitMessage,
+    Message,
+)
 
+from gql import sockets
 from gql.context import Context
 from gql.limits import RequestLimitError, check_variables
 
@@ -183,7 +187,13 @@ def _outlet(
 
 
 class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
-    """Closes the socket with 4400 on a malformed message; refuses oversized variables."""
+    """Closes the socket with 4400 on a malformed message; refuses oversized variables;
+    an acknowledged connection leaves the caps on unauthenticated ones (gql.sockets)."""
+
+    async def handle_connection_init(self, message: ConnectionInitMessage) -> None:
+        await super().handle_connection_init(message)
+        if self.connection_acknowledged and isinstance(self.websocket, ASGIWebSocketAdapter):
+            sockets.authenticated(self.websocket.ws.scope)
 
     async def run_operation(self, operation: Operation[Context, None]) -> None:
         # Runs as the operation's own task: the outlet is seen by its resolvers only.

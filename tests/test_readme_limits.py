@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gql.app import DEFAULT_REQUEST_TIMEOUT
+from gql.app import DEFAULT_REQUEST_TIMEOUT, Settings
 from gql.cost import DEFAULT_MAX_COST
-from gql.limits import DEFAULT_MAX_BODY, MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
-from gql.schema import MAX_ALIASES, MAX_DEPTH, MAX_TOKENS
+from gql.limits import DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS, MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
+from gql.schema import MAX_ALIASES, MAX_DEPTH, MAX_TOKENS, MAX_VALIDATION_WORK
 from policies.loader import MAX_ALIAS_NODES
 from policies.loader import MAX_DEPTH as MAX_POLICY_DEPTH
 from policies.properties import MAX_LABEL_LENGTH, MAX_VALUE_LENGTH
@@ -29,9 +29,15 @@ def test_the_limits_table_matches_the_code(repo: Path) -> None:
         f"may add at most {MAX_ALIAS_NODES:,} nodes; nesting at most {MAX_POLICY_DEPTH} levels |",
         f"| request body | {DEFAULT_MAX_BODY // 2**20} MiB |",
         f"| WebSocket message | {DEFAULT_MAX_BODY // 2**20} MiB (the body limit) |",
+        f"| WebSocket connections per gateway process | {Settings.max_ws_connections:,}, ",
+        f"acknowledged | {Settings.max_ws_unauthenticated:,} per process, "
+        f"{Settings.max_ws_unauthenticated_per_address} per client address |",
+        f"| time to send `connection_init` | {Settings.ws_init_timeout:g} seconds |",
         f"| `ingestMany` batch, and any list in variables | {MAX_BATCH} items |",
         f"| values in a request's variables | {MAX_VARIABLE_VALUES:,} |",
         f"| query depth / aliases / tokens | {MAX_DEPTH} / {MAX_ALIASES} / {MAX_TOKENS:,} |",
+        f"| fields selected in a document, its fragments included | {DEFAULT_MAX_FIELDS:,}, ",
+        f"compared in pairs) | {MAX_VALIDATION_WORK:,} steps |",
         f"| query cost | {DEFAULT_MAX_COST:,} objects |",
         f"| response size | {DEFAULT_MAX_RESPONSE_BYTES // 2**20} MiB |",
         f"| page size (`first`) | {MAX_PAGE} (default {DEFAULT_PAGE}) |",

@@ -28,7 +28,6 @@ from graphql import (
     OperationDefinitionNode,
     OperationType,
     TypeNode,
-    parse,
     specified_rules,
     validate,
 )
@@ -42,7 +41,8 @@ from gql.auth import authenticate
 from gql.compiled.plan import Declined, Operation, compile_operation
 from gql.compiled.writes import Write, compile_write
 from gql.context import Services, policy_in_force
-from gql.limits import check_variables
+from gql.errors import parse_cached
+from gql.limits import check_variables, too_many_fields
 from store.compiled_sql import NotCompilable
 from store.errors import ResponseTooLargeError, StoreError
 
@@ -80,6 +80,7 @@ class CompiledPath:
         names: NameConverter,
         validation_rules: Sequence[Any],
         max_tokens: int,
+        max_fields: int,
         anonymous_agent: str | None,
         checks: Sequence[RequestCheck] = (),
         max_documents: int = 1024,
@@ -88,6 +89,7 @@ class CompiledPath:
         self.names = names
         self.rules = [*specified_rules, *validation_rules]
         self.max_tokens = max_tokens
+        self.max_fields = max_fields
         self.anonymous_agent = anonymous_agent
         self.checks = list(checks)
         self.max_documents = max_documents
@@ -114,7 +116,11 @@ class CompiledPath:
 
     def _compile(self, query: str, name: str | None) -> Compiled | None:
         try:
-            document = parse(query, max_tokens=self.max_tokens)
+            # With the options strawberry parses with, so that it finds this one cached.
+            document = parse_cached(query, max_tokens=self.max_tokens)
+            # Over the field limit it is not validated: the ordinary path refuses it.
+            if too_many_fields(document, self.max_fields) is not None:
+                return None
             # A rule that fails on an odd document fails the ordinary path the same way.
             if validate(self.schema, document, self.rules):
                 return None

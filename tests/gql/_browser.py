@@ -18,3 +18,9 @@ def browser_or_skip() -> str:
             pytest.fail("EDGELOOM_REQUIRE_BROWSER is set but no chromium is installed")
         pytest.skip("no chromium on this machine (CI installs Debian's chromium)")
     return CHROMIUM
+
+
+def note_csp_violation(console_text: str, errors: list[str]) -> None:
+    """Adds a console message to `errors` when it reports a Content-Security-Policy violation."""
+    if "Content Security Policy" in console_text:
+        errors.append(console_text)

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import GatewayFactory
 from tests.gql._api import ingest, unique
-from tests.gql._browser import ARGS, browser_or_skip
+from tests.gql._browser import ARGS, browser_or_skip, note_csp_violation
 from tests.gql._feed import newest_cursor
 from tests.gql._policy_support import mint
 from tests.support import REPO, Gateway
@@ -34,8 +34,10 @@ async def open_page(browser: Any, gateway: Gateway, path: str) -> tuple[Any, lis
 
     await page.route("**/*", only_loopback)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda message: note_csp_violation(message.text, errors))
     response = await page.goto(gateway.url + path)
     assert response is not None and response.status == 200
+    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
     return page, outside, errors
 
 
@@ -119,3 +121,29 @@ async def test_without_a_token_the_page_asks_for_one(
     assert problem is not None and problem.startswith("the bearer token is unknown")
     assert who == "agent planner · reads crm, notes"
     assert outside == [] and errors == []
+
+
+async def test_neither_page_loads_in_a_frame_of_another_origin(gateway: Gateway) -> None:
+    """The dashboard keeps a token in local storage: no other page may frame it (or GraphiQL)."""
+    executable = browser_or_skip()
+    from playwright.async_api import async_playwright
+
+    pages = {"/dashboard": "#status", "/graphql": "#graphiql"}
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=executable, args=ARGS)
+        try:
+            page = await browser.new_page()
+            refused: list[str] = []
+            page.on("console", lambda message: note_csp_violation(message.text, refused))
+            frames = "".join(f'<iframe src="{gateway.url}{path}"></iframe>' for path in pages)
+            await page.set_content(f"<html><body>{frames}</body></html>")
+            await page.wait_for_timeout(2000)
+            rendered = []
+            for frame in page.frames[1:]:
+                for selector in pages.values():
+                    if await frame.query_selector(selector) is not None:
+                        rendered.append(frame.url)
+        finally:
+            await browser.close()
+    assert rendered == []
+    assert len([m for m in refused if "frame-ancestors 'none'" in m]) == len(pages), refused

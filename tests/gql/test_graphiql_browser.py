@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.gql._browser import ARGS, browser_or_skip
+from tests.gql._browser import ARGS, browser_or_skip, note_csp_violation
 from tests.support import Gateway
 
 pytestmark = pytest.mark.browser
@@ -43,8 +43,10 @@ async def test_graphiql_runs_a_query_offline(gateway: Gateway) -> None:
             await page.route("**/*", only_loopback)
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.on("console", lambda message: note_csp_violation(message.text, errors))
             response = await page.goto(gateway.graphql_url)
             assert response is not None and response.status == 200
+            assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
             await page.wait_for_selector(EDITOR, timeout=20_000)
 
             query = '{ edgeProperty(property: "topic:graphiql-check") { memberCount } }'
@@ -66,6 +68,11 @@ async def test_graphiql_runs_a_query_offline(gateway: Gateway) -> None:
             )
             text = await page.eval_on_selector(RESPONSE, "el => el.CodeMirror.getValue()")
             result: dict[str, Any] = json.loads(text)
+            # A dialog adds a <style> element: the page's policy allows that one.
+            await page.click('[aria-label="Open settings dialog"]')
+            await page.wait_for_selector(".graphiql-dialog", timeout=20_000)
+            await page.keyboard.press("Escape")
+            await page.wait_for_timeout(300)
         finally:
             await browser.close()
 

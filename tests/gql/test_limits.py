@@ -10,7 +10,8 @@ import time
 import pytest
 
 from gql.auth import NO_TOKEN
-from gql.limits import MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
+from gql.limits import DEFAULT_MAX_FIELDS, MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
+from gql.schema import MAX_VALIDATION_WORK
 from tests.conftest import GatewayFactory
 from tests.gql._api import INGEST_MANY
 from tests.gql._policy_support import mint
@@ -110,3 +111,79 @@ async def test_too_many_values_in_all_are_refused_before_coercion(crm: Gateway) 
     assert error["message"].startswith(f"the variables hold over {MAX_VARIABLE_VALUES:,} values")
     assert error["extensions"] == {"code": "BAD_USER_INPUT", "maxValues": MAX_VARIABLE_VALUES}
     assert await record_total(crm, token) == 0
+
+
+def repeated(times: int, selection: str, variant: int = 0) -> str:
+    """`{ profile { <selection> x times } }`, made distinct by `variant` so no cache holds it."""
+    return "{ profile { " + f"v{variant}: agent " + f"{selection} " * times + "} }"
+
+
+async def test_a_document_over_the_field_limit_is_refused_by_name(crm: Gateway) -> None:
+    token = (await mint(crm, "sales"))["sales"]
+    # 5,000 repetitions, about 75 KB and just under the token limit.
+    started = time.monotonic()
+    error = await crm.error(repeated(4_995, "lanes { lane }"), token=token)
+    assert time.monotonic() - started < 2.0
+    assert error["message"] == (
+        f"this document selects more than {DEFAULT_MAX_FIELDS:,} fields, the most one document "
+        "may select (its fragments included); select each field once (repeated selections of "
+        "a field return it once anyway) and split the rest into several requests"
+    )
+    assert error["extensions"] == {"code": "BAD_USER_INPUT", "maxFields": DEFAULT_MAX_FIELDS}
+    # Just under it, the same selection is answered.
+    within = await crm.data(repeated(20, "lanes { lane }"), token=token)
+    assert within["profile"]["v0"] == "sales"
+
+
+async def test_a_document_too_costly_to_validate_is_refused_by_name(crm: Gateway) -> None:
+    """A field repeated hundreds of times within the field limit: graphql-core's budget for
+    comparing them runs out, and the refusal says which limit that is."""
+    token = (await mint(crm, "sales"))["sales"]
+    for query in ("{ " + "profile { agent } " * 400 + "}", "{ " + "__typename " * 800 + "}"):
+        error = await crm.error(query, token=token)
+        assert error["message"] == (
+            f"validating this document takes more than {MAX_VALIDATION_WORK:,} steps, the most "
+            "one document may take: fields that share a response name are compared in pairs, "
+            "and fragments with each other; select each field once per selection set, use "
+            "fewer fragments, and split the rest into several requests"
+        )
+        assert error["extensions"] == {
+            "code": "BAD_USER_INPUT",
+            "maxValidationWork": MAX_VALIDATION_WORK,
+        }
+
+
+async def test_the_field_limit_is_a_setting(start_gateway: GatewayFactory) -> None:
+    gateway = await start_gateway(anonymous_agent="dev", max_fields=10)
+    assert (await gateway.data(repeated(4, "agent")))["profile"]["v0"] == "dev"
+    error = await gateway.error(repeated(10, "agent"))
+    assert error["extensions"] == {"code": "BAD_USER_INPUT", "maxFields": 10}
+
+
+async def test_health_answers_while_documents_over_the_field_limit_arrive(crm: Gateway) -> None:
+    token = (await mint(crm, "sales"))["sales"]
+    slowest_refusal = 0.0
+
+    async def oversized(variant: int) -> None:
+        nonlocal slowest_refusal
+        for round in range(3):
+            started = time.monotonic()
+            error = await crm.error(
+                repeated(4_995, "lanes { lane }", variant * 10 + round), token=token
+            )
+            slowest_refusal = max(slowest_refusal, time.monotonic() - started)
+            assert error["extensions"]["code"] == "BAD_USER_INPUT"
+
+    async def health() -> float:
+        slowest = 0.0
+        for _ in range(20):
+            started = time.monotonic()
+            assert (await crm.client.get(crm.url + "/healthz")).status_code == 200
+            slowest = max(slowest, time.monotonic() - started)
+            await asyncio.sleep(0.02)
+        return slowest
+
+    results = await asyncio.gather(health(), *(oversized(n) for n in range(4)))
+    # Validating each (as before) held the event loop for seconds per request.
+    assert results[0] < 1.0, results[0]
+    assert slowest_refusal < 5.0, slowest_refusal
