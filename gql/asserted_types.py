@@ -7,9 +7,12 @@ from datetime import datetime
 
 import strawberry
 
+from gql.compiled.fields import compiled
+from gql.compiled.plan import bind_members
 from gql.types import Info, Record, RecordPage, record_page
 from policies.properties import Property
 from store import asserted, traverse
+from store import compiled_sql as sql
 from store import records as domain
 from store.corrections import corrections_of
 from store.errors import NotFoundError
@@ -19,10 +22,12 @@ from store.projection import CorrectionRow
 
 @strawberry.type(description="A record joining or leaving an asserted edge.")
 class MembershipChange:
-    record_id: strawberry.ID
-    change: str = strawberry.field(description="joined or left")
-    at: datetime
-    actor: str
+    record_id: strawberry.ID = strawberry.field(metadata=compiled(sql.column("record_id")))
+    change: str = strawberry.field(
+        description="joined or left", metadata=compiled(sql.column("change"))
+    )
+    at: datetime = strawberry.field(metadata=compiled(sql.time("at")))
+    actor: str = strawberry.field(metadata=compiled(sql.column("actor")))
 
 
 @strawberry.interface(
@@ -31,26 +36,38 @@ class MembershipChange:
 )
 class AssertedEdge:
     id: str = strawberry.field(
-        description="The reserved edge property, e.g. e_connect:<hint>_<hex>."
+        description="The reserved edge property, e.g. e_connect:<hint>_<hex>.",
+        metadata=compiled(sql.column("id")),
     )
-    hint: str
-    created_at: datetime
-    actor: str = strawberry.field(description="The agent who made it.")
-    active: bool = strawberry.field(description="False once it no longer joins any record.")
-    ended_at: datetime | None = strawberry.field(description="When it stopped joining records.")
-    ended_by: str | None
+    hint: str = strawberry.field(metadata=compiled(sql.column("hint")))
+    created_at: datetime = strawberry.field(metadata=compiled(sql.time("created_at")))
+    actor: str = strawberry.field(
+        description="The agent who made it.", metadata=compiled(sql.column("actor"))
+    )
+    active: bool = strawberry.field(
+        description="False once it no longer joins any record.",
+        metadata=compiled(sql.column("active")),
+    )
+    ended_at: datetime | None = strawberry.field(
+        description="When it stopped joining records.", metadata=compiled(sql.time("ended_at"))
+    )
+    ended_by: str | None = strawberry.field(metadata=compiled(sql.column("ended_by")))
     _model: strawberry.Private[asserted.Asserted]
 
     @strawberry.field(
         description="The readable records it joins (once ended: those it joined when it ended), "
-        "in the order they joined."
+        "in the order they joined.",
+        metadata=compiled(sql.Compiler.asserted_records),
     )
     async def records(self, info: Info) -> list[Record]:
         ids = self._model.record_ids
         found = await info.context.records(ids, self._model.as_of)
         return [Record.from_domain(found[i], self._model.as_of) for i in ids if i in found]
 
-    @strawberry.field(description="Every readable record joining and leaving it, oldest first.")
+    @strawberry.field(
+        description="Every readable record joining and leaving it, oldest first.",
+        metadata=compiled(sql.Compiler.history),
+    )
     def history(self) -> list[MembershipChange]:
         changes = []
         for m in self._model.memberships:
@@ -87,7 +104,10 @@ class Connection(AssertedEdge):
 
 @strawberry.type(description="A membership of two or more records (e_group).")
 class Group(AssertedEdge):
-    @strawberry.field(description="Its readable members now (or at asOf), by id.")
+    @strawberry.field(
+        description="Its readable members now (or at asOf), by id.",
+        metadata=compiled(sql.Compiler.members, bind_members),
+    )
     async def members(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> RecordPage:
@@ -135,13 +155,15 @@ async def on_record(
 
 @strawberry.type(description="A correction attached to a record; the record is left as it was.")
 class Correction:
-    id: strawberry.ID
-    record_id: strawberry.ID
-    record_version: int = strawberry.field(description="The version it corrects.")
-    content: str
-    reason: str | None
-    actor: str
-    at: datetime
+    id: strawberry.ID = strawberry.field(metadata=compiled(sql.column("id")))
+    record_id: strawberry.ID = strawberry.field(metadata=compiled(sql.column("record_id")))
+    record_version: int = strawberry.field(
+        description="The version it corrects.", metadata=compiled(sql.column("record_version"))
+    )
+    content: str = strawberry.field(metadata=compiled(sql.column("content")))
+    reason: str | None = strawberry.field(metadata=compiled(sql.column("reason")))
+    actor: str = strawberry.field(metadata=compiled(sql.column("actor")))
+    at: datetime = strawberry.field(metadata=compiled(sql.time("at")))
 
     @classmethod
     def from_domain(cls, c: CorrectionRow) -> Correction:

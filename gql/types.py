@@ -9,12 +9,15 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import strawberry
 from strawberry.types.nodes import SelectedField
 
+from gql.compiled.fields import compiled
+from gql.compiled.plan import bind_members
 from gql.context import Context
 from gql.scalars import JSON
 from policies.model import Lane as LaneModel
 from policies.model import Policy
 from policies.properties import Property
 from store import commands, queries
+from store import compiled_sql as sql
 from store import records as domain
 from store.ids import ADJUSTMENT, CONNECT, GROUP, edge_property_id
 from store.pages import Page
@@ -42,17 +45,18 @@ class GatherMode(enum.Enum):
 
 @strawberry.type
 class PageInfo:
-    has_next_page: bool
+    has_next_page: bool = strawberry.field(metadata=compiled(sql.Compiler.has_next_page))
     end_cursor: str | None = strawberry.field(
-        description="Pass as `after` for the next page; null when the page is empty."
+        description="Pass as `after` for the next page; null when the page is empty.",
+        metadata=compiled(sql.Compiler.end_cursor),
     )
 
 
 @strawberry.type(description="A page of records, with the total size of the whole list.")
 class RecordPage:
-    items: list[Record]
-    total_count: int
-    page_info: PageInfo
+    items: list[Record] = strawberry.field(metadata=compiled(sql.Compiler.items))
+    total_count: int = strawberry.field(metadata=compiled(sql.Compiler.total_count))
+    page_info: PageInfo = strawberry.field(metadata=compiled(sql.Compiler.page_info))
 
 
 @strawberry.type(description="A page of audit events, oldest first.")
@@ -102,18 +106,27 @@ async def record_page(info: Info, page: Page[str], as_of: datetime | None = None
 )
 class EdgeProperty:
     id: strawberry.ID | None = strawberry.field(
-        description="The ep_ id of this declaration on one record; null for the hyperedge itself."
+        description="The ep_ id of this declaration on one record; null for the hyperedge itself.",
+        metadata=compiled(sql.edge_id),
     )
-    property: str = strawberry.field(description="The edge property as label:value.")
-    label: str
-    value: str
+    property: str = strawberry.field(
+        description="The edge property as label:value.", metadata=compiled(sql.edge_property)
+    )
+    label: str = strawberry.field(metadata=compiled(sql.edge_label))
+    value: str = strawberry.field(metadata=compiled(sql.edge_value))
     as_of: strawberry.Private[datetime | None]
 
-    @strawberry.field(description="How many readable records carry it.")
+    @strawberry.field(
+        description="How many readable records carry it.",
+        metadata=compiled(sql.Compiler.edge_member_count),
+    )
     async def member_count(self, info: Info) -> int:
         return await info.context.member_count(Property(self.label, self.value), self.as_of)
 
-    @strawberry.field(description="The readable records that carry it, by id.")
+    @strawberry.field(
+        description="The readable records that carry it, by id.",
+        metadata=compiled(sql.Compiler.members, bind_members),
+    )
     async def members(
         self, info: Info, first: int | None = None, after: str | None = None
     ) -> RecordPage:
@@ -139,17 +152,20 @@ class EdgeProperty:
 
 @strawberry.type(description="One version of a record: its whole state after one change.")
 class Version:
-    number: int
-    at: datetime
-    event: str
-    actor: str
-    content: str
-    properties: list[str]
-    lane: str
-    source_type: str
-    authority: str
-    policy_version: int
-    hash: str = strawberry.field(description="The ledger entry's hash (chained per record).")
+    number: int = strawberry.field(metadata=compiled(sql.column("version")))
+    at: datetime = strawberry.field(metadata=compiled(sql.time("at")))
+    event: str = strawberry.field(metadata=compiled(sql.column("event")))
+    actor: str = strawberry.field(metadata=compiled(sql.column("actor")))
+    content: str = strawberry.field(metadata=compiled(sql.state("content")))
+    properties: list[str] = strawberry.field(metadata=compiled(sql.Compiler.version_properties))
+    lane: str = strawberry.field(metadata=compiled(sql.state("lane")))
+    source_type: str = strawberry.field(metadata=compiled(sql.state("source_type")))
+    authority: str = strawberry.field(metadata=compiled(sql.state("authority")))
+    policy_version: int = strawberry.field(metadata=compiled(sql.column("policy_version")))
+    hash: str = strawberry.field(
+        description="The ledger entry's hash (chained per record).",
+        metadata=compiled(sql.column("hash")),
+    )
 
     @classmethod
     def from_domain(cls, v: domain.Version) -> Version:
@@ -170,59 +186,81 @@ class Version:
 
 @strawberry.type(description="A record in memory, as it is now or as it was at asOf.")
 class Record:
-    id: strawberry.ID
-    lane: str
-    source_type: str
-    authority: str
-    content: str
-    version: int
-    created_at: datetime
-    updated_at: datetime
-    created_by: str
+    id: strawberry.ID = strawberry.field(metadata=compiled(sql.record_column("id")))
+    lane: str = strawberry.field(metadata=compiled(sql.record_column("lane")))
+    source_type: str = strawberry.field(metadata=compiled(sql.record_column("source_type")))
+    authority: str = strawberry.field(metadata=compiled(sql.record_column("authority")))
+    content: str = strawberry.field(metadata=compiled(sql.record_column("content")))
+    version: int = strawberry.field(metadata=compiled(sql.record_column("version")))
+    created_at: datetime = strawberry.field(metadata=compiled(sql.record_column("created_at")))
+    updated_at: datetime = strawberry.field(metadata=compiled(sql.record_column("updated_at")))
+    created_by: str = strawberry.field(metadata=compiled(sql.record_column("created_by")))
     properties: list[str] = strawberry.field(
-        description="The caller-written edge properties as label:value strings."
+        description="The caller-written edge properties as label:value strings.",
+        metadata=compiled(sql.Compiler.record_properties),
     )
     _model: strawberry.Private[domain.Record]
     _as_of: strawberry.Private[datetime | None]
 
-    @strawberry.field(description="Its edge properties as hyperedges, with their members.")
+    @strawberry.field(
+        description="Its edge properties as hyperedges, with their members.",
+        metadata=compiled(sql.Compiler.edge_properties),
+    )
     def edge_properties(self) -> list[EdgeProperty]:
         return [
             EdgeProperty.of(p, self._model.id, self._as_of)
             for p in domain.visible(self._model.state.properties)
         ]
 
-    @strawberry.field(description="Every version, oldest first (up to asOf when given).")
+    @strawberry.field(
+        description="Every version, oldest first (up to asOf when given).",
+        metadata=compiled(sql.Compiler.versions),
+    )
     async def versions(self, info: Info) -> list[Version]:
         history = await info.context.versions(self._model.id)
         return [Version.from_domain(v) for v in history if v.number <= self.version]
 
     # Asserted edges and corrections live in gql.asserted_types, which imports this module.
-    @strawberry.field(description="The connections (e_connect) it is on.")
+    @strawberry.field(
+        description="The connections (e_connect) it is on.",
+        metadata=compiled(sql.asserted_on(CONNECT)),
+    )
     async def connections(self, info: Info) -> list[Annotated[Connection, _ASSERTED]]:
         from gql import asserted_types
 
         return await asserted_types.on_record(info, self._model, self._as_of, CONNECT)  # type: ignore[return-value]
 
-    @strawberry.field(description="The groups (e_group) it is a member of.")
+    @strawberry.field(
+        description="The groups (e_group) it is a member of.",
+        metadata=compiled(sql.asserted_on(GROUP)),
+    )
     async def groups(self, info: Info) -> list[Annotated[Group, _ASSERTED]]:
         from gql import asserted_types
 
         return await asserted_types.on_record(info, self._model, self._as_of, GROUP)  # type: ignore[return-value]
 
-    @strawberry.field(description="The adjustment chains (e_adjustment) it is on.")
+    @strawberry.field(
+        description="The adjustment chains (e_adjustment) it is on.",
+        metadata=compiled(sql.asserted_on(ADJUSTMENT)),
+    )
     async def adjustments(self, info: Info) -> list[Annotated[AdjustmentChain, _ASSERTED]]:
         from gql import asserted_types
 
         return await asserted_types.on_record(info, self._model, self._as_of, ADJUSTMENT)  # type: ignore[return-value]
 
-    @strawberry.field(description="Corrections attached to it, oldest first; it stays as written.")
+    @strawberry.field(
+        description="Corrections attached to it, oldest first; it stays as written.",
+        metadata=compiled(sql.Compiler.corrections),
+    )
     async def corrections(self, info: Info) -> list[Annotated[Correction, _ASSERTED]]:
         from gql import asserted_types
 
         return await asserted_types.corrections(info, self._model.id, self._as_of)
 
-    @strawberry.field(description="Whether any correction is attached to it.")
+    @strawberry.field(
+        description="Whether any correction is attached to it.",
+        metadata=compiled(sql.Compiler.corrected),
+    )
     async def corrected(self, info: Info) -> bool:
         return bool(await self.corrections(info))
 
@@ -246,8 +284,8 @@ class Record:
 
 @strawberry.type
 class LabelCount:
-    label: str
-    record_count: int
+    label: str = strawberry.field(metadata=compiled(sql.column("label")))
+    record_count: int = strawberry.field(metadata=compiled(sql.column("record_count")))
 
 
 @strawberry.type(description="What addProperties or removeProperties did, value by value.")

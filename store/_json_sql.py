@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from store.queries import GatherMode
 
@@ -17,12 +18,19 @@ class NotCompilable(Exception):
 
 @dataclass(frozen=True)
 class Sel:
-    """One response key: the API field it reads, its argument site, its sub-selection."""
+    """One response key: the API field it reads, its argument site, its sub-selection,
+    and the SQL of its value (the field's own, declared beside its GraphQL definition)."""
 
     key: str
     name: str
     site: int | None = None
     children: tuple[Sel, ...] = ()
+    build: Build | None = None
+
+
+# A field's SQL from the compiler, its selection and the row its parent object is read
+# from (a record's columns, an asserted edge's aggregate, a version's ledger entry...).
+Build = Callable[[Any, Sel, Any], str]
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """One statement per query: a selection compiled into SQL that builds the response JSON.
 
 The GraphQL layer turns a query's selection into a tree of `Sel` (response key,
-API field name, children) and, per request, a `Shape` for each field that takes
-arguments (which optional arguments are set, how many properties a gather has).
+API field name, children, and the builder of its SQL: a `Compiler` method or one
+of the builders at the end, which each GraphQL field names as its own) and, per
+request, a `Shape` for each field that takes arguments (which optional arguments
+are set, how many properties a gather has).
 This module turns the tree and shapes into one statement whose single row holds
 `ok` and the response body as JSON text; `ok` is false when the data call for a
 refusal (an ambiguous id prefix), and the caller then answers the ordinary way.
@@ -14,19 +16,20 @@ Times are written as Python's `datetime.isoformat()` writes a UTC time.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from store._json_sql import MAX_KEYS, NotCompilable, Sel, Shape, cursor, iso, obj
+from store._json_sql import MAX_KEYS, Build, NotCompilable, Sel, Shape, _literal, cursor, iso, obj
 from store._sql import Params, Statement
 from store.queries import GatherMode, carries, member_at, members_sql
 
-__all__ = ["MAX_KEYS", "Compiler", "NotCompilable", "Sel", "Shape"]
+__all__ = ["MAX_KEYS", "Build", "Compiler", "NotCompilable", "Sel", "Shape"]
 
 
 @dataclass
 class Compiler:
-    """Builds one statement; `shapes` and parameter names come from the GraphQL layer."""
+    """Builds one statement; `shapes` and parameter names come from the GraphQL layer, and
+    each field's SQL from its `Sel` (one of the builders below)."""
 
     shapes: Mapping[int, Shape]
     p: Params = field(default_factory=Params)
@@ -42,6 +45,15 @@ class Compiler:
 
     def lanes(self) -> str:
         return self.p("lanes", "text[]")
+
+    def fields(self, children: Sequence[Sel], row: object) -> str:
+        """SQL: the JSON object of a selection, each field built by its own builder."""
+        pairs = []
+        for sel in children:
+            if sel.build is None:
+                raise NotCompilable(sel.name)
+            pairs.append((sel.key, sel.build(self, sel, row)))
+        return obj(pairs)
 
     # -- roots ------------------------------------------------------------------
 
@@ -74,18 +86,11 @@ class Compiler:
         )
 
     def root(self, sel: Sel) -> str:
-        build: dict[str, Callable[[Sel], str]] = {
-            "__typename": lambda s: "'Query'",
-            "record": self.record_root,
-            "records": self.records_root,
-            "gather": self.gather_root,
-            "edgeProperty": self.edge_property_root,
-        }
-        if sel.name not in build:
+        if sel.build is None:
             raise NotCompilable(sel.name)
-        return build[sel.name](sel)
+        return sel.build(self, sel, None)
 
-    def record_root(self, sel: Sel) -> str:
+    def record_root(self, sel: Sel, _: None) -> str:
         shape = self.shapes[sel.site or 0]
         ident = self.arg(sel.site, "id")
         lanes = self.lanes()
@@ -103,11 +108,11 @@ class Compiler:
         as_of = self.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
         lateral, cols = self.record_source(r, as_of)
         return (
-            f"(SELECT {self.record(sel.children, cols, as_of)} FROM records {r} {lateral} "
-            f"WHERE {where} AND {r}.lane = ANY({lanes}) ORDER BY {r}.id LIMIT 1)"
+            f"(SELECT {self.fields(sel.children, RecordRow(cols, as_of))} FROM records {r} "
+            f"{lateral} WHERE {where} AND {r}.lane = ANY({lanes}) ORDER BY {r}.id LIMIT 1)"
         )
 
-    def records_root(self, sel: Sel) -> str:
+    def records_root(self, sel: Sel, _: None) -> str:
         shape = self.shapes[sel.site or 0]
         lanes = self.arg(sel.site, "lanes", "text[]")
         where = (
@@ -131,7 +136,7 @@ class Compiler:
               WHERE q.lane = l.lane {where}) c"""
         return self.page(sel, page, count, None, by_time=True, whole_rows=True)
 
-    def gather_root(self, sel: Sel) -> str:
+    def gather_root(self, sel: Sel, _: None) -> str:
         shape = self.shapes[sel.site or 0]
         if shape.properties == 0:
             # No property left to match (only the adjustment label): an empty page.
@@ -158,46 +163,59 @@ class Compiler:
         count = f"SELECT count(*) FROM ({members}) m"
         return self.page(sel, page, count, as_of, by_time=timeline)
 
-    def edge_property_root(self, sel: Sel) -> str:
+    def edge_property_root(self, sel: Sel, _: None) -> str:
         shape = self.shapes[sel.site or 0]
         as_of = self.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
         label, value = self.arg(sel.site, "label"), self.arg(sel.site, "value")
         count = self.member_count(label, value, as_of)
-        body = self.edge_property(sel.children, "NULL::text", label, value, as_of)
+        body = self.fields(sel.children, EdgePropertyRow("NULL::text", label, value, as_of))
         return (
             f"(SELECT CASE WHEN c.n = 0 THEN NULL ELSE {body} END FROM (SELECT ({count}) AS n) c)"
+        )
+
+    def labels_root(self, sel: Sel, _: None) -> str:
+        lanes = self.arg(sel.site, "lanes", "text[]")
+        q = self.alias("q")
+        # The folded counts plus the deltas not folded yet, per label; e_* are never counted.
+        counted = f"""SELECT c.label, sum(c.n)::bigint AS record_count FROM (
+              SELECT label, records AS n FROM label_counts WHERE lane = ANY({lanes})
+              UNION ALL SELECT label, delta FROM label_deltas WHERE lane = ANY({lanes})) c
+            GROUP BY c.label HAVING sum(c.n) > 0"""
+        return (
+            f"(SELECT coalesce(json_agg({self.fields(sel.children, q)} "
+            f"ORDER BY {q}.record_count DESC, {q}.label), '[]'::json) FROM ({counted}) {q})"
         )
 
     # -- records ----------------------------------------------------------------
 
     def record_source(self, r: str, as_of: str | None) -> tuple[str, dict[str, str]]:
         """What joins `records {r}` to give a record as of `as_of` (nothing, for now), and
-        the expression of each of its fields."""
+        the expression of each of its columns."""
         cols = {
             "id": f"{r}.id",
-            "createdAt": iso(f"{r}.created_at"),
-            "createdBy": f"{r}.created_by",
+            "created_at": iso(f"{r}.created_at"),
+            "created_by": f"{r}.created_by",
         }
         if as_of is None:
             cols.update(
                 lane=f"{r}.lane",
-                sourceType=f"{r}.source_type",
+                source_type=f"{r}.source_type",
                 authority=f"{r}.authority",
                 content=f"{r}.content",
                 version=f"{r}.version",
-                updatedAt=iso(f"{r}.updated_at"),
-                _properties=f"{r}.properties",
+                updated_at=iso(f"{r}.updated_at"),
+                properties=f"{r}.properties",
             )
             return "", cols
         v = f"{r}v"
         cols.update(
             lane=f"{v}.state->>'lane'",
-            sourceType=f"{v}.state->>'source_type'",
+            source_type=f"{v}.state->>'source_type'",
             authority=f"{v}.state->>'authority'",
             content=f"{v}.state->>'content'",
             version=f"{v}.version",
-            updatedAt=iso(f"{v}.at"),
-            _properties=f"{v}.state->'properties'",
+            updated_at=iso(f"{v}.at"),
+            properties=f"{v}.state->'properties'",
         )
         # The newest version written by as_of (none: the record did not exist yet).
         lateral = (
@@ -207,22 +225,8 @@ class Compiler:
         )
         return lateral, cols
 
-    def record(self, children: Sequence[Sel], cols: Mapping[str, str], as_of: str | None) -> str:
-        pairs = []
-        for sel in children:
-            if sel.name == "__typename":
-                pairs.append((sel.key, "'Record'"))
-            elif sel.name == "properties":
-                pairs.append((sel.key, self.declared(cols["_properties"])))
-            elif sel.name == "edgeProperties":
-                pairs.append((sel.key, self.edge_properties(sel, cols, as_of)))
-            elif sel.name == "versions":
-                pairs.append((sel.key, self.versions(sel, cols)))
-            elif sel.name in cols and not sel.name.startswith("_"):
-                pairs.append((sel.key, cols[sel.name]))
-            else:
-                raise NotCompilable(f"Record.{sel.name}")
-        return obj(pairs)
+    def record_properties(self, sel: Sel, row: RecordRow) -> str:
+        return self.declared(row.cols["properties"])
 
     @staticmethod
     def declared(pairs: str) -> str:
@@ -233,43 +237,50 @@ class Compiler:
             f"WHERE left(x.p->>0, 2) <> 'e_')"
         )
 
-    def edge_properties(self, sel: Sel, cols: Mapping[str, str], as_of: str | None) -> str:
+    def edge_properties(self, sel: Sel, row: RecordRow) -> str:
         x = self.alias("x")
         label, value = f"({x}.p->>0)", f"({x}.p->>1)"
         ident = (
-            f"'ep_' || left(encode(sha256(convert_to({cols['id']} || chr(31) || 'epg/1' || "
+            f"'ep_' || left(encode(sha256(convert_to({row.cols['id']} || chr(31) || 'epg/1' || "
             f"chr(31) || {label} || chr(31) || {value}, 'UTF8')), 'hex'), 32)"
         )
-        body = self.edge_property(sel.children, ident, label, value, as_of)
+        body = self.fields(sel.children, EdgePropertyRow(ident, label, value, row.as_of))
         # Every edge property but the adjustment chain's, in the order the record holds them.
         return (
             f"(SELECT coalesce(json_agg({body} ORDER BY {x}.o), '[]'::json) "
-            f"FROM jsonb_array_elements({cols['_properties']}) WITH ORDINALITY AS {x}(p, o) "
+            f"FROM jsonb_array_elements({row.cols['properties']}) WITH ORDINALITY AS {x}(p, o) "
             f"WHERE {x}.p->>0 <> 'e_adjustment')"
         )
 
-    def edge_property(
-        self, children: Sequence[Sel], ident: str, label: str, value: str, as_of: str | None
-    ) -> str:
-        pairs = []
-        for sel in children:
-            if sel.name == "__typename":
-                pairs.append((sel.key, "'EdgeProperty'"))
-            elif sel.name == "id":
-                pairs.append((sel.key, ident))
-            elif sel.name == "property":
-                pairs.append((sel.key, f"{label} || ':' || {value}"))
-            elif sel.name == "label":
-                pairs.append((sel.key, label))
-            elif sel.name == "value":
-                pairs.append((sel.key, value))
-            elif sel.name == "memberCount":
-                pairs.append((sel.key, f"({self.member_count(label, value, as_of)})"))
-            elif sel.name == "members":
-                pairs.append((sel.key, self.members(sel, label, value, as_of)))
-            else:
-                raise NotCompilable(f"EdgeProperty.{sel.name}")
-        return obj(pairs)
+    def versions(self, sel: Sel, row: RecordRow) -> str:
+        v = self.alias("v")
+        # Every version up to the one shown, oldest first.
+        return (
+            f"(SELECT coalesce(json_agg({self.fields(sel.children, v)} ORDER BY {v}.version), "
+            f"'[]'::json) FROM ledger {v} WHERE {v}.kind = 'record' "
+            f"AND {v}.object_id = {row.cols['id']} AND {v}.version <= {row.cols['version']})"
+        )
+
+    def version_properties(self, sel: Sel, v: str) -> str:
+        return self.declared(f"{v}.state->'properties'")
+
+    def corrections(self, sel: Sel, row: RecordRow) -> str:
+        c = self.alias("c")
+        return (
+            f"(SELECT coalesce(json_agg({self.fields(sel.children, c)} ORDER BY {c}.at), "
+            f"'[]'::json) FROM corrections {c} WHERE {self.corrections_of(c, row)})"
+        )
+
+    def corrected(self, sel: Sel, row: RecordRow) -> str:
+        c = self.alias("c")
+        return f"EXISTS (SELECT 1 FROM corrections {c} WHERE {self.corrections_of(c, row)})"
+
+    def corrections_of(self, c: str, row: RecordRow) -> str:
+        """SQL: the readable corrections of the record, those made by as_of if given."""
+        at = f"AND {c}.at <= {row.as_of}" if row.as_of is not None else ""
+        return f"{c}.record_id = {row.cols['id']} AND {c}.lane = ANY({self.lanes()}) {at}"
+
+    # -- hyperedges -------------------------------------------------------------
 
     def member_count(self, label: str, value: str, as_of: str | None) -> str:
         m = self.alias("m")
@@ -281,47 +292,93 @@ class Compiler:
             f"AND {m}.label <> 'e_adjustment'"
         )
 
-    def members(self, sel: Sel, label: str, value: str, as_of: str | None) -> str:
+    def edge_member_count(self, sel: Sel, row: EdgePropertyRow) -> str:
+        return f"({self.member_count(row.label, row.value, row.as_of)})"
+
+    def members(self, sel: Sel, row: EdgePropertyRow | AssertedRow) -> str:
+        """SQL: a RecordPage of the readable records carrying the value now (or at as_of)."""
         shape = self.shapes[sel.site or 0]
         m = self.alias("m")
         keyed = f"AND {m}.record_id > {self.arg(sel.site, 'after_id')}" if shape.after else ""
         where = (
-            f"{carries(m, label, value)} AND {m}.lane = ANY({self.lanes()}) "
-            f"AND {member_at(m, as_of)}"
+            f"{carries(m, row.label, row.value)} AND {m}.lane = ANY({self.lanes()}) "
+            f"AND {member_at(m, row.as_of)}"
         )
         page = (
             f"SELECT DISTINCT {m}.record_id AS id FROM edge_properties {m} WHERE {where} {keyed} "
             f"ORDER BY 1 LIMIT {self.arg(sel.site, 'limit')}"
         )
         count = f"SELECT count(DISTINCT {m}.record_id) FROM edge_properties {m} WHERE {where}"
-        return self.page(sel, page, count, as_of, by_time=False)
+        return self.page(sel, page, count, row.as_of, by_time=False)
 
-    def versions(self, sel: Sel, cols: Mapping[str, str]) -> str:
-        v = self.alias("v")
-        fields = {
-            "number": f"{v}.version",
-            "at": iso(f"{v}.at"),
-            "event": f"{v}.event",
-            "actor": f"{v}.actor",
-            "content": f"{v}.state->>'content'",
-            "properties": self.declared(f"{v}.state->'properties'"),
-            "lane": f"{v}.state->>'lane'",
-            "sourceType": f"{v}.state->>'source_type'",
-            "authority": f"{v}.state->>'authority'",
-            "policyVersion": f"{v}.policy_version",
-            "hash": f"{v}.hash",
-            "__typename": "'Version'",
-        }
-        pairs = []
-        for child in sel.children:
-            if child.name not in fields:
-                raise NotCompilable(f"Version.{child.name}")
-            pairs.append((child.key, fields[child.name]))
-        # Every version up to the one shown, oldest first.
+    # -- asserted edges ---------------------------------------------------------
+
+    def asserted(self, sel: Sel, row: RecordRow, label: str) -> str:
+        x, a = self.alias("x"), self.alias("a")
+        value = f"({x}.p->>1)"
+        edge = AssertedRow(a, _literal(label), value, row.as_of)
+        m = self.memberships(edge)
+        live = "bool_or(m.left_at IS NULL)"
+        # Of an edge no longer joining anyone: when its last member left, and who made that
+        # change (the first in joining order, among those who left then).
+        summary = f"""SELECT count(*) AS n, {edge.label} || ':' || {value} AS id,
+              left({value}, -33) AS hint, min(m.joined_at) AS created_at,
+              (array_agg(m.joined_by ORDER BY m.n))[1] AS actor, {live} AS active,
+              CASE WHEN {live} THEN NULL ELSE max(m.left_at) END AS ended_at,
+              CASE WHEN {live} THEN NULL
+                ELSE (array_agg(m.left_by ORDER BY m.left_at DESC, m.n))[1] END AS ended_by
+            FROM ({m}) m"""
         return (
-            f"(SELECT coalesce(json_agg({obj(pairs)} ORDER BY {v}.version), '[]'::json) "
-            f"FROM ledger {v} WHERE {v}.kind = 'record' AND {v}.object_id = {cols['id']} "
-            f"AND {v}.version <= {cols['version']})"
+            f"(SELECT coalesce(json_agg({self.fields(sel.children, edge)} ORDER BY {x}.o), "
+            f"'[]'::json) FROM jsonb_array_elements({row.cols['properties']}) "
+            f"WITH ORDINALITY AS {x}(p, o) CROSS JOIN LATERAL ({summary}) {a} "
+            f"WHERE {x}.p->>0 = {edge.label} AND {a}.n > 0)"
+        )
+
+    def memberships(self, edge: AssertedRow) -> str:
+        """SQL: each interval in which a readable record carried the value (by as_of, with
+        what happened after it unseen), numbered in the order the records joined."""
+        e, r, j, k = self.alias("e"), self.alias("r"), self.alias("j"), self.alias("k")
+        left, at = f"{e}.recorded_to", ""
+        if edge.as_of is not None:
+            left = f"(CASE WHEN {e}.recorded_to > {edge.as_of} THEN NULL ELSE {e}.recorded_to END)"
+            at = f"AND {e}.recorded_from <= {edge.as_of}"
+        return f"""SELECT {e}.record_id, {e}.recorded_from AS joined_at, {j}.actor AS joined_by,
+              {left} AS left_at, CASE WHEN {left} IS NULL THEN NULL ELSE {k}.actor END AS left_by,
+              row_number() OVER (ORDER BY {e}.recorded_from, {r}.created_at, {e}.record_id) AS n
+            FROM edge_properties {e} JOIN records {r} ON {r}.id = {e}.record_id
+            JOIN ledger {j} ON {j}.kind = 'record' AND {j}.object_id = {e}.record_id
+              AND {j}.version = {e}.from_version
+            LEFT JOIN ledger {k} ON {k}.kind = 'record' AND {k}.object_id = {e}.record_id
+              AND {k}.version = {e}.to_version
+            WHERE {carries(e, edge.label, edge.value)} AND {e}.lane = ANY({self.lanes()}) {at}"""
+
+    def asserted_records(self, sel: Sel, edge: AssertedRow) -> str:
+        """SQL: the readable records it joins (once ended, those it joined when it ended),
+        each once, in the order they first joined."""
+        a, r = edge.alias, self.alias("r")
+        lateral, cols = self.record_source(r, edge.as_of)
+        body = self.fields(sel.children, RecordRow(cols, edge.as_of))
+        chosen = f"""SELECT m.record_id, min(m.n) AS n FROM ({self.memberships(edge)}) m
+            WHERE CASE WHEN {a}.active THEN m.left_at IS NULL ELSE m.left_at = {a}.ended_at END
+            GROUP BY m.record_id"""
+        return f"""(SELECT coalesce(json_agg({body} ORDER BY {r}c.n), '[]'::json)
+            FROM ({chosen}) {r}c JOIN records {r} ON {r}.id = {r}c.record_id
+              AND {r}.lane = ANY({self.lanes()}) {lateral})"""
+
+    def history(self, sel: Sel, edge: AssertedRow) -> str:
+        """SQL: each interval's joining and (if it ended) leaving, oldest first; at one
+        instant, in joining order, a joining before its leaving."""
+        h = self.alias("h")
+        changes = f"""SELECT m.n, k.k, m.record_id,
+              CASE k.k WHEN 0 THEN 'joined' ELSE 'left' END AS change,
+              CASE k.k WHEN 0 THEN m.joined_at ELSE m.left_at END AS at,
+              CASE k.k WHEN 0 THEN m.joined_by ELSE coalesce(m.left_by, '') END AS actor
+            FROM ({self.memberships(edge)}) m CROSS JOIN (VALUES (0), (1)) k(k)
+            WHERE k.k = 0 OR m.left_at IS NOT NULL"""
+        return (
+            f"(SELECT coalesce(json_agg({self.fields(sel.children, h)} "
+            f"ORDER BY {h}.at, {h}.n, {h}.k), '[]'::json) FROM ({changes}) {h})"
         )
 
     # -- pages ------------------------------------------------------------------
@@ -342,40 +399,9 @@ class Compiler:
         size = f"{{size_{s}}}"
         lateral, cols = self.record_source(r, as_of)
         key = [iso(f"{s}.created_at"), f"{s}.id"] if by_time else [f"{s}.id"]
-        pairs = []
-        for child in sel.children:
-            if child.name == "__typename":
-                pairs.append((child.key, "'RecordPage'"))
-            elif child.name == "totalCount":
-                pairs.append((child.key, f"({count})"))
-            elif child.name == "items":
-                body = self.record(child.children, cols, as_of)
-                if whole_rows:
-                    pairs.append(
-                        (
-                            child.key,
-                            f"""coalesce((SELECT json_agg({body} ORDER BY {r}.n)
-                            FROM {s} {r} WHERE {r}.n <= {size}), '[]'::json)""",
-                        )
-                    )
-                    continue
-                # Records the caller may read, in the page's order; the extra row only
-                # tells whether there is a next page.
-                pairs.append(
-                    (
-                        child.key,
-                        f"""coalesce((SELECT json_agg({body} ORDER BY {s}i.n)
-                        FROM (SELECT * FROM {s} WHERE {s}.n <= {size}) {s}i
-                        JOIN records {r} ON {r}.id = {s}i.id AND {r}.lane = ANY({self.lanes()})
-                        {lateral}), '[]'::json)""",
-                    )
-                )
-            elif child.name == "pageInfo":
-                pairs.append((child.key, self.page_info(child, s, size, key)))
-            else:
-                raise NotCompilable(f"RecordPage.{child.name}")
+        row = PageRow(s, r, size, count, lateral, RecordRow(cols, as_of), key, whole_rows)
         ordered = "ORDER BY created_at, id" if by_time else "ORDER BY id"
-        body = obj(pairs)
+        body = self.fields(sel.children, row)
         if size in body:
             body = body.replace(size, self.arg(sel.site, "size"))
         return (
@@ -383,24 +409,72 @@ class Compiler:
             f"SELECT {body})"
         )
 
-    def page_info(self, sel: Sel, s: str, size: str, key: Sequence[str]) -> str:
-        pairs = []
-        for child in sel.children:
-            if child.name == "__typename":
-                pairs.append((child.key, "'PageInfo'"))
-            elif child.name == "hasNextPage":
-                pairs.append((child.key, f"(SELECT count(*) > {size} FROM {s})"))
-            elif child.name == "endCursor":
-                pairs.append(
-                    (
-                        child.key,
-                        f"(SELECT {cursor(key)} FROM {s} WHERE {s}.n <= {size} "
-                        f"ORDER BY {s}.n DESC LIMIT 1)",
-                    )
-                )
-            else:
-                raise NotCompilable(f"PageInfo.{child.name}")
-        return obj(pairs)
+    def total_count(self, sel: Sel, row: PageRow) -> str:
+        return f"({row.count})"
+
+    def items(self, sel: Sel, row: PageRow) -> str:
+        s, r, size = row.s, row.r, row.size
+        body = self.fields(sel.children, row.record)
+        if row.whole_rows:
+            return f"""coalesce((SELECT json_agg({body} ORDER BY {r}.n)
+                FROM {s} {r} WHERE {r}.n <= {size}), '[]'::json)"""
+        # Records the caller may read, in the page's order; the extra row only
+        # tells whether there is a next page.
+        return f"""coalesce((SELECT json_agg({body} ORDER BY {s}i.n)
+            FROM (SELECT * FROM {s} WHERE {s}.n <= {size}) {s}i
+            JOIN records {r} ON {r}.id = {s}i.id AND {r}.lane = ANY({self.lanes()})
+            {row.lateral}), '[]'::json)"""
+
+    def page_info(self, sel: Sel, row: PageRow) -> str:
+        return self.fields(sel.children, row)
+
+    def has_next_page(self, sel: Sel, row: PageRow) -> str:
+        return f"(SELECT count(*) > {row.size} FROM {row.s})"
+
+    def end_cursor(self, sel: Sel, row: PageRow) -> str:
+        s = row.s
+        return (
+            f"(SELECT {cursor(row.key)} FROM {s} WHERE {s}.n <= {row.size} "
+            f"ORDER BY {s}.n DESC LIMIT 1)"
+        )
+
+
+@dataclass(frozen=True)
+class RecordRow:
+    """A record being read: the SQL of each of its columns, and the instant it is read at."""
+
+    cols: Mapping[str, str]
+    as_of: str | None
+
+
+@dataclass(frozen=True)
+class EdgePropertyRow:
+    ident: str
+    label: str
+    value: str
+    as_of: str | None
+
+
+@dataclass(frozen=True)
+class AssertedRow:
+    """An asserted edge: its value, and the alias of its summary row (`Compiler.asserted`)."""
+
+    alias: str
+    label: str
+    value: str
+    as_of: str | None
+
+
+@dataclass(frozen=True)
+class PageRow:
+    s: str  # the page's rows, numbered
+    r: str
+    size: str
+    count: str
+    lateral: str
+    record: RecordRow
+    key: Sequence[str]
+    whole_rows: bool
 
 
 class _SiteParams(Params):
@@ -413,3 +487,57 @@ class _SiteParams(Params):
 
     def __call__(self, name: str, cast: str | None = None) -> str:
         return self.compiler.arg(self.site, name, cast)
+
+
+# -- builders a GraphQL field names as its SQL --------------------------------
+
+
+def typename(name: str) -> Build:
+    """`__typename` of an object of type `name`."""
+    return lambda compiler, sel, row: _literal(name)
+
+
+def record_column(name: str) -> Build:
+    """A record's column (as it is, or as of the instant read)."""
+    return lambda compiler, sel, row: row.cols[name]
+
+
+def column(name: str) -> Build:
+    """A column of the row its object is read from (a ledger entry, a correction...)."""
+    return lambda compiler, sel, row: f"{_alias(row)}.{name}"
+
+
+def time(name: str) -> Build:
+    """A time column of the row its object is read from, written as the API writes it."""
+    return lambda compiler, sel, row: iso(f"{_alias(row)}.{name}")
+
+
+def state(key: str) -> Build:
+    """A key of the record state a ledger entry holds."""
+    return lambda compiler, sel, row: f"{_alias(row)}.state->>{_literal(key)}"
+
+
+def asserted_on(label: str) -> Build:
+    """A record's asserted edges of one label: those it carries, in the order it holds
+    them, leaving out any that no readable record was ever on."""
+    return lambda compiler, sel, row: compiler.asserted(sel, row, label)
+
+
+def _alias(row: object) -> str:
+    return row.alias if isinstance(row, AssertedRow) else str(row)
+
+
+def edge_id(compiler: Compiler, sel: Sel, row: EdgePropertyRow) -> str:
+    return row.ident
+
+
+def edge_property(compiler: Compiler, sel: Sel, row: EdgePropertyRow) -> str:
+    return f"{row.label} || ':' || {row.value}"
+
+
+def edge_label(compiler: Compiler, sel: Sel, row: EdgePropertyRow) -> str:
+    return row.label
+
+
+def edge_value(compiler: Compiler, sel: Sel, row: EdgePropertyRow) -> str:
+    return row.value

@@ -20,86 +20,30 @@ from graphql import (
     FieldNode,
     GraphQLError,
     GraphQLField,
+    GraphQLObjectType,
     GraphQLSchema,
     OperationDefinitionNode,
     OperationType,
     VariableNode,
+    get_named_type,
     is_non_null_type,
     is_required_argument,
 )
 from graphql.execution.values import VariableValues, coerce_argument, get_argument_values
 from graphql.language import Visitor, visit
 
+from gql.compiled.fields import Binder, Values, compiled_field
 from gql.compiled.selection import Node, children, collect, plain_operation
 from gql.compiled.variables import Coercer, coercer
 from policies.errors import PolicyError
 from policies.properties import parse_property
-from store.compiled_sql import Compiler, NotCompilable, Sel, Shape
+from store.compiled_sql import Compiler, NotCompilable, Sel, Shape, typename
 from store.errors import StoreError
 from store.ids import RECORD_ID
 from store.pages import id_cursor, page_size, time_cursor
 from store.queries import GatherMode, gather_properties
 from store.resolve import check_record_ident
 
-# The object type each compiled field returns; a field not listed is not compiled.
-FIELDS: dict[str, dict[str, str | None]] = {
-    "Query": {
-        "__typename": None,
-        "record": "Record",
-        "records": "RecordPage",
-        "gather": "RecordPage",
-        "edgeProperty": "EdgeProperty",
-    },
-    "Record": {
-        **dict.fromkeys(
-            [
-                "__typename",
-                "id",
-                "lane",
-                "sourceType",
-                "authority",
-                "content",
-                "version",
-                "createdAt",
-                "updatedAt",
-                "createdBy",
-                "properties",
-            ]
-        ),
-        "edgeProperties": "EdgeProperty",
-        "versions": "Version",
-    },
-    "EdgeProperty": {
-        **dict.fromkeys(["__typename", "id", "property", "label", "value", "memberCount"]),
-        "members": "RecordPage",
-    },
-    "Version": dict.fromkeys(
-        [
-            "__typename",
-            "number",
-            "at",
-            "event",
-            "actor",
-            "content",
-            "properties",
-            "lane",
-            "sourceType",
-            "authority",
-            "policyVersion",
-            "hash",
-        ]
-    ),
-    "RecordPage": {
-        "__typename": None,
-        "totalCount": None,
-        "items": "Record",
-        "pageInfo": "PageInfo",
-    },
-    "PageInfo": dict.fromkeys(["__typename", "hasNextPage", "endCursor"]),
-}
-
-Values = dict[str, Any]
-Binder = Callable[[str, Mapping[str, Any], Sequence[str], Values], Shape]
 # A field's arguments from the request's coerced variables; raises GraphQLError.
 Arguments = Callable[[VariableValues], dict[str, Any]]
 
@@ -225,27 +169,31 @@ def compile_operation(
     fragments = plain_operation(document, operation, OperationType.QUERY)
     sites: list[Site] = []
 
-    def tree(nodes: list[Node], type_name: str) -> tuple[Sel, ...]:
+    def tree(nodes: list[Node], object_type: GraphQLObjectType) -> tuple[Sel, ...]:
         sels = []
         for node in nodes:
-            allowed = FIELDS[type_name]
-            if node.name not in allowed:
-                raise NotCompilable(f"{type_name}.{node.name}")
+            if node.name == "__typename":
+                sels.append(Sel(node.key, node.name, build=typename(object_type.name)))
+                continue
+            field_def = object_type.fields.get(node.name)
+            answer = None if field_def is None else compiled_field(field_def)
+            if field_def is None or answer is None:
+                raise NotCompilable(f"{object_type.name}.{node.name}")
             site = None
-            binder = BINDERS.get((type_name, node.name))
-            if binder is not None:
-                graphql_type = schema.get_type(type_name)
-                field_def = graphql_type.fields[node.name]  # type: ignore[union-attr]
+            if answer.bind is not None:
                 site = len(sites)
-                sites.append(Site(argument_reader(field_def, node.nodes[0]), binder))
-            child_type = allowed[node.name]
+                sites.append(Site(argument_reader(field_def, node.nodes[0]), answer.bind))
+            named = get_named_type(field_def.type)
             kids: tuple[Sel, ...] = ()
-            if child_type is not None:
-                kids = tree(collect(children(node), fragments, child_type), child_type)
-            sels.append(Sel(node.key, node.name, site, kids))
+            if isinstance(named, GraphQLObjectType):
+                interfaces = [i.name for i in named.interfaces]
+                kids = tree(collect(children(node), fragments, named.name, interfaces), named)
+            sels.append(Sel(node.key, node.name, site, kids, answer.build))
         return tuple(sels)
 
-    roots = tree(collect([operation.selection_set], fragments, "Query"), "Query")
+    query = schema.query_type
+    assert query is not None
+    roots = tree(collect([operation.selection_set], fragments, query.name), query)
     return Operation(schema, document, operation, roots, sites)
 
 
@@ -257,7 +205,7 @@ def _page(prefix: str, first: int | None, values: Values) -> None:
     values[prefix + "size"], values[prefix + "limit"] = size, size + 1
 
 
-def _bind_record(
+def bind_record(
     prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
 ) -> Shape:
     ident = values[prefix + "id"] = check_record_ident(args["id"])
@@ -265,7 +213,7 @@ def _bind_record(
     return Shape(as_of=args.get("asOf") is not None, prefix=RECORD_ID.match(ident) is None)
 
 
-def _bind_records(
+def bind_records(
     prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
 ) -> Shape:
     _page(prefix, args.get("first"), values)
@@ -280,7 +228,7 @@ def _bind_records(
     return Shape(after=key is not None, source_type=source_type is not None)
 
 
-def _bind_gather(
+def bind_gather(
     prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
 ) -> Shape:
     _page(prefix, args.get("first"), values)
@@ -312,7 +260,7 @@ def _bind_gather(
     )
 
 
-def _bind_edge_property(
+def bind_edge_property(
     prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
 ) -> Shape:
     prop = parse_property(args["property"])
@@ -321,7 +269,7 @@ def _bind_edge_property(
     return Shape(as_of=args.get("asOf") is not None)
 
 
-def _bind_members(
+def bind_members(
     prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
 ) -> Shape:
     _page(prefix, args.get("first"), values)
@@ -331,10 +279,9 @@ def _bind_members(
     return Shape(after=key is not None)
 
 
-BINDERS: dict[tuple[str, str], Binder] = {
-    ("Query", "record"): _bind_record,
-    ("Query", "records"): _bind_records,
-    ("Query", "gather"): _bind_gather,
-    ("Query", "edgeProperty"): _bind_edge_property,
-    ("EdgeProperty", "members"): _bind_members,
-}
+def bind_labels(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    lane = args.get("lane")
+    values[prefix + "lanes"] = [x for x in (lanes if lane is None else [lane]) if x in lanes]
+    return Shape()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from graphql import (
@@ -44,13 +44,16 @@ def collect(
     selection_sets: Sequence[SelectionSetNode],
     fragments: Mapping[str, FragmentDefinitionNode],
     type_name: str,
+    interfaces: Collection[str] = (),
 ) -> list[Node]:
     """The fields the selection sets ask of an object of `type_name`, in response order.
 
     As GraphQL's CollectFields: fields with one response key merge (validation has
-    made sure they agree), fragments contribute their fields in place. Directives
-    (@include, @skip) are not followed here: a selection holding one is not compiled.
+    made sure they agree), fragments on the type or on an interface it implements
+    contribute their fields in place. Directives (@include, @skip) are not followed
+    here: a selection holding one is not compiled.
     """
+    applies = {type_name, *interfaces}
     merged: dict[str, Node] = {}
     seen_fragments: set[str] = set()
 
@@ -66,7 +69,7 @@ def collect(
                 node.nodes.append(selection)
             elif isinstance(selection, InlineFragmentNode):
                 condition = selection.type_condition
-                if condition is not None and condition.name.value != type_name:
+                if condition is not None and condition.name.value not in applies:
                     raise NotCompilable("type condition")
                 visit(selection.selection_set)
             elif isinstance(selection, FragmentSpreadNode):
@@ -75,7 +78,7 @@ def collect(
                     continue
                 seen_fragments.add(name)
                 fragment = fragments[name]
-                if fragment.type_condition.name.value != type_name:
+                if fragment.type_condition.name.value not in applies:
                     raise NotCompilable("type condition")
                 visit(fragment.selection_set)
 

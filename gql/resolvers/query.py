@@ -8,6 +8,14 @@ from typing import Annotated
 import strawberry
 
 from gql.asserted_types import Traversal, traversal
+from gql.compiled.fields import compiled
+from gql.compiled.plan import (
+    bind_edge_property,
+    bind_gather,
+    bind_labels,
+    bind_record,
+    bind_records,
+)
 from gql.types import (
     AuditEvent,
     AuditPage,
@@ -25,6 +33,7 @@ from gql.types import (
 )
 from policies.properties import parse_property
 from store import audit_reads, queries
+from store import compiled_sql as sql
 from store.errors import NotFoundError
 from store.labels import label_counts
 from store.resolve import resolve_id
@@ -34,7 +43,10 @@ from store.traverse import traverse as walk
 
 @strawberry.type
 class Query:
-    @strawberry.field(description="One record, as it is or as it was at asOf.")
+    @strawberry.field(
+        description="One record, as it is or as it was at asOf.",
+        metadata=compiled(sql.Compiler.record_root, bind_record),
+    )
     async def record(
         self, info: Info, id: strawberry.ID, as_of: datetime | None = None
     ) -> Record | None:
@@ -46,7 +58,10 @@ class Query:
         found = await info.context.records([record_id], as_of)
         return Record.from_domain(found[record_id], as_of) if record_id in found else None
 
-    @strawberry.field(description="Browse records in the order they were written.")
+    @strawberry.field(
+        description="Browse records in the order they were written.",
+        metadata=compiled(sql.Compiler.records_root, bind_records),
+    )
     async def records(
         self,
         info: Info,
@@ -63,7 +78,10 @@ class Query:
             )
         return await record_page(info, page)
 
-    @strawberry.field(description="Records by set operations over edge properties.")
+    @strawberry.field(
+        description="Records by set operations over edge properties.",
+        metadata=compiled(sql.Compiler.gather_root, bind_gather),
+    )
     async def gather(
         self,
         info: Info,
@@ -81,7 +99,10 @@ class Query:
             page = await queries.gather(db, match, mode_, chosen, as_of, first, after, count)
         return await record_page(info, page, as_of)
 
-    @strawberry.field(description="Labels in use with how many readable records carry each.")
+    @strawberry.field(
+        description="Labels in use with how many readable records carry each.",
+        metadata=compiled(sql.Compiler.labels_root, bind_labels),
+    )
     async def labels(self, info: Info, lane: str | None = None) -> list[LabelCount]:
         async with info.context.read() as (db, lanes):
             counts = await label_counts(db, lanes, lane)
@@ -108,7 +129,10 @@ class Query:
             found = await walk(conn, start, lanes, hops, labels, as_of, most)
         return await traversal(info, found, as_of)
 
-    @strawberry.field(description="The hyperedge label:value, with its readable members.")
+    @strawberry.field(
+        description="The hyperedge label:value, with its readable members.",
+        metadata=compiled(sql.Compiler.edge_property_root, bind_edge_property),
+    )
     async def edge_property(
         self, info: Info, property: str, as_of: datetime | None = None
     ) -> EdgeProperty | None:
