@@ -161,22 +161,29 @@ async def batcher(gw: Gateway, tally: Tally, stop: asyncio.Event) -> None:
             tally.batches_acked[batch] = [r["id"] for r in body["data"]["ingestMany"]]
 
 
-async def verifier(data: Path, tally: Tally, stop: asyncio.Event) -> None:
+async def edgeloom(command: str, data: Path) -> tuple[int, bytes, bytes]:
+    """`edgeloom COMMAND --data-dir DATA` on the embedded server: its exit code and output."""
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    process = await asyncio.create_subprocess_exec(
+        str(EDGELOOM),
+        command,
+        "--data-dir",
+        str(data),
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, out, err
+
+
+async def verifier(data: Path, tally: Tally, stop: asyncio.Event) -> None:
     while not stop.is_set():
-        process = await asyncio.create_subprocess_exec(
-            str(EDGELOOM),
-            "verify",
-            "--data-dir",
-            str(data),
-            env=env,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await process.communicate()
-        if process.returncode == 0:
+        code, out, err = await edgeloom("verify", data)
+        if code == 0:
             tally.verify_clean += 1
-        elif process.returncode == 2:
+        elif code == 2:
             tally.verify_unreachable += 1  # the database was down at that moment
         else:
             tally.verify_failed.append((out + err).decode()[-2000:])
@@ -186,21 +193,11 @@ async def verifier(data: Path, tally: Tally, stop: asyncio.Event) -> None:
 async def checkpointer(data: Path, tally: Tally, stop: asyncio.Event) -> None:
     """`edgeloom checkpoint` every second, beside the verifier: each one it takes is a
     chance for verify to meet a checkpoint committing during its run."""
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     while not stop.is_set():
-        process = await asyncio.create_subprocess_exec(
-            str(EDGELOOM),
-            "checkpoint",
-            "--data-dir",
-            str(data),
-            env=env,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await process.communicate()
-        if process.returncode == 0:
+        code, out, err = await edgeloom("checkpoint", data)
+        if code == 0:
             tally.checkpoints_taken += out.startswith(b"checkpoint ")
-        elif process.returncode == 2 and b"cannot use the database" in err:
+        elif code == 2 and b"cannot use the database" in err:
             tally.checkpoints_unreachable += 1
         else:
             tally.checkpoints_failed.append((out + err).decode()[-2000:])
@@ -290,10 +287,7 @@ async def run(seconds: float, every: float) -> int:
     await gw.stop(signal.SIGTERM)
     await gw.start()  # the server is back: count what it holds
     figures = await check(data, tally)
-    process = await asyncio.create_subprocess_exec(
-        str(EDGELOOM), "verify", "--data-dir", str(data), stdout=asyncio.subprocess.PIPE
-    )
-    final = (await process.communicate())[0].decode().strip().splitlines()[-1]
+    final = (await edgeloom("verify", data))[1].decode().strip().splitlines()[-1]
     await gw.stop(signal.SIGTERM)
     figures |= {
         "version conflicts answered (expected under overlap)": tally.conflicts,
