@@ -33,7 +33,7 @@ _NAMES = {CONNECT: "connection", GROUP: "group", ADJUSTMENT: "adjustment chain"}
 
 def check_hint(hint: str) -> str:
     """A hint names what the relation is; it becomes part of the minted value."""
-    if not HINT.match(hint):
+    if not HINT.fullmatch(hint):
         raise InvalidInputError(
             f"hint {hint[:80]!r} is not allowed: a hint is 1 to 64 characters, each a letter "
             "(a-z, A-Z), a digit (0-9), '_' or '-', for example works_with",
@@ -51,7 +51,7 @@ def parse_asserted(text: str, label: str) -> Property:
     value = text.strip()
     if value.startswith(label + ":"):
         value = value[len(label) + 1 :]
-    if not ASSERTED_VALUE.match(value):
+    if not ASSERTED_VALUE.fullmatch(value):
         raise InvalidInputError(
             f"'{text[:80]}' is not a {_NAMES[label]} id; expected {label}:<hint>_<32 hex>, "
             f"as {_NAMES[label]} returned it"

@@ -76,7 +76,7 @@ WHERE e.id = $1 AND (e.lane = ANY($2::text[]) OR e.lane IS NULL)
 
 async def audit_event(db: Reader, event_id: str, lanes: Sequence[str]) -> AuditEvent | None:
     """The event, if the caller may read it; an id of another shape is refused, not missed."""
-    if not EVENT_ID.match(event_id):
+    if not EVENT_ID.fullmatch(event_id):
         raise InvalidIdError(event_id, "'ae_' followed by 32 hex characters, as `audit` gives")
     row = await db.fetchrow(_AUDIT_EVENT, event_id, list(lanes))
     if row is None:

@@ -15,7 +15,7 @@ _EXPECTED = "'sr_' followed by 32 hex characters, or a unique prefix of at least
 def check_record_ident(ident: str) -> str:
     """The id lower-cased and checked for shape, before it reaches SQL."""
     cleaned = ident.strip().lower()
-    if not (RECORD_ID.match(cleaned) or RECORD_PREFIX.match(cleaned)):
+    if not (RECORD_ID.fullmatch(cleaned) or RECORD_PREFIX.fullmatch(cleaned)):
         raise InvalidIdError(ident, _EXPECTED)
     return cleaned
 
@@ -31,7 +31,7 @@ RESOLVE = (
 
 def pick(ident: str, cleaned: str, found: Sequence[str]) -> str:
     """The one id `ident` names among the readable ids found for it."""
-    if RECORD_ID.match(cleaned):
+    if RECORD_ID.fullmatch(cleaned):
         if cleaned not in found:
             raise NotFoundError("record", ident)
         return cleaned

@@ -210,7 +210,7 @@ def bind_record(
 ) -> Shape:
     ident = values[prefix + "id"] = check_record_ident(args["id"])
     values[prefix + "as_of"] = args.get("asOf")
-    return Shape(as_of=args.get("asOf") is not None, prefix=RECORD_ID.match(ident) is None)
+    return Shape(as_of=args.get("asOf") is not None, prefix=RECORD_ID.fullmatch(ident) is None)
 
 
 def bind_records(

@@ -76,7 +76,8 @@ async def test_connect_refuses_one_record_and_cannot_take_three(gateway: Gateway
 async def test_hints_are_validated_with_what_is_allowed(gateway: Gateway) -> None:
     a = (await ingest(gateway, "a"))["id"]
     b = (await ingest(gateway, "b"))["id"]
-    for hint in ["", "works with", "x:y", "é", "h" * 65, "a/b"]:
+    # A trailing newline too: it would put a control character into the minted value.
+    for hint in ["", "works with", "x:y", "é", "h" * 65, "a/b", "x\n"]:
         error = await gateway.error(CONNECT, {"a": a, "b": b, "hint": hint})
         assert error["extensions"]["code"] == "BAD_USER_INPUT", hint
         assert "a letter (a-z, A-Z), a digit (0-9), '_' or '-'" in error["message"], hint

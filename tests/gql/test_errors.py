@@ -301,5 +301,9 @@ async def test_a_malformed_audit_event_id_is_refused_not_missing(gateway: Gatewa
     error = await gateway.error('{ auditEvent(id: "ae_nope") { id } }')
     assert error["extensions"]["code"] == "BAD_USER_INPUT"
     assert "'ae_nope' is not a valid id; expected 'ae_' followed by 32 hex" in error["message"]
+    trailing = await gateway.error(
+        '{ auditEvent(id: "ae_00000000000000000000000000000000\\n") { id } }'
+    )
+    assert trailing["extensions"]["code"] == "BAD_USER_INPUT", trailing
     missing = await gateway.data('{ auditEvent(id: "ae_00000000000000000000000000000000") { id } }')
     assert missing["auditEvent"] is None
