@@ -46,8 +46,10 @@ CREATE OR REPLACE FUNCTION peer.gather_intersect(
   SELECT r.* FROM public.records r WHERE r.id IN (
     SELECT m0.record_id FROM public.edge_properties m0
     JOIN public.edge_properties m1 ON m1.record_id = m0.record_id AND m1.label = b_label
-      AND m1.value = b_value AND m1.lane = m0.lane AND m1.recorded_to IS NULL
-    WHERE m0.label = a_label AND m0.value = a_value AND m0.recorded_to IS NULL)
+      AND m1.value_key = public.edgeloom_value_key(b_value) AND m1.lane = m0.lane
+      AND m1.recorded_to IS NULL
+    WHERE m0.label = a_label AND m0.value_key = public.edgeloom_value_key(a_value)
+      AND m0.recorded_to IS NULL)
   ORDER BY r.id
 $$;
 """
