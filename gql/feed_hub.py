@@ -50,6 +50,7 @@ from store.errors import StoreError
 from store.feed import FeedEvent, FeedReader, Snapshot
 from store.policy_store import PolicyCache, PolicyVersion
 from store.pool import Pool
+from store.visibility import RULE
 
 log = logging.getLogger("edgeloom.feed")
 
@@ -123,7 +124,7 @@ class Batch:
             found = [
                 e.for_reader(readable)
                 for e in self.events
-                if e.event.lane is None or e.event.lane in readable
+                if RULE.may_read_event(e.event.lane, readable)
             ]
             self._allowed[readable] = found
         return found
@@ -236,7 +237,7 @@ class Subscriber:
         if e.kind not in self.kinds:
             return False
         # Lane-less events (policy changes) concern every lane.
-        return self.lanes is None or e.lane is None or e.lane in self.lanes
+        return self.lanes is None or RULE.may_read_event(e.lane, self.lanes)
 
     async def next(self) -> Item | None:
         """The next batch, or None when the hub found its token revoked."""

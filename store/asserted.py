@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, literal, or_, select, tuple_
+from sqlalchemy import and_, bindparam, func, literal, select, tuple_
 
 from policies.properties import Property
 from store import tables as t
@@ -21,6 +21,7 @@ from store.asserted_commands import hint_of
 from store.core_sql import fetch
 from store.pages import Page, encode_cursor, id_cursor, page_size
 from store.snapshot import Reader
+from store.visibility import CORE_AT, CORE_LANES, RULE, core
 
 ep = t.edge_properties
 
@@ -105,10 +106,10 @@ async def asserted(
         tuple_(ep.c.label, ep.c.value_key).in_(
             [tuple_(literal(p.label), func.edgeloom_value_key(p.value)) for p in props]
         ),
-        ep.c.lane.in_(list(lanes)),
+        core(RULE.lane(ep.name, CORE_LANES), lanes=list(lanes)),
     ]
     if as_of is not None:
-        where.append(ep.c.recorded_from <= as_of)
+        where.append(core(RULE.recorded_by(ep.name, CORE_AT), as_of=as_of))
     query = (
         select(
             ep.c.label,
@@ -129,9 +130,7 @@ async def asserted(
     )
     found: dict[Property, list[Membership]] = {}
     for row in await fetch(db, query):
-        left_at = row["recorded_to"]
-        if as_of is not None and left_at is not None and left_at > as_of:
-            left_at = None
+        left_at = RULE.seen_left_at(row["recorded_to"], as_of)
         found.setdefault(Property(row["label"], row["value"]), []).append(
             Membership(
                 record_id=row["record_id"],
@@ -155,7 +154,7 @@ def _entry_of(entry: Any, version: Any) -> Any:
 _MEMBERS_WHERE = and_(
     ep.c.label == bindparam("label"),
     ep.c.value_key == func.edgeloom_value_key(bindparam("value")),
-    ep.c.lane.in_(bindparam("lanes", expanding=True)),
+    core(RULE.lane(ep.name, CORE_LANES)),
 )
 
 
@@ -169,13 +168,13 @@ async def member_page(
 ) -> Page[str]:
     """The readable records carrying `prop` now (or at as_of), by id, a page at a time."""
     size = page_size(first)
-    where: list[Any] = [_MEMBERS_WHERE]
+    where: list[Any] = [
+        _MEMBERS_WHERE,
+        core(RULE.held(ep.name, None if as_of is None else CORE_AT)),
+    ]
     params: dict[str, Any] = {"label": prop.label, "value": prop.value, "lanes": list(lanes)}
-    if as_of is None:
-        where.append(ep.c.recorded_to.is_(None))
-    else:
-        where.append(ep.c.recorded_from <= as_of)
-        where.append(or_(ep.c.recorded_to.is_(None), ep.c.recorded_to > as_of))
+    if as_of is not None:
+        params["as_of"] = as_of
     [(total,)] = await fetch(
         db, select(func.count(ep.c.record_id.distinct())).where(*where), params
     )

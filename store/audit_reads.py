@@ -14,7 +14,7 @@ from store.ids import EVENT_ID
 from store.pages import Page, page_size, position_cursor
 from store.records import AuditEvent
 from store.snapshot import Reader
-from store.visibility import read_named, readable_payload
+from store.visibility import RULE, read_named, readable_payload
 
 EVENT_COLUMNS = (
     "e.seq, e.id, e.kind, e.record_id, e.lane, e.actor, e.at, e.payload, e.version_before, "
@@ -26,7 +26,7 @@ EVENT_COLUMNS = (
 def _audit_statement(record: bool, kinds: bool, after: bool) -> Statement:
     p = Params()
     # Events with no lane (policy changes) concern everyone.
-    where = f"(e.lane = ANY({p('lanes', 'text[]')}) OR e.lane IS NULL)"
+    where = RULE.event("e", p("lanes", "text[]"))
     if record:
         where += f" AND e.record_id = {p('record_id')}"
     if kinds:
@@ -70,7 +70,7 @@ async def audit(
 
 _AUDIT_EVENT = f"""
 SELECT {EVENT_COLUMNS} FROM audit_events e
-WHERE e.id = $1 AND (e.lane = ANY($2::text[]) OR e.lane IS NULL)
+WHERE e.id = $1 AND {RULE.event("e", "$2::text[]")}
 """
 
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 from store._json_sql import MAX_KEYS, Build, NotCompilable, Sel, Shape, _literal, cursor, iso, obj
 from store._sql import Params, Statement
-from store.queries import GatherMode, carries, member_at, members_sql
+from store.queries import GatherMode, carries, members_sql
+from store.visibility import RULE
 
 __all__ = ["MAX_KEYS", "Build", "Compiler", "NotCompilable", "Sel", "Shape"]
 
@@ -95,21 +96,21 @@ class Compiler:
         ident = self.arg(sel.site, "id")
         lanes = self.lanes()
         r = self.alias("r")
+        as_of = self.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
         if shape.prefix:
             # A prefix must name at most one readable record; more is a refusal
             # (AMBIGUOUS_ID) that the ordinary path words.
             self.checks.append(
                 f"(SELECT count(*) FROM (SELECT 1 FROM records WHERE id >= {ident} "
-                f"AND id < {ident} || 'g' AND lane = ANY({lanes}) LIMIT 2) c) < 2"
+                f"AND id < {ident} || 'g' AND {RULE.record('', lanes, as_of)} LIMIT 2) c) < 2"
             )
             where = f"{r}.id >= {ident} AND {r}.id < {ident} || 'g'"
         else:
             where = f"{r}.id = {ident}"
-        as_of = self.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
         lateral, cols = self.record_source(r, as_of)
         return (
             f"(SELECT {self.fields(sel.children, RecordRow(cols, as_of))} FROM records {r} "
-            f"{lateral} WHERE {where} AND {r}.lane = ANY({lanes}) ORDER BY {r}.id LIMIT 1)"
+            f"{lateral} WHERE {where} AND {RULE.record(r, lanes, as_of)} ORDER BY {r}.id LIMIT 1)"
         )
 
     def records_root(self, sel: Sel, _: None) -> str:
@@ -129,11 +130,12 @@ class Compiler:
         # each lane counted on its own, so that the count is an index scan too.
         page = f"""SELECT pg.* FROM unnest({lanes}) AS l(lane)
             CROSS JOIN LATERAL (SELECT q.* FROM records q
-              WHERE q.lane = l.lane {where} {keyed} ORDER BY q.created_at, q.id LIMIT {limit}) pg
+              WHERE {RULE.record_in_lane("q", "l.lane")} {where} {keyed}
+              ORDER BY q.created_at, q.id LIMIT {limit}) pg
             ORDER BY pg.created_at, pg.id LIMIT {limit}"""
         count = f"""SELECT coalesce(sum(c.n), 0)::bigint FROM unnest({lanes}) AS l(lane)
             CROSS JOIN LATERAL (SELECT count(*) AS n FROM records q
-              WHERE q.lane = l.lane {where}) c"""
+              WHERE {RULE.record_in_lane("q", "l.lane")} {where}) c"""
         return self.page(sel, page, count, None, by_time=True, whole_rows=True)
 
     def gather_root(self, sel: Sel, _: None) -> str:
@@ -178,8 +180,8 @@ class Compiler:
         q = self.alias("q")
         # The folded counts plus the deltas not folded yet, per label; e_* are never counted.
         counted = f"""SELECT c.label, sum(c.n)::bigint AS record_count FROM (
-              SELECT label, records AS n FROM label_counts WHERE lane = ANY({lanes})
-              UNION ALL SELECT label, delta FROM label_deltas WHERE lane = ANY({lanes})) c
+              SELECT label, records AS n FROM label_counts WHERE {RULE.lane("", lanes)}
+              UNION ALL SELECT label, delta FROM label_deltas WHERE {RULE.lane("", lanes)}) c
             GROUP BY c.label HAVING sum(c.n) > 0"""
         return (
             f"(SELECT coalesce(json_agg({self.fields(sel.children, q)} "
@@ -234,7 +236,7 @@ class Compiler:
         return (
             f"(SELECT coalesce(json_agg((x.p->>0) || ':' || (x.p->>1) ORDER BY x.o), '[]'::json) "
             f"FROM jsonb_array_elements({pairs}) WITH ORDINALITY AS x(p, o) "
-            f"WHERE left(x.p->>0, 2) <> 'e_')"
+            f"WHERE {RULE.caller_label('x.p->>0')})"
         )
 
     def edge_properties(self, sel: Sel, row: RecordRow) -> str:
@@ -249,7 +251,7 @@ class Compiler:
         return (
             f"(SELECT coalesce(json_agg({body} ORDER BY {x}.o), '[]'::json) "
             f"FROM jsonb_array_elements({row.cols['properties']}) WITH ORDINALITY AS {x}(p, o) "
-            f"WHERE {x}.p->>0 <> 'e_adjustment')"
+            f"WHERE {RULE.shown_label(f'{x}.p->>0')})"
         )
 
     def versions(self, sel: Sel, row: RecordRow) -> str:
@@ -277,8 +279,7 @@ class Compiler:
 
     def corrections_of(self, c: str, row: RecordRow) -> str:
         """SQL: the readable corrections of the record, those made by as_of if given."""
-        at = f"AND {c}.at <= {row.as_of}" if row.as_of is not None else ""
-        return f"{c}.record_id = {row.cols['id']} AND {c}.lane = ANY({self.lanes()}) {at}"
+        return f"{c}.record_id = {row.cols['id']} AND {RULE.correction(c, self.lanes(), row.as_of)}"
 
     # -- hyperedges -------------------------------------------------------------
 
@@ -287,9 +288,9 @@ class Compiler:
         return (
             f"SELECT count(DISTINCT {m}.record_id) FROM edge_properties {m} "
             f"WHERE {carries(m, label, value)} "
-            f"AND {m}.lane = ANY({self.lanes()}) AND {member_at(m, as_of)} "
+            f"AND {RULE.member(m, self.lanes(), as_of)} "
             # Adjustment chains are never hyperedges: no members to count.
-            f"AND {m}.label <> 'e_adjustment'"
+            f"AND {RULE.shown_label(f'{m}.label')}"
         )
 
     def edge_member_count(self, sel: Sel, row: EdgePropertyRow) -> str:
@@ -300,10 +301,7 @@ class Compiler:
         shape = self.shapes[sel.site or 0]
         m = self.alias("m")
         keyed = f"AND {m}.record_id > {self.arg(sel.site, 'after_id')}" if shape.after else ""
-        where = (
-            f"{carries(m, row.label, row.value)} AND {m}.lane = ANY({self.lanes()}) "
-            f"AND {member_at(m, row.as_of)}"
-        )
+        where = f"{carries(m, row.label, row.value)} AND {RULE.member(m, self.lanes(), row.as_of)}"
         page = (
             f"SELECT DISTINCT {m}.record_id AS id FROM edge_properties {m} WHERE {where} {keyed} "
             f"ORDER BY 1 LIMIT {self.arg(sel.site, 'limit')}"
@@ -339,10 +337,8 @@ class Compiler:
         """SQL: each interval in which a readable record carried the value (by as_of, with
         what happened after it unseen), numbered in the order the records joined."""
         e, r, j, k = self.alias("e"), self.alias("r"), self.alias("j"), self.alias("k")
-        left, at = f"{e}.recorded_to", ""
-        if edge.as_of is not None:
-            left = f"(CASE WHEN {e}.recorded_to > {edge.as_of} THEN NULL ELSE {e}.recorded_to END)"
-            at = f"AND {e}.recorded_from <= {edge.as_of}"
+        left = RULE.left_at(e, edge.as_of)
+        at = "" if edge.as_of is None else f"AND {RULE.recorded_by(e, edge.as_of)}"
         return f"""SELECT {e}.record_id, {e}.recorded_from AS joined_at, {j}.actor AS joined_by,
               {left} AS left_at, CASE WHEN {left} IS NULL THEN NULL ELSE {k}.actor END AS left_by,
               row_number() OVER (ORDER BY {e}.recorded_from, {r}.created_at, {e}.record_id) AS n
@@ -351,7 +347,7 @@ class Compiler:
               AND {j}.version = {e}.from_version
             LEFT JOIN ledger {k} ON {k}.kind = 'record' AND {k}.object_id = {e}.record_id
               AND {k}.version = {e}.to_version
-            WHERE {carries(e, edge.label, edge.value)} AND {e}.lane = ANY({self.lanes()}) {at}"""
+            WHERE {carries(e, edge.label, edge.value)} AND {RULE.lane(e, self.lanes())} {at}"""
 
     def asserted_records(self, sel: Sel, edge: AssertedRow) -> str:
         """SQL: the readable records it joins (once ended, those it joined when it ended),
@@ -364,7 +360,7 @@ class Compiler:
             GROUP BY m.record_id"""
         return f"""(SELECT coalesce(json_agg({body} ORDER BY {r}c.n), '[]'::json)
             FROM ({chosen}) {r}c JOIN records {r} ON {r}.id = {r}c.record_id
-              AND {r}.lane = ANY({self.lanes()}) {lateral})"""
+              AND {RULE.record(r, self.lanes(), edge.as_of)} {lateral})"""
 
     def history(self, sel: Sel, edge: AssertedRow) -> str:
         """SQL: each interval's joining and (if it ended) leaving, oldest first; at one
@@ -422,7 +418,8 @@ class Compiler:
         # tells whether there is a next page.
         return f"""coalesce((SELECT json_agg({body} ORDER BY {s}i.n)
             FROM (SELECT * FROM {s} WHERE {s}.n <= {size}) {s}i
-            JOIN records {r} ON {r}.id = {s}i.id AND {r}.lane = ANY({self.lanes()})
+            JOIN records {r}
+              ON {r}.id = {s}i.id AND {RULE.record(r, self.lanes(), row.record.as_of)}
             {row.lateral}), '[]'::json)"""
 
     def page_info(self, sel: Sel, row: PageRow) -> str:

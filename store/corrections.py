@@ -23,6 +23,7 @@ from store.ids import new_correction_id
 from store.limits import check_content, check_storable
 from store.projection import CorrectionRow, project_correction
 from store.snapshot import Reader
+from store.visibility import CORE_AT, CORE_LANES, RULE, core
 
 MAX_REASON_CHARS = 10_000
 
@@ -95,9 +96,11 @@ async def corrections_of(
 ) -> dict[str, list[CorrectionRow]]:
     """Each readable record's corrections, oldest first (those made by as_of, if given)."""
     c = t.corrections
-    query = select(c).where(c.c.record_id.in_(list(record_ids)), c.c.lane.in_(list(lanes)))
+    at = None if as_of is None else CORE_AT
+    seen = core(RULE.correction(c.name, CORE_LANES, at), lanes=list(lanes))
     if as_of is not None:
-        query = query.where(c.c.at <= as_of)
+        seen = seen.bindparams(as_of=as_of)
+    query = select(c).where(c.c.record_id.in_(list(record_ids)), seen)
     found: dict[str, list[CorrectionRow]] = {rid: [] for rid in record_ids}
     for row in await fetch(db, query.order_by(c.c.record_id, c.c.at)):
         found[row["record_id"]].append(CorrectionRow(**row))

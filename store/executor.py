@@ -47,6 +47,7 @@ from store.policy_store import PolicyCache
 from store.pool import Conn, Pool
 from store.records import Record
 from store.resolve import MAX_CANDIDATES, check_record_ident
+from store.visibility import RULE
 
 R = TypeVar("R")
 
@@ -103,9 +104,9 @@ JOIN ledger l ON l.kind = 'record' AND l.object_id = r.id AND l.version = 1
 WHERE r.created_by = $1 AND r.idempotency_key = ANY($2::text[])
 """
 
-PREFIX = """
+PREFIX = f"""
 SELECT id FROM records
-WHERE id >= $1 AND id < $1 || 'g' AND lane = ANY($2::text[])
+WHERE id >= $1 AND id < $1 || 'g' AND {RULE.record("", "$2::text[]")}
 ORDER BY id LIMIT $3
 """
 
@@ -316,7 +317,7 @@ class Executor:
         if not exact:
             return {}
         lanes = set(txn.agent.readable_lanes(txn.rules))
-        found = {row["id"]: _record(row) for row in rows if row["lane"] in lanes}
+        found = {row["id"]: _record(row) for row in rows if RULE.may_read(row["lane"], lanes)}
         missing = [ident for ident, rid in exact.items() if rid not in found]
         if missing:
             raise NotFoundError("record", missing[0])
@@ -357,7 +358,7 @@ class Executor:
         hidden: dict[tuple[str, str], int] = {}
         for key, ids in holding.items():
             seen = [by_id[i] for i in sorted(ids)]
-            holders[key] = tuple(_record(r) for r in seen if r["lane"] in lanes)
+            holders[key] = tuple(_record(r) for r in seen if RULE.may_read(r["lane"], lanes))
             hidden[key] = len(seen) - len(holders[key])
         return holders, hidden
 

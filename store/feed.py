@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import asyncpg
-from sqlalchemy import Text, bindparam, cast, func, or_, select
+from sqlalchemy import Text, bindparam, cast, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.types import UserDefinedType
 
@@ -29,7 +29,15 @@ from store.pages import position_cursor
 from store.pool import json_codecs, plain_url
 from store.records import AuditEvent
 from store.snapshot import Reader
-from store.visibility import NOTHING_NAMED, Named, read_named, readable_payload
+from store.visibility import (
+    CORE_LANES,
+    NOTHING_NAMED,
+    RULE,
+    Named,
+    core,
+    read_named,
+    readable_payload,
+)
 
 log = logging.getLogger("edgeloom.feed")
 
@@ -499,7 +507,7 @@ async def replay(
                 func.pg_visible_in_snapshot(
                     ev.c.txid, cast(bindparam("snapshot", as_text, type_=Text), _PgSnapshot)
                 ),
-                or_(ev.c.lane.in_(list(readable)), ev.c.lane.is_(None)),
+                core(RULE.event(ev.name, CORE_LANES), lanes=list(readable)),
                 ev.c.kind.in_(list(kinds)),
             )
             .order_by(ev.c.seq)

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import BindParameter, bindparam, func, literal_column, select, union_all
+from sqlalchemy import func, literal_column, select, union_all
 
 from store import tables as t
 from store.core_sql import fetch
 from store.pool import Conn
 from store.snapshot import Reader
+from store.visibility import CORE_LANES, RULE, core
 
 FOLD_AFTER = 1000
 # Any fixed number: one fold at a time; the others skip rather than wait.
@@ -48,13 +48,12 @@ async def fold(conn: Conn) -> bool:
     return True
 
 
-_lanes: BindParameter[Any] = bindparam("lanes", expanding=True)
 _counted = union_all(
     select(t.label_counts.c.label, t.label_counts.c.records.label("n")).where(
-        t.label_counts.c.lane.in_(_lanes)
+        core(RULE.lane(t.label_counts.name, CORE_LANES))
     ),
     select(t.label_deltas.c.label, t.label_deltas.c.delta.label("n")).where(
-        t.label_deltas.c.lane.in_(_lanes)
+        core(RULE.lane(t.label_deltas.name, CORE_LANES))
     ),
 ).subquery()
 _total = func.sum(_counted.c.n)
@@ -69,7 +68,7 @@ _LABEL_COUNTS = (
 async def label_counts(db: Reader, lanes: Sequence[str], lane: str | None) -> list[LabelCount]:
     """Caller labels carried now, with how many readable records carry each (a record is
     in one lane, so the per-lane counts add up); reserved e_* labels are never counted."""
-    chosen = [x for x in (lanes if lane is None else [lane]) if x in lanes]
+    chosen = RULE.chosen(lanes, None if lane is None else [lane])
     if not chosen:
         return []
     rows = await fetch(db, _LABEL_COUNTS, {"lanes": chosen})

@@ -22,6 +22,7 @@ from store.errors import InvalidInputError, ResponseTooLargeError
 from store.pages import Page, encode_cursor, id_cursor, page_size, time_cursor
 from store.records import Record, RecordState, Version
 from store.snapshot import Reader
+from store.visibility import RULE
 
 MAX_MATCH = 16
 RECORD_COLUMNS = (
@@ -35,17 +36,6 @@ class GatherMode(enum.Enum):
     INTERSECT = "INTERSECT"
     UNION = "UNION"
     TIMELINE = "TIMELINE"
-
-
-def member_at(alias: str, as_of: str | None) -> str:
-    """SQL: the membership row `alias` holds now, or held at the instant `as_of` names."""
-    if as_of is None:
-        # Spelled as the partial index's predicate, so the planner can use it.
-        return f"{alias}.recorded_to IS NULL"
-    return (
-        f"{alias}.recorded_from <= {as_of} "
-        f"AND ({alias}.recorded_to IS NULL OR {alias}.recorded_to > {as_of})"
-    )
 
 
 def carries(alias: str, label: str, value: str) -> str:
@@ -107,10 +97,10 @@ _RECORDS_BY_ID = f"""
 SELECT {RECORD_COLUMNS.replace("content, ", "")},
        sum(octet_length(content)) OVER () AS batch_bytes,
        CASE WHEN sum(octet_length(content)) OVER () <= $3 THEN content END AS content
-FROM records WHERE id = ANY($1::text[]) AND lane = ANY($2::text[])
+FROM records WHERE id = ANY($1::text[]) AND {RULE.record("", "$2::text[]")}
 """
 # The newest version written by `as_of`, per record; readable by its current lane.
-_RECORDS_AS_OF = """
+_RECORDS_AS_OF = f"""
 SELECT n.object_id, n.version, n.at, n.hash, n.created_at, n.created_by,
        sum(octet_length(n.state->>'content')) OVER () AS batch_bytes,
        CASE WHEN sum(octet_length(n.state->>'content')) OVER () <= $4 THEN n.state END AS state
@@ -119,7 +109,7 @@ FROM (
          r.created_at, r.created_by
   FROM ledger l JOIN records r ON r.id = l.object_id
   WHERE l.kind = 'record' AND l.object_id = ANY($1::text[]) AND l.at <= $3
-    AND r.lane = ANY($2::text[])
+    AND {RULE.record("r", "$2::text[]", "$3")}
   ORDER BY l.object_id, l.version DESC
 ) n
 """
@@ -130,7 +120,7 @@ SELECT {LEDGER_COLUMNS.replace(", state", "")},
        CASE WHEN sum(octet_length(l.state->>'content')) OVER () <= $3 THEN l.state END AS state
 FROM ledger l
 WHERE l.kind = 'record' AND l.object_id = ANY($1::text[])
-  AND EXISTS (SELECT 1 FROM records r WHERE r.id = l.object_id AND r.lane = ANY($2::text[]))
+  AND EXISTS (SELECT 1 FROM records r WHERE r.id = l.object_id AND {RULE.record("r", "$2::text[]")})
 ORDER BY l.object_id, l.version
 """
 
@@ -197,7 +187,8 @@ def _browse_statement(source_type: bool, after: bool, count: bool) -> Statement:
       SELECT page.id, page.created_at FROM unnest({lanes}) AS l(lane)
       CROSS JOIN LATERAL (
         SELECT r.id, r.created_at FROM records r
-        WHERE r.lane = l.lane {where} {keyed} ORDER BY r.created_at, r.id LIMIT {limit}
+        WHERE {RULE.record_in_lane("r", "l.lane")} {where} {keyed}
+        ORDER BY r.created_at, r.id LIMIT {limit}
       ) page ORDER BY page.created_at, page.id LIMIT {limit}"""
     if not count:
         return p.statement(f"SELECT NULL::bigint AS total, q.* FROM ({page}) q")
@@ -206,7 +197,7 @@ def _browse_statement(source_type: bool, after: bool, count: bool) -> Statement:
         f"""SELECT c.total, q.* FROM
           (SELECT coalesce(sum(n.n), 0)::bigint AS total FROM unnest({lanes}) AS k(lane)
            CROSS JOIN LATERAL (SELECT count(*) AS n FROM records r
-             WHERE r.lane = k.lane {where}) n) c
+             WHERE {RULE.record_in_lane("r", "k.lane")} {where}) n) c
           LEFT JOIN LATERAL ({page}) q ON true"""
     )
 
@@ -256,7 +247,7 @@ def parse_match(match: Sequence[str]) -> list[Property]:
 
 def gather_properties(match: Sequence[str]) -> list[Property]:
     """The distinct properties of `match`; the adjustment label stays out of set operations."""
-    return [p for p in parse_match(match) if p.label != "e_adjustment"]
+    return RULE.shown(parse_match(match))
 
 
 def members_sql(p: Params, count: int, mode: GatherMode, at: bool) -> str:
@@ -270,26 +261,26 @@ def members_sql(p: Params, count: int, mode: GatherMode, at: bool) -> str:
         joins = " ".join(
             f"""JOIN edge_properties m{n} ON m{n}.record_id = m0.record_id
                 AND {carries(f"m{n}", p(f"label_{n}"), p(f"value_{n}"))}
-                AND m{n}.lane = m0.lane AND {member_at(f"m{n}", as_of)}"""
+                AND {RULE.in_lane(f"m{n}", "m0.lane")} AND {RULE.held(f"m{n}", as_of)}"""
             for n in range(1, count)
         )
         # A record leaves and re-joins an edge over time; as of one instant it is a
         # member at most once, but DISTINCT keeps that an invariant of the query.
         return f"""SELECT DISTINCT m0.record_id FROM edge_properties m0 {joins}
             WHERE {carries("m0", p("label_0"), p("value_0"))}
-            AND m0.lane = ANY({lanes}) AND {member_at("m0", as_of)}"""
+            AND {RULE.member("m0", lanes, as_of)}"""
     if mode is GatherMode.TIMELINE:
         # Each record once, with when it joined one of the edges: the timeline's order.
         carried = " OR ".join(
             f"({carries('m', p(f'label_{n}'), p(f'value_{n}'))})" for n in range(count)
         )
         return f"""SELECT m.record_id, min(m.recorded_from) AS joined FROM edge_properties m
-            WHERE ({carried}) AND m.lane = ANY({lanes}) AND {member_at("m", as_of)}
+            WHERE ({carried}) AND {RULE.member("m", lanes, as_of)}
             GROUP BY m.record_id"""
     parts = [
         f"""SELECT m.record_id FROM edge_properties m
             WHERE {carries("m", p(f"label_{n}"), p(f"value_{n}"))}
-            AND m.lane = ANY({lanes}) AND {member_at("m", as_of)}"""
+            AND {RULE.member("m", lanes, as_of)}"""
         for n in range(count)
     ]
     if count == 1:
@@ -379,13 +370,16 @@ _MEMBER_COUNTS = """
 SELECT m.label, m.value, count(DISTINCT m.record_id) FROM edge_properties m
 WHERE (m.label, m.value_key) IN (
     SELECT l, edgeloom_value_key(v) FROM unnest($1::text[], $2::text[]) AS u(l, v))
-  AND m.lane = ANY($3::text[]) AND {at}
-  -- Adjustment chains are shown under a record's adjustments, never as hyperedges.
-  AND m.label <> 'e_adjustment'
+  AND {member}
+  AND {shown}
 GROUP BY m.label, m.value
 """
-_MEMBER_COUNTS_NOW = _MEMBER_COUNTS.format(at=member_at("m", None))
-_MEMBER_COUNTS_AT = _MEMBER_COUNTS.format(at=member_at("m", "$4"))
+_MEMBER_COUNTS_NOW = _MEMBER_COUNTS.format(
+    member=RULE.member("m", "$3::text[]", None), shown=RULE.shown_label("m.label")
+)
+_MEMBER_COUNTS_AT = _MEMBER_COUNTS.format(
+    member=RULE.member("m", "$3::text[]", "$4"), shown=RULE.shown_label("m.label")
+)
 
 
 async def member_counts(

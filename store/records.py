@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from policies.properties import Property, is_reserved_label, property_of
+from policies.properties import Property, property_of
+from store.visibility import RULE
 
 PropertyPairs = tuple[tuple[str, str], ...]
 
@@ -54,12 +55,12 @@ def parse_pairs(pairs: Sequence[Sequence[str]]) -> tuple[Property, ...]:
 
 def visible(properties: Sequence[Property]) -> list[Property]:
     """The caller's edge properties plus connections and groups, as listings show them."""
-    return [p for p in properties if p.label != "e_adjustment"]
+    return RULE.shown(properties)
 
 
 def declared(properties: Sequence[Property]) -> list[Property]:
     """The caller's own (non-reserved) edge properties."""
-    return [p for p in properties if not is_reserved_label(p.label)]
+    return RULE.declared(properties)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from store.errors import AmbiguousIdError, InvalidIdError, NotFoundError
 from store.ids import RECORD_ID, RECORD_PREFIX
 from store.snapshot import Reader
+from store.visibility import RULE
 
 MAX_CANDIDATES = 5
 _EXPECTED = "'sr_' followed by 32 hex characters, or a unique prefix of at least 6 of them"
@@ -24,7 +25,7 @@ def check_record_ident(ident: str) -> str:
 # between the prefix and the prefix followed by the highest hex digit. An exact id
 # is its own range ("sr_<32 hex>" < "sr_<32 hex>g"), so one statement serves both.
 RESOLVE = (
-    "SELECT id FROM records WHERE id >= $1 AND id < $1 || 'g' AND lane = ANY($2::text[]) "
+    f"SELECT id FROM records WHERE id >= $1 AND id < $1 || 'g' AND {RULE.record('', '$2::text[]')} "
     f"ORDER BY id LIMIT {MAX_CANDIDATES + 1}"
 )
 

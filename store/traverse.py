@@ -21,17 +21,13 @@ from policies.properties import Property
 from store.core_sql import fetch
 from store.errors import InvalidInputError
 from store.snapshot import Reader
+from store.visibility import CORE_AT, CORE_LANES, RULE
 
 HUB_MEMBERS = 1000
 MAX_DEPTH = 3
 MAX_LIMIT = 1000
 MAX_LABELS = 32
 
-_CURRENT = "{t}.recorded_to IS NULL"
-_AS_OF = (
-    "{t}.recorded_from <= CAST(:as_of AS timestamptz) AND "
-    "({t}.recorded_to IS NULL OR {t}.recorded_to > CAST(:as_of AS timestamptz))"
-)
 _HOP = """
 WITH edges AS (
   SELECT DISTINCT m.label, m.value, m.value_key FROM edge_properties m
@@ -42,7 +38,7 @@ sized AS (
     SELECT count(*) FROM (
       SELECT 1 FROM edge_properties x
       WHERE x.label = e.label AND x.value_key = e.value_key
-        AND x.lane = ANY(CAST(:lanes AS text[])) AND {at_x}
+        AND {member_x}
       LIMIT :hub + 1
     ) capped
   ) AS n
@@ -53,7 +49,7 @@ reached AS (
   SELECT DISTINCT ON (x.record_id) x.record_id, s.label, s.value
   FROM sized s JOIN edge_properties x
     ON x.label = s.label AND x.value_key = s.value_key
-   AND x.lane = ANY(CAST(:lanes AS text[])) AND {at_x}
+   AND {member_x}
   WHERE s.n <= :hub AND x.record_id <> ALL(CAST(:seen AS text[]))
   ORDER BY x.record_id, s.label COLLATE "C", s.value COLLATE "C"
 )
@@ -68,17 +64,17 @@ SELECT x.label, x.value, count(DISTINCT x.record_id) AS n FROM edge_properties x
 WHERE (x.label, x.value_key) IN (
     SELECT l, edgeloom_value_key(v)
     FROM unnest(CAST(:labels AS text[]), CAST(:values AS text[])) AS u(l, v))
-  AND x.lane = ANY(CAST(:lanes AS text[])) AND {at_x}
+  AND {member_x}
 GROUP BY x.label, x.value
 """
 
 
 def _statement(template: str, as_of: bool, labels: bool) -> Any:
-    at = _AS_OF if as_of else _CURRENT
+    at = CORE_AT if as_of else None
     return text(
         template.format(
-            at_m=at.format(t="m"),
-            at_x=at.format(t="x"),
+            at_m=RULE.held("m", at),
+            member_x=RULE.member("x", CORE_LANES, at),
             labels="AND m.label = ANY(CAST(:walk AS text[]))" if labels else "",
         )
     )

@@ -43,6 +43,7 @@ from store.ids import RECORD_ID
 from store.pages import id_cursor, page_size, time_cursor
 from store.queries import GatherMode, gather_properties
 from store.resolve import check_record_ident
+from store.visibility import RULE
 
 # A field's arguments from the request's coerced variables; raises GraphQLError.
 Arguments = Callable[[VariableValues], dict[str, Any]]
@@ -218,9 +219,9 @@ def bind_records(
 ) -> Shape:
     _page(prefix, args.get("first"), values)
     lane, source_type = args.get("lane"), args.get("sourceType")
-    chosen = [lane] if lane is not None else lanes
+    chosen = RULE.chosen(lanes, None if lane is None else [lane])
     # Each lane is read on its own (unnest): once each.
-    values[prefix + "lanes"] = list(dict.fromkeys(x for x in chosen if x in lanes))
+    values[prefix + "lanes"] = list(dict.fromkeys(chosen))
     values[prefix + "source_type"] = source_type
     key = time_cursor(args.get("after"))
     if key is not None:
@@ -235,7 +236,7 @@ def bind_gather(
     props = gather_properties(args["match"])
     mode = GatherMode((args.get("mode") or GatherMode.INTERSECT).value)
     asked = args.get("lanes")
-    values[prefix + "lanes"] = list(lanes) if asked is None else [x for x in asked if x in lanes]
+    values[prefix + "lanes"] = RULE.chosen(lanes, asked)
     values[prefix + "as_of"] = args.get("asOf")
     if not props:
         return Shape(properties=0)
@@ -283,5 +284,5 @@ def bind_labels(
     prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
 ) -> Shape:
     lane = args.get("lane")
-    values[prefix + "lanes"] = [x for x in (lanes if lane is None else [lane]) if x in lanes]
+    values[prefix + "lanes"] = RULE.chosen(lanes, None if lane is None else [lane])
     return Shape()

@@ -39,6 +39,7 @@ from store.labels import label_counts
 from store.resolve import resolve_id
 from store.traverse import check
 from store.traverse import traverse as walk
+from store.visibility import RULE
 
 
 @strawberry.type
@@ -72,10 +73,8 @@ class Query:
     ) -> RecordPage:
         count = asks_for(info, "totalCount")
         async with info.context.read() as (db, lanes):
-            chosen = [lane] if lane is not None else lanes
-            page = await queries.browse(
-                db, [x for x in chosen if x in lanes], source_type, first, after, count
-            )
+            chosen = RULE.chosen(lanes, None if lane is None else [lane])
+            page = await queries.browse(db, chosen, source_type, first, after, count)
         return await record_page(info, page)
 
     @strawberry.field(
@@ -94,7 +93,7 @@ class Query:
     ) -> RecordPage:
         count = asks_for(info, "totalCount")
         async with info.context.read() as (db, readable):
-            chosen = readable if lanes is None else [x for x in lanes if x in readable]
+            chosen = RULE.chosen(readable, lanes)
             mode_ = (mode or GatherMode.INTERSECT).to_store()
             page = await queries.gather(db, match, mode_, chosen, as_of, first, after, count)
         return await record_page(info, page, as_of)

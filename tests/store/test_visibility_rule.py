@@ -1,0 +1,220 @@
+"""The visibility rule on its own: what each slot renders, and which rows each selects
+on a table of the test's own, in both dialects (`$n` text and SQLAlchemy Core)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from asyncpg import Connection
+from sqlalchemy import Column, DateTime, MetaData, Table, Text, select
+
+from policies.properties import Property
+from store.core_sql import fetch
+from store.visibility import CORE_AT, CORE_LANES, RULE, Rule, core
+from tests.support import Databases, sql
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+T = T0 + timedelta(days=10)  # the instant read at
+BEFORE, AFTER = T - timedelta(days=1), T + timedelta(days=1)
+RETIRING = Rule(retired="retired_at")
+
+things = Table(
+    "things",
+    MetaData(),
+    Column("id", Text),
+    Column("lane", Text),
+    Column("label", Text),
+    Column("retired_at", DateTime(timezone=True)),
+    Column("recorded_from", DateTime(timezone=True)),
+    Column("recorded_to", DateTime(timezone=True)),
+    Column("at", DateTime(timezone=True)),
+    Column("valid_at", DateTime(timezone=True)),
+    Column("invalid_at", DateTime(timezone=True)),
+    Column("created_at", DateTime(timezone=True)),
+)
+
+# id, lane, label, retired_at, recorded_from, recorded_to, at, valid_at, invalid_at, created_at
+ROWS: list[tuple[Any, ...]] = [
+    ("open", "notes", "org", None, T0, None, BEFORE, T0, None, T0),
+    ("hidden", "private", "org", None, T0, None, BEFORE, T0, None, T0),
+    ("laneless", None, "org", None, T0, None, BEFORE, T0, None, T0),
+    ("retired_before", "notes", "e_group", BEFORE, T0, BEFORE, BEFORE, T0, BEFORE, T0),
+    ("retired_after", "notes", "e_adjustment", AFTER, T0, AFTER, AFTER, T0, AFTER, T0),
+    ("later", "notes", "org", None, AFTER, None, AFTER, AFTER, None, AFTER),
+    ("recorded_later", "notes", "org", None, T0, None, BEFORE, T0, None, AFTER),
+]
+
+
+@pytest.fixture(scope="module")
+async def url(databases: Databases) -> str:
+    return await databases.create()
+
+
+@pytest.fixture
+async def conn(url: str) -> AsyncIterator[Connection]:
+    async with sql(url) as connection:
+        await connection.execute(
+            "CREATE TEMP TABLE things (id text, lane text, label text, retired_at timestamptz, "
+            "recorded_from timestamptz, recorded_to timestamptz, at timestamptz, "
+            "valid_at timestamptz, invalid_at timestamptz, created_at timestamptz)"
+        )
+        await connection.executemany(
+            "INSERT INTO things VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", ROWS
+        )
+        yield connection
+
+
+async def ids(conn: Connection, where: str, *args: Any) -> set[str]:
+    return {r["id"] for r in await conn.fetch(f"SELECT id FROM things t WHERE {where}", *args)}
+
+
+async def core_ids(conn: Connection, where: str, **params: Any) -> set[str]:
+    query = select(things.c.id).where(core(where))
+    return {r["id"] for r in await fetch(conn, query, params)}
+
+
+def test_each_slot_renders_its_predicate() -> None:
+    assert RULE.lane("r", "$2::text[]") == "r.lane = ANY($2::text[])"
+    assert RULE.lane("", "$2::text[]") == "lane = ANY($2::text[])"
+    assert RULE.in_lane("m1", "m0.lane") == "m1.lane = m0.lane"
+    assert RULE.event("e", "$1") == "(e.lane = ANY($1) OR e.lane IS NULL)"
+    # No record can be retired yet: the record rule is the lane rule, texts unchanged.
+    assert RULE.record("r", "$1", "$3") == RULE.lane("r", "$1")
+    assert RETIRING.record("r", "$1") == "r.lane = ANY($1) AND r.retired_at IS NULL"
+    assert RETIRING.record("r", "$1", "$3") == (
+        "r.lane = ANY($1) AND (r.retired_at IS NULL OR r.retired_at > $3)"
+    )
+    assert RETIRING.record_in_lane("q", "l.lane") == "q.lane = l.lane AND q.retired_at IS NULL"
+    assert RULE.held("m", None) == "m.recorded_to IS NULL"
+    assert RULE.held("m", "$4") == (
+        "m.recorded_from <= $4 AND (m.recorded_to IS NULL OR m.recorded_to > $4)"
+    )
+    assert RULE.member("m", "$3", None) == "m.lane = ANY($3) AND m.recorded_to IS NULL"
+    assert RULE.correction("c", "$1", None) == "c.lane = ANY($1)"
+    assert RULE.correction("c", "$1", "$2") == "c.lane = ANY($1) AND c.at <= $2"
+    assert RULE.shown_label("m.label") == "m.label <> 'e_adjustment'"
+    assert RULE.caller_label("x.p->>0") == "left(x.p->>0, 2) <> 'e_'"
+    assert RULE.edge("g", "$1", "$2") == (
+        "g.lane = ANY($1) AND g.valid_at <= $2 AND g.created_at <= $2 "
+        "AND (g.invalid_at IS NULL OR $2 < g.invalid_at)"
+    )
+    assert RULE.edge("g", "$1", "$2", include_expired=True) == (
+        "g.lane = ANY($1) AND g.valid_at <= $2 AND g.created_at <= $2"
+    )
+
+
+def test_the_core_form_is_the_same_predicate() -> None:
+    from store.core_sql import compiled
+
+    text, args = compiled(
+        select(things.c.id).where(core(RULE.member("things", CORE_LANES, CORE_AT))),
+        {"lanes": ["notes"], "as_of": T},
+    )
+    assert RULE.member("things", "CAST($1 AS text[])", "CAST($2 AS timestamptz)") in text
+    assert args == [["notes"], T]
+
+
+async def test_lanes_and_events(conn: Connection) -> None:
+    notes = ["notes"]
+    assert "hidden" not in await ids(conn, RULE.lane("t", "$1::text[]"), notes)
+    assert "laneless" not in await ids(conn, RULE.lane("t", "$1::text[]"), notes)
+    events = await ids(conn, RULE.event("t", "$1::text[]"), notes)
+    assert "laneless" in events and "hidden" not in events
+    assert events == await core_ids(conn, RULE.event("things", CORE_LANES), lanes=notes)
+    by_python = {r[0] for r in ROWS if RULE.may_read_event(r[1], notes)}
+    assert by_python == events
+    assert RULE.chosen(["notes", "crm"], None) == ["notes", "crm"]
+    assert RULE.chosen(["notes"], ["private", "notes"]) == ["notes"]
+
+
+async def test_a_retired_record_is_absent_now_and_present_before(conn: Connection) -> None:
+    notes = ["notes"]
+    now = await ids(conn, RETIRING.record("t", "$1::text[]"), notes)
+    assert "retired_before" not in now and "retired_after" not in now and "open" in now
+    at_t = await ids(conn, RETIRING.record("t", "$1::text[]", "$2"), notes, T)
+    assert "retired_after" in at_t and "retired_before" not in at_t
+    assert at_t == await core_ids(
+        conn, RETIRING.record("things", CORE_LANES, CORE_AT), lanes=notes, as_of=T
+    )
+    # The rule in force retires nothing.
+    assert {"retired_before", "retired_after"} <= await ids(conn, RULE.record("t", "$1"), notes)
+
+
+async def test_memberships_held_at_an_instant(conn: Connection) -> None:
+    notes = ["notes"]
+    now = await ids(conn, RULE.member("t", "$1::text[]", None), notes)
+    assert now == {"open", "later", "recorded_later"}
+    at_t = await ids(conn, RULE.member("t", "$1::text[]", "$2"), notes, T)
+    assert at_t == {"open", "retired_after", "recorded_later"}
+    assert at_t == await core_ids(
+        conn, RULE.member("things", CORE_LANES, CORE_AT), lanes=notes, as_of=T
+    )
+    left = {
+        r["id"]: r["left"]
+        for r in await conn.fetch(f"SELECT id, {RULE.left_at('t', '$1')} AS left FROM things t", T)
+    }
+    for row in ROWS:
+        assert left[row[0]] == RULE.seen_left_at(row[5], T)
+    made = await ids(conn, RULE.correction("t", "$1::text[]", "$2"), notes, T)
+    assert made == {"open", "retired_before", "recorded_later"}
+
+
+async def test_a_typed_edge_is_visible_while_valid_and_recorded(conn: Connection) -> None:
+    notes = ["notes"]
+    at_t = await ids(conn, RULE.edge("t", "$1::text[]", "$2"), notes, T)
+    # retired_before stopped being valid before T; later was not valid yet; recorded_later
+    # was valid at T but not recorded by then.
+    assert at_t == {"open", "retired_after"}
+    expired = await ids(conn, RULE.edge("t", "$1::text[]", "$2", include_expired=True), notes, T)
+    assert expired == {"open", "retired_after", "retired_before"}
+    assert at_t == await core_ids(
+        conn, RULE.edge("things", CORE_LANES, CORE_AT), lanes=notes, as_of=T
+    )
+    now = await ids(conn, RULE.edge("t", "$1::text[]", None), notes)
+    assert now == {"open", "later", "recorded_later"}
+
+
+async def test_hidden_and_engine_labels(conn: Connection) -> None:
+    shown = await ids(conn, RULE.shown_label("t.label"))
+    assert "retired_after" not in shown and "retired_before" in shown
+    caller = await ids(conn, RULE.caller_label("t.label"))
+    assert caller == {r[0] for r in ROWS if r[2] == "org"}
+    props = [Property(r[2], r[0]) for r in ROWS]
+    assert {p.value for p in RULE.shown(props)} == shown
+    assert {p.value for p in RULE.declared(props)} == caller
+
+
+# Not a caller's view: statements that read current memberships to lock or close them,
+# on the write path (what the caller is told of them is `Rule.may_read`), and the
+# adjustment label's own name, which the rule hides.
+_NOT_READS = {
+    "store/append.py": 1,
+    "store/executor.py": 2,
+    "store/ids.py": 1,
+}
+_SPELLINGS = re.compile(
+    r"lane = ANY|lane\.in_|\.lane = [a-z]\.lane|lane IS NULL|lane\.is_\(None\)|lane is None or"
+    r"|lane in readable|e_adjustment'|\"e_adjustment\"|'e_'\)|recorded_to IS NULL"
+    r"|recorded_to\.is_\(None\)|recorded_from <=|recorded_to > "
+)
+
+
+def test_no_read_spells_the_rule_itself() -> None:
+    """Every read takes its predicate from `store.visibility`: a lane filter, interval
+    or hidden label written anywhere else is a place the next rule would miss."""
+    root = Path(__file__).parents[2]
+    found: dict[str, int] = {}
+    for package in ("store", "gql"):
+        for path in sorted((root / package).rglob("*.py")):
+            name = path.relative_to(root).as_posix()
+            if name in ("store/visibility.py", "store/tables.py") or "/migrations/" in name:
+                continue
+            hits = len(_SPELLINGS.findall(path.read_text()))
+            if hits:
+                found[name] = hits
+    assert found == _NOT_READS
