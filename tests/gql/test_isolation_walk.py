@@ -3,7 +3,8 @@ cannot read equals what it sees of the same memory without that lane ever writte
 
 Two databases are written by the same script: one with records, asserted edges,
 corrections and changes in a lane the reader cannot read (sharing edge properties with
-the reader's records), the other with only the reader's part. The walk visits every
+the reader's records, and a group joining records of both lanes), the other with only
+the reader's part. The walk visits every
 `Query` field and every object field reachable from it, selecting every field of each
 type to a depth, with arguments drawn from both worlds' data (the hidden records' ids
 included), and the `auditEvents` subscription replayed from the start. Every answer of
@@ -106,6 +107,10 @@ async def write(world: World, hidden: bool) -> None:
         done = await curator(GROUP, ids=[ids["h1"], ids["h2"], ids["h3"]], hint="cabal")
         world.edges["cabal"] = done["group"]["id"]
     await reader(GROUP, ids=[ids["v1"], ids["v2"], ids["v3"]], hint="team")
+    # Across lanes: a group joining a record the reader cannot read shows the reader only
+    # its own records, and its events count only those; the bare world's group has just them.
+    mixed = [ids["v1"], ids["v2"], *([ids["h1"]] if hidden else [])]
+    await curator(GROUP, ids=mixed, hint="mixed")
     await reader(CORRECT, id=ids["v2"], content="v2 fixed", reason="typo")
     if hidden:
         await curator(CORRECT, id=ids["h2"], content="h2 fixed", reason="typo")
