@@ -201,6 +201,7 @@ _SPELLINGS = re.compile(
     r"lane = ANY|lane\.in_|\.lane = [a-z]\.lane|lane IS NULL|lane\.is_\(None\)|lane is None or"
     r"|lane in readable|e_adjustment'|\"e_adjustment\"|'e_'\)|recorded_to IS NULL"
     r"|recorded_to\.is_\(None\)|recorded_from <=|recorded_to > "
+    r"|if x in (?:lanes|readable)|\[\"lane\"\] in lanes"
 )
 
 
