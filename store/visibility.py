@@ -42,7 +42,7 @@ CORE_LANES = "CAST(:lanes AS text[])"
 CORE_AT = "CAST(:as_of AS timestamptz)"
 
 P = TypeVar("P", bound="Property")
-T = TypeVar("T", bound="datetime")
+D = TypeVar("D", bound="datetime")
 
 
 def _col(t: str, name: str) -> str:
@@ -144,7 +144,7 @@ class Rule:
             return to
         return f"(CASE WHEN {to} > {at} THEN NULL ELSE {to} END)"
 
-    def seen_left_at(self, left_at: T | None, at: T | None) -> T | None:
+    def seen_left_at(self, left_at: D | None, at: D | None) -> D | None:
         """`left_at`, for a membership already read."""
         return None if at is not None and left_at is not None and left_at > at else left_at
 
