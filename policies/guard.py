@@ -80,6 +80,17 @@ class SetChange:
 
 
 @dataclass(frozen=True)
+class ObjectChange:
+    """A change to a ledgered object of a kind that is not a record (a typed edge, a kind
+    to come), in the lane it lives in: decided on write access to that lane, the rule
+    every write obeys; a kind with rules of its own checks them beside this one."""
+
+    kind: str
+    object_id: str
+    lane: str
+
+
+@dataclass(frozen=True)
 class PolicyChange:
     """A new policy version proposed by an agent (None: by the operator)."""
 
@@ -115,6 +126,11 @@ def decide(policy: Policy, agent: AgentProfile, change: RecordChange) -> Stamp:
     if change.content is not None and chosen.content_format == "json":
         _check_json(change.lane, chosen, change.content)
     return Stamp(change.lane, chosen.name, chosen.authority)
+
+
+def decide_object(policy: Policy, agent: AgentProfile, change: ObjectChange) -> None:
+    """Allow a change to a ledgered object of any kind, or raise a refusal."""
+    check_write_lane(policy, agent, change.lane)
 
 
 def decide_set(policy: Policy, agent: AgentProfile, change: SetChange) -> None:

@@ -19,6 +19,7 @@ from policies.properties import Property
 from store import tables as t
 from store.asserted_commands import hint_of
 from store.core_sql import fetch
+from store.ids import RECORD_KIND
 from store.pages import Page, encode_cursor, id_cursor, page_size
 from store.snapshot import Reader
 from store.visibility import CORE_AT, CORE_LANES, RULE, core
@@ -145,7 +146,7 @@ async def asserted(
 
 def _entry_of(entry: Any, version: Any) -> Any:
     return and_(
-        entry.c.kind == "record",
+        entry.c.kind == RECORD_KIND,
         entry.c.object_id == ep.c.record_id,
         entry.c.version == version,
     )

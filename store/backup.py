@@ -26,7 +26,6 @@ import os
 import re
 import zlib
 from array import array
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -37,25 +36,14 @@ import asyncpg
 import orjson
 
 from policies.properties import MAX_LABEL_LENGTH, MAX_VALUE_LENGTH
-from store import checkpoints
+from store import checkpoints, kinds
 from store.checkpoints import Checkpoint
 from store.errors import StoreError
 from store.hashing import stored_hash
 from store.implied import Problem, event_problems
 from store.limits import MAX_CONTENT_CHARS, MAX_PROPERTIES
 from store.pool import Conn, connect
-from store.projection import (
-    RECORD_COLUMNS,
-    CorrectionRow,
-    Entry,
-    Membership,
-    label_changes,
-    project_correction,
-    project_policy,
-    project_record,
-    record_row,
-)
-from store.records import Record
+from store.projection import Entry
 from store.signing import Signer
 
 FORMAT = "edgeloom-export"
@@ -235,7 +223,7 @@ class _Importer:
         self.buffers: dict[str, list[tuple[Any, ...]]] = {}
         self.object: list[Entry] = []
         self.keys: list[tuple[str, str]] = []
-        self.labels: Counter[tuple[str, str]] = Counter()
+        self.replays = {kind.name: kind.replay(keep=False) for kind in kinds.kinds()}
         self.last: Entry | None = None  # the entry before, to check each chain as it is read
         # Where each entry, event and checkpoint is in the file (by its seq), to name
         # the line of what the checks after reading find.
@@ -257,7 +245,7 @@ class _Importer:
             rows = self.buffers.pop(name, [])
             if rows:
                 await self.conn.copy_records_to_table(
-                    name, records=rows, columns=list(_COLUMNS[name])
+                    name, records=rows, columns=list(_columns(name))
                 )
 
     async def entry(self, number: int, line: dict[str, Any]) -> None:
@@ -294,7 +282,7 @@ class _Importer:
         """The entry continues its object's chain (or starts one, in the file's order)
         and its hash is the hash of its canonical bytes."""
         last, key = self.last, (entry.kind, entry.object_id)
-        name = entry.object_id if entry.kind == "record" else f"{entry.kind} {entry.object_id}"
+        name = kinds.describe(entry.kind, entry.object_id)
         if last is not None and (last.kind, last.object_id) == key:
             version, prev_hash = last.version + 1, last.hash
         else:
@@ -330,50 +318,18 @@ class _Importer:
     async def project(self) -> None:
         """Move the projections through one object's entries, as the write path did."""
         entries, self.object = self.object, []
-        if entries[0].kind == "policy":
-            for entry in entries:
-                p = project_policy(entry)
-                await self.add("policy_versions", (p.version, p.yaml, p.applied_at, p.applied_by))
-            return
-        if entries[0].kind == "correction":
-            for entry in entries:
-                row = project_correction(entry).row()
-                await self.add("corrections", tuple(row[c] for c in _COLUMNS["corrections"]))
-            return
-        if entries[0].kind != "record":
+        replay = self.replays.get(entries[0].kind)
+        if replay is None:
             raise BackupError(f"the export holds ledger kind '{entries[0].kind}', unknown here")
-        record: Record | None = None
-        opened: dict[str, Membership] = {}
-        for entry in entries:
-            delta = project_record(record, entry)
-            self.labels.update(label_changes(record, delta.record))
-            record = delta.record
-            for ep_id in delta.closed:
-                was = opened.pop(ep_id)
-                await self.add(
-                    "edge_properties",
-                    _membership(was, entry.at, entry.version),
-                )
-            opened.update((m.id, m) for m in delta.opened)
-        assert record is not None
-        for m in opened.values():
-            await self.add("edge_properties", _membership(m, None, None))
-        row = record_row(record)
-        await self.add("records", tuple(row[c] for c in _COLUMNS["records"]))
+        for table, row in replay.object(entries):
+            await self.add(table, row)
 
 
-def _membership(m: Membership, to: datetime | None, to_version: int | None) -> tuple[Any, ...]:
-    return (
-        m.id,
-        m.record_id,
-        m.lane,
-        m.label,
-        m.value,
-        m.recorded_from,
-        to,
-        m.from_version,
-        to_version,
-    )
+def _columns(table: str) -> tuple[str, ...]:
+    """The columns import copies into `table`: its own, or a kind's projection's."""
+    if table in _COLUMNS:
+        return _COLUMNS[table]
+    return next(t.columns for k in kinds.kinds() for t in k.tables if t.name == table)
 
 
 _COLUMNS: dict[str, tuple[str, ...]] = {
@@ -391,20 +347,6 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
         "hash",
         "hash_format",
     ),
-    "records": RECORD_COLUMNS,
-    "edge_properties": (
-        "id",
-        "record_id",
-        "lane",
-        "label",
-        "value",
-        "recorded_from",
-        "recorded_to",
-        "from_version",
-        "to_version",
-    ),
-    "policy_versions": ("version", "yaml", "applied_at", "applied_by"),
-    "corrections": tuple(CorrectionRow.__dataclass_fields__),
     "audit_events": (
         "seq",
         "id",
@@ -651,7 +593,8 @@ async def _take(importer: _Importer, number: int, kind: str, line: dict[str, Any
 
 
 async def _finish(conn: Conn, importer: _Importer) -> None:
-    """What follows the copied rows: keys, the policy head, the sequences."""
+    """What follows the copied rows: keys, what each kind sums up (the policy head, the
+    label counts), the sequences."""
     if importer.keys:
         await conn.execute(
             "UPDATE records r SET idempotency_key = k.key "
@@ -659,14 +602,9 @@ async def _finish(conn: Conn, importer: _Importer) -> None:
             [i for i, _ in importer.keys],
             [k for _, k in importer.keys],
         )
-    await conn.execute(
-        "UPDATE policy_head SET version = (SELECT coalesce(max(version), 0) FROM policy_versions)"
-    )
-    counted = [(lane, label, n) for (lane, label), n in importer.labels.items() if n]
-    if counted:
-        await conn.copy_records_to_table(
-            "label_counts", records=counted, columns=["lane", "label", "records"]
-        )
+    for replay in importer.replays.values():
+        await replay.finish(conn, importer.add)
+    await importer.flush()
     for table in ("ledger", "audit_events"):
         await conn.execute(
             f"SELECT setval(pg_get_serial_sequence('{table}', 'seq'), "

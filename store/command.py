@@ -33,6 +33,11 @@ class Locks:
     `policy_exclusive`: take the policy head FOR UPDATE (applying a policy) instead
     of sharing it.
     `heads`: other ledgered objects (kind, id) whose newest entry it needs.
+    `objects`: ledgered objects of any kind (kind, id) it locks, with their newest
+    entry and state read under the lock (`Current.heads`, `Current.states`).
+    `keys`: unique keys its kind declares (kind, key name, the key's values), locked
+    whether or not an object holds them yet, so two commands cannot both create one.
+    Objects and keys are locked after `records`, in one sorted order of all of them.
     `carrying`: edge properties (label, value) whose current holders it locks with
     `records`, in the same sorted order: a command that removes a connection, a
     group or a chain link names the value, not the records that carry it.
@@ -47,6 +52,8 @@ class Locks:
     heads: tuple[tuple[str, str], ...] = ()
     carrying: tuple[tuple[str, str], ...] = ()
     carried_by_records: tuple[str, ...] = ()
+    objects: tuple[tuple[str, str], ...] = ()
+    keys: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -60,7 +67,8 @@ class Head:
 
 @dataclass(frozen=True)
 class Current:
-    """The state a command decides on, read under its locks."""
+    """The state a command decides on, read under its locks: records by ident, and any
+    ledgered object by (kind, id)."""
 
     records: Mapping[str, Record]  # by the ident the command gave, exact or prefix
     first_writes: Mapping[str, Record]  # idempotency key -> the record as first written
@@ -69,9 +77,15 @@ class Current:
     # how many carry it in lanes the caller may not read.
     holders: Mapping[tuple[str, str], tuple[Record, ...]] = field(default_factory=dict)
     hidden_holders: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    # (kind, id) -> the newest state of each object `Locks.objects` names that exists.
+    states: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
 
     def record(self, ident: str) -> Record:
         return self.records[ident]
+
+    def head(self, kind: str, object_id: str) -> Head | None:
+        """The newest entry of a locked object (None: it does not exist yet)."""
+        return self.heads.get((kind, object_id))
 
 
 @dataclass(frozen=True)

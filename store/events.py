@@ -1,7 +1,8 @@
 """The kinds of audit event: each one names a change a ledger entry records.
 
-A new capability adds its kinds here; the feed, `audit(kinds:)` and the dashboard
-take them from this list, so none of them changes when a kind is added.
+Each ledger kind declares the event kinds of its entries (`store.kinds`); the feed,
+`audit(kinds:)` and the dashboard take them from the registry, so none of them changes
+when a kind is added.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from store.errors import InvalidInputError
+from store.kinds import event_kinds
 
 RECORD_EVENT_KINDS = (
     "sr_ingested",
@@ -29,22 +31,15 @@ ASSERTED_EVENT_KINDS = (
 CORRECTION_EVENT_KINDS = ("corrected",)
 POLICY_EVENT_KINDS = ("policy_applied",)
 
-EVENT_KINDS: tuple[str, ...] = (
-    *RECORD_EVENT_KINDS,
-    *ASSERTED_EVENT_KINDS,
-    *CORRECTION_EVENT_KINDS,
-    *POLICY_EVENT_KINDS,
-)
-
 
 def check_kinds(kinds: Sequence[str] | None) -> list[str]:
     """The kinds asked for, all known, each once; None means every kind."""
+    known = list(event_kinds())
     if kinds is None:
-        return list(EVENT_KINDS)
-    unknown = [k for k in kinds if k not in EVENT_KINDS]
+        return known
+    unknown = [k for k in kinds if k not in known]
     if unknown:
         raise InvalidInputError(
-            f"unknown event kind(s) {unknown}; the kinds are {list(EVENT_KINDS)}",
-            allowed=list(EVENT_KINDS),
+            f"unknown event kind(s) {unknown}; the kinds are {known}", allowed=known
         )
     return list(dict.fromkeys(kinds))

@@ -30,11 +30,12 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from store import labels
-from store.append import Rows, append, build_rows
+from store import kinds, labels
+from store.append import UnknownKindError, append, build_rows
 from store.command import Applied, Command, Current, Head, Locks, Plan, Txn
 from store.errors import (
     AmbiguousIdError,
+    InvalidInputError,
     NoPolicyError,
     NotFoundError,
     OutcomeUnknownError,
@@ -43,6 +44,7 @@ from store.errors import (
     refusal_for,
 )
 from store.group_commit import DEFAULT_OUTCOME_TIMEOUT, MAX_GROUP_WRITES, GroupCommit, Waiting
+from store.kinds import Kind, Rows
 from store.policy_store import PolicyCache
 from store.pool import Conn, Pool
 from store.records import Record
@@ -124,10 +126,20 @@ ORDER BY label, value
 """
 
 HEADS = """
-SELECT DISTINCT ON (kind, object_id) kind, object_id, version, hash, at
+SELECT DISTINCT ON (kind, object_id) kind, object_id, version, hash, at,
+       CASE WHEN $3 THEN state END AS state
 FROM ledger
 WHERE (kind, object_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
 ORDER BY kind, object_id, version DESC
+"""
+
+# Ledgered objects and unique keys, locked in the order of their keys: one order for
+# every command, so none waits on another that waits on it.
+LOCK_OBJECTS = """
+SELECT pg_advisory_xact_lock(k) FROM (
+  SELECT DISTINCT hashtextextended(name, 7113007) AS k FROM unnest($1::text[]) AS name
+  ORDER BY k
+) s
 """
 
 
@@ -205,14 +217,17 @@ class Executor:
                     rows, exact.values(), locks.carried_by_records, set(carried)
                 ):
                     raise _HoldersMovedError()
+                await _lock_objects(conn, locks)
                 records = self._readable(txn, exact, rows)
                 holders, hidden = self._held(txn, holding, rows)
+                heads, states = await self._heads(conn, locks.heads, locks.objects)
                 current = Current(
                     records={**{r.id: r for rs in holders.values() for r in rs}, **records},
                     first_writes=await self._first_writes(conn, agent, locks.idempotency_keys),
-                    heads=await self._heads(conn, locks.heads),
+                    heads=heads,
                     holders=holders,
                     hidden_holders=hidden,
+                    states=states,
                 )
                 plan = command.decide(txn, current)
                 applied = Applied(entries=(), records={})
@@ -221,7 +236,7 @@ class Executor:
                     table_rows, entries, written = build_rows(txn, plan.writes, before)
                     await append(conn, table_rows)
                     applied = Applied(entries=entries, records=written)
-                    self._unfolded += len(table_rows.label_deltas)
+                    self._unfolded += len(table_rows.parts.get(labels.DELTAS, ()))
             # Committed: a cancellation now stops only the fold (the next write folds),
             # and the caller gets its result.
             with contextlib.suppress(asyncio.CancelledError):
@@ -257,7 +272,7 @@ class Executor:
                     decided.append((waiting, plan, Applied(entries=entries, records=written)))
                 if rows.entries:
                     await append(conn, rows)
-                    self._unfolded += len(rows.label_deltas)
+                    self._unfolded += len(rows.parts.get(labels.DELTAS, ()))
             await self._fold(conn)
         for waiting, plan, applied in decided:
             try:
@@ -370,11 +385,46 @@ class Executor:
         return {row["idempotency_key"]: _record(row, state=row["state"]) for row in rows}
 
     @staticmethod
-    async def _heads(conn: Conn, heads: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Head]:
-        if not heads:
-            return {}
-        rows = await conn.fetch(HEADS, [k for k, _ in heads], [i for _, i in heads])
-        return {(r["kind"], r["object_id"]): Head(r["version"], r["hash"], r["at"]) for r in rows}
+    async def _heads(
+        conn: Conn, heads: Sequence[tuple[str, str]], objects: Sequence[tuple[str, str]]
+    ) -> tuple[dict[tuple[str, str], Head], dict[tuple[str, str], Mapping[str, Any]]]:
+        """The newest entries of `heads` and `objects`, and the states of `objects`."""
+        wanted = list(dict.fromkeys((*heads, *objects)))
+        if not wanted:
+            return {}, {}
+        rows = await conn.fetch(
+            HEADS, [k for k, _ in wanted], [i for _, i in wanted], bool(objects)
+        )
+        found = {(r["kind"], r["object_id"]): r for r in rows}
+        states = {key: found[key]["state"] for key in objects if key in found}
+        return {k: Head(r["version"], r["hash"], r["at"]) for k, r in found.items()}, states
+
+
+async def _lock_objects(conn: Conn, locks: Locks) -> None:
+    """Lock the ledgered objects and unique keys `locks` names, each as its kind declares."""
+    if not locks.objects and not locks.keys:
+        return
+    names = []
+    for kind_name, object_id in locks.objects:
+        kind = _kind(kind_name)
+        if not object_id.startswith(kind.prefix):
+            raise InvalidInputError(
+                f"'{object_id}' is no {kind_name} id: those start with '{kind.prefix}'"
+            )
+        names.append(f"{kind_name}\x1f{object_id}")
+    for kind_name, key, values in locks.keys:
+        fields = _kind(kind_name).unique_keys.get(key)
+        if fields is None or len(fields) != len(values):
+            raise InvalidInputError(f"{kind_name} declares no unique key {key} of {len(values)}")
+        names.append("\x1f".join((kind_name, key, *values)))
+    await conn.execute(LOCK_OBJECTS, names)
+
+
+def _kind(name: str) -> Kind:
+    kind = kinds.kind_of(name)
+    if kind is None:
+        raise UnknownKindError(name)
+    return kind
 
 
 def _carries_only(

@@ -25,6 +25,7 @@ from typing import Any
 
 from policies.properties import Property
 from store.ids import ADJUSTMENT, CONNECT, GROUP, edge_property_id
+from store.kinds import kind_of
 from store.pool import Conn
 from store.projection import Entry
 from store.records import RecordState, declared
@@ -66,7 +67,9 @@ class Problem:
 
 
 @dataclass(frozen=True)
-class _Implied:
+class Implied:
+    """An audit event an entry implies: its kind and payload."""
+
     kind: str
     payload: dict[str, Any]
 
@@ -174,9 +177,9 @@ def _removed(before: RecordState | None, state: RecordState) -> list[Property]:
     return [] if before is None else [p for p in before.properties if p not in now]
 
 
-def _ingested(before: RecordState | None, state: RecordState, entry: Entry) -> list[_Implied]:
+def _ingested(before: RecordState | None, state: RecordState, entry: Entry) -> list[Implied]:
     events = [
-        _Implied(
+        Implied(
             "sr_ingested",
             {
                 "sourceType": state.source_type,
@@ -187,11 +190,11 @@ def _ingested(before: RecordState | None, state: RecordState, entry: Entry) -> l
     ]
     chains = [str(p) for p in state.properties if p.label == ADJUSTMENT]
     if chains:
-        events.append(_Implied("adjusted", {"adjustments": chains}))
+        events.append(Implied("adjusted", {"adjustments": chains}))
     return events
 
 
-def _updated(before: RecordState | None, state: RecordState, entry: Entry) -> list[_Implied]:
+def _updated(before: RecordState | None, state: RecordState, entry: Entry) -> list[Implied]:
     assert before is not None
     payload: dict[str, Any] = {
         "contentChanged": state.content != before.content,
@@ -200,13 +203,13 @@ def _updated(before: RecordState | None, state: RecordState, entry: Entry) -> li
     }
     if state.authority != before.authority:
         payload["authority"] = state.authority
-    return [_Implied("sr_updated", payload)]
+    return [Implied("sr_updated", payload)]
 
 
 def _property_events(name: str, pick: Callable[..., list[Property]]) -> Callable[..., Any]:
-    def rule(before: RecordState | None, state: RecordState, entry: Entry) -> list[_Implied]:
+    def rule(before: RecordState | None, state: RecordState, entry: Entry) -> list[Implied]:
         return [
-            _Implied(
+            Implied(
                 name,
                 _prop(p, edgePropertyId=edge_property_id(entry.object_id, p.label, p.value)),
             )
@@ -217,21 +220,21 @@ def _property_events(name: str, pick: Callable[..., list[Property]]) -> Callable
 
 
 def _asserted(name: str, pick: Callable[..., list[Property]], label: str) -> Callable[..., Any]:
-    def rule(before: RecordState | None, state: RecordState, entry: Entry) -> list[_Implied]:
-        return [_Implied(name, _prop(p)) for p in pick(before, state) if p.label == label]
+    def rule(before: RecordState | None, state: RecordState, entry: Entry) -> list[Implied]:
+        return [Implied(name, _prop(p)) for p in pick(before, state) if p.label == label]
 
     return rule
 
 
-def _adjusted(before: RecordState | None, state: RecordState, entry: Entry) -> list[_Implied]:
+def _adjusted(before: RecordState | None, state: RecordState, entry: Entry) -> list[Implied]:
     return [
-        _Implied("adjusted", {"adjustment": str(p)})
+        Implied("adjusted", {"adjustment": str(p)})
         for p in _added(before, state)
         if p.label == ADJUSTMENT
     ]
 
 
-_RECORD_RULES: dict[str, Callable[[RecordState | None, RecordState, Entry], list[_Implied]]] = {
+_RECORD_RULES: dict[str, Callable[[RecordState | None, RecordState, Entry], list[Implied]]] = {
     "sr_ingested": _ingested,
     "sr_updated": _updated,
     "property_added": _property_events("property_added", _added),
@@ -246,7 +249,7 @@ _RECORD_RULES: dict[str, Callable[[RecordState | None, RecordState, Entry], list
 
 
 @dataclass(frozen=True)
-class _Shared:
+class Shared:
     """The columns every event of one entry shares."""
 
     record_id: str | None
@@ -254,32 +257,29 @@ class _Shared:
     version_before: int | None
 
 
+def record_implied(
+    before: Mapping[str, Any] | None, entry: Entry, links: Links
+) -> tuple[Shared, list[Implied]] | str:
+    """The events a record entry implies, or why none can be said."""
+    rule = _RECORD_RULES.get(entry.event)
+    if rule is None:
+        return f"no audit event rule for a record entry '{entry.event}'"
+    was = None if before is None else RecordState.from_json(before)
+    state = RecordState.from_json(entry.state)
+    links.saw(was, entry, state)
+    lane = state.lane if was is None else was.lane
+    previous = None if entry.version == 1 else entry.version - 1
+    return Shared(entry.object_id, lane, previous), rule(was, state, entry)
+
+
 def _implied(
     before: Mapping[str, Any] | None, entry: Entry, links: Links
-) -> tuple[_Shared, list[_Implied]] | str:
+) -> tuple[Shared, list[Implied]] | str:
     """The events `entry` implies, or why none can be said."""
-    previous = None if entry.version == 1 else entry.version - 1
-    if entry.kind == "record":
-        rule = _RECORD_RULES.get(entry.event)
-        if rule is None:
-            return f"no audit event rule for a record entry '{entry.event}'"
-        was = None if before is None else RecordState.from_json(before)
-        state = RecordState.from_json(entry.state)
-        links.saw(was, entry, state)
-        lane = state.lane if was is None else was.lane
-        return _Shared(entry.object_id, lane, previous), rule(was, state, entry)
-    if entry.kind == "correction":
-        s = entry.state
-        payload = {
-            "correctionId": entry.object_id,
-            "recordVersion": s["record_version"],
-            "reason": s["reason"],
-        }
-        return _Shared(s["record_id"], s["lane"], previous), [_Implied("corrected", payload)]
-    if entry.kind == "policy":
-        payload = {"version": entry.version, "previousVersion": entry.version - 1}
-        return _Shared(None, None, previous), [_Implied("policy_applied", payload)]
-    return f"no audit event rule for ledger kind '{entry.kind}'"
+    kind = kind_of(entry.kind)
+    if kind is None:
+        return f"no audit event rule for ledger kind '{entry.kind}'"
+    return kind.implied(before, entry, links)
 
 
 def check_entry(
@@ -349,7 +349,7 @@ def check_entry(
     return found
 
 
-def _expected_links(want: _Implied) -> tuple[str, ...]:
+def _expected_links(want: Implied) -> tuple[str, ...]:
     """The payload fields of `want` that name other records (see `Links`)."""
     if want.kind == "adjusted":
         return ("adjusts",) if "adjustments" in want.payload else ("adjustedBy",)
@@ -379,8 +379,9 @@ def check_object(rows: Sequence[Mapping[str, Any]], links: Links) -> list[Proble
         entry = Entry.from_row(row)
         found.extend(check_entry(before, entry, row["hash_format"], row["events"], links))
         before = entry.state
-    if rows and rows[0]["kind"] == "record" and before is not None:
-        links.last(before, rows[-1]["object_id"])
+    kind = kind_of(rows[0]["kind"]) if rows else None
+    if kind is not None and before is not None:
+        kind.saw_last(before, rows[-1]["object_id"], links)
     return found
 
 

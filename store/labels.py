@@ -21,6 +21,8 @@ from store.snapshot import Reader
 from store.visibility import CORE_LANES, RULE, core
 
 FOLD_AFTER = 1000
+# The append part whose rows are the deltas a command wrote (see store.kinds.record).
+DELTAS = "new_label_deltas"
 # Any fixed number: one fold at a time; the others skip rather than wait.
 _FOLD_LOCK = 7_113_005
 

@@ -2,8 +2,8 @@
 
 Pure functions, written once and used twice: the write path moves the live tables
 with them inside the command's transaction, and `verify` replays the whole ledger
-through them and compares the result with the live tables. A new ledgered kind adds
-its rule here.
+through them and compares the result with the live tables. Each kind's module in
+`store/kinds/` says which of them moves its tables.
 """
 
 from __future__ import annotations

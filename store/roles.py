@@ -15,17 +15,22 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 from sqlalchemy import Connection, text
 
+from store import kinds
 from store.pool import plain_url
 
 log = logging.getLogger("edgeloom.roles")
 
 RUNTIME_ROLE = "edgeloom_runtime"
 
-APPEND_ONLY_TABLES = ("ledger", "audit_events", "checkpoints", "policy_versions")
-PROJECTION_TABLES = ("records", "edge_properties", "policy_head", "corrections", "label_counts")
-# Deltas are folded into label_counts and then deleted: a cache verify rebuilds.
-FOLDED_TABLES = ("label_deltas",)
+# The kinds' tables join these (each kind declares what the role may do on its own).
+APPEND_ONLY_TABLES = ("ledger", "audit_events", "checkpoints")
 READ_ONLY_TABLES = ("tokens", "alembic_version")
+
+
+def tables(grant: str) -> tuple[str, ...]:
+    """Every registered kind's tables with `grant` ("projection", "append", "folded")."""
+    return tuple(t.name for kind in kinds.kinds() for t in kind.tables if t.grant == grant)
+
 
 # CREATE ROLE is cluster-wide and races between databases migrated at once; an owner
 # without CREATEROLE simply has no runtime role, and the gateway says so at start.
@@ -56,12 +61,15 @@ def grant_runtime(connection: Connection) -> bool:
     if exists is None:
         return False
     role = RUNTIME_ROLE
+    granted = {
+        "SELECT, INSERT": (*APPEND_ONLY_TABLES, *tables("append")),
+        "SELECT, INSERT, UPDATE": tables("projection"),
+        "SELECT, INSERT, DELETE": tables("folded"),
+        "SELECT": READ_ONLY_TABLES,
+    }
     statements = [
         f"GRANT USAGE ON SCHEMA public TO {role}",
-        f"GRANT SELECT, INSERT ON {', '.join(APPEND_ONLY_TABLES)} TO {role}",
-        f"GRANT SELECT, INSERT, UPDATE ON {', '.join(PROJECTION_TABLES)} TO {role}",
-        f"GRANT SELECT, INSERT, DELETE ON {', '.join(FOLDED_TABLES)} TO {role}",
-        f"GRANT SELECT ON {', '.join(READ_ONLY_TABLES)} TO {role}",
+        *(f"GRANT {what} ON {', '.join(on)} TO {role}" for what, on in granted.items() if on),
         f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}",
     ]
     for statement in statements:

@@ -7,63 +7,32 @@ snapshot, so writers running meanwhile never look like tampering.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import asyncpg
 
-from store import checkpoints
+from store import checkpoints, kinds
 from store.checkpoints import Checkpoint, covered_hashes
 from store.hashing import stored_hash
 from store.implied import event_problems
-from store.policy_store import HEAD_SQL
 from store.pool import Conn, connect
-from store.projection import (
-    RECORD_COLUMNS,
-    CorrectionRow,
-    Entry,
-    Membership,
-    PolicyRow,
-    label_changes,
-    project_correction,
-    project_policy,
-    project_record,
-    record_row,
-)
-from store.records import Record
+from store.projection import Entry
 from store.signing import Signer
+
+if TYPE_CHECKING:
+    from store.kinds import Replay
 
 _LEDGER = """
 SELECT kind, object_id, version, event, actor, at, policy_version, state, prev_hash, hash,
        hash_format
 FROM ledger ORDER BY kind, object_id, version
 """
-_RECORDS = """
-SELECT id, lane, source_type, authority, content, properties, version, created_at, updated_at,
-       created_by, ledger_hash
-FROM records
-"""
-_MEMBERSHIPS = """
-SELECT id, record_id, lane, label, value, recorded_from, from_version, recorded_to, to_version
-FROM edge_properties
-"""
-_POLICIES = "SELECT version, yaml, applied_at, applied_by FROM policy_versions ORDER BY version"
-_CORRECTIONS = """
-SELECT id, record_id, record_version, lane, content, reason, actor, at, ledger_hash
-FROM corrections
-"""
-_LABEL_COUNTS = """
-SELECT lane, label, sum(n)::bigint AS n FROM (
-  SELECT lane, label, records AS n FROM label_counts
-  UNION ALL SELECT lane, label, delta FROM label_deltas
-) c GROUP BY lane, label HAVING sum(n) <> 0
-"""
 _NEXT_TXID = "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint"
 _UNCOVERED = """
 SELECT seq FROM ledger WHERE txid < $1::text::xid8 AND NOT seq <@ $2::text::int8multirange
 ORDER BY seq
 """
-_RECORD_COLUMNS = RECORD_COLUMNS[1:]  # every column but the id compared on
 
 
 @dataclass
@@ -81,14 +50,6 @@ class Report:
         return not self.problems
 
 
-@dataclass
-class _Rebuild:
-    records: dict[str, Record] = field(default_factory=dict)
-    memberships: set[Membership] = field(default_factory=set)
-    policies: list[PolicyRow] = field(default_factory=list)
-    corrections: dict[str, CorrectionRow] = field(default_factory=dict)
-
-
 async def verify(url: str, signer: Signer | None = None) -> Report:
     """Replay the whole ledger and compare it with the live projections; with the
     checkpoint key, check every checkpoint's signature and that none was removed."""
@@ -99,12 +60,9 @@ async def verify(url: str, signer: Signer | None = None) -> Report:
     conn = await connect(url)
     try:
         async with conn.transaction(isolation="repeatable_read", readonly=True, deferrable=True):
-            rebuilt = await _replay(conn, report)
-            await _compare_records(conn, rebuilt, report)
-            await _compare_memberships(conn, rebuilt, report)
-            await _compare_policies(conn, rebuilt, report)
-            await _compare_corrections(conn, rebuilt, report)
-            await _compare_label_counts(conn, rebuilt, report)
+            replays = await _replay(conn, report)
+            for replay in replays.values():
+                await replay.compare(conn, report)
             await _check_events(conn, report)
             await _check_checkpoints(conn, report, signer, head)
     finally:
@@ -112,8 +70,9 @@ async def verify(url: str, signer: Signer | None = None) -> Report:
     return report
 
 
-async def _replay(conn: Conn, report: Report) -> _Rebuild:
-    rebuilt = _Rebuild()
+async def _replay(conn: Conn, report: Report) -> dict[str, Replay]:
+    """Every object's chain, checked and replayed by its kind's rule."""
+    replays = {kind.name: kind.replay(keep=True) for kind in kinds.kinds()}
     chain_of: list[asyncpg.Record] = []
     async for row in conn.cursor(_LEDGER, prefetch=2000):
         report.entries += 1
@@ -121,21 +80,20 @@ async def _replay(conn: Conn, report: Report) -> _Rebuild:
             row["kind"],
             row["object_id"],
         ):
-            _replay_object(chain_of, rebuilt, report)
+            _replay_object(chain_of, replays, report)
             chain_of = []
         chain_of.append(row)
     if chain_of:
-        _replay_object(chain_of, rebuilt, report)
-    return rebuilt
+        _replay_object(chain_of, replays, report)
+    return replays
 
 
-def _replay_object(rows: list[asyncpg.Record], rebuilt: _Rebuild, report: Report) -> None:
+def _replay_object(rows: list[asyncpg.Record], replays: dict[str, Replay], report: Report) -> None:
     """Check one object's chain and move the rebuilt projections through its entries."""
     kind, object_id = rows[0]["kind"], rows[0]["object_id"]
-    name = object_id if kind == "record" else f"{kind} {object_id}"
+    name = kinds.describe(kind, object_id)
     prev_hash: str | None = None
-    record: Record | None = None
-    opened: dict[str, Membership] = {}
+    entries: list[Entry] = []
     for number, row in enumerate(rows, start=1):
         entry = Entry.from_row(row)
         if entry.version != number:
@@ -145,89 +103,13 @@ def _replay_object(rows: list[asyncpg.Record], rebuilt: _Rebuild, report: Report
         if stored_hash(entry, row["hash_format"]) != entry.hash:
             report.problems.append(f"{name} v{entry.version}: hash does not match content")
         prev_hash = entry.hash
-        if kind == "record":
-            delta = project_record(record, entry)
-            record = delta.record
-            for ep_id in delta.closed:
-                was = opened.pop(ep_id)
-                rebuilt.memberships.add(
-                    Membership(**{**was.row(), "recorded_to": entry.at, "to_version": number})
-                )
-            opened.update((m.id, m) for m in delta.opened)
-        elif kind == "policy":
-            rebuilt.policies.append(project_policy(entry))
-        elif kind == "correction":
-            rebuilt.corrections[object_id] = project_correction(entry)
-        else:
-            report.problems.append(f"{name}: no projection rule for ledger kind '{kind}'")
-    if record is not None:
-        rebuilt.records[record.id] = record
-        rebuilt.memberships.update(opened.values())
-
-
-async def _compare_records(conn: Conn, rebuilt: _Rebuild, report: Report) -> None:
-    live: dict[str, asyncpg.Record] = {}
-    async for row in conn.cursor(_RECORDS, prefetch=2000):
-        live[row["id"]] = row
-    report.records = len(live)
-    for record_id in sorted(rebuilt.records.keys() - live.keys()):
-        report.problems.append(f"{record_id}: in the ledger but missing from records")
-    for record_id in sorted(live.keys() - rebuilt.records.keys()):
-        report.problems.append(f"{record_id}: in records but has no ledger entry")
-    for record_id in sorted(rebuilt.records.keys() & live.keys()):
-        expected = record_row(rebuilt.records[record_id])
-        for column in _RECORD_COLUMNS:
-            if live[record_id][column] != expected[column]:
-                report.problems.append(f"{record_id}: records.{column} differs from the ledger")
-
-
-async def _compare_memberships(conn: Conn, rebuilt: _Rebuild, report: Report) -> None:
-    live: set[Membership] = set()
-    async for row in conn.cursor(_MEMBERSHIPS, prefetch=5000):
-        live.add(Membership(**dict(row)))
-    report.memberships = len(live)
-    for m in sorted(rebuilt.memberships - live, key=str)[:50]:
-        report.problems.append(
-            f"{m.record_id}: membership {m.label}:{m.value} missing from the projection"
-        )
-    for m in sorted(live - rebuilt.memberships, key=str)[:50]:
-        report.problems.append(f"{m.record_id}: membership {m.label}:{m.value} not in the ledger")
-
-
-async def _compare_policies(conn: Conn, rebuilt: _Rebuild, report: Report) -> None:
-    live = [PolicyRow(*row) for row in await conn.fetch(_POLICIES)]
-    if live != rebuilt.policies:
-        report.problems.append("policy_versions differs from the ledger's policy entries")
-    head = await conn.fetchval(HEAD_SQL)
-    newest = rebuilt.policies[-1].version if rebuilt.policies else 0
-    if head != newest:
-        report.problems.append(f"policy_head names version {head}; the ledger's newest is {newest}")
-
-
-async def _compare_corrections(conn: Conn, rebuilt: _Rebuild, report: Report) -> None:
-    live = {row["id"]: CorrectionRow(**dict(row)) for row in await conn.fetch(_CORRECTIONS)}
-    for ident in sorted(rebuilt.corrections.keys() - live.keys()):
-        report.problems.append(f"correction {ident}: in the ledger but missing from corrections")
-    for ident in sorted(live.keys() - rebuilt.corrections.keys()):
-        report.problems.append(f"correction {ident}: in corrections but has no ledger entry")
-    for ident in sorted(live.keys() & rebuilt.corrections.keys()):
-        if live[ident] != rebuilt.corrections[ident]:
-            report.problems.append(f"correction {ident}: differs from its ledger entry")
-
-
-async def _compare_label_counts(conn: Conn, rebuilt: _Rebuild, report: Report) -> None:
-    """The folded counts plus the unfolded deltas equal a count of the rebuilt records."""
-    expected: Counter[tuple[str, str]] = Counter()
-    for record in rebuilt.records.values():
-        expected.update(label_changes(None, record))
-    live = {(row["lane"], row["label"]): row["n"] for row in await conn.fetch(_LABEL_COUNTS)}
-    for key in sorted(expected.keys() | live.keys()):
-        if expected.get(key, 0) != live.get(key, 0):
-            lane, label = key
-            report.problems.append(
-                f"label '{label}' in lane '{lane}': counted {live.get(key, 0)} records, "
-                f"the ledger has {expected.get(key, 0)}"
-            )
+        entries.append(entry)
+    replay = replays.get(kind)
+    if replay is None:
+        report.problems.append(f"{name}: no projection rule for ledger kind '{kind}'")
+        return
+    for _ in replay.object(entries):
+        pass
 
 
 async def _check_events(conn: Conn, report: Report) -> None:

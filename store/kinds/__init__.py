@@ -1,0 +1,229 @@
+"""The registry of ledger kinds: each kind of ledgered object declared once.
+
+A kind says its id prefix, the projection tables it moves (with the append
+statement's part for each), the pure rule that moves them (`writer`, on the write
+path) and replays them (`replay`, in verify and import), the audit events its entries
+imply, and the unique keys a command may lock it by. The append statement, `verify`,
+export/import, the runtime role's grants and the feed's event kinds loop over
+`kinds()`; nothing else names a kind. A new kind is one module and its migration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from store.command import Write
+    from store.implied import Implied, Links, Shared
+    from store.pool import Conn
+    from store.projection import Entry
+    from store.records import Record
+    from store.verify import Report
+
+
+@dataclass(frozen=True)
+class Cte:
+    """One data-modifying part of the append statement.
+
+    `sql` is its body; `{rows}` in it stands for this part's rows, a JSON parameter
+    expanded as `x` with `columns` (name, SQL type). A part without columns takes no
+    rows (it follows another part, as the policy head follows new policy versions).
+    """
+
+    name: str
+    sql: str
+    columns: tuple[tuple[str, str], ...] = ()
+
+
+def insert(name: str, table: str, columns: Sequence[tuple[str, str]]) -> Cte:
+    """The common part: insert every row as it comes."""
+    names = ", ".join(c for c, _ in columns)
+    return Cte(name, f"INSERT INTO {table} ({names})\nSELECT {names} FROM {{rows}}", tuple(columns))
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table a kind moves; import copies its rows in `columns` order. `grant`: what
+    the runtime role may do there besides SELECT and INSERT: "projection" (UPDATE: a
+    cache the ledger rebuilds), "append" (nothing more: it is history), "folded"
+    (DELETE: rows folded into another table)."""
+
+    name: str
+    columns: tuple[str, ...] = ()
+    grant: str = "projection"
+
+
+Copy = Callable[[str, tuple[Any, ...]], Awaitable[None]]
+
+
+class Writer(Protocol):
+    """Moves a kind's projections for one command's writes (the write path)."""
+
+    def add(self, write: Write, entry: Entry, rows: Rows) -> Any:
+        """Add the rows `entry` moves; return the object as it now is."""
+        ...
+
+    def finish(self, rows: Rows) -> None:
+        """Add the rows that sum up the command's writes of this kind."""
+        ...
+
+
+class Replay(Protocol):
+    """Replays a kind's objects from the ledger (verify and import)."""
+
+    def object(self, entries: Sequence[Entry]) -> Iterable[tuple[str, tuple[Any, ...]]]:
+        """Move through one object's chain; the rows it projects to, by table, each in
+        that table's `columns` order."""
+        ...
+
+    async def compare(self, conn: Conn, report: Report) -> None:
+        """verify: the live tables against what was replayed (kept only if `keep`)."""
+        ...
+
+    async def finish(self, conn: Conn, copy: Copy) -> None:
+        """import: what follows the copied rows (a head, counts)."""
+        ...
+
+
+class Kind(Protocol):
+    """The declaration of one ledger kind."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def prefix(self) -> str:
+        """Its ids start with this (a single object has it as its fixed id)."""
+        ...
+
+    @property
+    def ctes(self) -> tuple[Cte, ...]:
+        """Its parts of the append statement, in order."""
+        ...
+
+    @property
+    def tables(self) -> tuple[Table, ...]: ...
+
+    @property
+    def event_kinds(self) -> tuple[str, ...]: ...
+
+    @property
+    def unique_keys(self) -> Mapping[str, tuple[str, ...]]:
+        """Its unique keys by name, each the fields it is made of; a command locks one
+        by its values (`Locks.keys`)."""
+        ...
+
+    def describe(self, object_id: str) -> str:
+        """How problems name one of its objects."""
+        ...
+
+    def writer(self, before: Mapping[str, Record]) -> Writer: ...
+
+    def replay(self, keep: bool) -> Replay: ...
+
+    def implied(
+        self, before: Mapping[str, Any] | None, entry: Entry, links: Links
+    ) -> tuple[Shared, list[Implied]] | str:
+        """The events `entry` implies, or why none can be said."""
+        ...
+
+    def saw_last(self, state: Mapping[str, Any], object_id: str, links: Links) -> None:
+        """An object's newest state, after its events were checked."""
+        ...
+
+
+class Rows:
+    """The rows one command (or a group of them) appends: ledger entries, audit events,
+    and each append part's rows by its name."""
+
+    __slots__ = ("entries", "events", "parts")
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.parts: dict[str, list[dict[str, Any]]] = {}
+
+    def part(self, name: str) -> list[dict[str, Any]]:
+        found = self.parts.get(name)
+        if found is None:
+            found = self.parts[name] = []
+        return found
+
+    def extend(self, other: Rows) -> None:
+        """Add another command's rows (group commit appends several commands at once)."""
+        self.entries.extend(other.entries)
+        self.events.extend(other.events)
+        for name, rows in other.parts.items():
+            self.part(name).extend(rows)
+
+
+_registry: dict[str, Kind] = {}
+_generation = 0
+_loaded = False
+
+
+def _builtins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from store.kinds import correction, policy, record
+
+    for kind in (record.KIND, correction.KIND, policy.KIND):
+        _add(kind)
+
+
+def _add(kind: Kind) -> None:
+    global _generation
+    if kind.name in _registry:
+        raise ValueError(f"ledger kind '{kind.name}' is registered already")
+    names = {c.name for k in _registry.values() for c in k.ctes}
+    clash = sorted(names & {c.name for c in kind.ctes})
+    if clash:
+        raise ValueError(f"append parts {clash} of kind '{kind.name}' are another kind's")
+    _registry[kind.name] = kind
+    _generation += 1
+
+
+def register(kind: Kind) -> None:
+    """Add a kind; everything built from the registry is rebuilt."""
+    _builtins()
+    _add(kind)
+
+
+def unregister(name: str) -> None:
+    """Remove a kind registered with `register`."""
+    global _generation
+    _builtins()
+    del _registry[name]
+    _generation += 1
+
+
+def kinds() -> tuple[Kind, ...]:
+    """Every registered kind, in registration order (the built-in ones first)."""
+    _builtins()
+    return tuple(_registry.values())
+
+
+def generation() -> int:
+    """Changes whenever a kind is registered or removed: what is built from the
+    registry is rebuilt when it changes."""
+    _builtins()
+    return _generation
+
+
+def kind_of(name: str) -> Kind | None:
+    _builtins()
+    return _registry.get(name)
+
+
+def describe(kind: str, object_id: str) -> str:
+    found = kind_of(kind)
+    return found.describe(object_id) if found is not None else f"{kind} {object_id}"
+
+
+def event_kinds() -> tuple[str, ...]:
+    """The audit event kinds of every registered kind."""
+    return tuple(e for kind in kinds() for e in kind.event_kinds)
