@@ -260,3 +260,31 @@ async def test_an_unregistered_kind_is_refused_by_name(databases: Databases) -> 
         with pytest.raises(Exception, match="no ledger kind 'note' is registered"):
             await executor.execute("dev", WriteNote("nt_" + "3" * 32, "x", "y"))
     assert await notes(url) == []
+
+
+@pytest.mark.parametrize(
+    "held",
+    [
+        "note\x1fnt_" + "4" * 32,  # the object, by (kind, id)
+        "note\x1ftitle\x1fdefault\x1fshared",  # its declared unique key (lane, title)
+    ],
+)
+async def test_a_command_waits_for_its_object_and_its_unique_key(
+    note_kind: None, databases: Databases, held: str
+) -> None:
+    url = await notes_database(databases)
+    async with (
+        run_gateway(Settings(database_url=url, anonymous_agent="dev", pool_size=2)) as gateway,
+        executor_on(gateway) as executor,
+        sql(url) as other,
+    ):
+        transaction = other.transaction()
+        await transaction.start()
+        await other.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 7113007))", held)
+        write = asyncio.create_task(
+            executor.execute("dev", WriteNote("nt_" + "4" * 32, "shared", "body"))
+        )
+        await asyncio.sleep(0.5)
+        assert not write.done()
+        await transaction.rollback()
+        assert await asyncio.wait_for(write, 10) == 1
