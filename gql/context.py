@@ -193,14 +193,6 @@ class Context:
         self.budget.spend(r.state.content for r in found.values())
         return found
 
-    def prime(self, records: Sequence[Record], as_of: datetime | None) -> None:
-        """Records already read with their page, so the loader does not read them again."""
-        loader = self._record_loaders.get(as_of)
-        if loader is None:
-            loader = DataLoader(load_fn=lambda keys: self._load_records(keys, as_of))
-            self._record_loaders[as_of] = loader
-        loader.prime_many({r.id: r for r in records})
-
     async def _load_records(
         self, ids: Sequence[str], as_of: datetime | None
     ) -> list[Record | None]:

@@ -306,10 +306,6 @@ class FeedHub:
             notices={tokens.REVOKED_CHANNEL: self._token_revoked},
         )
 
-    @property
-    def subscriber_count(self) -> int:
-        return len(self._subscribers)
-
     async def start(self) -> None:
         self._task = asyncio.create_task(self.reader.run(), name="edgeloom-feed")
         self._dispatcher = asyncio.create_task(self._dispatch(), name="edgeloom-feed-fan-out")
