@@ -1,10 +1,11 @@
-"""The GraphQL object types, each built from a store dataclass with `from_domain`."""
+"""The GraphQL types of records and what joins them (edge properties, asserted edges,
+corrections, traversals), each built from a store dataclass with `from_domain`."""
 
 from __future__ import annotations
 
 import enum
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
 import strawberry
 from strawberry.types.nodes import SelectedField
@@ -13,22 +14,18 @@ from gql.compiled.fields import compiled
 from gql.compiled.plan import bind_members
 from gql.context import Context
 from gql.scalars import JSON
-from policies.model import Lane as LaneModel
-from policies.model import Policy
 from policies.properties import Property
-from store import commands, queries
+from store import asserted, commands, queries, traverse
 from store import compiled_sql as sql
 from store import records as domain
+from store.corrections import corrections_of
+from store.errors import NotFoundError
 from store.ids import ADJUSTMENT, CONNECT, GROUP, edge_property_id
 from store.pages import Page
-from store.policy_store import PolicyVersion as PolicyVersionModel
-
-if TYPE_CHECKING:
-    from gql.asserted_types import AdjustmentChain, Connection, Correction, Group
+from store.projection import CorrectionRow
 
 T = TypeVar("T")
 Info = strawberry.Info[Context, None]
-_ASSERTED = strawberry.lazy("gql.asserted_types")
 
 
 @strawberry.enum(description="How gather combines the edge properties it is given.")
@@ -220,42 +217,33 @@ class Record:
         history = await info.context.versions(self._model.id)
         return [Version.from_domain(v) for v in history if v.number <= self.version]
 
-    # Asserted edges and corrections live in gql.asserted_types, which imports this module.
     @strawberry.field(
         description="The connections (e_connect) it is on.",
         metadata=compiled(sql.asserted_on(CONNECT)),
     )
-    async def connections(self, info: Info) -> list[Annotated[Connection, _ASSERTED]]:
-        from gql import asserted_types
-
-        return await asserted_types.on_record(info, self._model, self._as_of, CONNECT)  # type: ignore[return-value]
+    async def connections(self, info: Info) -> list[Connection]:
+        return await on_record(info, self._model, self._as_of, CONNECT)  # type: ignore[return-value]
 
     @strawberry.field(
         description="The groups (e_group) it is a member of.",
         metadata=compiled(sql.asserted_on(GROUP)),
     )
-    async def groups(self, info: Info) -> list[Annotated[Group, _ASSERTED]]:
-        from gql import asserted_types
-
-        return await asserted_types.on_record(info, self._model, self._as_of, GROUP)  # type: ignore[return-value]
+    async def groups(self, info: Info) -> list[Group]:
+        return await on_record(info, self._model, self._as_of, GROUP)  # type: ignore[return-value]
 
     @strawberry.field(
         description="The adjustment chains (e_adjustment) it is on.",
         metadata=compiled(sql.asserted_on(ADJUSTMENT)),
     )
-    async def adjustments(self, info: Info) -> list[Annotated[AdjustmentChain, _ASSERTED]]:
-        from gql import asserted_types
-
-        return await asserted_types.on_record(info, self._model, self._as_of, ADJUSTMENT)  # type: ignore[return-value]
+    async def adjustments(self, info: Info) -> list[AdjustmentChain]:
+        return await on_record(info, self._model, self._as_of, ADJUSTMENT)  # type: ignore[return-value]
 
     @strawberry.field(
         description="Corrections attached to it, oldest first; it stays as written.",
         metadata=compiled(sql.Compiler.corrections),
     )
-    async def corrections(self, info: Info) -> list[Annotated[Correction, _ASSERTED]]:
-        from gql import asserted_types
-
-        return await asserted_types.corrections(info, self._model.id, self._as_of)
+    async def corrections(self, info: Info) -> list[Correction]:
+        return await corrections(info, self._model.id, self._as_of)
 
     @strawberry.field(
         description="Whether any correction is attached to it.",
@@ -353,95 +341,209 @@ class AuditEvent:
         )
 
 
-@strawberry.type(description="A label a source type allows; `values` null means any value.")
-class LabelRule:
-    label: str
-    values: list[str] | None
-
-
-@strawberry.type(description="A source type a lane offers, with what its records may carry.")
-class SourceTypeInfo:
-    name: str
-    authority: str
-    labels: list[LabelRule] | None = strawberry.field(
-        description="The labels allowed; null on an open lane, where any label is allowed."
+@strawberry.type(description="A record joining or leaving an asserted edge.")
+class MembershipChange:
+    record_id: strawberry.ID = strawberry.field(metadata=compiled(sql.column("record_id")))
+    change: str = strawberry.field(
+        description="joined or left", metadata=compiled(sql.column("change"))
     )
-    content_format: str | None
-    required_keys: list[str]
+    at: datetime = strawberry.field(metadata=compiled(sql.time("at")))
+    actor: str = strawberry.field(metadata=compiled(sql.column("actor")))
 
 
-@strawberry.type(description="One lane the caller may read or write.")
-class LaneAccess:
-    lane: str
-    readable: bool
-    writable: bool
-    open: bool = strawberry.field(description="True when the lane declares no source types.")
-    source_types: list[SourceTypeInfo] = strawberry.field(
-        description="For a writable lane, the source types it offers (empty if not writable)."
+@strawberry.interface(
+    description="An edge someone declared (a relation, a membership or an evolution), "
+    "as opposed to one imputed from a shared label:value."
+)
+class AssertedEdge:
+    id: str = strawberry.field(
+        description="The reserved edge property, e.g. e_connect:<hint>_<hex>.",
+        metadata=compiled(sql.column("id")),
     )
+    hint: str = strawberry.field(metadata=compiled(sql.column("hint")))
+    created_at: datetime = strawberry.field(metadata=compiled(sql.time("created_at")))
+    actor: str = strawberry.field(
+        description="The agent who made it.", metadata=compiled(sql.column("actor"))
+    )
+    active: bool = strawberry.field(
+        description="False once it no longer joins any record.",
+        metadata=compiled(sql.column("active")),
+    )
+    ended_at: datetime | None = strawberry.field(
+        description="When it stopped joining records.", metadata=compiled(sql.time("ended_at"))
+    )
+    ended_by: str | None = strawberry.field(metadata=compiled(sql.column("ended_by")))
+    _model: strawberry.Private[asserted.Asserted]
+
+    @strawberry.field(
+        description="The readable records it joins (once ended: those it joined when it ended), "
+        "in the order they joined.",
+        metadata=compiled(sql.Compiler.asserted_records),
+    )
+    async def records(self, info: Info) -> list[Record]:
+        ids = self._model.record_ids
+        found = await info.context.records(ids, self._model.as_of)
+        return [Record.from_domain(found[i], self._model.as_of) for i in ids if i in found]
+
+    @strawberry.field(
+        description="Every readable record joining and leaving it, oldest first.",
+        metadata=compiled(sql.Compiler.history),
+    )
+    def history(self) -> list[MembershipChange]:
+        changes = []
+        for m in self._model.memberships:
+            rid = strawberry.ID(m.record_id)
+            changes.append(
+                MembershipChange(record_id=rid, change="joined", at=m.joined_at, actor=m.joined_by)
+            )
+            if m.left_at is not None:
+                changes.append(
+                    MembershipChange(
+                        record_id=rid, change="left", at=m.left_at, actor=m.left_by or ""
+                    )
+                )
+        return sorted(changes, key=lambda c: c.at)
 
 
-@strawberry.type(description="Who the caller is and where it may read and write.")
-class Profile:
-    agent: str
-    read_lanes: list[str]
-    write_lanes: list[str]
-    can_apply_policy: bool
-    policy_version: int
-    lanes: list[LaneAccess]
+def _fields(model: asserted.Asserted) -> dict[str, object]:
+    return {
+        "id": str(model.prop),
+        "hint": model.hint,
+        "created_at": model.created_at,
+        "actor": model.created_by,
+        "active": model.active,
+        "ended_at": model.ended_at,
+        "ended_by": model.ended_by,
+        "_model": model,
+    }
+
+
+@strawberry.type(description="A 1-to-1 relation between exactly two records (e_connect).")
+class Connection(AssertedEdge):
+    pass
+
+
+@strawberry.type(description="A membership of two or more records (e_group).")
+class Group(AssertedEdge):
+    @strawberry.field(
+        description="Its readable members now (or at asOf), by id.",
+        metadata=compiled(sql.Compiler.members, bind_members),
+    )
+    async def members(
+        self, info: Info, first: int | None = None, after: str | None = None
+    ) -> RecordPage:
+        async with info.context.read() as (conn, lanes):
+            page = await asserted.member_page(
+                conn, self._model.prop, lanes, self._model.as_of, first, after
+            )
+        return await record_page(info, page, self._model.as_of)
+
+
+@strawberry.type(
+    description="An evolution (e_adjustment): a record and the records adjusting it, in time order."
+)
+class AdjustmentChain(AssertedEdge):
+    pass
+
+
+AssertedType = type[Connection] | type[Group] | type[AdjustmentChain]
+_TYPES: dict[str, AssertedType] = {CONNECT: Connection, GROUP: Group, ADJUSTMENT: AdjustmentChain}
+
+
+async def load(
+    info: Info, props: list[Property], as_of: datetime | None = None
+) -> list[Connection | Group | AdjustmentChain]:
+    """The asserted edges named, in order; ones with no readable member are left out."""
+    async with info.context.read() as (conn, lanes):
+        found = await asserted.asserted(conn, props, lanes, as_of)
+    return [_TYPES[p.label](**_fields(found[p])) for p in props if p in found]  # type: ignore[arg-type]
+
+
+async def load_one(info: Info, prop: Property) -> Connection | Group | AdjustmentChain:
+    """The edge a mutation just wrote or removed."""
+    found = await load(info, [prop])
+    if not found:
+        raise NotFoundError(_TYPES[prop.label].__name__.lower(), str(prop))
+    return found[0]
+
+
+async def on_record(
+    info: Info, record: domain.Record, as_of: datetime | None, label: str
+) -> list[Connection | Group | AdjustmentChain]:
+    props = [p for p in record.state.properties if p.label == label]
+    return await load(info, props, as_of)
+
+
+@strawberry.type(description="A correction attached to a record; the record is left as it was.")
+class Correction:
+    id: strawberry.ID = strawberry.field(metadata=compiled(sql.column("id")))
+    record_id: strawberry.ID = strawberry.field(metadata=compiled(sql.column("record_id")))
+    record_version: int = strawberry.field(
+        description="The version it corrects.", metadata=compiled(sql.column("record_version"))
+    )
+    content: str = strawberry.field(metadata=compiled(sql.column("content")))
+    reason: str | None = strawberry.field(metadata=compiled(sql.column("reason")))
+    actor: str = strawberry.field(metadata=compiled(sql.column("actor")))
+    at: datetime = strawberry.field(metadata=compiled(sql.time("at")))
 
     @classmethod
-    def from_domain(cls, policy: Policy, version: int, agent_name: str) -> Profile:
-        agent = policy.agent(agent_name)
-        readable = agent.readable_lanes(policy)
-        writable = agent.writable_lanes(policy)
-        lanes = [
-            _lane_access(policy.lanes[name], name in readable, name in writable)
-            for name in policy.lane_names()
-            if name in readable or name in writable
-        ]
+    def from_domain(cls, c: CorrectionRow) -> Correction:
         return cls(
-            agent=agent.name,
-            read_lanes=readable,
-            write_lanes=writable,
-            can_apply_policy=agent.apply_policy,
-            policy_version=version,
-            lanes=lanes,
+            id=strawberry.ID(c.id),
+            record_id=strawberry.ID(c.record_id),
+            record_version=c.record_version,
+            content=c.content,
+            reason=c.reason,
+            actor=c.actor,
+            at=c.at,
         )
 
 
-def _lane_access(lane: LaneModel, readable: bool, writable: bool) -> LaneAccess:
-    offered = lane.offered_source_types() if writable else []
-    return LaneAccess(
-        lane=lane.name,
-        readable=readable,
-        writable=writable,
-        open=lane.is_open,
-        source_types=[
-            SourceTypeInfo(
-                name=st.name,
-                authority=st.authority,
-                labels=None
-                if lane.is_open
-                else [
-                    LabelRule(label=r.label, values=list(r.values) if r.values else None)
-                    for r in st.labels
-                ],
-                content_format=st.content_format,
-                required_keys=list(st.required_keys),
-            )
-            for st in offered
-        ],
+async def corrections(info: Info, record_id: str, as_of: datetime | None) -> list[Correction]:
+    async with info.context.read() as (conn, lanes):
+        found = await corrections_of(conn, [record_id], lanes, as_of)
+    return [Correction.from_domain(c) for c in found.get(record_id, [])]
+
+
+@strawberry.type(description="One record a traversal reached.")
+class TraversalItem:
+    record: Record
+    hop: int = strawberry.field(description="How many edges away from the start it is.")
+    via: str = strawberry.field(description="The edge property (label:value) it was reached by.")
+
+
+@strawberry.type(description="A value shared by too many records to walk (a hub).")
+class ClippedEdge:
+    via: str
+    hop: int
+    member_count: int = strawberry.field(description="How many readable records carry it.")
+
+
+@strawberry.type(description="The records reached from one record, breadth first.")
+class Traversal:
+    items: list[TraversalItem]
+    not_shown: int = strawberry.field(
+        description="Records reached but not listed: those past limit, plus the members of "
+        "each clipped hub (see clipped)."
     )
+    clipped: list[ClippedEdge]
+    beyond_limit: int
 
 
-@strawberry.type(description="An applied policy version.")
-class PolicyVersion:
-    version: int
-    yaml: str
-    applied_at: datetime
-    applied_by: str
-
-    @classmethod
-    def from_domain(cls, p: PolicyVersionModel) -> PolicyVersion:
-        return cls(version=p.version, yaml=p.yaml, applied_at=p.applied_at, applied_by=p.applied_by)
+async def traversal(info: Info, found: traverse.Traversal, as_of: datetime | None) -> Traversal:
+    records = await info.context.records([s.record_id for s in found.steps], as_of)
+    return Traversal(
+        items=[
+            TraversalItem(
+                record=Record.from_domain(records[s.record_id], as_of), hop=s.hop, via=str(s.via)
+            )
+            for s in found.steps
+            if s.record_id in records
+        ],
+        not_shown=found.not_shown,
+        clipped=[
+            ClippedEdge(via=str(c.via), hop=c.hop, member_count=c.member_count)
+            for c in found.clipped
+        ],
+        beyond_limit=found.beyond_limit,
+    )

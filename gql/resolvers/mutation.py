@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import strawberry
 
-from gql.asserted_types import AdjustmentChain, Connection, Correction, Group, load_one
 from gql.inputs import IngestInput, ingest_command
-from gql.types import Info, PolicyVersion, PropertyChange, Record
+from gql.policy_types import PolicyVersion
+from gql.types import (
+    AdjustmentChain,
+    Connection,
+    Correction,
+    Group,
+    Info,
+    PropertyChange,
+    Record,
+    load_one,
+)
 from store import asserted_commands, commands
 from store.corrections import Correct
 from store.policy_commands import ApplyPolicy

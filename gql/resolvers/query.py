@@ -7,7 +7,6 @@ from typing import Annotated
 
 import strawberry
 
-from gql.asserted_types import Traversal, traversal
 from gql.compiled.fields import compiled
 from gql.compiled.plan import (
     bind_edge_property,
@@ -16,6 +15,7 @@ from gql.compiled.plan import (
     bind_record,
     bind_records,
 )
+from gql.policy_types import PolicyVersion, Profile
 from gql.types import (
     AuditEvent,
     AuditPage,
@@ -23,13 +23,13 @@ from gql.types import (
     GatherMode,
     Info,
     LabelCount,
-    PolicyVersion,
-    Profile,
     Record,
     RecordPage,
+    Traversal,
     asks_for,
     page_info,
     record_page,
+    traversal,
 )
 from policies.properties import parse_property
 from store import audit_reads, queries

@@ -1,0 +1,59 @@
+"""The gateway's modules import one another one way: no module reaches back to itself."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import gql
+
+ROOT = Path(gql.__file__).parent
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports() -> dict[str, set[str]]:
+    """Each gql module and the gql modules it imports anywhere (at the top or in a function)."""
+    modules = {_module(p): p for p in ROOT.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module)
+                found.update(f"{node.module}.{a.name}" for a in node.names)
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    done: set[str] = set()
+
+    def visit(name: str, path: list[str]) -> list[str] | None:
+        if name in path:
+            return [*path[path.index(name) :], name]
+        if name in done:
+            return None
+        for used in sorted(graph[name]):
+            found = visit(used, [*path, name])
+            if found is not None:
+                return found
+        done.add(name)
+        return None
+
+    for name in sorted(graph):
+        found = visit(name, [])
+        if found is not None:
+            return found
+    return None
+
+
+def test_no_gql_module_imports_one_that_imports_it_back() -> None:
+    graph = _imports()
+    assert "gql.types" in graph and "gql.context" in graph
+    assert _cycle(graph) is None
