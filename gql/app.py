@@ -32,9 +32,9 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types import ExecutionResult
 
 from gql import over_http
-from gql.auth import authenticate, socket_authorization
+from gql.auth import authorize, socket_authorization
 from gql.compiled.endpoint import CompiledPath
-from gql.context import Caller, Context, Services
+from gql.context import Context
 from gql.cost import DEFAULT_MAX_COST, query_cost
 from gql.dashboard import dashboard_routes
 from gql.errors import refusal_response
@@ -50,9 +50,9 @@ from gql.limits import (
 )
 from gql.loopback import loopback_problem
 from gql.schema import LIMIT_RULES, MAX_TOKENS, build_schema, schema
+from gql.session import Caller, Services, Session
 from gql.sockets import SocketCaps, SocketLimits, fitted, open_files_limit
 from gql.websocket import TransportWSHandler
-from policies.errors import UnknownAgentError
 from policies.loader import DEV_POLICY_YAML
 from store import checkpoints, policy_store
 from store.database import create_engine
@@ -177,30 +177,29 @@ class GraphQLView(GraphQL[Context, None]):
     async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
         services: Services = request.state.services
         if isinstance(request, WebSocket):
-            # Authenticated from the connection_init payload in on_ws_connect.
-            return Context(services, Caller(agent=None, problem="connection not initialised"))
+            # Authorised from the connection_init payload in on_ws_connect.
+            caller = Caller(agent=None, problem="connection not initialised")
+            return Context(Session(services, caller))
         # Set by __call__ from the headers, before the body was read.
-        caller: Caller | None = getattr(request.state, "caller", None)
-        if caller is None:
-            caller = await authenticate(
+        session: Session | None = getattr(request.state, "session", None)
+        if session is None:
+            caller = await authorize(
                 request.headers.get("authorization"), services, self.settings.anonymous_agent
             )
-        return Context(services, caller)
+            session = Session(services, caller)
+        return Context(session)
 
     async def on_ws_connect(self, context: Context) -> None:
-        caller = await authenticate(
+        caller = await authorize(
             socket_authorization(context.connection_params),
             context.services,
             self.settings.anonymous_agent,
         )
         if caller.agent is None:
             raise ConnectionRejectionError({"message": caller.problem})
-        # A live token is not enough: its agent must be one the policy in force declares.
-        in_force = await policy_store.current(context.services.pool, context.services.policies)
-        if in_force is None:
+        # A socket's operations need a policy: without one it is refused at the start.
+        if await policy_store.current(context.services.pool, context.services.policies) is None:
             raise ConnectionRejectionError({"message": NoPolicyError().message})
-        if caller.agent not in in_force.policy.agents:
-            raise ConnectionRejectionError({"message": UnknownAgentError(caller.agent).message})
         context.caller = caller
 
     async def render_graphql_ide(self, request: Request) -> HTMLResponse:
@@ -233,15 +232,12 @@ class GraphQLView(GraphQL[Context, None]):
         ):
             return None  # GraphiQL's page needs no token; its requests do
         services: Services = request.state.services
-        caller = await authenticate(
+        caller = await authorize(
             request.headers.get("authorization"), services, self.settings.anonymous_agent
         )
         if caller.agent is None:
-            return _unauthenticated(caller.problem or "authentication required")
-        undeclared = await _undeclared(services, caller.agent)
-        if undeclared is not None:
-            return _unauthenticated(undeclared.message, undeclared.extensions())
-        request.state.caller = caller
+            return _unauthenticated(caller.problem or "authentication required", caller.details)
+        request.state.session = Session(services, caller)
         return None
 
     async def _answer_while_connected(self, request: Request) -> Response | None:
@@ -343,17 +339,6 @@ class GraphQLView(GraphQL[Context, None]):
             # Bytes that are not UTF-8, or nesting deeper than the decoder goes, are bad
             # JSON too: HTTP answers them 400 and a WebSocket closes with 4400.
             raise json.JSONDecodeError(str(exc), "", 0) from exc
-
-
-async def _undeclared(services: Services, agent: str) -> UnknownAgentError | None:
-    """A live token is not enough: its agent must be one the policy in force declares.
-
-    With no policy in force the request goes on, to be refused for that by GraphQL.
-    """
-    in_force = await policy_store.current(services.pool, services.policies)
-    if in_force is not None and agent not in in_force.policy.agents:
-        return UnknownAgentError(agent)
-    return None
 
 
 def _unauthenticated(message: str, details: dict[str, object] | None = None) -> Response:

@@ -1,13 +1,13 @@
-"""Who is calling: a bearer token's agent, or the development agent on loopback."""
+"""Who is calling: a bearer token's agent, or the development agent on loopback, when
+the policy in force declares it. One function decides it for every transport."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 
-from strawberry.extensions import SchemaExtension
-
-from gql.context import Caller, Context, Services
-from store import tokens
+from gql.session import Caller, Services
+from policies.errors import UnknownAgentError
+from store import policy_store, tokens
 
 NO_TOKEN = (
     "this gateway needs a bearer token: send the header 'Authorization: Bearer <token>' "
@@ -21,10 +21,31 @@ BAD_TOKEN = (
 )
 
 
+async def authorize(
+    authorization: str | None, services: Services, anonymous_agent: str | None
+) -> Caller:
+    """The caller an Authorization value (`Bearer <token>`, from a header, a WebSocket's
+    connection_init payload or any other transport) names, or why it is refused: a live
+    token is not enough, its agent must be one the policy in force declares.
+
+    With no policy in force the caller is returned: what it asks is then refused for
+    that where it is asked. Never raises, so the refusal reaches the client its way.
+    """
+    caller = await authenticate(authorization, services, anonymous_agent)
+    if caller.agent is None:
+        return caller
+    in_force = await policy_store.current(services.pool, services.policies)
+    if in_force is not None and caller.agent not in in_force.policy.agents:
+        undeclared = UnknownAgentError(caller.agent)
+        return Caller(agent=None, problem=undeclared.message, details=undeclared.extensions())
+    return caller
+
+
 async def authenticate(
     authorization: str | None, services: Services, anonymous_agent: str | None
 ) -> Caller:
-    """The caller named by an Authorization value; never raises, so errors reach the client."""
+    """The caller named by an Authorization value, whether the policy declares it or not
+    (an open socket's operations check the token again; the policy, when they use it)."""
     if not authorization:
         if anonymous_agent is not None:
             return Caller(agent=anonymous_agent)
@@ -42,20 +63,3 @@ def socket_authorization(params: Mapping[str, object] | None) -> str | None:
     """The Authorization value a WebSocket's connection_init payload carries, if any."""
     raw = (params or {}).get("authorization") or (params or {}).get("Authorization")
     return raw if isinstance(raw, str) else None
-
-
-class PerOperationAuth(SchemaExtension):
-    """Starts every operation afresh; on a WebSocket, checks its token again.
-
-    A socket's one context serves every operation for as long as it stays open, so
-    each must be decided under the token and the policy as they are when it runs.
-    """
-
-    async def on_operation(self) -> AsyncIterator[None]:
-        context = self.execution_context.context
-        if isinstance(context, Context):
-            context.begin_operation()
-            raw = socket_authorization(context.connection_params)
-            if raw is not None and context.caller.agent is not None:
-                context.caller = await authenticate(raw, context.services, None)
-        yield

@@ -1,11 +1,11 @@
-"""Per-operation context: who is calling, what they may read, one snapshot, batched loaders."""
+"""The strawberry context: a caller's `Session` and what strawberry needs beside it
+(batched loaders, a WebSocket's connection_init payload)."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
@@ -17,168 +17,110 @@ from strawberry.dataloader import DataLoader
 from strawberry.extensions import SchemaExtension
 from strawberry.types.execution import ExecutionResult, StreamExecutionResult
 
-from gql.errors import UnauthenticatedError
-from gql.feed_hub import FeedHub
+from gql.auth import authenticate, socket_authorization
+from gql.session import Caller, Services, Session
 from policies.model import AgentProfile, Policy
 from policies.properties import Property
-from store import policy_store, queries
+from store import queries
 from store.command import Command
-from store.errors import NoPolicyError, ResponseTooLargeError
-from store.executor import Executor
-from store.policy_store import PolicyCache, PolicyVersion
-from store.pool import Pool
+from store.errors import ResponseTooLargeError
+from store.policy_store import PolicyVersion
 from store.records import Record, Version
 from store.snapshot import Reader, Snapshot
 
 R = TypeVar("R")
 
 
-@dataclass(frozen=True)
-class Services:
-    """What the app's lifespan builds once and every request shares."""
-
-    engine: AsyncEngine
-    pool: Pool
-    executor: Executor
-    policies: PolicyCache
-    # The live audit feed's fan-out; None where no app lifespan runs one.
-    feed: FeedHub | None = None
-    policy_read: asyncio.Lock = field(default_factory=asyncio.Lock)
-    # The most bytes of record content one response may read (the compiled path:
-    # of JSON it may build).
-    max_response_bytes: int = queries.DEFAULT_MAX_RESPONSE_BYTES
-
-
-async def policy_in_force(services: Services) -> PolicyVersion | None:
-    """The policy in force for reads; when the cached head is stale, one request reads
-    it while the others wait for that read instead of all reading it at once."""
-    fresh = services.policies.fresh()
-    if fresh is not None:
-        return fresh
-    async with services.policy_read:
-        return await policy_store.current(services.pool, services.policies)
-
-
-@dataclass(frozen=True)
-class Caller:
-    """The authenticated agent name, or why there is none."""
-
-    agent: str | None
-    problem: str | None = None
-
-
 @dataclass
 class Context:
     """Built for each request by the GraphQL view (and, over a WebSocket, copied for
-    each operation by `OperationScope`); resolvers reach everything through it."""
+    each operation by `OperationScope`); resolvers reach everything through it, and
+    everything but the loaders through its session."""
 
-    services: Services
-    caller: Caller
+    session: Session
     # Set by strawberry from a WebSocket's connection_init payload.
     connection_params: dict[str, object] | None = None
-    _policy: PolicyVersion | None = None
-    _snapshot: Snapshot | None = None
     _record_loaders: dict[datetime | None, DataLoader[str, Record | None]] = field(
         default_factory=dict
     )
     _versions: DataLoader[str, list[Version]] | None = None
     _counts: dict[datetime | None, DataLoader[Property, int]] = field(default_factory=dict)
-    _budget: queries.ContentBudget | None = None
+
+    @property
+    def services(self) -> Services:
+        return self.session.services
+
+    @property
+    def caller(self) -> Caller:
+        return self.session.caller
+
+    @caller.setter
+    def caller(self, caller: Caller) -> None:
+        self.session.caller = caller
 
     @property
     def engine(self) -> AsyncEngine:
-        return self.services.engine
+        return self.session.engine
 
     async def execute(self, command: Command[R]) -> R:
         """Run a write command as the caller (refused when unauthenticated)."""
-        return await self.services.executor.execute(self.agent_name(), command)
+        return await self.session.execute(command)
 
     def for_operation(self) -> Context:
         """A fresh context for one operation, sharing only who is calling.
 
         A WebSocket's one connection context serves many operations, possibly at
-        once: each gets its own policy, snapshot and loaders, so that no operation
-        resets or reads another's. A subclass keeps its own fields (the feed's rendering
-        context carries the events it renders).
+        once: each gets its own session (policy, snapshot) and loaders, so that no
+        operation resets or reads another's. A subclass keeps its own fields (the feed's
+        rendering context carries the events it renders).
         """
         return dataclasses.replace(
-            self,
-            _policy=None,
-            _snapshot=None,
-            _record_loaders={},
-            _versions=None,
-            _counts={},
-            _budget=None,
+            self, session=self.session.fresh(), _record_loaders={}, _versions=None, _counts={}
         )
 
     def begin_operation(self) -> None:
         """Forget what was learned so far (kept for callers that reuse one context)."""
-        self._policy = None
+        self.session.forget_policy()
         self._forget_reads()
 
     def _forget_reads(self) -> None:
         self._record_loaders = {}
         self._versions = None
         self._counts = {}
-        # Each response (each event of a subscription) has a budget of its own.
-        self._budget = None
+        self.session.new_response()
 
     @property
     def budget(self) -> queries.ContentBudget:
         """The record content this response may still read."""
-        if self._budget is None:
-            self._budget = queries.ContentBudget(self.services.max_response_bytes)
-        return self._budget
+        return self.session.budget
 
     def over_budget(self) -> ResponseTooLargeError | None:
-        """The refusal of this response, when its reads went over the budget."""
-        budget = self._budget
-        if budget is None or not budget.refused:
-            return None
-        return ResponseTooLargeError(budget.limit)
+        return self.session.over_budget()
 
     async def end_reads(self) -> None:
         """End the snapshot; a later read (the next subscription event) starts a new one."""
-        snapshot, self._snapshot = self._snapshot, None
         self._forget_reads()
-        if snapshot is not None:
-            await snapshot.close()
+        await self.session.end_reads()
 
     def agent_name(self) -> str:
-        """The caller's agent name; refuses an unauthenticated call."""
-        if self.caller.agent is None:
-            raise UnauthenticatedError(self.caller.problem or "authentication required")
-        return self.caller.agent
+        return self.session.agent_name()
 
     async def policy(self) -> PolicyVersion:
-        if self._policy is None:
-            self._policy = await policy_in_force(self.services)
-            if self._policy is None:
-                raise NoPolicyError()
-        return self._policy
+        return await self.session.policy()
 
     async def agent(self) -> tuple[Policy, AgentProfile]:
-        """The policy in force and the caller's profile in it."""
-        name = self.agent_name()
-        version = await self.policy()
-        return version.policy, version.policy.agent(name)
+        return await self.session.agent()
 
     async def readable_lanes(self) -> list[str]:
-        policy, agent = await self.agent()
-        return agent.readable_lanes(policy)
+        return await self.session.readable_lanes()
 
     @property
     def snapshot(self) -> Snapshot:
-        """The operation's one read snapshot, opened at its first statement."""
-        if self._snapshot is None:
-            self._snapshot = Snapshot(self.services.pool)
-        return self._snapshot
+        return self.session.snapshot
 
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[tuple[Reader, list[str]]]:
+    def read(self) -> AbstractAsyncContextManager[tuple[Reader, list[str]]]:
         """The operation's snapshot, with the lanes the caller may read."""
-        lanes = await self.readable_lanes()
-        yield self.snapshot, lanes
+        return self.session.read()
 
     # -- batched loads ----------------------------------------------------------
 
@@ -259,4 +201,21 @@ class OperationScope(SchemaExtension):
         context = self.execution_context.context
         if isinstance(context, Context):
             await context.end_reads()
+        yield
+
+
+class PerOperationAuth(SchemaExtension):
+    """Starts every operation afresh; on a WebSocket, checks its token again.
+
+    A socket's one context serves every operation for as long as it stays open, so
+    each must be decided under the token and the policy as they are when it runs.
+    """
+
+    async def on_operation(self) -> AsyncIterator[None]:
+        context = self.execution_context.context
+        if isinstance(context, Context):
+            context.begin_operation()
+            raw = socket_authorization(context.connection_params)
+            if raw is not None and context.caller.agent is not None:
+                context.caller = await authenticate(raw, context.services, None)
         yield

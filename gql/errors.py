@@ -11,6 +11,7 @@ from starlette.responses import JSONResponse
 from strawberry.extensions import ParserCache, SchemaExtension
 from strawberry.types.execution import StreamExecutionResult
 
+from gql.session import UnauthenticatedError
 from policies.errors import PolicyError
 from store.errors import StoreError, refusal_for
 
@@ -19,19 +20,6 @@ log = logging.getLogger("edgeloom.errors")
 MASKED_MESSAGE = (
     "Unexpected error; it has been logged. Retry, or report it with the time of the call."
 )
-
-
-class UnauthenticatedError(Exception):
-    """The call carries no valid bearer token."""
-
-    code = "UNAUTHENTICATED"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-    def extensions(self) -> dict[str, object]:
-        return {}
 
 
 Refusal = PolicyError | StoreError | UnauthenticatedError

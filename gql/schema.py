@@ -21,8 +21,7 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.types import ExecutionContext
 
-from gql.auth import PerOperationAuth
-from gql.context import OperationScope
+from gql.context import OperationScope, PerOperationAuth
 from gql.cost import DEFAULT_MAX_COST, QueryCostLimit
 from gql.errors import ErrorCodes, ReportedParserCache
 from gql.limits import DEFAULT_MAX_FIELDS, too_many_fields

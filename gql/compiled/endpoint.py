@@ -1,8 +1,8 @@
 """Answering a request over HTTP on the compiled path, or declining so strawberry answers it.
 
-Runs in the GraphQL view before strawberry: the request is authenticated first, the
-same way (`authenticate`, kept on the request so the ordinary path does not repeat
-it), the document is parsed and validated once with the schema's own rules. A query
+Runs in the GraphQL view before strawberry: the caller is authorised first, the same
+way (`authorize`; its `Session` is kept on the request so the ordinary path does not
+repeat it), the document is parsed and validated once with the schema's own rules. A query
 is answered by one statement whose JSON text is the response body as PostgreSQL
 wrote it (`plan`); an `ingest` or `ingestMany` runs its command and answers its
 record fields directly (`writes`). Anything not covered (other mutations,
@@ -37,14 +37,15 @@ from starlette.responses import Response
 from strawberry.schema.name_converter import NameConverter
 
 from gql import over_http
-from gql.auth import authenticate
+from gql.auth import authorize
 from gql.compiled.plan import Declined, Operation, compile_operation
 from gql.compiled.writes import Write, compile_write
-from gql.context import Services, policy_in_force
 from gql.errors import parse_cached
 from gql.limits import check_variables, too_many_fields
+from gql.session import Services, Session
+from policies.errors import UnknownAgentError
 from store.compiled_sql import NotCompilable
-from store.errors import ResponseTooLargeError, StoreError
+from store.errors import NoPolicyError, ResponseTooLargeError, StoreError
 
 log = logging.getLogger("edgeloom.compiled")
 
@@ -165,16 +166,16 @@ class CompiledPath:
         return response
 
     async def _answer(self, request: Request) -> Response | None:
-        # Who is calling comes first: an unauthenticated request is not parsed here,
-        # and the ordinary path, which refuses it, does not authenticate it again.
-        services: Services = request.state.services
-        caller = getattr(request.state, "caller", None)
-        if caller is None:
-            caller = await authenticate(
+        # Who is calling comes first: an unauthorised request is not parsed here, and
+        # the ordinary path, which refuses it, does not authorise it again.
+        session: Session | None = getattr(request.state, "session", None)
+        if session is None:
+            services: Services = request.state.services
+            caller = await authorize(
                 request.headers.get("authorization"), services, self.anonymous_agent
             )
-            request.state.caller = caller
-        if caller.agent is None:
+            session = request.state.session = Session(services, caller)
+        if session.caller.agent is None:
             return None
         payload = await _payload(request)
         if payload is None:
@@ -185,16 +186,15 @@ class CompiledPath:
             return None
         operation = cached.compiled
         if isinstance(operation, Write):
-            return await self._write(request, operation, caller.agent, variables)
-        version = await policy_in_force(services)
-        if version is None:
+            return await self._write(request, operation, session, variables)
+        try:
+            policy, profile = await session.agent()
+        except (NoPolicyError, UnknownAgentError):
             return None
-        profile = version.policy.agents.get(caller.agent)
-        if profile is None:
-            return None
+        services = session.services
         limit = services.max_response_bytes
         try:
-            text, args = operation.bind(variables, profile.readable_lanes(version.policy), limit)
+            text, args = operation.bind(variables, profile.readable_lanes(policy), limit)
         except Declined:
             return None
         async with services.pool.acquire() as conn:
@@ -217,7 +217,7 @@ class CompiledPath:
         self,
         request: Request,
         write: Write,
-        agent: str,
+        session: Session,
         variables: dict[str, Any] | None,
     ) -> Response | None:
         if request.method != "POST":
@@ -226,9 +226,8 @@ class CompiledPath:
             inputs = write.inputs(variables)
         except Declined:
             return None
-        services: Services = request.state.services
         try:
-            written = await services.executor.execute(agent, write.command(inputs))
+            written = await session.execute(write.command(inputs))
         except Exception as exc:
             # The command ran (and was refused or failed): answered here, never run twice.
             body = write.failure(exc)

@@ -26,9 +26,10 @@ from strawberry.schema.base import BaseSchema
 from strawberry.types.execution import PreExecutionError
 
 from gql.auth import BAD_TOKEN, socket_authorization
-from gql.context import Caller, Context, Services
-from gql.errors import MASKED_MESSAGE, UnauthenticatedError
+from gql.context import Context
+from gql.errors import MASKED_MESSAGE
 from gql.feed_hub import Bearer, Closed, Direct, FeedHub, FeedUnavailableError, Progress, Rendered
+from gql.session import Caller, Services, Session, UnauthenticatedError
 from gql.types import AuditEvent, Info
 from gql.websocket import Outlet, close_socket_after_operation, current_outlet
 from policies.errors import PolicyError
@@ -201,11 +202,6 @@ class _RenderContext(Context):
     """
 
     events: Sequence[feed.FeedEvent] = ()
-    pinned: PolicyVersion | None = None
-
-    async def policy(self) -> PolicyVersion:
-        assert self.pinned is not None
-        return self.pinned
 
 
 async def _render(
@@ -224,7 +220,7 @@ async def _render(
     extensions, which may differ from one execution to the next, maps to None and is
     executed by each subscriber; so does every event when rendering fails.
     """
-    context = _RenderContext(services, Caller(agent), events=events, pinned=policy)
+    context = _RenderContext(Session(services, Caller(agent), pinned=policy), events=events)
     rendered: dict[int, str | None] = {}
     try:
         stream = await schema.subscribe(
