@@ -30,7 +30,7 @@ from store.pool import connect, create_pool
 from store.verify import verify
 
 if TYPE_CHECKING:
-    from gql.app import Settings
+    from gql.settings import Settings
 
 DEV_AGENT = "dev"
 NEW_KEY_HELP = (
@@ -117,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
         default=1,
         help="gateway processes serving the one port (default 1; about one per core)",
     )
-    # Unset, they keep the defaults of gql.app.Settings.
+    # Unset, they keep the defaults of gql.settings.Settings.
     serve.add_argument(
         "--max-ws-connections",
         type=int,
@@ -342,8 +342,10 @@ async def _checkpoint(url: str, key: Path, new_key: bool) -> checkpoints.Taken:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from gql.app import APP_FACTORY, Settings, create_app, settings_environment
+    from gql.app import create_app
     from gql.serving import server_options
+    from gql.settings import Settings
+    from gql.workers import APP_FACTORY, settings_environment
 
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     loopback = is_loopback(args.host)
@@ -443,7 +445,7 @@ async def _start(
     database: Database, settings: Settings, exposed: bool
 ) -> tuple[str | None, PolicyVersion | None]:
     """Migrate, refuse an exposed gateway no agent could call, and settle the policy."""
-    from gql.app import ensure_policy
+    from gql.policy_startup import ensure_policy
 
     engine = create_engine(database.url, pool_size=1)
     try:

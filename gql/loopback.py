@@ -1,10 +1,20 @@
-"""Loopback names: where the tokenless development gateway may listen, and whom it answers."""
+"""Loopback names: where the tokenless development gateway may listen, and whom it answers
+(`LoopbackOnly` refuses everyone else)."""
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 from functools import lru_cache
 from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+
+from gql.errors import refusal_response
+
+log = logging.getLogger("edgeloom")
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
 
@@ -54,3 +64,37 @@ def _host_name(host: str) -> str | None:
         return host[: end + 1] if end > 0 else None
     name = host.rpartition(":")[0] if ":" in host else host
     return name or None
+
+
+class LoopbackOnly:
+    """Refuses every request to the tokenless development gateway not addressed to loopback.
+
+    HTTP is answered 403; a WebSocket is accepted and closed with 4403, as strawberry
+    closes one it rejects, so clients see one code for "not allowed here".
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        problem = loopback_problem(headers.get("host"), headers.get("origin"))
+        if problem is None:
+            await self.app(scope, receive, send)
+        elif scope["type"] == "http":
+            await refusal_response(403, problem, code="FORBIDDEN")(scope, receive, send)
+        else:
+            await receive()  # websocket.connect
+            offered = scope.get("subprotocols") or []
+            chosen = (
+                GRAPHQL_TRANSPORT_WS_PROTOCOL if GRAPHQL_TRANSPORT_WS_PROTOCOL in offered else None
+            )
+            await send({"type": "websocket.accept", "subprotocol": chosen})
+            # A close reason holds at most 123 bytes: the whole sentence goes to the log.
+            log.info("WebSocket refused: %s", problem)
+            await send(
+                {"type": "websocket.close", "code": 4403, "reason": "Forbidden: loopback only"}
+            )

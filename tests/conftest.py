@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gql.app import Settings
+from gql.settings import Settings
 from tests.support import Databases, Gateway, admin_url, assert_verified, run_gateway
 
 DEV = "dev"

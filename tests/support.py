@@ -20,8 +20,9 @@ import asyncpg
 import httpx
 import uvicorn
 
-from gql.app import Settings, create_app
+from gql.app import create_app
 from gql.serving import server_options
+from gql.settings import Settings
 from store.database import create_engine
 from store.migrate import migrate
 from store.verify import verify
@@ -185,7 +186,7 @@ async def run_gateway(settings: Settings, ws_compression: bool = False) -> Async
         **server_options(ws_compression=ws_compression),
     )
     server = uvicorn.Server(config)
-    # The gateway settles the heap of the process it runs in (gql.app.settle_heap): this
+    # The gateway settles the heap of the process it runs in (gql.heap.settle_heap): this
     # process is the test run, which gets its collector back when the gateway stops.
     threshold = gc.get_threshold()
     task = asyncio.create_task(server.serve())

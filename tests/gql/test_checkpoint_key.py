@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gql.app import Settings, create_app
+from gql.app import create_app
+from gql.settings import Settings
 from store import signing
 from store.checkpoints import CheckpointKeyError
 from store.verify import verify

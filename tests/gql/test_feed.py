@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gql.app import Settings
+from gql.settings import Settings
 from store.kinds import event_kinds
 from tests.conftest import DEV, GatewayFactory
 from tests.gql._api import INGEST, UPDATE, ingest, unique

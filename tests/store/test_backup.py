@@ -15,8 +15,8 @@ from typing import Any
 import orjson
 import pytest
 
-from gql.app import Settings
 from gql.limits import DEFAULT_MAX_BODY
+from gql.settings import Settings
 from policies.properties import MAX_VALUE_LENGTH
 from store import backup, signing
 from store.hashing import entry_hash

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gql.app import Settings
+from gql.settings import Settings
 from store import checkpoints, signing
 from store.checkpoints import Checkpoint, CheckpointError, Taken
 from store.pool import connect

@@ -6,7 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from gql.app import Settings
+from gql.settings import Settings
 from store import checkpoints, signing
 from store.hashing import entry_hash
 from store.pool import connect

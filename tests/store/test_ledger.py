@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
-from gql.app import Settings
+from gql.settings import Settings
 from store.verify import Report, verify
 from tests.gql._api import ADD, REMOVE, UPDATE, ingest
 from tests.gql._asserted import UNGROUP, connect, group

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gql.app import Settings
+from gql.settings import Settings
 from store import checkpoints, signing
 from store.pool import connect
 from store.signing import Signer

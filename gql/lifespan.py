@@ -1,0 +1,81 @@
+"""What a gateway process opens at start and closes at the end: the database, the
+checkpoint key, the policy, the live feed, and the checkpoint loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from typing import Any
+
+from starlette.applications import Starlette
+
+from gql.checkpoint_loop import anchor_every
+from gql.feed_hub import FeedHub
+from gql.heap import settle_heap
+from gql.policy_startup import ensure_policy
+from gql.session import Services
+from gql.settings import Settings
+from store import checkpoints
+from store.database import create_engine
+from store.executor import Executor
+from store.migrate import migrate
+from store.policy_store import PolicyCache
+from store.pool import create_pool
+from store.roles import serving_url
+
+Lifespan = Callable[[Starlette], AbstractAsyncContextManager[dict[str, Any]]]
+
+
+def lifespan(settings: Settings) -> Lifespan:
+    """The app's lifespan: it yields the `Services` every request shares."""
+
+    @asynccontextmanager
+    async def run(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        if settings.run_migrations:
+            owner = create_engine(settings.database_url, pool_size=1)
+            try:
+                await migrate(owner)
+            finally:
+                await owner.dispose()
+        url = await serving_url(settings.database_url, settings.runtime_database_url)
+        engine = create_engine(url, pool_size=settings.pool_size)
+        pool = await create_pool(url, settings.read_pool_size)
+        try:
+            # First: a key that did not sign this memory's checkpoints stops the start here.
+            signer = None
+            if settings.checkpoint_key is not None:
+                async with pool.acquire() as conn:
+                    signer = await checkpoints.open_key(
+                        conn,
+                        settings.checkpoint_key,
+                        settings.database_url,
+                        settings.new_checkpoint_key,
+                    )
+            cache = PolicyCache.empty()
+            executor = Executor(pool, cache, settings.write_outcome_timeout)
+            await ensure_policy(executor, settings)
+            feed = FeedHub(url, engine, pool, cache, settings.feed)
+            await feed.start()
+            services = Services(
+                engine=engine,
+                pool=pool,
+                executor=executor,
+                policies=cache,
+                feed=feed,
+                max_response_bytes=settings.max_response_bytes,
+            )
+            anchor = asyncio.create_task(anchor_every(pool, settings.checkpoint_seconds, signer))
+            settle_heap()
+            try:
+                yield {"services": services}
+            finally:
+                anchor.cancel()
+                with suppress(asyncio.CancelledError):
+                    await anchor
+                await feed.stop()
+        finally:
+            await pool.close()
+            await engine.dispose()
+
+    return run

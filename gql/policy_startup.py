@@ -1,0 +1,43 @@
+"""The policy a gateway starts under: the one its settings name, or the development one."""
+
+from __future__ import annotations
+
+import logging
+
+from gql.settings import Settings
+from policies.loader import DEV_POLICY_YAML
+from store import policy_store
+from store.executor import Executor
+from store.policy_commands import ApplyPolicy
+from store.policy_store import PolicyVersion
+
+log = logging.getLogger("edgeloom")
+
+DEV_POLICY_ACTOR = "operator:development-default"
+
+
+async def ensure_policy(executor: Executor, settings: Settings) -> PolicyVersion | None:
+    """Apply the policy `settings` names (or the development one, if none is in force and
+    the gateway is a development one); the policy in force after it."""
+    cache = executor.policies
+    if settings.policy_yaml is not None:
+        before = await policy_store.current(executor.pool, cache)
+        if before is not None and before.yaml != settings.policy_yaml:
+            log.warning(
+                "policy file %s replaces version %s (applied by %s at %s)",
+                settings.policy_source,
+                before.version,
+                before.applied_by,
+                before.applied_at.isoformat(),
+            )
+        actor = DEV_POLICY_ACTOR if settings.policy_yaml == DEV_POLICY_YAML else "operator"
+        command = ApplyPolicy(settings.policy_yaml, settings.policy_source, None, cache)
+        applied = await executor.execute(actor, command)
+        log.info("policy version %s in force (%s)", applied.version, settings.policy_source)
+        return applied
+    current = await policy_store.current(executor.pool, cache)
+    if current is None and settings.anonymous_agent is not None:
+        command = ApplyPolicy(DEV_POLICY_YAML, "development policy", None, cache)
+        current = await executor.execute(DEV_POLICY_ACTOR, command)
+        log.info("development policy version %s in force", current.version)
+    return current
