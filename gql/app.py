@@ -43,8 +43,8 @@ class GatewayApp:
     dashboard, health, the lifespan).
 
     The view answers every method and every failure of its own as JSON, so Starlette's
-    error, exception and routing layers would add nothing on that way but CPU: 7% of a
-    compiled read's gateway CPU (`record(id)` under wrk).
+    error, exception and routing layers would add nothing on that way but CPU (measured in
+    bench/README.md).
     """
 
     def __init__(self, starlette: Starlette, view: GraphQLView, settings: Settings) -> None:

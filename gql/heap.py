@@ -14,8 +14,8 @@ GC_YOUNG_THRESHOLD = 50_000
 def settle_heap() -> None:
     """Once started: everything built so far (schema, caches, compiled statements)
     lives as long as the process, so the cyclic collector stops traversing it
-    (`gc.freeze`), and young collections run less often. py-spy (--native) put 29% of
-    a gateway's CPU in the collector during ingestMany before this."""
+    (`gc.freeze`), and young collections run less often (bench/README.md has what the
+    collector cost before)."""
     gc.collect()
     gc.freeze()
     _, middle, old = gc.get_threshold()

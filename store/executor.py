@@ -91,9 +91,8 @@ LOCK_EXCLUSIVE = _LOCK.format(mode="UPDATE", columns=_RECORD_COLUMNS)
 # plan it makes after five runs on a connection until the table is next analyzed (or
 # the pool re-prepares the statement): made while `records` is small, that plan scans
 # the whole table, and every ingest after it pays a scan that grows with the memory
-# (seen: ingests at less than half their rate after 40,000 records, on a server
-# without autovacuum). A lock of named records keeps that weakness, for at most a minute
-# (`store.pool.STATEMENT_LIFETIME_SECONDS`).
+# (on a server without autovacuum; bench/README.md has the figure). A lock of named
+# records keeps that weakness, for at most a minute (`store.pool.STATEMENT_LIFETIME_SECONDS`).
 _LOCK_HEAD = _HEAD + "SELECT head.version AS policy_head, head.now FROM head\n"
 LOCK_HEAD_SHARED = _LOCK_HEAD.format(mode="SHARE")
 LOCK_HEAD_EXCLUSIVE = _LOCK_HEAD.format(mode="UPDATE")

@@ -93,8 +93,8 @@ def poll_statement(limit: int) -> str:
 
     The limit is written into the text, so that the generic plan, made once for the
     reader's connection, walks the index in txid order and stops at the limit (a
-    custom plan, made for each poll, cost 0.6-1.1 ms of planning against 0.16 ms for
-    the whole poll, and more as the table grows).
+    custom plan, made for each poll, spent longer planning than the poll ran, and more
+    as the table grows).
     """
     unseen = _UNSEEN_BRANCHES.format(columns=_EVENT_COLUMNS, limit=f"LIMIT {int(limit)}")
     return f"""

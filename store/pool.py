@@ -1,8 +1,8 @@
 """The gateway's connections: a fixed set of asyncpg connections with JSON codecs.
 
 asyncpg's own pool wraps every connection it hands out in a proxy, and shields every
-release in a task of its own: with this pool instead, a compiled `record(id)` read
-costs the gateway 28% less CPU (219 -> 158 us under wrk). It hands out the
+release in a task of its own, which a compiled read pays on every request (bench/README.md
+has the figures). This pool hands out the
 connections themselves, takes them back without awaiting anything, and runs no reset
 query: the gateway changes no session state on pooled connections (the feed listens
 on its own connection).
@@ -36,7 +36,7 @@ def _decode_jsonb(data: bytes) -> Any:
 async def json_codecs(conn: asyncpg.Connection) -> None:
     """JSON and JSONB as Python values, by orjson, in the binary format: the bytes orjson
     writes go to the server as they are (a text codec would decode them to a str that
-    asyncpg encodes again, 5% of the gateway's CPU in a 500-record ingestMany)."""
+    asyncpg encodes again)."""
     await conn.set_type_codec(
         "jsonb",
         encoder=_encode_jsonb,

@@ -3,7 +3,7 @@
 `records { totalCount }` counts every record of the readable lanes. Read from the
 (lane, created_at, id) index, that scans about 10 MB per 100k records; the lane alone
 deduplicates to well under 1 MB, and the same count takes less than half the time
-(PostgreSQL 18, 100k records: 5.4 ms against 12.2 ms).
+(bench/README.md has the figures).
 
 Revision ID: 0007
 Revises: 0006
