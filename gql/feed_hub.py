@@ -1,30 +1,8 @@
 """Fan-out of the live feed: one hub per process, one bounded queue per subscriber.
 
-The app's lifespan starts the hub and stops it. The hub's `FeedReader` polls the
-audit table only while someone subscribes; each batch it reads is offered to every
-subscriber whose lane and kind filters match, with `put_nowait`: a subscriber that
-cannot keep up is closed (told where to resume), never waited for, so one slow
-reader slows neither the writers nor the other subscribers.
-
-Subscribers that ran the same operation (document, variables, so the same filters)
-are a group: they are handed one `Batch` object per read, and whatever is computed
-from it for a given set of rights (the rendered messages) is computed once, by the
-first of them to ask, and shared by the rest.
-
-A live subscriber whose task waits with nothing queued is served by the hub itself
-(`Direct`): the shared rendering is sent to its socket from the fan-out loop, with no
-task woken. Waking hundreds of tasks, each checking its rights and passing through
-strawberry's handler before its send, cost several times the send, and ran in bursts
-that held up every request of the process. Whatever the hub cannot send at once (the
-rights are due a check, the token was revoked, an event must be executed alone, a
-socket pushes back) goes through the queue to the subscriber's own task, in order.
-
-Tokens are checked by the hub too: each token its subscribers hold, once per
-interval, however many subscribers hold it, and only a subscriber whose token no
-longer names its agent is woken (to end its operation). A subscriber without a token
-is never woken for nothing. A revocation is also notified (`tokens.REVOKED_CHANNEL`) to
-the feed reader's connection on every replica, and the hub then checks every token it
-holds at once; the interval is what remains if a notification is lost.
+A slow subscriber is closed, never waited for, so that it slows neither the writers nor
+the others; what a group of alike subscribers shares is computed once. The design (groups,
+the hub's direct sends, token checks): docs/feed_hub.md.
 """
 
 from __future__ import annotations

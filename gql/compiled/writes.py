@@ -1,9 +1,9 @@
 """Writes answered without strawberry's execution: `ingest` and `ingestMany`.
 
-A write's work is its command: the guard, one ledger transaction, its audit events.
-Around a single ingest strawberry's execution (the operation's extensions, the
-execution context, argument conversion, completing each field) cost about half of
-the gateway's CPU. Covered: an operation whose one root field is `ingest` or
+A write's work is its command: the guard, one ledger transaction, its audit events;
+around a single ingest, strawberry's execution (the operation's extensions, the
+execution context, argument conversion, completing each field) costs more than that
+work (bench/README.md). Covered: an operation whose one root field is `ingest` or
 `ingestMany`, selecting only the plain fields of `Record` and of its `edgeProperties`
 (fields read from the object alone: an attribute, or a method that needs no
 arguments, no `info` and no await), fragments included, no directives.

@@ -1,13 +1,7 @@
 """Subscription resolvers: the live audit feed, filtered by the caller's rights as they are.
 
-Live events are rendered once per group of subscribers that run the same operation
-(document and variables) under the same rights (the policy version and the lanes it
-lets them read): the first subscriber of the group to reach a batch executes the
-operation over its events through the schema, as strawberry would for each of them
-(`_render`), and every member sends the same encoded payloads through its socket's
-`Outlet`, or, while it waits with nothing queued, the hub sends them for it
-(`feed_hub.Direct`). An event whose result carries errors or extensions, a replay, and an
-operation without an outlet are executed per subscriber, the ordinary way.
+Live events are rendered once per group of subscribers running the same operation under
+the same rights, and sent through each socket's `Outlet` (docs/feed_hub.md).
 """
 
 from __future__ import annotations
