@@ -66,7 +66,7 @@ async def policy_in_force(services: Services) -> PolicyVersion | None:
         return await policy_store.current(services.pool, services.policies)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Caller:
     """The authorised agent name, or why there is none (`problem`, with `details` for
     the refusal's extensions)."""
@@ -76,7 +76,7 @@ class Caller:
     details: dict[str, object] | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Session:
     """One operation's view of the memory as one caller: the policy is read once, reads
     share one snapshot opened at the first statement, and the content they read is
@@ -107,13 +107,12 @@ class Session:
 
     async def policy(self) -> PolicyVersion:
         """The policy this session decides under; refuses when none is in force."""
-        if self.pinned is not None:
-            return self.pinned
-        if self._policy is None:
-            self._policy = await policy_in_force(self.services)
-            if self._policy is None:
+        version = self.pinned or self._policy
+        if version is None:
+            version = self._policy = await policy_in_force(self.services)
+            if version is None:
                 raise NoPolicyError()
-        return self._policy
+        return version
 
     async def agent(self) -> tuple[Policy, AgentProfile]:
         """The policy in force and the caller's profile in it."""
