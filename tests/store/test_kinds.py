@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gql.app import Settings
+from gql.settings import Settings
 from policies.guard import ObjectChange, decide_object
 from store import backup, kinds
 from store.append import append_statement
