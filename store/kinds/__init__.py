@@ -134,6 +134,19 @@ class Kind(Protocol):
         ...
 
 
+class KindDefaults:
+    """What most kinds declare alike: problems name an object by its kind and id, and an
+    object's last state needs no check of its own."""
+
+    name: str
+
+    def describe(self, object_id: str) -> str:
+        return f"{self.name} {object_id}"
+
+    def saw_last(self, state: Mapping[str, Any], object_id: str, links: Links) -> None:
+        pass
+
+
 class Rows:
     """The rows one command (or a group of them) appends: ledger entries, audit events,
     and each append part's rows by its name."""

@@ -9,7 +9,7 @@ from typing import Any
 from store.command import Write
 from store.events import CORRECTION_EVENT_KINDS
 from store.implied import Implied, Links, Shared
-from store.kinds import Copy, Cte, Rows, Table, insert
+from store.kinds import Copy, Cte, KindDefaults, Rows, Table, insert
 from store.pool import Conn
 from store.projection import CorrectionRow, Entry, project_correction
 from store.records import Record
@@ -73,16 +73,13 @@ class _Replay:
 
 
 @dataclass(frozen=True)
-class CorrectionKind:
+class CorrectionKind(KindDefaults):
     name: str = NAME
     prefix: str = "co_"
     ctes: tuple[Cte, ...] = (insert("new_corrections", "corrections", _TYPED),)
     tables: tuple[Table, ...] = (Table("corrections", _COLUMNS),)
     event_kinds: tuple[str, ...] = CORRECTION_EVENT_KINDS
     unique_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-
-    def describe(self, object_id: str) -> str:
-        return f"{self.name} {object_id}"
 
     def writer(self, before: Mapping[str, Record]) -> _Writer:
         return _Writer()
@@ -101,9 +98,6 @@ class CorrectionKind:
             "reason": s["reason"],
         }
         return Shared(s["record_id"], s["lane"], previous), [Implied("corrected", payload)]
-
-    def saw_last(self, state: Mapping[str, Any], object_id: str, links: Links) -> None:
-        pass
 
 
 KIND = CorrectionKind()

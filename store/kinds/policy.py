@@ -9,7 +9,7 @@ from typing import Any
 from store.command import Write
 from store.events import POLICY_EVENT_KINDS
 from store.implied import Implied, Links, Shared
-from store.kinds import Copy, Cte, Rows, Table, insert
+from store.kinds import Copy, Cte, KindDefaults, Rows, Table, insert
 from store.policy_store import HEAD_SQL
 from store.pool import Conn
 from store.projection import Entry, PolicyRow, project_policy
@@ -82,7 +82,7 @@ class _Replay:
 
 
 @dataclass(frozen=True)
-class PolicyKind:
+class PolicyKind(KindDefaults):
     name: str = NAME
     prefix: str = "policy"
     ctes: tuple[Cte, ...] = _CTES
@@ -92,9 +92,6 @@ class PolicyKind:
     )
     event_kinds: tuple[str, ...] = POLICY_EVENT_KINDS
     unique_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-
-    def describe(self, object_id: str) -> str:
-        return f"{self.name} {object_id}"
 
     def writer(self, before: Mapping[str, Record]) -> _Writer:
         return _Writer()
@@ -108,9 +105,6 @@ class PolicyKind:
         previous = None if entry.version == 1 else entry.version - 1
         payload = {"version": entry.version, "previousVersion": entry.version - 1}
         return Shared(None, None, previous), [Implied("policy_applied", payload)]
-
-    def saw_last(self, state: Mapping[str, Any], object_id: str, links: Links) -> None:
-        pass
 
 
 KIND = PolicyKind()

@@ -18,7 +18,7 @@ from store.append import append_statement
 from store.command import Applied, Current, Event, Locks, Plan, Txn, Write
 from store.database import create_engine
 from store.implied import Implied, Links, Shared
-from store.kinds import Copy, Cte, Rows, Table
+from store.kinds import Copy, Cte, KindDefaults, Rows, Table
 from store.migrate import migrate
 from store.pool import Conn
 from store.projection import Entry
@@ -87,7 +87,7 @@ class _Replay:
 
 
 @dataclass(frozen=True)
-class NoteKind:
+class NoteKind(KindDefaults):
     name: str = NOTE
     prefix: str = "nt_"
     ctes: tuple[Cte, ...] = (
@@ -106,9 +106,6 @@ class NoteKind:
         default_factory=lambda: {"title": ("lane", "title")}
     )
 
-    def describe(self, object_id: str) -> str:
-        return f"note {object_id}"
-
     def writer(self, before: Mapping[str, Record]) -> _Writer:
         return _Writer()
 
@@ -121,9 +118,6 @@ class NoteKind:
         previous = None if entry.version == 1 else entry.version - 1
         payload = {"title": entry.state["title"]}
         return Shared(None, entry.state["lane"], previous), [Implied("note_written", payload)]
-
-    def saw_last(self, state: Mapping[str, Any], object_id: str, links: Links) -> None:
-        pass
 
 
 @dataclass(frozen=True)
