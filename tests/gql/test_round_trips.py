@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from store.policy_store import HEAD_SQL
 from tests.conftest import GatewayFactory
 from tests.gql._api import GATHER, RECORD, ingest, unique
 from tests.support import Gateway, pool_statements
@@ -38,7 +39,9 @@ async def count(gateway: Gateway, query: str, variables: dict[str, Any]) -> int:
     async with pool_statements(gateway) as seen:
         await gateway.data(query, variables)
         await asyncio.sleep(0)
-    return len(seen)
+    # The policy head is re-read at most once a second whatever the request: on a
+    # loaded machine that second can end between the warm call and this one.
+    return len([entry for entry in seen if entry.query != HEAD_SQL])
 
 
 @pytest.mark.parametrize(
