@@ -5,8 +5,8 @@
 
 Loads N records (the Zipf data of `bench.data`, five properties each, every tenth
 record updated once) through the real write path (the executor, 1,000 records per
-command), then times `store.backup.export` and `store.backup.import_` into a second,
-empty database on the same server, checks `verify` on the copy, and prints the rates.
+command), then times `store.operations.backup.export` and `import_` into a
+second, empty database on the same server, checks `verify` on the copy, and prints the rates.
 With DATABASE_URL unset it runs on an embedded PostgreSQL in a temporary folder.
 """
 
@@ -25,15 +25,15 @@ import asyncpg
 
 from bench.data import Generator
 from policies.loader import DEV_POLICY_YAML
-from store import backup
-from store.commands import Ingest, NewRecord, Update
 from store.database import create_engine, open_database
-from store.executor import Executor
-from store.migrate import migrate
-from store.policy_commands import ApplyPolicy
-from store.policy_store import PolicyCache
+from store.kinds.policy.commands import ApplyPolicy
+from store.kinds.policy.in_force import PolicyCache
+from store.kinds.record.commands import Ingest, NewRecord, Update
+from store.ledger.executor import Executor
+from store.operations import backup
+from store.operations.migrate import migrate
+from store.operations.verify import verify
 from store.pool import create_pool, plain_url
-from store.verify import verify
 
 
 async def database(admin: str, name: str) -> str:

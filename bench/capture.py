@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from bench.server import free_port
 from gql.app import Settings, create_app
-from store.policy_store import HEAD_SQL, VERSION_SQL
+from store.kinds.policy.in_force import HEAD_SQL, VERSION_SQL
 
 
 @dataclass

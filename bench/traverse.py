@@ -25,14 +25,14 @@ from bench.data import Generator
 from bench.measure import say
 from bench.server import BenchDatabase
 from policies.loader import DEV_POLICY_YAML
-from store import labels, traverse
-from store.asserted_commands import Connect
-from store.commands import Ingest, NewRecord
 from store.database import create_engine
-from store.executor import Executor
-from store.migrate import migrate
-from store.policy_commands import ApplyPolicy
-from store.policy_store import PolicyCache
+from store.kinds.policy.commands import ApplyPolicy
+from store.kinds.policy.in_force import PolicyCache
+from store.kinds.record import labels, traverse
+from store.kinds.record.asserted_commands import Connect
+from store.kinds.record.commands import Ingest, NewRecord
+from store.ledger.executor import Executor
+from store.operations.migrate import migrate
 from store.pool import create_pool
 
 AGENT = "dev"

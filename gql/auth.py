@@ -7,7 +7,8 @@ from collections.abc import Mapping
 
 from gql.session import Caller, Services
 from policies.errors import UnknownAgentError
-from store import policy_store, tokens
+from store.kinds.policy import in_force as policy_store
+from store.operations import tokens
 
 NO_TOKEN = (
     "this gateway needs a bearer token: send the header 'Authorization: Bearer <token>' "

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from store import checkpoints
+from store.operations import checkpoints
+from store.operations.signing import Signer
 from store.pool import Pool
-from store.signing import Signer
 
 log = logging.getLogger("edgeloom")
 

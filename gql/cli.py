@@ -20,14 +20,15 @@ from gql.loopback import is_loopback
 from gql.progress import ProgressBar
 from policies.errors import PolicyError
 from policies.loader import DEV_POLICY_YAML, is_valid_name, load_policy
-from store import backup, checkpoints, policy_store, signing, tokens
 from store.database import DEFAULT_DATA_DIR, Database, create_engine, open_database
 from store.errors import StoreError
-from store.executor import Executor
-from store.migrate import migrate
-from store.policy_store import PolicyCache, PolicyVersion
+from store.kinds.policy import in_force as policy_store
+from store.kinds.policy.in_force import PolicyCache, PolicyVersion
+from store.ledger.executor import Executor
+from store.operations import backup, checkpoints, signing, tokens
+from store.operations.migrate import migrate
+from store.operations.verify import verify
 from store.pool import connect, create_pool
-from store.verify import verify
 
 if TYPE_CHECKING:
     from gql.settings import Settings

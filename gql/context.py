@@ -21,12 +21,12 @@ from gql.auth import authenticate, socket_authorization
 from gql.session import Caller, Services, Session
 from policies.model import AgentProfile, Policy
 from policies.properties import Property
-from store import queries
-from store.command import Command
 from store.errors import ResponseTooLargeError
-from store.policy_store import PolicyVersion
-from store.records import Record, Version
-from store.snapshot import Reader, Snapshot
+from store.kinds.policy.in_force import PolicyVersion
+from store.kinds.record import queries
+from store.kinds.record.model import Record, Version
+from store.ledger.command import Command
+from store.reads.snapshot import Reader, Snapshot
 
 R = TypeVar("R")
 

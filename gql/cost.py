@@ -32,7 +32,7 @@ from graphql.utilities import get_operation_ast
 from strawberry.extensions import SchemaExtension
 
 from store.limits import MAX_PROPERTIES
-from store.pages import DEFAULT_PAGE
+from store.reads.pages import DEFAULT_PAGE
 
 # Room for a record with every edge property, a page of members each and their versions
 # (about 78,000 at the worst case of 256 properties); far below what stalls a gateway.

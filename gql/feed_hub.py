@@ -23,12 +23,13 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from gql.eager import run_eagerly
-from store import policy_store, tokens
 from store.errors import StoreError
-from store.feed import FeedEvent, FeedReader, Snapshot
-from store.policy_store import PolicyCache, PolicyVersion
+from store.feed.live import FeedEvent, FeedReader, Snapshot
+from store.kinds.policy import in_force as policy_store
+from store.kinds.policy.in_force import PolicyCache, PolicyVersion
+from store.operations import tokens
 from store.pool import Pool
-from store.visibility import RULE
+from store.reads.visibility import RULE
 
 log = logging.getLogger("edgeloom.feed")
 

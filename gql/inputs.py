@@ -10,7 +10,7 @@ import strawberry
 from strawberry.schema.name_converter import NameConverter
 from strawberry.types.arguments import InputContext
 
-from store import commands
+from store.kinds.record import commands
 
 
 @strawberry.input(description="A new record.")

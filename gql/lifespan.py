@@ -16,13 +16,13 @@ from gql.heap import settle_heap
 from gql.policy_startup import ensure_policy
 from gql.session import Services
 from gql.settings import Settings
-from store import checkpoints
 from store.database import create_engine
-from store.executor import Executor
-from store.migrate import migrate
-from store.policy_store import PolicyCache
+from store.kinds.policy.in_force import PolicyCache
+from store.ledger.executor import Executor
+from store.operations import checkpoints
+from store.operations.migrate import migrate
+from store.operations.roles import serving_url
 from store.pool import create_pool
-from store.roles import serving_url
 
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[dict[str, Any]]]
 

@@ -6,10 +6,10 @@ import logging
 
 from gql.settings import Settings
 from policies.loader import DEV_POLICY_YAML
-from store import policy_store
-from store.executor import Executor
-from store.policy_commands import ApplyPolicy
-from store.policy_store import PolicyVersion
+from store.kinds.policy import in_force as policy_store
+from store.kinds.policy.commands import ApplyPolicy
+from store.kinds.policy.in_force import PolicyVersion
+from store.ledger.executor import Executor
 
 log = logging.getLogger("edgeloom")
 

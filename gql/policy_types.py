@@ -8,7 +8,7 @@ import strawberry
 
 from policies.model import Lane as LaneModel
 from policies.model import Policy
-from store.policy_store import PolicyVersion as PolicyVersionModel
+from store.kinds.policy.in_force import PolicyVersion as PolicyVersionModel
 
 
 @strawberry.type(description="A label a source type allows; `values` null means any value.")

@@ -16,13 +16,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from gql.feed_hub import FeedHub
 from policies.model import AgentProfile, Policy
-from store import policy_store, queries
-from store.command import Command
 from store.errors import NoPolicyError, ResponseTooLargeError
-from store.executor import Executor
-from store.policy_store import PolicyCache, PolicyVersion
+from store.kinds.policy import in_force as policy_store
+from store.kinds.policy.in_force import PolicyCache, PolicyVersion
+from store.kinds.record import queries
+from store.ledger.command import Command
+from store.ledger.executor import Executor
 from store.pool import Pool
-from store.snapshot import Reader, Snapshot
+from store.reads.snapshot import Reader, Snapshot
 
 R = TypeVar("R")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from gql.cost import DEFAULT_MAX_COST
 from gql.feed_hub import FeedOptions
 from gql.limits import DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS
-from store.group_commit import DEFAULT_OUTCOME_TIMEOUT
-from store.queries import DEFAULT_MAX_RESPONSE_BYTES
+from store.kinds.record.queries import DEFAULT_MAX_RESPONSE_BYTES
+from store.ledger.group_commit import DEFAULT_OUTCOME_TIMEOUT
 
 DEFAULT_REQUEST_TIMEOUT = 30.0
 
@@ -35,7 +35,7 @@ class Settings:
     # An HTTP request still running after this many seconds is stopped and answered.
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     # A write whose COMMIT was under way when its request stopped is waited for this many
-    # more seconds, then answered with its result, or OUTCOME_UNKNOWN (store.executor).
+    # more seconds, then answered with its result, or OUTCOME_UNKNOWN (store.ledger.executor).
     write_outcome_timeout: float = DEFAULT_OUTCOME_TIMEOUT
     # WebSocket connections one process holds at once (lowered at start when the
     # open-file limit leaves room for fewer), and of those, how many may still be
@@ -56,7 +56,8 @@ class Settings:
     # operation runs through strawberry (the differential tests compare).
     compiled_path: bool = True
     run_migrations: bool = True
-    # The role the gateway serves as; derived from database_url when None (see store.roles).
+    # The role the gateway serves as; derived from database_url when None
+    # (see store.operations.roles).
     runtime_database_url: str | None = None
     # How often a checkpoint anchors the ledger (0: never; `edgeloom checkpoint` on demand),
     # and the key file that signs them (None: unsigned).

@@ -15,14 +15,14 @@ from gql.compiled.plan import bind_members
 from gql.context import Context
 from gql.scalars import JSON
 from policies.properties import Property
-from store import asserted, commands, queries, traverse
-from store import compiled_sql as sql
-from store import records as domain
-from store.corrections import corrections_of
 from store.errors import NotFoundError
 from store.ids import ADJUSTMENT, CONNECT, GROUP, edge_property_id
-from store.pages import Page
-from store.projection import CorrectionRow
+from store.kinds.correction.commands import corrections_of
+from store.kinds.record import asserted, commands, queries, traverse
+from store.kinds.record import model as domain
+from store.kinds.record.projection import CorrectionRow
+from store.reads import compiled_sql as sql
+from store.reads.pages import Page
 
 T = TypeVar("T")
 Info = strawberry.Info[Context, None]

@@ -33,9 +33,9 @@ from gql.schema import LIMIT_RULES, MAX_TOKENS, build_schema, schema
 from gql.session import Caller, Services, Session
 from gql.settings import Settings
 from gql.websocket import TransportWSHandler
-from store import policy_store
 from store.errors import NoPolicyError
-from store.executor import COMPLETED_WRITES
+from store.kinds.policy import in_force as policy_store
+from store.ledger.executor import COMPLETED_WRITES
 
 
 class GraphQLView(GraphQL[Context, None]):
@@ -151,7 +151,7 @@ class GraphQLView(GraphQL[Context, None]):
         Leaving or timing out cancels the work: its reads stop at their next await, and
         a write not yet committing rolls back (or leaves the group-commit queue). A write
         whose COMMIT is under way takes the cancellation to wait for its outcome and
-        answer it (store.executor): then the request is answered as it ends.
+        answer it (store.ledger.executor): then the request is answered as it ends.
         """
         try:
             await request.body()  # kept by the request for whoever reads it next

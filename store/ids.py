@@ -7,7 +7,7 @@ import os
 import re
 
 EP_SCHEMA = "epg/1"
-# The ledger kind of records (store.kinds.record), for the reads that join the ledger.
+# The ledger kind of records (store.kinds.record.kind), for the reads that join the ledger.
 RECORD_KIND = "record"
 RECORD_ID = re.compile(r"^sr_[0-9a-f]{32}$")
 EVENT_ID = re.compile(r"^ae_[0-9a-f]{32}$")

@@ -199,7 +199,7 @@ checkpoints = Table(
     Column("seq", Integer, primary_key=True, autoincrement=False),
     Column("below_txid", XID8, nullable=False),
     Column("entries", BigInteger, nullable=False),
-    # The ledger positions it covers, as ranges "a-b,c-d" (see store.checkpoints).
+    # The ledger positions it covers, as ranges "a-b,c-d" (see store.operations.checkpoints).
     Column("covers", Text, nullable=False),
     Column("at", TZ, nullable=False),
     Column("prev_hash", Text, nullable=True),

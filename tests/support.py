@@ -24,8 +24,8 @@ from gql.app import create_app
 from gql.serving import server_options
 from gql.settings import Settings
 from store.database import create_engine
-from store.migrate import migrate
-from store.verify import verify
+from store.operations.migrate import migrate
+from store.operations.verify import verify
 
 REPO = Path(__file__).resolve().parent.parent
 # The console script installed beside the interpreter running the suite.

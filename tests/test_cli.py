@@ -16,7 +16,7 @@ from alembic.script import ScriptDirectory
 from gql.cli import _parser
 from gql.heap import GC_YOUNG_THRESHOLD
 from gql.settings import Settings
-from store.migrate import MIGRATIONS
+from store.operations.migrate import MIGRATIONS
 from tests.gql._api import UPDATE, ingest
 from tests.support import EDGELOOM, REPO, Databases, Gateway, run_gateway, sql, with_database
 

@@ -11,9 +11,9 @@ from gql.settings import DEFAULT_REQUEST_TIMEOUT, Settings
 from policies.loader import MAX_ALIAS_NODES
 from policies.loader import MAX_DEPTH as MAX_POLICY_DEPTH
 from policies.properties import MAX_LABEL_LENGTH, MAX_VALUE_LENGTH
+from store.kinds.record.queries import DEFAULT_MAX_RESPONSE_BYTES
 from store.limits import MAX_BATCH, MAX_CONTENT_CHARS, MAX_IDEMPOTENCY_KEY_LENGTH, MAX_PROPERTIES
-from store.pages import DEFAULT_PAGE, MAX_PAGE
-from store.queries import DEFAULT_MAX_RESPONSE_BYTES
+from store.reads.pages import DEFAULT_PAGE, MAX_PAGE
 
 
 def test_the_limits_table_matches_the_code(repo: Path) -> None:

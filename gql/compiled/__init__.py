@@ -3,7 +3,7 @@
 `fields` reads from the schema which fields are compiled and the SQL of each
 (declared in their strawberry metadata); `selection` reads a validated document
 into response keys; `plan` binds a request's arguments and compiles the statement
-(`store.compiled_sql`) once per document, operation and argument shape; `endpoint`
+(`store.reads.compiled_sql`) once per document, operation and argument shape; `endpoint`
 answers HTTP requests with the statement's JSON, or declines so that strawberry
 answers them.
 """

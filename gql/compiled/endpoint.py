@@ -44,8 +44,8 @@ from gql.errors import parse_cached
 from gql.limits import check_variables, too_many_fields
 from gql.session import Services, Session
 from policies.errors import UnknownAgentError
-from store.compiled_sql import NotCompilable
 from store.errors import NoPolicyError, ResponseTooLargeError, StoreError
+from store.reads.compiled_sql import NotCompilable
 
 log = logging.getLogger("edgeloom.compiled")
 

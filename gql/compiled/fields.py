@@ -2,7 +2,7 @@
 strawberry definition carries a `CompiledField` in its metadata (`compiled(...)`).
 
 So one place, the field's definition, says that it exists, its type, the SQL that
-answers it (a builder of `store.compiled_sql`) and, for a field with arguments, how
+answers it (a builder of `store.reads.compiled_sql`) and, for a field with arguments, how
 they are checked and bound for that SQL.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 from graphql import GraphQLField, GraphQLObjectType, GraphQLSchema, get_named_type
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 
-from store.compiled_sql import Build, Shape
+from store.reads.compiled_sql import Build, Shape
 
 Values = dict[str, Any]
 # A field's arguments, bound: checks them as its resolver does (raising what it raises),

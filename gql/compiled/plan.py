@@ -37,13 +37,13 @@ from gql.compiled.selection import Node, children, collect, plain_operation
 from gql.compiled.variables import Coercer, coercer
 from policies.errors import PolicyError
 from policies.properties import parse_property
-from store.compiled_sql import Compiler, NotCompilable, Sel, Shape, typename
 from store.errors import StoreError
 from store.ids import RECORD_ID
-from store.pages import id_cursor, page_size, time_cursor
-from store.queries import GatherMode, gather_properties
-from store.resolve import check_record_ident
-from store.visibility import RULE
+from store.kinds.record.queries import GatherMode, gather_properties
+from store.kinds.record.resolve import check_record_ident
+from store.reads.compiled_sql import Compiler, NotCompilable, Sel, Shape, typename
+from store.reads.pages import id_cursor, page_size, time_cursor
+from store.reads.visibility import RULE
 
 # A field's arguments from the request's coerced variables; raises GraphQLError.
 Arguments = Callable[[VariableValues], dict[str, Any]]

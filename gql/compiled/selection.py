@@ -16,7 +16,7 @@ from graphql import (
     SelectionSetNode,
 )
 
-from store.compiled_sql import NotCompilable
+from store.reads.compiled_sql import NotCompilable
 
 
 @dataclass

@@ -50,9 +50,9 @@ from gql.compiled.variables import Coercer, coercer
 from gql.errors import to_graphql_error
 from gql.inputs import ingest_command, ingest_input
 from gql.types import EdgeProperty, Record
-from store import commands
-from store import records as domain
-from store.compiled_sql import NotCompilable
+from store.kinds.record import commands
+from store.kinds.record import model as domain
+from store.reads.compiled_sql import NotCompilable
 
 # Root fields covered: whether each answers a list, and the name of its input argument.
 ROOTS = {"ingest": (False, "input"), "ingestMany": (True, "inputs")}

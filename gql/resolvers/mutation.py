@@ -16,9 +16,9 @@ from gql.types import (
     Record,
     load_one,
 )
-from store import asserted_commands, commands
-from store.corrections import Correct
-from store.policy_commands import ApplyPolicy
+from store.kinds.correction.commands import Correct
+from store.kinds.policy.commands import ApplyPolicy
+from store.kinds.record import asserted_commands, commands
 
 
 @strawberry.type

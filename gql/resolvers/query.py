@@ -32,14 +32,15 @@ from gql.types import (
     traversal,
 )
 from policies.properties import parse_property
-from store import audit_reads, queries
-from store import compiled_sql as sql
 from store.errors import NotFoundError
-from store.labels import label_counts
-from store.resolve import resolve_id
-from store.traverse import check
-from store.traverse import traverse as walk
-from store.visibility import RULE
+from store.feed import audit as audit_reads
+from store.kinds.record import queries
+from store.kinds.record.labels import label_counts
+from store.kinds.record.resolve import resolve_id
+from store.kinds.record.traverse import check
+from store.kinds.record.traverse import traverse as walk
+from store.reads import compiled_sql as sql
+from store.reads.visibility import RULE
 
 
 @strawberry.type

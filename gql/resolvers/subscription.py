@@ -27,10 +27,10 @@ from gql.session import Caller, Services, Session, UnauthenticatedError
 from gql.types import AuditEvent, Info
 from gql.websocket import Outlet, close_socket_after_operation, current_outlet
 from policies.errors import PolicyError
-from store import feed
 from store.errors import InvalidInputError, NoPolicyError, StoreError
-from store.events import check_kinds
-from store.policy_store import PolicyVersion
+from store.feed import live as feed
+from store.kinds.policy.in_force import PolicyVersion
+from store.ledger.events import check_kinds
 
 # Direct sends do not wait unless the socket pushes back; a long batch yields now
 # and then so that one subscriber cannot hold the event loop.

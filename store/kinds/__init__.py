@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from store.command import Write
-    from store.implied import Implied, Links, Shared
+    from store.kinds.record.model import Record
+    from store.kinds.record.projection import Entry
+    from store.ledger.command import Write
+    from store.ledger.implied import Implied, Links, Shared
+    from store.operations.verify import Report
     from store.pool import Conn
-    from store.projection import Entry
-    from store.records import Record
-    from store.verify import Report
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,9 @@ def _builtins() -> None:
     if _loaded:
         return
     _loaded = True
-    from store.kinds import correction, policy, record
+    from store.kinds.correction import kind as correction
+    from store.kinds.policy import kind as policy
+    from store.kinds.record import kind as record
 
     for kind in (record.KIND, correction.KIND, policy.KIND):
         _add(kind)

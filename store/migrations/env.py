@@ -1,4 +1,4 @@
-"""Alembic environment: migrations run on the connection `store.migrate` hands over."""
+"""Alembic environment: migrations run on the connection `store.operations.migrate` hands over."""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from store import tokens
 from store.database import create_engine
+from store.operations import tokens
 from tests.gql._api import ADD, INGEST, INGEST_MANY, RECORD_FIELDS, REMOVE, UPDATE
 from tests.support import Gateway
 

@@ -11,9 +11,9 @@ import pytest
 
 from gql.app import create_app
 from gql.settings import Settings
-from store import signing
-from store.checkpoints import CheckpointKeyError
-from store.verify import verify
+from store.operations import signing
+from store.operations.checkpoints import CheckpointKeyError
+from store.operations.verify import verify
 from tests.gql._api import ingest
 from tests.store.test_checkpoint_ranges import CHECKPOINTS_OFF, NEWEST, take
 from tests.support import Databases, run_gateway, sql

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from store.pages import encode_cursor
+from store.reads.pages import encode_cursor
 from tests.conftest import GatewayFactory
 from tests.gql._api import ingest, unique
 from tests.gql._feed import feed_client

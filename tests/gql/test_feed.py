@@ -241,8 +241,8 @@ async def test_a_revoked_token_ends_the_subscription(
     start_gateway: GatewayFactory, crm_yaml: str
 ) -> None:
     from gql.feed_hub import FeedOptions
-    from store import tokens
     from store.database import create_engine
+    from store.operations import tokens
 
     gateway = await start_gateway(policy_yaml=crm_yaml, feed=FeedOptions(token_recheck_seconds=0.3))
     engine = create_engine(gateway.database_url, pool_size=1)
@@ -267,8 +267,8 @@ async def test_a_revocation_nobody_notified_still_ends_the_subscription(
     """The periodic check is what remains when a revocation's notification never arrives
     (here the token is revoked by hand, without one)."""
     from gql.feed_hub import FeedOptions
-    from store import tokens
     from store.database import create_engine
+    from store.operations import tokens
 
     gateway = await start_gateway(policy_yaml=crm_yaml, feed=FeedOptions(token_recheck_seconds=0.3))
     engine = create_engine(gateway.database_url, pool_size=1)
@@ -295,8 +295,8 @@ async def test_revoking_one_token_ends_only_its_subscription_and_the_rest_stay_d
     was revoked; a subscriber whose token stays good goes on being served by the hub
     itself (`sent_directly`) across many recheck intervals."""
     from gql.feed_hub import FeedOptions
-    from store import tokens
     from store.database import create_engine
+    from store.operations import tokens
 
     gateway = await start_gateway(policy_yaml=crm_yaml, feed=FeedOptions(token_recheck_seconds=0.2))
     hub = gateway.state["services"].feed

@@ -11,8 +11,8 @@ import asyncio
 from datetime import UTC, datetime
 
 from gql.feed_hub import Batch, Progress, Rendered
-from store.feed import FeedEvent, Snapshot
-from store.records import AuditEvent
+from store.feed.live import FeedEvent, Snapshot
+from store.kinds.record.model import AuditEvent
 
 # The replay's snapshot: transactions below 100 had ended, except 97, still running.
 REPLAYED_UNDER = Snapshot(xmin=97, xmax=100, xip=frozenset({97}))

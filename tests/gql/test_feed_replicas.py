@@ -7,9 +7,9 @@ import itertools
 import time
 from pathlib import Path
 
-from store import tokens
 from store.database import create_engine
-from store.feed import APPLICATION_NAME
+from store.feed.live import APPLICATION_NAME
+from store.operations import tokens
 from tests.gql._feed import feed_client
 from tests.gql.test_serve import call, serving
 from tests.support import Databases, sql

@@ -18,7 +18,7 @@ import pytest
 
 from gql.feed_hub import FeedOptions, Rendered
 from gql.resolvers import subscription
-from store.feed import FeedEvent
+from store.feed.live import FeedEvent
 from tests.conftest import DEV, GatewayFactory
 from tests.gql._api import ADD, REMOVE, UPDATE, ingest, unique
 from tests.gql._feed import FeedClient, feed_client, newest_cursor

@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from store import commands
 from store.ids import edge_property_id
+from store.kinds.record import commands
 from tests.gql._api import ADD, AUDIT, UPDATE, ingest, read
 from tests.support import Gateway
 

@@ -322,7 +322,7 @@ async def test_a_prefix_shared_with_the_other_lane_is_not_ambiguous(
     """Ids that share a prefix across lanes: each agent's prefix names only its own record."""
     crafted = iter(["sr_c0ffee" + "a" * 26, "sr_c0ffee" + "b" * 26])
     # the gateway runs in this process, so the ledger's id source can be steered
-    monkeypatch.setattr("store.commands.new_record_id", lambda: next(crafted))
+    monkeypatch.setattr("store.kinds.record.commands.new_record_id", lambda: next(crafted))
     a, b = world.agents["a"], world.agents["b"]
     mine = await ingest(world.gateway, a.token, content="a's", lane=a.lane)
     theirs = await ingest(world.gateway, b.token, content="b's", lane=b.lane)
@@ -581,7 +581,7 @@ async def test_a_chain_gained_while_locking_is_decided_on_too(
 ) -> None:
     """The chains of an adjusted record are looked up before it is locked: one it gained in
     between (its first look-up missed it) is looked up again, not adjusted unchecked."""
-    from store.executor import Executor
+    from store.ledger.executor import Executor
 
     x1 = await edges.record("alpha")
     await edges.record("beta", adjusts=[x1])

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from store import labels
+from store.kinds.record import labels
+from store.operations.verify import verify
 from store.pool import create_pool
-from store.verify import verify
 from tests.conftest import GatewayFactory
 from tests.gql._api import ADD, GATHER, INGEST_MANY, REMOVE, UPDATE, ingest, unique
 from tests.support import Gateway, sql

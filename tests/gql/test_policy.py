@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 
-from store import policy_store
+from store.kinds.policy import in_force as policy_store
 from tests.conftest import GatewayFactory
 from tests.gql._policy_support import APPLY, INGEST, POLICY, RECORD, UPDATE, ingest, mint
 from tests.support import Gateway, sql

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from store import queries
 from store.errors import ResponseTooLargeError
+from store.kinds.record import queries
 from tests.conftest import DEV, GatewayFactory
 from tests.gql._differential import compiled_path
 from tests.support import Gateway

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from store.policy_store import HEAD_SQL
+from store.kinds.policy.in_force import HEAD_SQL
 from tests.conftest import GatewayFactory
 from tests.gql._api import GATHER, RECORD, ingest, unique
 from tests.support import Gateway, pool_statements

@@ -22,8 +22,8 @@ import httpx
 import pytest
 
 from gql.auth import NO_TOKEN
-from store import tokens
 from store.database import create_engine
+from store.operations import tokens
 from tests.gql._policy_support import INGEST, POLICY
 from tests.support import EDGELOOM, REPO, Databases, assert_verified, free_port
 

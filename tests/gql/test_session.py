@@ -9,10 +9,10 @@ import pytest
 
 from gql.auth import BAD_SCHEME, BAD_TOKEN, NO_TOKEN, authorize
 from gql.session import Caller, Services, Session, UnauthenticatedError
-from store import queries
 from store.database import create_engine
-from store.executor import Executor
-from store.policy_store import PolicyCache
+from store.kinds.policy.in_force import PolicyCache
+from store.kinds.record import queries
+from store.ledger.executor import Executor
 from store.pool import create_pool
 from tests.conftest import GatewayFactory
 from tests.gql._policy_support import ingest, mint

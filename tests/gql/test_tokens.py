@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from store import tokens
 from store.database import create_engine
+from store.operations import tokens
 from tests.conftest import GatewayFactory
 from tests.gql._policy_support import APPLY, INGEST, mint
 from tests.support import EDGELOOM, Databases, Gateway

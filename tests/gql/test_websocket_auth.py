@@ -10,8 +10,8 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from store import tokens
 from store.database import create_engine
+from store.operations import tokens
 from tests.conftest import GatewayFactory
 from tests.gql._policy_support import APPLY, mint
 from tests.support import Gateway

@@ -18,9 +18,9 @@ import pytest
 from gql.limits import DEFAULT_MAX_BODY
 from gql.settings import Settings
 from policies.properties import MAX_VALUE_LENGTH
-from store import backup, signing
-from store.hashing import entry_hash
+from store.ledger.hashing import entry_hash
 from store.limits import MAX_CONTENT_CHARS
+from store.operations import backup, signing
 from tests.gql._api import ADD, GATHER, REMOVE, UPDATE, ingest
 from tests.gql._asserted import CORRECT, asserted, connect, group
 from tests.support import Databases, Gateway, run_gateway, sql

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store.hashing import canonical_json
+from store.ledger.hashing import canonical_json
 
 # Every code point but the surrogates, which UTF-8 cannot carry.
 TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)

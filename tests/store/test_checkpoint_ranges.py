@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from gql.settings import Settings
-from store import checkpoints, signing
-from store.checkpoints import Checkpoint, CheckpointError, Taken
+from store.operations import checkpoints, signing
+from store.operations.checkpoints import Checkpoint, CheckpointError, Taken
+from store.operations.signing import Signer
+from store.operations.verify import verify
 from store.pool import connect
-from store.signing import Signer
-from store.verify import verify
 from tests.gql._api import UPDATE, ingest
 from tests.store.test_checkpoints import EVENTS_OFF, LEDGER_OFF, settled
 from tests.support import Databases, run_gateway, sql

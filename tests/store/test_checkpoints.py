@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 from gql.settings import Settings
-from store import checkpoints, signing
-from store.hashing import entry_hash
+from store.ledger.hashing import entry_hash
+from store.operations import checkpoints, signing
+from store.operations.verify import verify
 from store.pool import connect
-from store.verify import verify
 from tests.gql._api import ADD, UPDATE, ingest
 from tests.store.test_ledger import copy_of
 from tests.support import Databases, Gateway, run_gateway, sql

@@ -12,13 +12,13 @@ import asyncpg
 import pytest
 
 from policies.properties import Property
-from store.command import Applied, Current, Event, Head, Locks, Plan, Txn, Write
-from store.executor import Executor
-from store.policy_store import PolicyCache
+from store.kinds.policy.in_force import PolicyCache
+from store.kinds.record.model import Record, RecordState
+from store.ledger.command import Applied, Current, Event, Head, Locks, Plan, Txn, Write
+from store.ledger.executor import Executor
+from store.operations.roles import RUNTIME_ROLE, runtime_url
+from store.operations.verify import verify
 from store.pool import Pool, create_pool, plain_url
-from store.records import Record, RecordState
-from store.roles import RUNTIME_ROLE, runtime_url
-from store.verify import verify
 from tests.conftest import GatewayFactory
 from tests.gql._api import UPDATE, ingest
 from tests.support import Gateway, sql

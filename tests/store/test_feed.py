@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import asyncpg
 import pytest
 
-from store.feed import (
+from store.feed.live import (
     _SNAPSHOT,
     _UNSEEN,
     APPLICATION_NAME,
@@ -22,7 +22,7 @@ from store.feed import (
     poll_statement,
     widen_xid,
 )
-from store.records import AuditEvent
+from store.kinds.record.model import AuditEvent
 from tests.support import Databases, plain, plan_nodes, sql
 
 POLL = poll_statement(500)

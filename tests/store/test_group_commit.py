@@ -9,12 +9,12 @@ import asyncpg
 import pytest
 
 from policies.errors import PolicyError
-from store.command import Current, Event, Locks, Plan, Txn, Write
-from store.commands import Ingest, NewRecord
 from store.errors import OutcomeUnknownError, StoppedError
-from store.group_commit import MAX_GROUP_WRITES
-from store.records import Record
-from store.verify import verify
+from store.kinds.record.commands import Ingest, NewRecord
+from store.kinds.record.model import Record
+from store.ledger.command import Current, Event, Locks, Plan, Txn, Write
+from store.ledger.group_commit import MAX_GROUP_WRITES
+from store.operations.verify import verify
 from tests.gql._api import unique
 from tests.store.test_executor import executor_on
 from tests.support import Gateway, sql

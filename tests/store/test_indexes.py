@@ -19,8 +19,13 @@ from datetime import UTC, datetime
 import asyncpg
 import pytest
 
+from store.kinds.record.queries import (
+    _MEMBER_COUNTS_AT,
+    _MEMBER_COUNTS_NOW,
+    GatherMode,
+    _gather_statement,
+)
 from store.pool import plain_url
-from store.queries import _MEMBER_COUNTS_AT, _MEMBER_COUNTS_NOW, GatherMode, _gather_statement
 from tests.conftest import GatewayFactory
 from tests.gql._api import INGEST_MANY, ingest
 from tests.support import Databases, plan_nodes, pool_statements, sql
@@ -97,7 +102,7 @@ async def test_a_lane_s_records_are_counted_from_the_narrow_lane_index(
             [(f"sr_{uuid.uuid4().hex}", "default", "x" * 200) for _ in range(5000)],
         )
         await conn.execute("VACUUM ANALYZE records")
-        # The count of `records { totalCount }` (store.compiled_sql), per readable lane.
+        # The count of `records { totalCount }` (store.reads.compiled_sql), per readable lane.
         raw = await conn.fetchval(
             "EXPLAIN (FORMAT JSON) SELECT coalesce(sum(c.n), 0)::bigint "
             "FROM unnest($1::text[]) AS l(lane) CROSS JOIN LATERAL "

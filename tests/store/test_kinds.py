@@ -13,17 +13,18 @@ import pytest
 
 from gql.settings import Settings
 from policies.guard import ObjectChange, decide_object
-from store import backup, kinds
-from store.append import append_statement
-from store.command import Applied, Current, Event, Locks, Plan, Txn, Write
+from store import kinds
 from store.database import create_engine
-from store.implied import Implied, Links, Shared
 from store.kinds import Copy, Cte, KindDefaults, Rows, Table
-from store.migrate import migrate
+from store.kinds.record.model import Record
+from store.kinds.record.projection import Entry
+from store.ledger.append import append_statement
+from store.ledger.command import Applied, Current, Event, Locks, Plan, Txn, Write
+from store.ledger.implied import Implied, Links, Shared
+from store.operations import backup
+from store.operations.migrate import migrate
+from store.operations.verify import Report, verify
 from store.pool import Conn
-from store.projection import Entry
-from store.records import Record
-from store.verify import Report, verify
 from tests.gql._feed import feed_client
 from tests.store.test_executor import executor_on
 from tests.support import Databases, run_gateway, sql

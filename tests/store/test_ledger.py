@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 
 from gql.settings import Settings
-from store.verify import Report, verify
+from store.operations.verify import Report, verify
 from tests.gql._api import ADD, REMOVE, UPDATE, ingest
 from tests.gql._asserted import UNGROUP, connect, group
 from tests.support import Databases, Gateway, plain, run_gateway, sql, with_database

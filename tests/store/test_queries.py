@@ -12,12 +12,12 @@ import pytest
 from asyncpg import Connection
 from sqlalchemy import Table
 
-from store import queries
 from store import tables as t
 from store.errors import AmbiguousIdError, NotFoundError
-from store.projection import label_changes
-from store.records import Record, RecordState, parse_pairs
-from store.resolve import resolve_id
+from store.kinds.record import queries
+from store.kinds.record.model import Record, RecordState, parse_pairs
+from store.kinds.record.projection import label_changes
+from store.kinds.record.resolve import resolve_id
 from tests.support import Gateway, sql
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from gql.settings import Settings
-from store import checkpoints, signing
+from store.operations import checkpoints, signing
+from store.operations.signing import Signer
+from store.operations.verify import verify
 from store.pool import connect
-from store.signing import Signer
-from store.verify import verify
 from tests.gql._api import ingest
 from tests.store.test_checkpoint_ranges import take, write
 from tests.support import Databases, run_gateway, sql

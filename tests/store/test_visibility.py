@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from store.records import AuditEvent
-from store.visibility import Named, readable_payload
+from store.kinds.record.model import AuditEvent
+from store.reads.visibility import Named, readable_payload
 
 NAMED = Named(
     lanes={"sr_mine": "notes", "sr_theirs": "private"},

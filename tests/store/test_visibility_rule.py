@@ -14,8 +14,8 @@ from asyncpg import Connection
 from sqlalchemy import Column, DateTime, MetaData, Table, Text, select
 
 from policies.properties import Property
-from store.core_sql import fetch
-from store.visibility import CORE_AT, CORE_LANES, RULE, Rule, core
+from store.reads.core_sql import fetch
+from store.reads.visibility import CORE_AT, CORE_LANES, RULE, Rule, core
 from tests.support import Databases, sql
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -109,7 +109,7 @@ def test_each_slot_renders_its_predicate() -> None:
 
 
 def test_the_core_form_is_the_same_predicate() -> None:
-    from store.core_sql import compiled
+    from store.reads.core_sql import compiled
 
     text, args = compiled(
         select(things.c.id).where(core(RULE.member("things", CORE_LANES, CORE_AT))),
@@ -193,9 +193,9 @@ async def test_hidden_and_engine_labels(conn: Connection) -> None:
 # on the write path (what the caller is told of them is `Rule.may_read`), and the
 # adjustment label's own name, which the rule hides.
 _NOT_READS = {
-    "store/executor.py": 2,
+    "store/ledger/executor.py": 2,
     "store/ids.py": 1,
-    "store/kinds/record.py": 1,
+    "store/kinds/record/kind.py": 1,
 }
 _SPELLINGS = re.compile(
     r"lane = ANY|lane\.in_|\.lane = [a-z]\.lane|lane IS NULL|lane\.is_\(None\)|lane is None or"
@@ -206,14 +206,14 @@ _SPELLINGS = re.compile(
 
 
 def test_no_read_spells_the_rule_itself() -> None:
-    """Every read takes its predicate from `store.visibility`: a lane filter, interval
+    """Every read takes its predicate from `store.reads.visibility`: a lane filter, interval
     or hidden label written anywhere else is a place the next rule would miss."""
     root = Path(__file__).parents[2]
     found: dict[str, int] = {}
     for package in ("store", "gql"):
         for path in sorted((root / package).rglob("*.py")):
             name = path.relative_to(root).as_posix()
-            if name in ("store/visibility.py", "store/tables.py") or "/migrations/" in name:
+            if name in ("store/reads/visibility.py", "store/tables.py") or "/migrations/" in name:
                 continue
             hits = len(_SPELLINGS.findall(path.read_text()))
             if hits:

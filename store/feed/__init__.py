@@ -1,0 +1,1 @@
+"""The audit trail and the live feed read from it."""

@@ -1,0 +1,531 @@
+"""The live feed: reading `audit_events` by transaction visibility, and replaying it.
+
+Events become visible when their transaction commits, not in `seq` order, so the
+reader asks for what its last snapshot could not see (`txid = ANY(xip) OR txid >=
+xmax`) instead of "seq above the last one": every committed event exactly once, in seq
+order but for a bounded wait at a gap, with bounded memory. docs/feed.md gives the
+reasoning, the guarantees and the replay's seam with the live feed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import heapq
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import asyncpg
+from sqlalchemy import Text, bindparam, cast, func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.types import UserDefinedType
+
+from store import tables as t
+from store.errors import InvalidInputError
+from store.kinds.record.model import AuditEvent
+from store.pool import json_codecs, plain_url
+from store.reads.pages import position_cursor
+from store.reads.snapshot import Reader
+from store.reads.visibility import (
+    CORE_LANES,
+    NOTHING_NAMED,
+    RULE,
+    Named,
+    core,
+    read_named,
+    readable_payload,
+)
+
+log = logging.getLogger("edgeloom.feed")
+
+APPLICATION_NAME = "edgeloom-feed"
+"""The reader's connection calls itself this, so operators (and tests) can find it."""
+
+REPLAY_PAGE = 500
+
+_EVENT_COLUMNS = (
+    "seq, id, kind, record_id, lane, actor, at, payload, version_before, version_after, "
+    "object_kind, txid::text::bigint AS txid"
+)
+# The snapshot of the current transaction; in REPEATABLE READ every later statement
+# of the transaction sees exactly what it describes.
+#
+# A snapshot lists the running transactions below its xmax only; one that took its
+# transaction id after the newest commit is running too, and can hold a seq below an
+# event the snapshot sees. `xids` names those (every transaction id held in this
+# database, read just after the snapshot; 32-bit, widened against xmax in Python).
+_SNAPSHOT_COLUMNS = """
+pg_snapshot_xmin(s)::text::bigint AS xmin,
+pg_snapshot_xmax(s)::text::bigint AS xmax,
+ARRAY(SELECT pg_snapshot_xip(s)::text::bigint) AS xip,
+ARRAY(SELECT backend_xid::text::bigint FROM pg_stat_activity
+      WHERE backend_xid IS NOT NULL AND datname = current_database()) AS xids
+"""
+_SNAPSHOT = f"""
+SELECT {_SNAPSHOT_COLUMNS},
+       (SELECT coalesce(max(seq), 0) FROM audit_events) AS newest
+FROM pg_current_snapshot() AS s
+"""
+# Every event the previous snapshot could not see: its transaction had not yet
+# started ($1: at or above its xmax) or was running ($2: its xip, all below xmax, so
+# the branches never overlap). Each branch walks ix_audit_events_txid in txid order,
+# so a read costs what it returns, however long the table: ordered by seq over the
+# whole condition, the planner may walk the seq index and filter every event ever
+# written. {limit} caps each branch; the caller orders by seq.
+# (`audit_events.txid`, the column: the output column of that name is its text.)
+_UNSEEN_BRANCHES = """
+(SELECT {columns} FROM audit_events
+ WHERE txid >= $1::text::xid8 ORDER BY audit_events.txid {limit})
+UNION ALL
+(SELECT {columns} FROM audit_events
+ WHERE txid = ANY($2::text[]::xid8[]) ORDER BY audit_events.txid {limit})
+"""
+
+
+def poll_statement(limit: int) -> str:
+    """One statement, one round trip: the statement's snapshot (pg_current_snapshot()
+    is the snapshot the statement runs under) beside the first `limit` unseen events.
+    A read that fills the limit (either branch may have stopped short) is repeated in
+    the transaction below, which streams any number of rows under one snapshot.
+
+    The limit is written into the text, so that the generic plan, made once for the
+    reader's connection, walks the index in txid order and stops at the limit (a
+    custom plan, made for each poll, spent longer planning than the poll ran, and more
+    as the table grows).
+    """
+    unseen = _UNSEEN_BRANCHES.format(columns=_EVENT_COLUMNS, limit=f"LIMIT {int(limit)}")
+    return f"""
+SELECT snap.xmin, snap.xmax, snap.xip, snap.xids, e.*
+FROM (SELECT {_SNAPSHOT_COLUMNS} FROM pg_current_snapshot() AS s) AS snap
+LEFT JOIN LATERAL (
+  SELECT * FROM ({unseen}) AS u ORDER BY seq LIMIT {int(limit)}
+) AS e ON true
+"""
+
+
+_UNSEEN = f"""
+SELECT * FROM ({_UNSEEN_BRANCHES.format(columns=_EVENT_COLUMNS, limit="")}) AS u ORDER BY seq
+"""
+
+_XID_SPAN = 1 << 32
+
+
+def widen_xid(xid: int, xmax: int) -> int:
+    """A 32-bit transaction id as the full (xid8) id nearest a snapshot's xmax."""
+    ahead = (xid - xmax) % _XID_SPAN
+    return xmax + (ahead if ahead < _XID_SPAN // 2 else ahead - _XID_SPAN)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Which transactions a PostgreSQL snapshot counts as finished.
+
+    `late` is what PostgreSQL's own snapshot leaves out: transactions running when
+    it was taken whose ids are at or above its xmax (known only to the reader).
+    """
+
+    xmin: int
+    xmax: int
+    xip: frozenset[int]
+    late: frozenset[int] = frozenset()
+
+    @classmethod
+    def from_row(cls, row: Any) -> Snapshot:
+        xmax: int = row["xmax"]
+        widened = (widen_xid(x, xmax) for x in row["xids"])
+        return cls(
+            row["xmin"], xmax, frozenset(row["xip"]), frozenset(x for x in widened if x >= xmax)
+        )
+
+    @property
+    def running(self) -> frozenset[int]:
+        """Every transaction that was running when the snapshot was taken."""
+        return self.xip | self.late
+
+    def finished(self, txid: int) -> bool:
+        """Whether a transaction had ended when this snapshot was taken: if it
+        committed, its rows are visible in the snapshot."""
+        return txid < self.xmax and txid not in self.xip
+
+    def as_text(self) -> str:
+        """The `pg_snapshot` text form, for `pg_visible_in_snapshot`."""
+        return f"{self.xmin}:{self.xmax}:{','.join(map(str, sorted(self.xip)))}"
+
+    @classmethod
+    def parse(cls, text: str) -> Snapshot:
+        xmin, xmax, xip = text.split(":")
+        return cls(int(xmin), int(xmax), frozenset(int(x) for x in xip.split(",") if x))
+
+
+@dataclass(frozen=True)
+class FeedEvent:
+    """An audit event with the transaction that wrote it, and the lanes of the records its
+    payload names (read with it, so each set of readers' payloads is made without I/O)."""
+
+    event: AuditEvent
+    txid: int
+    named: Named = NOTHING_NAMED
+
+    @property
+    def seq(self) -> int:
+        return self.event.seq
+
+    @functools.cached_property
+    def cursor(self) -> str:
+        """The event's position as its subscribers see it (made once, sent to many)."""
+        return str(self.event.seq)
+
+    @classmethod
+    def from_row(cls, row: Any) -> FeedEvent:
+        return cls(AuditEvent.from_row(row), row["txid"])
+
+    def for_reader(self, readable: frozenset[str]) -> FeedEvent:
+        """The event as a reader of the lanes `readable` may see it (`store.reads.visibility`)."""
+        seen = readable_payload(self.event, readable, self.named)
+        return self if seen is self.event else replace(self, event=seen)
+
+
+async def with_named(db: Reader, events: list[FeedEvent]) -> list[FeedEvent]:
+    """`events` with the lanes their payloads name (no statement when they name none)."""
+    named = await read_named(db, [e.event for e in events])
+    if named is NOTHING_NAMED:
+        return events
+    return [replace(e, named=named) for e in events]
+
+
+Sink = Callable[[Sequence[FeedEvent]], None]
+Notice = Callable[[str | None], None]
+"""Called with a notification's payload, or with None when the reader (re)connected, so
+that whatever was notified while no connection listened may be looked up afresh."""
+
+
+@dataclass
+class Orderer:
+    """Releases events in seq order, waiting a bounded time for the seqs in between.
+
+    Pure bookkeeping (no I/O), so the ordering rule is tested on its own.
+    """
+
+    released_upto: int
+    order_wait: float
+    pending: dict[int, FeedEvent] = field(default_factory=dict)
+    _heap: list[int] = field(default_factory=list)
+    _gap_blockers: frozenset[int] | None = None
+    _gap_since: float = 0.0
+
+    def release(
+        self, events: Iterable[FeedEvent], snapshot: Snapshot, now: float
+    ) -> list[FeedEvent]:
+        """Take the events newly visible in `snapshot`; return those that may go out
+        now, in order.
+
+        Only a transaction running when a gap is first seen can still fill it.
+        """
+        out: list[FeedEvent] = []
+        for event in events:
+            if event.seq <= self.released_upto:
+                # Its gap was passed (or it predates the reader): late, not lost.
+                out.append(event)
+            elif event.seq not in self.pending:
+                self.pending[event.seq] = event
+                heapq.heappush(self._heap, event.seq)
+        while self._heap:
+            lowest = self._heap[0]
+            if lowest != self.released_upto + 1 and not self._gap_passed(snapshot, now):
+                break
+            heapq.heappop(self._heap)
+            out.append(self.pending.pop(lowest))
+            self.released_upto = lowest
+            self._gap_blockers = None
+        return out
+
+    def _gap_passed(self, snapshot: Snapshot, now: float) -> bool:
+        if self._gap_blockers is None:
+            # First sight of this gap: only the transactions running now can fill it.
+            self._gap_blockers = snapshot.running
+            self._gap_since = now
+        # Ended as of the snapshot the events were read under, so a blocker that
+        # committed is read together with the check, never after it.
+        if all(snapshot.finished(txid) for txid in self._gap_blockers):
+            return True
+        return now - self._gap_since >= self.order_wait
+
+
+class FeedReader:
+    """Reads new audit events on one dedicated connection and hands them to a sink.
+
+    Polls every `poll_interval` seconds while `wanted()` is true and not at all
+    otherwise; reconnects with backoff when the connection is lost.
+    """
+
+    def __init__(
+        self,
+        database_url: str,
+        sink: Sink,
+        wanted: Callable[[], bool],
+        *,
+        poll_interval: float = 0.05,
+        order_wait: float = 1.0,
+        fetch_size: int = 500,
+        max_backoff: float = 5.0,
+        notices: Mapping[str, Notice] | None = None,
+    ) -> None:
+        self.database_url = plain_url(database_url)
+        self.sink = sink
+        self.wanted = wanted
+        # Channels LISTENed on the reader's own connection (rare notifications only:
+        # the events themselves are polled, keeping NOTIFY off the write path).
+        self.notices = dict(notices or {})
+        self.poll_interval = poll_interval
+        self.order_wait = order_wait
+        self.fetch_size = fetch_size
+        self._poll_statement = poll_statement(fetch_size)
+        self.max_backoff = max_backoff
+        self.reconnects = 0
+        self._wake = asyncio.Event()
+        self._live = asyncio.Event()
+        self._snapshot: Snapshot | None = None
+        self._orderer: Orderer | None = None
+        # Seqs released by a read that has not completed; a repeat skips them.
+        self._partial: set[int] = set()
+
+    def wake(self) -> None:
+        """Subscribers exist: start polling (after taking a starting point)."""
+        self._wake.set()
+
+    async def live(self, timeout: float) -> bool:
+        """Wait until the reader has a starting point; false if it has none in time."""
+        try:
+            await asyncio.wait_for(self._live.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def run(self) -> None:
+        """The reader's loop; runs until cancelled."""
+        backoff = 0.05
+        while True:
+            await self._wake.wait()
+            conn: asyncpg.Connection | None = None
+            try:
+                conn = await self._connect()
+                backoff = 0.05
+                await self._poll(conn)
+            except asyncio.CancelledError:
+                raise
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                self.reconnects += 1
+                log.warning("feed connection lost (%s); reconnecting in %.2fs", exc, backoff)
+            except Exception:
+                self.reconnects += 1
+                log.exception("feed reader failed; restarting in %.2fs", backoff)
+            finally:
+                if conn is not None:
+                    conn.terminate()
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, self.max_backoff)
+
+    async def _connect(self) -> asyncpg.Connection:
+        # Never a pooled connection: a pool resets session state and may hand the
+        # connection to a writer; the feed's connection is its own for its lifetime.
+        conn: asyncpg.Connection = await asyncpg.connect(
+            self.database_url,
+            server_settings={
+                "application_name": APPLICATION_NAME,
+                # A read returns what committed since the last one: starting parallel
+                # workers for it costs more than the read.
+                "max_parallel_workers_per_gather": "0",
+                # The poll is planned once (see poll_statement), not at every poll.
+                "plan_cache_mode": "force_generic_plan",
+            },
+        )
+        await json_codecs(conn)
+        for channel, notice in self.notices.items():
+            await conn.add_listener(channel, _listener(notice))
+            notice(None)
+        return conn
+
+    async def _poll(self, conn: asyncpg.Connection) -> None:
+        while True:
+            if not self.wanted():
+                # No one listens: forget the position, so that the next subscriber
+                # starts from its own present rather than from a stale past.
+                self._live.clear()
+                self._wake.clear()
+                self._snapshot = None
+                self._orderer = None
+                self._partial.clear()
+                await self._wake.wait()
+                continue
+            if self._snapshot is None:
+                await self._start(conn)
+            else:
+                await self._read(conn)
+            await asyncio.sleep(self.poll_interval)
+
+    async def _start(self, conn: asyncpg.Connection) -> None:
+        row = await conn.fetchrow(_SNAPSHOT)
+        assert row is not None
+        self._snapshot = Snapshot.from_row(row)
+        self._orderer = Orderer(released_upto=row["newest"], order_wait=self.order_wait)
+        self._live.set()
+
+    async def _read(self, conn: asyncpg.Connection) -> None:
+        assert self._snapshot is not None and self._orderer is not None
+        previous = self._snapshot
+        unseen = (str(previous.xmax), [str(x) for x in previous.xip])
+        rows = await conn.fetch(self._poll_statement, *unseen)
+        events = [r for r in rows if r["seq"] is not None]
+        if len(events) < self.fetch_size:
+            current = Snapshot.from_row(rows[0])
+            fresh = [FeedEvent.from_row(r) for r in events if r["seq"] not in self._partial]
+            # Read before the snapshot moves on: a failed read is repeated whole.
+            fresh = await with_named(conn, fresh)
+            self._snapshot = current
+            self._hand_out(self._orderer.release(fresh, current, time.monotonic()))
+            self._partial.clear()
+            return
+        await self._read_many(conn, previous)
+
+    async def _read_many(self, conn: asyncpg.Connection, previous: Snapshot) -> None:
+        """A read of any size (a catch-up), streamed under one snapshot."""
+        assert self._orderer is not None
+        async with conn.transaction(isolation="repeatable_read", readonly=True):
+            # A catch-up of any size has no limit for a generic plan to stop at.
+            await conn.execute("SET LOCAL plan_cache_mode = auto")
+            row = await conn.fetchrow(_SNAPSHOT)
+            assert row is not None
+            current = Snapshot.from_row(row)
+            cursor = await conn.cursor(_UNSEEN, str(previous.xmax), [str(x) for x in previous.xip])
+            while True:
+                rows = await cursor.fetch(self.fetch_size)
+                if not rows:
+                    break
+                fresh = [FeedEvent.from_row(r) for r in rows if r["seq"] not in self._partial]
+                fresh = await with_named(conn, fresh)
+                self._hand_out(self._orderer.release(fresh, current, time.monotonic()))
+        # Rows of this read are now behind the snapshot; the next read cannot return them.
+        self._snapshot = current
+        self._hand_out(self._orderer.release((), current, time.monotonic()))
+        self._partial.clear()
+
+    def _hand_out(self, events: list[FeedEvent]) -> None:
+        if not events:
+            return
+        self._partial.update(e.seq for e in events)
+        try:
+            self.sink(events)
+        except Exception:
+            # The sink is in-process fan-out; its failure must not stop the feed.
+            log.exception("feed sink failed")
+
+
+def _listener(notice: Notice) -> Callable[[object, int, str, object], None]:
+    def notified(_conn: object, _pid: int, _channel: str, payload: object) -> None:
+        notice(str(payload))
+
+    return notified
+
+
+# -- replay ---------------------------------------------------------------------
+
+
+class _PgSnapshot(UserDefinedType[str]):
+    cache_ok = True
+
+    def get_col_spec(self, **kw: object) -> str:
+        return "pg_snapshot"
+
+
+async def take_snapshot(engine: AsyncEngine) -> Snapshot:
+    """The database's snapshot now (taken on a pooled connection; reads only)."""
+    async with engine.connect() as conn:
+        text = (await conn.execute(select(cast(func.pg_current_snapshot(), Text)))).scalar_one()
+    return Snapshot.parse(text)
+
+
+async def check_cursor(engine: AsyncEngine, cursor: str) -> int:
+    """The feed position a resume cursor names; refuses one that names no event.
+
+    "0" is the position before the first event. A cursor of an event the caller
+    may no longer read is still accepted: a position is not a record.
+    """
+    position = position_cursor(cursor)
+    if position == 0:
+        return 0
+    ev = t.audit_events
+    async with engine.connect() as conn:
+        newest, exists = (
+            await conn.execute(
+                select(
+                    func.coalesce(select(func.max(ev.c.seq)).scalar_subquery(), 0),
+                    select(ev.c.seq).where(ev.c.seq == position).exists(),
+                )
+            )
+        ).one()
+    if position > newest:
+        raise InvalidInputError(
+            f"cursor '{cursor}' is past the newest event in the feed (cursor '{newest}'); "
+            "pass the cursor of an event you received"
+        )
+    if not exists:
+        raise InvalidInputError(
+            f"cursor '{cursor}' names no event in the feed; "
+            "pass the cursor of an event you received"
+        )
+    return position
+
+
+async def replay(
+    engine: AsyncEngine,
+    after: int,
+    snapshot: Snapshot,
+    lanes: Callable[[], Awaitable[Sequence[str]]],
+    kinds: Sequence[str],
+    page: int = REPLAY_PAGE,
+) -> AsyncIterator[list[FeedEvent]]:
+    """Pages of the events after `after` visible in `snapshot`, in seq order, their
+    payloads as a reader of those lanes may see them.
+
+    `lanes` is awaited before each page for the lanes readable then, so rights
+    that narrow during a long replay apply to the rest of it. Each page is its own
+    short statement; the snapshot keeps the pages one consistent view.
+    """
+    ev = t.audit_events
+    as_text = snapshot.as_text()
+    position = after
+    while True:
+        readable: Sequence[str] = await lanes()
+        statement = (
+            select(ev)
+            .where(
+                ev.c.seq > position,
+                # Bound as text: asyncpg would encode a pg_snapshot parameter as a tuple.
+                func.pg_visible_in_snapshot(
+                    ev.c.txid, cast(bindparam("snapshot", as_text, type_=Text), _PgSnapshot)
+                ),
+                core(RULE.event(ev.name, CORE_LANES), lanes=list(readable)),
+                ev.c.kind.in_(list(kinds)),
+            )
+            .order_by(ev.c.seq)
+            .limit(page)
+        )
+        async with engine.connect() as conn:
+            rows = (await conn.execute(statement)).mappings().all()
+            events = [FeedEvent.from_row(r) for r in rows]
+            if events:
+                # The page's own connection and transaction, through asyncpg's interface.
+                driver = (await conn.get_raw_connection()).driver_connection
+                assert driver is not None
+                events = await with_named(driver, events)
+        if not rows:
+            return
+        seen = frozenset(readable)
+        events = [e.for_reader(seen) for e in events]
+        yield events
+        position = events[-1].seq
+        if len(rows) < page:
+            return

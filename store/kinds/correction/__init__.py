@@ -1,0 +1,1 @@
+"""The correction kind: its declaration and its command."""

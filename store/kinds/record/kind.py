@@ -1,0 +1,266 @@
+"""The record kind: a source record, its edge-property memberships and label counts."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from store.ids import RECORD_KIND
+from store.kinds import Copy, Cte, Rows, Table
+from store.kinds.record.labels import DELTAS
+from store.kinds.record.model import Record
+from store.kinds.record.projection import (
+    RECORD_COLUMNS,
+    Entry,
+    Membership,
+    label_changes,
+    project_record,
+    record_row,
+)
+from store.ledger.command import Write
+from store.ledger.events import ASSERTED_EVENT_KINDS, RECORD_EVENT_KINDS
+from store.ledger.implied import Implied, Links, Shared, record_implied
+from store.operations.verify import Report
+from store.pool import Conn
+
+NAME = RECORD_KIND
+
+_MEMBERSHIP_COLUMNS = (
+    "id",
+    "record_id",
+    "lane",
+    "label",
+    "value",
+    "recorded_from",
+    "recorded_to",
+    "from_version",
+    "to_version",
+)
+
+_CTES = (
+    Cte(
+        "moved_records",
+        """INSERT INTO records AS r (id, lane, source_type, authority, content, properties,
+                          version, created_at, updated_at, created_by, idempotency_key,
+                          ledger_hash)
+  SELECT id, lane, source_type, authority, content, properties, version, created_at,
+         updated_at, created_by, idempotency_key, ledger_hash
+  FROM {rows}
+  ON CONFLICT (id) DO UPDATE SET
+    lane = EXCLUDED.lane, source_type = EXCLUDED.source_type, authority = EXCLUDED.authority,
+    content = EXCLUDED.content, properties = EXCLUDED.properties, version = EXCLUDED.version,
+    updated_at = EXCLUDED.updated_at, ledger_hash = EXCLUDED.ledger_hash""",
+        (
+            ("id", "text"),
+            ("lane", "text"),
+            ("source_type", "text"),
+            ("authority", "text"),
+            ("content", "text"),
+            ("properties", "jsonb"),
+            ("version", "int"),
+            ("created_at", "timestamptz"),
+            ("updated_at", "timestamptz"),
+            ("created_by", "text"),
+            ("idempotency_key", "text"),
+            ("ledger_hash", "text"),
+        ),
+    ),
+    Cte(
+        "closed_memberships",
+        """UPDATE edge_properties m SET recorded_to = x.at, to_version = x.version
+  FROM {rows}
+  WHERE m.record_id = x.record_id AND m.id = x.id AND m.recorded_to IS NULL""",
+        (("id", "text"), ("record_id", "text"), ("at", "timestamptz"), ("version", "int")),
+    ),
+    Cte(
+        "opened_memberships",
+        """INSERT INTO edge_properties (id, record_id, lane, label, value, recorded_from,
+                               recorded_to, from_version, to_version)
+  SELECT id, record_id, lane, label, value, recorded_from, NULL, from_version, NULL
+  FROM {rows}""",
+        (
+            ("id", "text"),
+            ("record_id", "text"),
+            ("lane", "text"),
+            ("label", "text"),
+            ("value", "text"),
+            ("recorded_from", "timestamptz"),
+            ("from_version", "int"),
+        ),
+    ),
+    Cte(
+        DELTAS,
+        "INSERT INTO label_deltas (lane, label, delta)\n  SELECT lane, label, delta FROM {rows}",
+        (("lane", "text"), ("label", "text"), ("delta", "int")),
+    ),
+)
+
+_RECORDS = """
+SELECT id, lane, source_type, authority, content, properties, version, created_at, updated_at,
+       created_by, ledger_hash
+FROM records
+"""
+_MEMBERSHIPS = """
+SELECT id, record_id, lane, label, value, recorded_from, from_version, recorded_to, to_version
+FROM edge_properties
+"""
+_LABEL_COUNTS = """
+SELECT lane, label, sum(n)::bigint AS n FROM (
+  SELECT lane, label, records AS n FROM label_counts
+  UNION ALL SELECT lane, label, delta FROM label_deltas
+) c GROUP BY lane, label HAVING sum(n) <> 0
+"""
+_COMPARED = RECORD_COLUMNS[1:]  # every column but the id compared on
+
+
+class _Writer:
+    def __init__(self, before: Mapping[str, Record]) -> None:
+        self.before = before
+        self.written: dict[str, Record] = {}
+        # One delta row per (lane, label) a command moves, however many records it wrote.
+        self.labels: Counter[tuple[str, str]] = Counter()
+
+    def add(self, write: Write, entry: Entry, rows: Rows) -> Record:
+        was = self.written.get(write.object_id, self.before.get(write.object_id))
+        delta = project_record(was, entry)
+        self.labels.update(label_changes(was, delta.record))
+        self.written[entry.object_id] = delta.record
+        rows.part("moved_records").append(record_row(delta.record, write.idempotency_key))
+        rows.part("closed_memberships").extend(
+            {"id": ep, "record_id": entry.object_id, "at": entry.at, "version": entry.version}
+            for ep in delta.closed
+        )
+        rows.part("opened_memberships").extend(m.row() for m in delta.opened)
+        return delta.record
+
+    def finish(self, rows: Rows) -> None:
+        moved = [{"lane": ln, "label": lb, "delta": n} for (ln, lb), n in self.labels.items() if n]
+        if moved:
+            rows.part(DELTAS).extend(moved)
+
+
+class _Replay:
+    def __init__(self, keep: bool) -> None:
+        self.keep = keep
+        self.records: dict[str, Record] = {}
+        self.memberships: set[Membership] = set()
+        self.labels: Counter[tuple[str, str]] = Counter()
+
+    def object(self, entries: Sequence[Entry]) -> Iterator[tuple[str, tuple[Any, ...]]]:
+        record: Record | None = None
+        opened: dict[str, Membership] = {}
+        for entry in entries:
+            delta = project_record(record, entry)
+            self.labels.update(label_changes(record, delta.record))
+            record = delta.record
+            for ep_id in delta.closed:
+                was = opened.pop(ep_id)
+                closed = Membership(
+                    **{**was.row(), "recorded_to": entry.at, "to_version": entry.version}
+                )
+                yield self._membership(closed)
+            opened.update((m.id, m) for m in delta.opened)
+        assert record is not None
+        for m in opened.values():
+            yield self._membership(m)
+        if self.keep:
+            self.records[record.id] = record
+        row = record_row(record)
+        yield "records", tuple(row[c] for c in RECORD_COLUMNS)
+
+    def _membership(self, m: Membership) -> tuple[str, tuple[Any, ...]]:
+        if self.keep:
+            self.memberships.add(m)
+        row = m.row()
+        return "edge_properties", tuple(row[c] for c in _MEMBERSHIP_COLUMNS)
+
+    async def compare(self, conn: Conn, report: Report) -> None:
+        await self._compare_records(conn, report)
+        await self._compare_memberships(conn, report)
+        await self._compare_label_counts(conn, report)
+
+    async def _compare_records(self, conn: Conn, report: Report) -> None:
+        live: dict[str, asyncpg.Record] = {}
+        async for row in conn.cursor(_RECORDS, prefetch=2000):
+            live[row["id"]] = row
+        report.records = len(live)
+        rebuilt = self.records
+        for record_id in sorted(rebuilt.keys() - live.keys()):
+            report.problems.append(f"{record_id}: in the ledger but missing from records")
+        for record_id in sorted(live.keys() - rebuilt.keys()):
+            report.problems.append(f"{record_id}: in records but has no ledger entry")
+        for record_id in sorted(rebuilt.keys() & live.keys()):
+            expected = record_row(rebuilt[record_id])
+            for column in _COMPARED:
+                if live[record_id][column] != expected[column]:
+                    report.problems.append(f"{record_id}: records.{column} differs from the ledger")
+
+    async def _compare_memberships(self, conn: Conn, report: Report) -> None:
+        live: set[Membership] = set()
+        async for row in conn.cursor(_MEMBERSHIPS, prefetch=5000):
+            live.add(Membership(**dict(row)))
+        report.memberships = len(live)
+        for m in sorted(self.memberships - live, key=str)[:50]:
+            report.problems.append(
+                f"{m.record_id}: membership {m.label}:{m.value} missing from the projection"
+            )
+        for m in sorted(live - self.memberships, key=str)[:50]:
+            report.problems.append(
+                f"{m.record_id}: membership {m.label}:{m.value} not in the ledger"
+            )
+
+    async def _compare_label_counts(self, conn: Conn, report: Report) -> None:
+        """The folded counts plus the unfolded deltas equal a count of the rebuilt records."""
+        live = {(row["lane"], row["label"]): row["n"] for row in await conn.fetch(_LABEL_COUNTS)}
+        expected = self.labels
+        for key in sorted(expected.keys() | live.keys()):
+            if expected.get(key, 0) != live.get(key, 0):
+                lane, label = key
+                report.problems.append(
+                    f"label '{label}' in lane '{lane}': counted {live.get(key, 0)} records, "
+                    f"the ledger has {expected.get(key, 0)}"
+                )
+
+    async def finish(self, conn: Conn, copy: Copy) -> None:
+        for (lane, label), n in self.labels.items():
+            if n:
+                await copy("label_counts", (lane, label, n))
+
+
+@dataclass(frozen=True)
+class RecordKind:
+    name: str = NAME
+    prefix: str = "sr_"
+    ctes: tuple[Cte, ...] = _CTES
+    tables: tuple[Table, ...] = (
+        Table("records", RECORD_COLUMNS),
+        Table("edge_properties", _MEMBERSHIP_COLUMNS),
+        Table("label_counts", ("lane", "label", "records")),
+        Table("label_deltas", grant="folded"),
+    )
+    event_kinds: tuple[str, ...] = (*RECORD_EVENT_KINDS, *ASSERTED_EVENT_KINDS)
+    unique_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def describe(self, object_id: str) -> str:
+        return object_id
+
+    def writer(self, before: Mapping[str, Record]) -> _Writer:
+        return _Writer(before)
+
+    def replay(self, keep: bool) -> _Replay:
+        return _Replay(keep)
+
+    def implied(
+        self, before: Mapping[str, Any] | None, entry: Entry, links: Links
+    ) -> tuple[Shared, list[Implied]] | str:
+        return record_implied(before, entry, links)
+
+    def saw_last(self, state: Mapping[str, Any], object_id: str, links: Links) -> None:
+        links.last(state, object_id)
+
+
+KIND = RecordKind()

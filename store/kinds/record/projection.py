@@ -1,0 +1,241 @@
+"""Projection rules: (what a projection held, one ledger entry) -> the rows it holds after.
+
+Pure functions, written once and used twice: the write path moves the live tables
+with them inside the command's transaction, and `verify` replays the whole ledger
+through them and compares the result with the live tables. Each kind's module in
+`store/kinds/` says which of them moves its tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from store.ids import edge_property_id
+from store.kinds.record.model import Record, RecordState
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One ledger entry: one version of one ledgered object, hash-chained to the last."""
+
+    kind: str
+    object_id: str
+    version: int
+    event: str
+    actor: str
+    at: datetime
+    policy_version: int
+    state: Mapping[str, Any]
+    prev_hash: str | None
+    hash: str
+
+    @classmethod
+    def from_row(cls, row: Any) -> Entry:
+        """An entry from a ledger row or mapping (an export line, its time parsed)."""
+        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "object_id": self.object_id,
+            "version": self.version,
+            "event": self.event,
+            "actor": self.actor,
+            "at": self.at,
+            "policy_version": self.policy_version,
+            "state": self.state,
+            "prev_hash": self.prev_hash,
+            "hash": self.hash,
+        }
+
+
+@dataclass(frozen=True)
+class Membership:
+    """One interval in which a record carried an edge property (a membership row)."""
+
+    id: str
+    record_id: str
+    lane: str
+    label: str
+    value: str
+    recorded_from: datetime
+    from_version: int
+    recorded_to: datetime | None = None
+    to_version: int | None = None
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "record_id": self.record_id,
+            "lane": self.lane,
+            "label": self.label,
+            "value": self.value,
+            "recorded_from": self.recorded_from,
+            "recorded_to": self.recorded_to,
+            "from_version": self.from_version,
+            "to_version": self.to_version,
+        }
+
+
+@dataclass(frozen=True)
+class RecordDelta:
+    """How one record entry moves the record projections."""
+
+    record: Record
+    closed: list[str] = field(default_factory=list)  # ep ids whose interval ends at the entry
+    opened: list[Membership] = field(default_factory=list)
+
+
+def project_record(before: Record | None, entry: Entry) -> RecordDelta:
+    """The records row after `entry`, and the memberships it closes and opens."""
+    state = RecordState.from_json(entry.state)
+    record = Record(
+        id=entry.object_id,
+        version=entry.version,
+        state=state,
+        created_at=before.created_at if before else entry.at,
+        updated_at=entry.at,
+        created_by=before.created_by if before else entry.actor,
+        ledger_hash=entry.hash,
+    )
+    held = {} if before is None else _by_id(before)
+    now = _by_id(record)
+    closed = [ep_id for ep_id in held if ep_id not in now]
+    opened = [
+        Membership(
+            id=ep_id,
+            record_id=record.id,
+            lane=state.lane,
+            label=prop.label,
+            value=prop.value,
+            recorded_from=entry.at,
+            from_version=entry.version,
+        )
+        for ep_id, prop in now.items()
+        if ep_id not in held
+    ]
+    return RecordDelta(record, closed, opened)
+
+
+# The columns of a records row that the ledger determines (all but idempotency_key).
+RECORD_COLUMNS = (
+    "id",
+    "lane",
+    "source_type",
+    "authority",
+    "content",
+    "properties",
+    "version",
+    "created_at",
+    "updated_at",
+    "created_by",
+    "ledger_hash",
+)
+
+
+def record_row(record: Record, idempotency_key: str | None = None) -> dict[str, Any]:
+    """The records row a record projects to (the idempotency key is not in the ledger:
+    the write path passes it for a new record, verify leaves it out)."""
+    state = record.state
+    return {
+        "id": record.id,
+        "lane": state.lane,
+        "source_type": state.source_type,
+        "authority": state.authority,
+        "content": state.content,
+        "properties": [[p.label, p.value] for p in state.properties],
+        "version": record.version,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "created_by": record.created_by,
+        "idempotency_key": idempotency_key,
+        "ledger_hash": record.ledger_hash,
+    }
+
+
+def _by_id(record: Record) -> dict[str, Any]:
+    return {edge_property_id(record.id, p.label, p.value): p for p in record.state.properties}
+
+
+@dataclass(frozen=True)
+class PolicyRow:
+    """One row of the policy_versions projection (and the head it moves to)."""
+
+    version: int
+    yaml: str
+    applied_at: datetime
+    applied_by: str
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "yaml": self.yaml,
+            "applied_at": self.applied_at,
+            "applied_by": self.applied_by,
+        }
+
+
+def project_policy(entry: Entry) -> PolicyRow:
+    """A policy entry is one policy_versions row; the newest is the head."""
+    return PolicyRow(entry.version, entry.state["yaml"], entry.at, entry.actor)
+
+
+def label_changes(before: Record | None, after: Record) -> dict[tuple[str, str], int]:
+    """How one record entry moves the per-label counts: +1 for each caller label the
+    record now carries and did not, -1 for each it carried and no longer does."""
+    held = set() if before is None else _labels(before)
+    now = _labels(after)
+    moved = {(after.lane, label): 1 for label in now - held}
+    moved.update({(after.lane, label): -1 for label in held - now})
+    return moved
+
+
+def _labels(record: Record) -> set[str]:
+    return {p.label for p in record.state.properties if not p.reserved}
+
+
+@dataclass(frozen=True)
+class CorrectionRow:
+    """One row of the corrections projection: a correction entry as read back."""
+
+    id: str
+    record_id: str
+    record_version: int
+    lane: str
+    content: str
+    reason: str | None
+    actor: str
+    at: datetime
+    ledger_hash: str
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "record_id": self.record_id,
+            "record_version": self.record_version,
+            "lane": self.lane,
+            "content": self.content,
+            "reason": self.reason,
+            "actor": self.actor,
+            "at": self.at,
+            "ledger_hash": self.ledger_hash,
+        }
+
+
+def project_correction(entry: Entry) -> CorrectionRow:
+    """A correction is written once: its one entry is its row."""
+    s = entry.state
+    return CorrectionRow(
+        id=entry.object_id,
+        record_id=s["record_id"],
+        record_version=s["record_version"],
+        lane=s["lane"],
+        content=s["content"],
+        reason=s["reason"],
+        actor=entry.actor,
+        at=entry.at,
+        ledger_hash=entry.hash,
+    )

@@ -1,0 +1,411 @@
+"""The read path: every query is filtered to the lanes the caller may read.
+
+Each function runs fixed-text statements on a `Reader` (a snapshot, or a plain
+asyncpg connection); lists go in as array parameters. A page and its total count
+come from one statement, and the count is computed only when the caller asks.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from policies.properties import Property, parse_property
+from store.errors import InvalidInputError, ResponseTooLargeError
+from store.kinds.record.model import Record, RecordState, Version
+from store.reads.pages import Page, encode_cursor, id_cursor, page_size, time_cursor
+from store.reads.snapshot import Reader
+from store.reads.statements import Params, Statement
+from store.reads.visibility import RULE
+
+MAX_MATCH = 16
+RECORD_COLUMNS = (
+    "id, lane, source_type, authority, content, properties, version, created_at, "
+    "updated_at, created_by, ledger_hash"
+)
+LEDGER_COLUMNS = "object_id, version, event, actor, at, policy_version, state, hash"
+
+
+class GatherMode(enum.Enum):
+    INTERSECT = "INTERSECT"
+    UNION = "UNION"
+    TIMELINE = "TIMELINE"
+
+
+def carries(alias: str, label: str, value: str) -> str:
+    """SQL: the membership row `alias` is of the property (label, value), as an index
+    condition: the indexes hold each value's key (store.tables), not the value."""
+    return f"{alias}.label = {label} AND {alias}.value_key = edgeloom_value_key({value})"
+
+
+# -- records ------------------------------------------------------------------
+
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+
+
+@dataclass
+class ContentBudget:
+    """The bytes of record content one response may carry, and what it carries so far.
+
+    Content counts each time the response carries it (`spend`), so aliases that read
+    the same records count each. The reads below are given what is left: PostgreSQL
+    sums the content sizes of a batch (`octet_length`, known without sending the
+    values) and sends the content only when the batch fits, so a read that would pass
+    the limit is refused before its content leaves the database.
+    """
+
+    limit: int
+    used: int = 0
+    refused: bool = False
+
+    @property
+    def left(self) -> int:
+        return self.limit - self.used
+
+    def refuse(self) -> ResponseTooLargeError:
+        self.refused = True
+        return ResponseTooLargeError(self.limit)
+
+    def check(self) -> None:
+        """Refuses a read once the response is refused, before it runs."""
+        if self.refused:
+            raise ResponseTooLargeError(self.limit)
+
+    def fits(self, rows: Sequence[asyncpg.Record]) -> None:
+        """Refuses a batch read whose content (`batch_bytes`) was not sent for want of room."""
+        if rows and rows[0]["batch_bytes"] is not None and rows[0]["batch_bytes"] > self.left:
+            raise self.refuse()
+
+    def spend(self, texts: Iterable[str]) -> None:
+        """Counts the content the response carries (UTF-8 bytes); refuses once over."""
+        for text in texts:
+            self.used += len(text) if text.isascii() else len(text.encode())
+        if self.used > self.limit:
+            raise self.refuse()
+
+
+_UNBOUNDED = ContentBudget(limit=1 << 62)
+
+# The content of each row only when the whole batch fits in what is left ($3).
+_RECORDS_BY_ID = f"""
+SELECT {RECORD_COLUMNS.replace("content, ", "")},
+       sum(octet_length(content)) OVER () AS batch_bytes,
+       CASE WHEN sum(octet_length(content)) OVER () <= $3 THEN content END AS content
+FROM records WHERE id = ANY($1::text[]) AND {RULE.record("", "$2::text[]")}
+"""
+# The newest version written by `as_of`, per record; readable by its current lane.
+_RECORDS_AS_OF = f"""
+SELECT n.object_id, n.version, n.at, n.hash, n.created_at, n.created_by,
+       sum(octet_length(n.state->>'content')) OVER () AS batch_bytes,
+       CASE WHEN sum(octet_length(n.state->>'content')) OVER () <= $4 THEN n.state END AS state
+FROM (
+  SELECT DISTINCT ON (l.object_id) l.object_id, l.version, l.state, l.at, l.hash,
+         r.created_at, r.created_by
+  FROM ledger l JOIN records r ON r.id = l.object_id
+  WHERE l.kind = 'record' AND l.object_id = ANY($1::text[]) AND l.at <= $3
+    AND {RULE.record("r", "$2::text[]", "$3")}
+  ORDER BY l.object_id, l.version DESC
+) n
+"""
+# Callers are shown only the versions of records they may read, checked here too.
+_VERSIONS_OF = f"""
+SELECT {LEDGER_COLUMNS.replace(", state", "")},
+       sum(octet_length(l.state->>'content')) OVER () AS batch_bytes,
+       CASE WHEN sum(octet_length(l.state->>'content')) OVER () <= $3 THEN l.state END AS state
+FROM ledger l
+WHERE l.kind = 'record' AND l.object_id = ANY($1::text[])
+  AND EXISTS (SELECT 1 FROM records r WHERE r.id = l.object_id AND {RULE.record("r", "$2::text[]")})
+ORDER BY l.object_id, l.version
+"""
+
+
+async def records_by_id(
+    db: Reader,
+    ids: Sequence[str],
+    lanes: Sequence[str],
+    as_of: datetime | None = None,
+    budget: ContentBudget = _UNBOUNDED,
+) -> dict[str, Record]:
+    """Readable records by full id, as they are now or as they were at `as_of`; refused,
+    their content unread, when it does not fit in what is left of `budget`."""
+    if not ids:
+        return {}
+    budget.check()
+    if as_of is None:
+        rows = await db.fetch(_RECORDS_BY_ID, list(ids), list(lanes), budget.left)
+        budget.fits(rows)
+        return {row["id"]: Record.from_row(row) for row in rows}
+    rows = await db.fetch(_RECORDS_AS_OF, list(ids), list(lanes), as_of, budget.left)
+    budget.fits(rows)
+    return {
+        row["object_id"]: Record(
+            id=row["object_id"],
+            version=row["version"],
+            state=RecordState.from_json(row["state"]),
+            created_at=row["created_at"],
+            updated_at=row["at"],
+            created_by=row["created_by"],
+            ledger_hash=row["hash"],
+        )
+        for row in rows
+    }
+
+
+async def versions_of(
+    db: Reader,
+    record_ids: Sequence[str],
+    lanes: Sequence[str],
+    budget: ContentBudget = _UNBOUNDED,
+) -> dict[str, list[Version]]:
+    """Every ledger entry of each readable record, oldest first; refused as in
+    `records_by_id` when their content does not fit in what is left of `budget`."""
+    budget.check()
+    rows = await db.fetch(_VERSIONS_OF, list(record_ids), list(lanes), budget.left)
+    budget.fits(rows)
+    found: dict[str, list[Version]] = {rid: [] for rid in record_ids}
+    for row in rows:
+        found[row["object_id"]].append(Version.from_row(row))
+    return found
+
+
+@functools.cache
+def _browse_statement(source_type: bool, after: bool, count: bool) -> Statement:
+    p = Params()
+    lanes = p("lanes", "text[]")
+    where = f"AND r.source_type = {p('source_type')}" if source_type else ""
+    # Each lane's first rows come from the (lane, created_at, id) index in order;
+    # the merged top rows of all lanes are the page, without sorting whole lanes.
+    keyed = f"AND (r.created_at, r.id) > ({p('after_at')}, {p('after_id')})" if after else ""
+    limit = p("limit")
+    page = f"""
+      SELECT page.id, page.created_at FROM unnest({lanes}) AS l(lane)
+      CROSS JOIN LATERAL (
+        SELECT r.id, r.created_at FROM records r
+        WHERE {RULE.record_in_lane("r", "l.lane")} {where} {keyed}
+        ORDER BY r.created_at, r.id LIMIT {limit}
+      ) page ORDER BY page.created_at, page.id LIMIT {limit}"""
+    if not count:
+        return p.statement(f"SELECT NULL::bigint AS total, q.* FROM ({page}) q")
+    return p.statement(
+        # Each lane counted on its own: an index-only scan per lane.
+        f"""SELECT c.total, q.* FROM
+          (SELECT coalesce(sum(n.n), 0)::bigint AS total FROM unnest({lanes}) AS k(lane)
+           CROSS JOIN LATERAL (SELECT count(*) AS n FROM records r
+             WHERE {RULE.record_in_lane("r", "k.lane")} {where}) n) c
+          LEFT JOIN LATERAL ({page}) q ON true"""
+    )
+
+
+async def browse(
+    db: Reader,
+    lanes: Sequence[str],
+    source_type: str | None,
+    first: int | None,
+    after: str | None,
+    count: bool = True,
+) -> Page[str]:
+    """Record ids in order of writing, optionally of one source type."""
+    size = page_size(first)
+    key = time_cursor(after)
+    # Each lane is read on its own (unnest): once each.
+    values: dict[str, Any] = {
+        "lanes": list(dict.fromkeys(lanes)),
+        "source_type": source_type,
+        "limit": size + 1,
+    }
+    if key is not None:
+        values["after_at"], values["after_id"] = key
+    statement = _browse_statement(source_type is not None, key is not None, count)
+    rows = await db.fetch(statement.text, *statement.args(values))
+    return _keyed_page(rows, size, count, by_time=True)
+
+
+# -- gather -------------------------------------------------------------------
+
+
+def parse_match(match: Sequence[str]) -> list[Property]:
+    if not match:
+        raise InvalidInputError("gather needs at least one edge property in match, e.g. org:Acme")
+    if len(match) > MAX_MATCH:
+        raise InvalidInputError(
+            f"gather takes at most {MAX_MATCH} edge properties (got {len(match)})",
+            allowed=MAX_MATCH,
+        )
+    seen: list[Property] = []
+    for text in match:
+        prop = parse_property(text)
+        if prop not in seen:
+            seen.append(prop)
+    return seen
+
+
+def gather_properties(match: Sequence[str]) -> list[Property]:
+    """The distinct properties of `match`; the adjustment label stays out of set operations."""
+    return RULE.shown(parse_match(match))
+
+
+def members_sql(p: Params, count: int, mode: GatherMode, at: bool) -> str:
+    """SQL: distinct record ids carrying every (INTERSECT) or any (UNION, TIMELINE) of
+    `count` properties, bound as label_<n>/value_<n>, in the lanes `lanes`, at `as_of`."""
+    lanes = p("lanes", "text[]")
+    as_of = p("as_of", "timestamptz") if at else None
+    if mode is GatherMode.INTERSECT:
+        # A chain of self-joins lets the planner probe the rarer properties' index
+        # entries instead of reading every member of a popular one.
+        joins = " ".join(
+            f"""JOIN edge_properties m{n} ON m{n}.record_id = m0.record_id
+                AND {carries(f"m{n}", p(f"label_{n}"), p(f"value_{n}"))}
+                AND {RULE.in_lane(f"m{n}", "m0.lane")} AND {RULE.held(f"m{n}", as_of)}"""
+            for n in range(1, count)
+        )
+        # A record leaves and re-joins an edge over time; as of one instant it is a
+        # member at most once, but DISTINCT keeps that an invariant of the query.
+        return f"""SELECT DISTINCT m0.record_id FROM edge_properties m0 {joins}
+            WHERE {carries("m0", p("label_0"), p("value_0"))}
+            AND {RULE.member("m0", lanes, as_of)}"""
+    if mode is GatherMode.TIMELINE:
+        # Each record once, with when it joined one of the edges: the timeline's order.
+        carried = " OR ".join(
+            f"({carries('m', p(f'label_{n}'), p(f'value_{n}'))})" for n in range(count)
+        )
+        return f"""SELECT m.record_id, min(m.recorded_from) AS joined FROM edge_properties m
+            WHERE ({carried}) AND {RULE.member("m", lanes, as_of)}
+            GROUP BY m.record_id"""
+    parts = [
+        f"""SELECT m.record_id FROM edge_properties m
+            WHERE {carries("m", p(f"label_{n}"), p(f"value_{n}"))}
+            AND {RULE.member("m", lanes, as_of)}"""
+        for n in range(count)
+    ]
+    if count == 1:
+        return parts[0].replace("SELECT m.record_id", "SELECT DISTINCT m.record_id", 1)
+    return " UNION ".join(parts)
+
+
+@functools.cache
+def _gather_statement(
+    count: int, mode: GatherMode, at: bool, after: bool, with_total: bool
+) -> Statement:
+    p = Params()
+    members = members_sql(p, count, mode, at)
+    if mode is GatherMode.TIMELINE:
+        keyed = f"AND (m.joined, m.record_id) > ({p('after_at')}, {p('after_id')})" if after else ""
+        # Keyed by joining time, under the column name the page reader takes times from.
+        page = f"""SELECT m.record_id AS id, m.joined AS created_at FROM members m
+            WHERE true {keyed} ORDER BY m.joined, m.record_id LIMIT {p("limit")}"""
+    else:
+        keyed = f"WHERE m.record_id > {p('after_id')}" if after else ""
+        page = f"SELECT m.record_id AS id FROM members m {keyed} ORDER BY 1 LIMIT {p('limit')}"
+    if not with_total:
+        return p.statement(
+            f"WITH members AS ({members}) SELECT NULL::bigint AS total, q.* FROM ({page}) q"
+        )
+    return p.statement(
+        f"""WITH members AS ({members})
+        SELECT c.total, q.* FROM (SELECT count(*) AS total FROM members) c
+        LEFT JOIN LATERAL ({page}) q ON true"""
+    )
+
+
+async def gather(
+    db: Reader,
+    match: Sequence[str],
+    mode: GatherMode,
+    lanes: Sequence[str],
+    as_of: datetime | None,
+    first: int | None,
+    after: str | None,
+    count: bool = True,
+) -> Page[str]:
+    """Record ids on every (INTERSECT) or any (UNION, TIMELINE) of the edge properties.
+
+    INTERSECT and UNION list records by id; TIMELINE lists them by when each joined
+    one of the edges. The adjustment label stays out of set operations.
+    """
+    size = page_size(first)
+    props = gather_properties(match)
+    if not props:
+        return Page([], 0 if count else None, False, None)
+    timeline = mode is GatherMode.TIMELINE
+    values: dict[str, Any] = {"lanes": list(lanes), "as_of": as_of, "limit": size + 1}
+    for n, prop in enumerate(props):
+        values[f"label_{n}"], values[f"value_{n}"] = prop.label, prop.value
+    if timeline:
+        keyed = time_cursor(after)
+        paged = keyed is not None
+        if keyed is not None:
+            values["after_at"], values["after_id"] = keyed
+    else:
+        after_id = id_cursor(after)
+        paged = after_id is not None
+        if after_id is not None:
+            values["after_id"] = after_id
+    statement = _gather_statement(len(props), mode, as_of is not None, paged, count)
+    rows = await db.fetch(statement.text, *statement.args(values))
+    return _keyed_page(rows, size, count, by_time=timeline)
+
+
+# -- labels and hyperedges ---------------------------------------------------
+
+
+async def edge_property_members(
+    db: Reader,
+    prop: Property,
+    lanes: Sequence[str],
+    as_of: datetime | None,
+    first: int | None,
+    after: str | None,
+    count: bool = True,
+) -> Page[str]:
+    return await gather(db, [str(prop)], GatherMode.UNION, lanes, as_of, first, after, count)
+
+
+_MEMBER_COUNTS = """
+SELECT m.label, m.value, count(DISTINCT m.record_id) FROM edge_properties m
+WHERE (m.label, m.value_key) IN (
+    SELECT l, edgeloom_value_key(v) FROM unnest($1::text[], $2::text[]) AS u(l, v))
+  AND {member}
+  AND {shown}
+GROUP BY m.label, m.value
+"""
+_MEMBER_COUNTS_NOW = _MEMBER_COUNTS.format(
+    member=RULE.member("m", "$3::text[]", None), shown=RULE.shown_label("m.label")
+)
+_MEMBER_COUNTS_AT = _MEMBER_COUNTS.format(
+    member=RULE.member("m", "$3::text[]", "$4"), shown=RULE.shown_label("m.label")
+)
+
+
+async def member_counts(
+    db: Reader, props: Sequence[Property], lanes: Sequence[str], as_of: datetime | None
+) -> dict[Property, int]:
+    """How many readable records carry each property, in one query."""
+    args: list[Any] = [[p.label for p in props], [p.value for p in props], list(lanes)]
+    if as_of is None:
+        rows = await db.fetch(_MEMBER_COUNTS_NOW, *args)
+    else:
+        rows = await db.fetch(_MEMBER_COUNTS_AT, *args, as_of)
+    return {Property(row[0], row[1]): row[2] for row in rows}
+
+
+# -- helpers ------------------------------------------------------------------
+
+
+def _keyed_page(rows: Sequence[asyncpg.Record], size: int, count: bool, by_time: bool) -> Page[str]:
+    """A page from rows (total, id[, created_at]); a lone row with a NULL id means empty."""
+    total = rows[0]["total"] if rows and count else None
+    found = [row for row in rows if row["id"] is not None]
+    items = found[:size]
+    end = None
+    if items:
+        last = items[-1]
+        end = encode_cursor(
+            [last["created_at"].isoformat(), last["id"]] if by_time else [last["id"]]
+        )
+    return Page([row["id"] for row in items], total, len(found) > size, end)

@@ -1,0 +1,153 @@
+"""Appending a command's writes: ledger entries, projections and audit events in one statement.
+
+Every table's rows travel as one JSON parameter that PostgreSQL expands with
+`jsonb_to_recordset`, and every data-modifying CTE runs whether or not the outer
+query reads it: one round trip whatever the command wrote, one fixed statement text
+that each connection prepares once. The statement is made from the registered kinds'
+parts (`store.kinds`): a new kind adds its parts there, not here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+from store import kinds
+from store.errors import StoreError
+from store.ids import new_event_id
+from store.kinds import Cte, Rows, Writer
+from store.kinds.record.model import Record
+from store.kinds.record.projection import Entry
+from store.ledger.command import Txn, Write
+from store.ledger.hashing import entry_hash
+from store.pool import Conn
+
+TICK = timedelta(microseconds=1)
+_NONE: list[dict[str, Any]] = []
+
+_ENTRIES = """
+new_entries AS (
+  INSERT INTO ledger (kind, object_id, version, event, actor, at, policy_version, state,
+                      prev_hash, hash)
+  SELECT kind, object_id, version, event, actor, at, policy_version, state, prev_hash, hash
+  FROM jsonb_to_recordset($1::jsonb) AS x(kind text, object_id text, version int, event text,
+       actor text, at timestamptz, policy_version int, state jsonb, prev_hash text, hash text)
+)"""
+_EVENTS = """
+INSERT INTO audit_events (id, kind, record_id, lane, actor, at, payload, version_before,
+                          version_after, object_kind, object_id)
+SELECT id, kind, record_id, lane, actor, at, payload, version_before, version_after,
+       object_kind, object_id
+FROM jsonb_to_recordset($2::jsonb) AS x(id text, kind text, record_id text, lane text,
+     actor text, at timestamptz, payload jsonb, version_before int, version_after int,
+     object_kind text, object_id text)
+"""
+
+
+class UnknownKindError(StoreError):
+    """A write of a ledger kind no module registered."""
+
+    def __init__(self, kind: str) -> None:
+        names = [k.name for k in kinds.kinds()]
+        super().__init__(f"no ledger kind '{kind}' is registered; the kinds are {names}")
+
+
+def _statement(parts: Sequence[Cte]) -> tuple[str, tuple[str, ...]]:
+    ctes = [_ENTRIES]
+    taking: list[str] = []
+    for cte in parts:
+        body = cte.sql
+        if cte.columns:
+            number = 3 + len(taking)
+            typed = ", ".join(f"{name} {sql_type}" for name, sql_type in cte.columns)
+            body = body.replace("{rows}", f"jsonb_to_recordset(${number}::jsonb) AS x({typed})")
+            taking.append(cte.name)
+        ctes.append(f"\n{cte.name} AS (\n  {body}\n)")
+    return "WITH" + ",".join(ctes) + _EVENTS, tuple(taking)
+
+
+_built: tuple[int, str, tuple[str, ...]] = (-1, "", ())
+
+
+def append_statement() -> tuple[str, tuple[str, ...]]:
+    """The append statement for the registered kinds, and the parts whose rows it takes
+    after the entries ($1) and events ($2), in parameter order. Its text is fixed for a
+    registry generation, so each connection prepares it once."""
+    global _built
+    generation = kinds.generation()
+    if _built[0] != generation:
+        text, taking = _statement([cte for kind in kinds.kinds() for cte in kind.ctes])
+        _built = (generation, text, taking)
+    return _built[1], _built[2]
+
+
+def entry_for(txn: Txn, write: Write) -> Entry:
+    """The ledger entry for `write`, chained to its previous head and hashed."""
+    previous = write.previous
+    # Versions of one object are ordered in time even when this transaction started
+    # before the one that wrote its current version.
+    at = txn.at if previous is None else max(txn.at, previous.at + TICK)
+    fields: dict[str, Any] = {
+        "kind": write.kind,
+        "object_id": write.object_id,
+        "version": 1 if previous is None else previous.version + 1,
+        "event": write.event,
+        "actor": txn.agent_name,
+        "at": at,
+        "policy_version": txn.policy_version,
+        "state": write.state,
+        "prev_hash": None if previous is None else previous.hash,
+    }
+    return Entry(**fields, hash=entry_hash(**fields))
+
+
+def build_rows(
+    txn: Txn, writes: Sequence[Write], before: Mapping[str, Record]
+) -> tuple[Rows, list[Entry], dict[str, Record]]:
+    """Entries, projection rows and event rows for `writes`; `before` holds the records
+    as they are (keyed by id) for the record writes that follow a version."""
+    rows = Rows()
+    entries: list[Entry] = []
+    records: dict[str, Record] = {}
+    writers: dict[str, Writer] = {}
+    for write in writes:
+        entry = entry_for(txn, write)
+        entries.append(entry)
+        rows.entries.append(entry.row())
+        writer = writers.get(write.kind)
+        if writer is None:
+            kind = kinds.kind_of(write.kind)
+            if kind is None:
+                raise UnknownKindError(write.kind)
+            writer = writers[write.kind] = kind.writer(before)
+        now = writer.add(write, entry, rows)
+        if isinstance(now, Record):
+            records[entry.object_id] = now
+        rows.events.extend(
+            {
+                "id": new_event_id(),
+                "kind": event.kind,
+                "record_id": write.record_id,
+                "lane": write.lane,
+                "actor": entry.actor,
+                "at": entry.at,
+                "payload": event.payload,
+                "version_before": write.previous.version if write.previous else None,
+                "version_after": entry.version,
+                "object_kind": entry.kind,
+                "object_id": entry.object_id,
+            }
+            for event in write.events
+        )
+    for writer in writers.values():
+        writer.finish(rows)
+    return rows, entries, records
+
+
+async def append(conn: Conn, rows: Rows) -> None:
+    statement, taking = append_statement()
+    parts = rows.parts
+    await conn.execute(
+        statement, rows.entries, rows.events, *(parts.get(name, _NONE) for name in taking)
+    )

@@ -1,0 +1,181 @@
+"""The protocol every write command follows, and what its decision returns.
+
+A command says what it locks (`Locks`), decides purely from the current state under
+the policy in force (`decide`), and returns a `Plan`: the new versions to append,
+each with the audit events that report it, and how to build its result once they
+are written. `store.ledger.executor.Executor` runs every command the same way; a new
+capability is a new class here, never a second path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Protocol, TypeVar
+
+from policies.model import AgentProfile, Policy
+from store.errors import NoPolicyError
+from store.kinds.policy.in_force import PolicyVersion
+from store.kinds.record.model import Record, RecordState
+from store.kinds.record.projection import Entry
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Locks:
+    """What a command reads and locks before it decides.
+
+    `records`: record ids or unique prefixes, locked FOR UPDATE in sorted id order so
+    that commands touching several records never deadlock each other.
+    `idempotency_keys`: the caller's keys whose first writes it must see.
+    `policy_exclusive`: take the policy head FOR UPDATE (applying a policy) instead
+    of sharing it.
+    `heads`: other ledgered objects (kind, id) whose newest entry it needs.
+    `objects`: ledgered objects of any kind (kind, id) it locks, with their newest
+    entry and state read under the lock (`Current.heads`, `Current.states`).
+    `keys`: unique keys its kind declares (kind, key name, the key's values), locked
+    whether or not an object holds them yet, so two commands cannot both create one.
+    Objects and keys are locked after `records`, in one sorted order of all of them.
+    `carrying`: edge properties (label, value) whose current holders it locks with
+    `records`, in the same sorted order: a command that removes a connection, a
+    group or a chain link names the value, not the records that carry it.
+    `carried_by_records`: labels whose values `records` carry, each locked with its
+    holders as if named in `carrying`: an adjustment changes the chains of the
+    records it adjusts, which it knows only by reading them.
+    """
+
+    records: tuple[str, ...] = ()
+    idempotency_keys: tuple[str, ...] = ()
+    policy_exclusive: bool = False
+    heads: tuple[tuple[str, str], ...] = ()
+    carrying: tuple[tuple[str, str], ...] = ()
+    carried_by_records: tuple[str, ...] = ()
+    objects: tuple[tuple[str, str], ...] = ()
+    keys: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+
+@dataclass(frozen=True)
+class Head:
+    """The newest entry of a ledgered object: what the next entry chains to."""
+
+    version: int
+    hash: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Current:
+    """The state a command decides on, read under its locks: records by ident, and any
+    ledgered object by (kind, id)."""
+
+    records: Mapping[str, Record]  # by the ident the command gave, exact or prefix
+    first_writes: Mapping[str, Record]  # idempotency key -> the record as first written
+    heads: Mapping[tuple[str, str], Head]
+    # (label, value) -> the locked records carrying it that the caller may read, and
+    # how many carry it in lanes the caller may not read.
+    holders: Mapping[tuple[str, str], tuple[Record, ...]] = field(default_factory=dict)
+    hidden_holders: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    # (kind, id) -> the newest state of each object `Locks.objects` names that exists.
+    states: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+
+    def record(self, ident: str) -> Record:
+        return self.records[ident]
+
+    def head(self, kind: str, object_id: str) -> Head | None:
+        """The newest entry of a locked object (None: it does not exist yet)."""
+        return self.heads.get((kind, object_id))
+
+
+@dataclass(frozen=True)
+class Txn:
+    """Who decides, under which policy (None before the first), and the database clock."""
+
+    agent_name: str
+    policy: PolicyVersion | None
+    at: datetime
+
+    @property
+    def in_force(self) -> PolicyVersion:
+        if self.policy is None:
+            raise NoPolicyError()
+        return self.policy
+
+    @property
+    def policy_version(self) -> int:
+        return 0 if self.policy is None else self.policy.version
+
+    @property
+    def rules(self) -> Policy:
+        return self.in_force.policy
+
+    @property
+    def agent(self) -> AgentProfile:
+        return self.rules.agent(self.agent_name)
+
+
+@dataclass(frozen=True)
+class Event:
+    """An audit event to append beside the entry it reports."""
+
+    kind: str
+    payload: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Write:
+    """One new version of one ledgered object, with the events that report it.
+
+    `previous` is the head it follows (None for a new object). `lane` and
+    `record_id` go on its events; `idempotency_key` on a new record's row.
+    """
+
+    kind: str
+    object_id: str
+    event: str
+    state: Mapping[str, Any]
+    previous: Head | None
+    events: tuple[Event, ...]
+    lane: str | None = None
+    record_id: str | None = None
+    idempotency_key: str | None = None
+
+
+def next_version(record: Record, state: RecordState, event: str, events: Sequence[Event]) -> Write:
+    """The next version of `record` with `state`, reported by `events`."""
+    return Write(
+        kind="record",
+        object_id=record.id,
+        event=event,
+        state=state.to_json(),
+        previous=Head(record.version, record.ledger_hash, record.updated_at),
+        events=tuple(events),
+        lane=record.lane,
+        record_id=record.id,
+    )
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What the executor wrote: entries in plan order, and records as they now are."""
+
+    entries: Sequence[Entry]
+    records: Mapping[str, Record]
+
+
+@dataclass(frozen=True)
+class Plan(Generic[R]):
+    """A command's decision: writes to append (none: nothing changes) and its result."""
+
+    writes: Sequence[Write]
+    result: Callable[[Applied], R]
+    after_commit: Sequence[Callable[[], None]] = field(default_factory=tuple)
+
+
+class Command(Protocol[R]):
+    """The tiny protocol every write command implements."""
+
+    def locks(self) -> Locks: ...
+
+    def decide(self, txn: Txn, current: Current) -> Plan[R]: ...

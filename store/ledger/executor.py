@@ -1,0 +1,497 @@
+"""The one way anything is written: every command runs through `Executor.execute`.
+
+1. begin; share-lock the policy head (exclusively for a policy change) and lock
+   every record the command names, in sorted id order, in one statement;
+2. let the command decide, purely, on the current state under the policy in force
+   (its guard decision included);
+3. append the ledger entries, move the projections and append the audit events in
+   one statement; a decision that changes nothing writes nothing.
+
+Commands that lock nothing but the shared policy head (new records) take the same
+three steps together, many to a transaction, when they arrive at once
+(`store.ledger.group_commit`).
+
+A caller cancelled before its COMMIT is sent has written nothing: its transaction
+rolls back. Once COMMIT is sent the caller gets what happened: the result once it
+commits (the cancellation ends there), its failure, or `OutcomeUnknownError` when
+the outcome does not come within `outcome_timeout` seconds; never "stopped". A task
+already being cancelled begins no new write (`StoppedError`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Collection, Mapping, Sequence
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import replace
+from typing import Any, TypeVar
+
+import asyncpg
+
+from store import kinds
+from store.errors import (
+    AmbiguousIdError,
+    InvalidInputError,
+    NoPolicyError,
+    NotFoundError,
+    OutcomeUnknownError,
+    StoppedError,
+    StoreError,
+    refusal_for,
+)
+from store.kinds import Kind, Rows
+from store.kinds.policy.in_force import PolicyCache
+from store.kinds.record import labels
+from store.kinds.record.model import Record
+from store.kinds.record.resolve import MAX_CANDIDATES, check_record_ident
+from store.ledger.append import UnknownKindError, append, build_rows
+from store.ledger.command import Applied, Command, Current, Head, Locks, Plan, Txn
+from store.ledger.group_commit import (
+    DEFAULT_OUTCOME_TIMEOUT,
+    MAX_GROUP_WRITES,
+    GroupCommit,
+    Waiting,
+)
+from store.pool import Conn, Pool
+from store.reads.visibility import RULE
+
+R = TypeVar("R")
+
+# The writes that returned on behalf of the running request: whoever runs a request sets
+# a fresh list, so that a request stopped after some of its writes can say so.
+COMPLETED_WRITES: ContextVar[list[str] | None] = ContextVar("completed_writes", default=None)
+
+IDEMPOTENCY_CONSTRAINT = "uq_records_created_by_idempotency_key"
+# A retry after losing an idempotency race or a policy change sees the winner's state.
+_ATTEMPTS = 3
+# A command that locks nothing but the shared policy head reads nothing either; such
+# commands are written in groups (store.ledger.group_commit).
+_NOTHING_LOCKED = Locks()
+_NOTHING_READ = Current(records={}, first_writes={}, heads={})
+
+_RECORD_COLUMNS = (
+    "id, lane, source_type, authority, content, properties, version, created_at, "
+    "updated_at, created_by, ledger_hash"
+)
+# The policy head, locked: every write takes it first (see `_lock`).
+_HEAD = """
+WITH head AS (
+  SELECT version, clock_timestamp() AS now FROM policy_head WHERE id = 1 FOR {mode}
+)
+"""
+_LOCK = (
+    _HEAD
+    + """
+SELECT head.version AS policy_head, head.now, r.*
+FROM head LEFT JOIN LATERAL (
+  SELECT {columns} FROM records WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE
+) r ON true
+"""
+)
+LOCK_SHARED = _LOCK.format(mode="SHARE", columns=_RECORD_COLUMNS)
+LOCK_EXCLUSIVE = _LOCK.format(mode="UPDATE", columns=_RECORD_COLUMNS)
+# With no record to lock (new records, policy changes) only the head is locked. The
+# statement above with an empty array would do too, but PostgreSQL keeps the generic
+# plan it makes after five runs on a connection until the table is next analyzed (or
+# the pool re-prepares the statement): made while `records` is small, that plan scans
+# the whole table, and every ingest after it pays a scan that grows with the memory
+# (on a server without autovacuum; bench/README.md has the figure). A lock of named
+# records keeps that weakness, for at most a minute (`store.pool.STATEMENT_LIFETIME_SECONDS`).
+_LOCK_HEAD = _HEAD + "SELECT head.version AS policy_head, head.now FROM head\n"
+LOCK_HEAD_SHARED = _LOCK_HEAD.format(mode="SHARE")
+LOCK_HEAD_EXCLUSIVE = _LOCK_HEAD.format(mode="UPDATE")
+
+FIRST_WRITES = """
+SELECT r.idempotency_key, r.id, r.created_at, r.created_by, l.version, l.at AS updated_at,
+       l.hash AS ledger_hash, l.state
+FROM records r
+JOIN ledger l ON l.kind = 'record' AND l.object_id = r.id AND l.version = 1
+WHERE r.created_by = $1 AND r.idempotency_key = ANY($2::text[])
+"""
+
+PREFIX = f"""
+SELECT id FROM records
+WHERE id >= $1 AND id < $1 || 'g' AND {RULE.record("", "$2::text[]")}
+ORDER BY id LIMIT $3
+"""
+
+# Current holders of edge properties: an index scan of the current memberships.
+HOLDERS = """
+SELECT label, value, record_id FROM edge_properties
+WHERE (label, value) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND recorded_to IS NULL
+"""
+
+# The values of some labels that records carry now: what they are found on to lock.
+CARRIED = """
+SELECT DISTINCT label, value FROM edge_properties
+WHERE record_id = ANY($1::text[]) AND label = ANY($2::text[]) AND recorded_to IS NULL
+ORDER BY label, value
+"""
+
+HEADS = """
+SELECT DISTINCT ON (kind, object_id) kind, object_id, version, hash, at,
+       CASE WHEN $3 THEN state END AS state
+FROM ledger
+WHERE (kind, object_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+ORDER BY kind, object_id, version DESC
+"""
+
+# Ledgered objects and unique keys, locked in the order of their keys: one order for
+# every command, so none waits on another that waits on it.
+LOCK_OBJECTS = """
+SELECT pg_advisory_xact_lock(k) FROM (
+  SELECT DISTINCT hashtextextended(name, 7113007) AS k FROM unnest($1::text[]) AS name
+  ORDER BY k
+) s
+"""
+
+
+class _HoldersMovedError(StoreError):
+    """A value gained or lost holders between looking them up and locking them."""
+
+    code = "CONFLICT"
+
+    def __init__(self) -> None:
+        super().__init__("the records carrying that value changed during the call; retry it")
+
+
+class Executor:
+    """Runs write commands, one transaction each, on the gateway's pool."""
+
+    def __init__(
+        self, pool: Pool, policies: PolicyCache, outcome_timeout: float = DEFAULT_OUTCOME_TIMEOUT
+    ) -> None:
+        self.pool = pool
+        self.policies = policies
+        self._unfolded = 0
+        self._outcome_timeout = outcome_timeout
+        self._groups = GroupCommit(self._write_group, self._alone, outcome_timeout=outcome_timeout)
+
+    async def execute(self, agent: str, command: Command[R]) -> R:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # Its request is being stopped, and an earlier write of it took the
+            # cancellation to answer its own outcome: this one does not begin.
+            raise StoppedError()
+        result: R
+        if command.locks() == _NOTHING_LOCKED:
+            result = await self._groups.submit(agent, command)
+        else:
+            result = await self._alone(agent, command)
+        completed = COMPLETED_WRITES.get()
+        if completed is not None:
+            completed.append(type(command).__name__)
+        return result
+
+    async def _alone(self, agent: str, command: Command[R]) -> R:
+        for attempt in range(_ATTEMPTS):
+            try:
+                return await self._run(agent, command)
+            except _HoldersMovedError:
+                # Another command moved the value meanwhile: look its holders up again.
+                if attempt == _ATTEMPTS - 1:
+                    raise
+            except asyncpg.UniqueViolationError as exc:
+                # Two calls raced on one idempotency key: the retry sees the winner's write.
+                if exc.constraint_name != IDEMPOTENCY_CONSTRAINT or attempt == _ATTEMPTS - 1:
+                    raise
+            except asyncpg.PostgresError as exc:
+                refusal = refusal_for(exc)
+                if refusal is not None:
+                    raise refusal from exc
+                raise
+        raise AssertionError("unreachable")
+
+    async def _run(self, agent: str, command: Command[R]) -> R:
+        locks = command.locks()
+        async with self.pool.acquire() as conn:
+            async with _transaction(conn, self._outcome_timeout):
+                exact = await self._exact_ids(conn, agent, locks.records)
+                carried = await self._carried(conn, exact.values(), locks.carried_by_records)
+                carrying = (*locks.carrying, *carried)
+                holding = await self._holders(conn, carrying)
+                ids = set(exact.values()).union(*holding.values())
+                txn, rows = await self._lock(conn, agent, locks, sorted(ids))
+                # Whoever gains a value must lock one of its holders first (an adjustment
+                # locks the record it adjusts), so once they are all locked the set holds.
+                if carrying and await self._holders(conn, carrying) != holding:
+                    raise _HoldersMovedError()
+                if locks.carried_by_records and not _carries_only(
+                    rows, exact.values(), locks.carried_by_records, set(carried)
+                ):
+                    raise _HoldersMovedError()
+                await _lock_objects(conn, locks)
+                records = self._readable(txn, exact, rows)
+                holders, hidden = self._held(txn, holding, rows)
+                heads, states = await self._heads(conn, locks.heads, locks.objects)
+                current = Current(
+                    records={**{r.id: r for rs in holders.values() for r in rs}, **records},
+                    first_writes=await self._first_writes(conn, agent, locks.idempotency_keys),
+                    heads=heads,
+                    holders=holders,
+                    hidden_holders=hidden,
+                    states=states,
+                )
+                plan = command.decide(txn, current)
+                applied = Applied(entries=(), records={})
+                if plan.writes:
+                    before = {r.id: r for r in current.records.values()}
+                    table_rows, entries, written = build_rows(txn, plan.writes, before)
+                    await append(conn, table_rows)
+                    applied = Applied(entries=entries, records=written)
+                    self._unfolded += len(table_rows.parts.get(labels.DELTAS, ()))
+            # Committed: a cancellation now stops only the fold (the next write folds),
+            # and the caller gets its result.
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._fold(conn)
+        for hook in plan.after_commit:
+            hook()
+        return plan.result(applied)
+
+    async def _write_group(self, group: Sequence[Waiting]) -> Sequence[Waiting]:
+        """Commands that lock nothing, decided under one share lock of the policy head and
+        appended in one statement; answers each, and returns those past the group's size."""
+        decided: list[tuple[Waiting, Plan[Any], Applied]] = []
+        left: Sequence[Waiting] = ()
+        async with self.pool.acquire() as conn:
+            async with conn.transaction():
+                shared, _ = await self._lock(conn, group[0].agent, _NOTHING_LOCKED, [])
+                rows = Rows()
+                for n, waiting in enumerate(group):
+                    if len(rows.entries) >= MAX_GROUP_WRITES:
+                        left = group[n:]
+                        break
+                    if waiting.withdrawn:  # its caller stopped while the lock was awaited
+                        continue
+                    txn = replace(shared, agent_name=waiting.agent)
+                    try:
+                        plan = waiting.command.decide(txn, _NOTHING_READ)
+                    except Exception as exc:  # its own refusal; the others go on
+                        waiting.fail(exc)
+                        continue
+                    table_rows, entries, written = build_rows(txn, plan.writes, {})
+                    rows.extend(table_rows)
+                    waiting.decided = True
+                    decided.append((waiting, plan, Applied(entries=entries, records=written)))
+                if rows.entries:
+                    await append(conn, rows)
+                    self._unfolded += len(rows.parts.get(labels.DELTAS, ()))
+            await self._fold(conn)
+        for waiting, plan, applied in decided:
+            try:
+                for hook in plan.after_commit:
+                    hook()
+                waiting.succeed(plan.result(applied))
+            except Exception as exc:
+                waiting.fail(exc)
+        return left
+
+    async def _fold(self, conn: Conn) -> None:
+        # Off the write transaction: fold the label deltas this process appended.
+        if self._unfolded >= labels.FOLD_AFTER and await labels.fold(conn):
+            self._unfolded = 0
+
+    async def _exact_ids(self, conn: Conn, agent: str, idents: Sequence[str]) -> dict[str, str]:
+        """Each ident's full id; prefixes resolve among the records the agent may read."""
+        cleaned = {ident: check_record_ident(ident) for ident in idents}
+        prefixes = [c for c in cleaned.values() if len(c) < 35]
+        if not prefixes:
+            return cleaned
+        in_force = await self.policies.current_version(conn)
+        lanes = in_force.policy.agent(agent).readable_lanes(in_force.policy)
+        full: dict[str, str] = {}
+        for prefix in prefixes:
+            # Every id starting with the prefix sorts between it and it followed by 'g'.
+            found = [r["id"] for r in await conn.fetch(PREFIX, prefix, lanes, MAX_CANDIDATES + 1)]
+            if not found:
+                raise NotFoundError("record", prefix)
+            if len(found) > 1:
+                raise AmbiguousIdError(prefix, found[:MAX_CANDIDATES])
+            full[prefix] = found[0]
+        return {ident: full.get(c, c) for ident, c in cleaned.items()}
+
+    async def _lock(
+        self, conn: Conn, agent: str, locks: Locks, ids: list[str]
+    ) -> tuple[Txn, list[asyncpg.Record]]:
+        if ids:
+            statement = LOCK_EXCLUSIVE if locks.policy_exclusive else LOCK_SHARED
+            rows = await conn.fetch(statement, ids)
+            locked = [r for r in rows if r["id"]]
+        else:
+            statement = LOCK_HEAD_EXCLUSIVE if locks.policy_exclusive else LOCK_HEAD_SHARED
+            rows = await conn.fetch(statement)
+            locked = []
+        head, now = rows[0]["policy_head"], rows[0]["now"]
+        if head == 0 and not locks.policy_exclusive:
+            raise NoPolicyError()
+        policy = await self.policies.version(conn, head) if head else None
+        return Txn(agent_name=agent, policy=policy, at=now), locked
+
+    @staticmethod
+    def _readable(
+        txn: Txn, exact: Mapping[str, str], rows: Sequence[asyncpg.Record]
+    ) -> dict[str, Record]:
+        """The locked records by the caller's ident; one it may not read is not found."""
+        if not exact:
+            return {}
+        lanes = set(txn.agent.readable_lanes(txn.rules))
+        found = {row["id"]: _record(row) for row in rows if RULE.may_read(row["lane"], lanes)}
+        missing = [ident for ident, rid in exact.items() if rid not in found]
+        if missing:
+            raise NotFoundError("record", missing[0])
+        return {ident: found[rid] for ident, rid in exact.items()}
+
+    @staticmethod
+    async def _holders(
+        conn: Conn, carrying: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], frozenset[str]]:
+        if not carrying:
+            return {}
+        found: dict[tuple[str, str], set[str]] = {key: set() for key in carrying}
+        rows = await conn.fetch(HOLDERS, [k[0] for k in carrying], [k[1] for k in carrying])
+        for row in rows:
+            found[(row["label"], row["value"])].add(row["record_id"])
+        return {key: frozenset(ids) for key, ids in found.items()}
+
+    @staticmethod
+    async def _carried(
+        conn: Conn, record_ids: Collection[str], labels: Sequence[str]
+    ) -> list[tuple[str, str]]:
+        """The values with `labels` that the records carry now (read before locking)."""
+        if not labels or not record_ids:
+            return []
+        rows = await conn.fetch(CARRIED, list(record_ids), list(labels))
+        return [(row["label"], row["value"]) for row in rows]
+
+    @staticmethod
+    def _held(
+        txn: Txn, holding: Mapping[tuple[str, str], frozenset[str]], rows: Sequence[asyncpg.Record]
+    ) -> tuple[dict[tuple[str, str], tuple[Record, ...]], dict[tuple[str, str], int]]:
+        """Each value's locked holders the caller may read, and how many it may not."""
+        if not holding:
+            return {}, {}
+        lanes = set(txn.agent.readable_lanes(txn.rules))
+        by_id = {row["id"]: row for row in rows}
+        holders: dict[tuple[str, str], tuple[Record, ...]] = {}
+        hidden: dict[tuple[str, str], int] = {}
+        for key, ids in holding.items():
+            seen = [by_id[i] for i in sorted(ids)]
+            holders[key] = tuple(_record(r) for r in seen if RULE.may_read(r["lane"], lanes))
+            hidden[key] = len(seen) - len(holders[key])
+        return holders, hidden
+
+    @staticmethod
+    async def _first_writes(conn: Conn, agent: str, keys: Sequence[str]) -> dict[str, Record]:
+        if not keys:
+            return {}
+        rows = await conn.fetch(FIRST_WRITES, agent, list(keys))
+        return {row["idempotency_key"]: _record(row, state=row["state"]) for row in rows}
+
+    @staticmethod
+    async def _heads(
+        conn: Conn, heads: Sequence[tuple[str, str]], objects: Sequence[tuple[str, str]]
+    ) -> tuple[dict[tuple[str, str], Head], dict[tuple[str, str], Mapping[str, Any]]]:
+        """The newest entries of `heads` and `objects`, and the states of `objects`."""
+        wanted = list(dict.fromkeys((*heads, *objects)))
+        if not wanted:
+            return {}, {}
+        rows = await conn.fetch(
+            HEADS, [k for k, _ in wanted], [i for _, i in wanted], bool(objects)
+        )
+        found = {(r["kind"], r["object_id"]): r for r in rows}
+        states = {key: found[key]["state"] for key in objects if key in found}
+        return {k: Head(r["version"], r["hash"], r["at"]) for k, r in found.items()}, states
+
+
+async def _lock_objects(conn: Conn, locks: Locks) -> None:
+    """Lock the ledgered objects and unique keys `locks` names, each as its kind declares."""
+    if not locks.objects and not locks.keys:
+        return
+    names = []
+    for kind_name, object_id in locks.objects:
+        kind = _kind(kind_name)
+        if not object_id.startswith(kind.prefix):
+            raise InvalidInputError(
+                f"'{object_id}' is no {kind_name} id: those start with '{kind.prefix}'"
+            )
+        names.append(f"{kind_name}\x1f{object_id}")
+    for kind_name, key, values in locks.keys:
+        fields = _kind(kind_name).unique_keys.get(key)
+        if fields is None or len(fields) != len(values):
+            raise InvalidInputError(f"{kind_name} declares no unique key {key} of {len(values)}")
+        names.append("\x1f".join((kind_name, key, *values)))
+    await conn.execute(LOCK_OBJECTS, names)
+
+
+def _kind(name: str) -> Kind:
+    kind = kinds.kind_of(name)
+    if kind is None:
+        raise UnknownKindError(name)
+    return kind
+
+
+def _carries_only(
+    rows: Sequence[asyncpg.Record],
+    record_ids: Collection[str],
+    labels: Sequence[str],
+    carried: set[tuple[str, str]],
+) -> bool:
+    """Whether the locked records carry no value of `labels` besides those read before
+    locking (one gained meanwhile has holders that were not locked)."""
+    wanted = set(record_ids)
+    for row in rows:
+        if row["id"] in wanted:
+            for label, value in row["properties"]:
+                if label in labels and (label, value) not in carried:
+                    return False
+    return True
+
+
+@asynccontextmanager
+async def _transaction(conn: Conn, outcome_timeout: float) -> AsyncIterator[None]:
+    """A transaction whose COMMIT, once sent, is seen through (see the module's doc)."""
+    transaction = conn.transaction()
+    await transaction.start()
+    try:
+        yield
+    except BaseException:
+        await transaction.rollback()
+        raise
+    await _commit(conn, transaction.commit(), outcome_timeout)
+
+
+async def _commit(conn: Conn, commit: Awaitable[None], outcome_timeout: float) -> None:
+    sent = asyncio.ensure_future(commit)
+    try:
+        await asyncio.shield(sent)  # cancelling the caller does not cancel the COMMIT
+        return
+    except asyncio.CancelledError:
+        pass
+    done, _ = await asyncio.wait({sent}, timeout=outcome_timeout)
+    if not done:
+        conn.terminate()  # still inside the COMMIT: not handed to anyone else
+        sent.add_done_callback(lambda f: f.cancelled() or f.exception())
+        raise OutcomeUnknownError(outcome_timeout)
+    sent.result()  # its failure, if it failed: then nothing was committed
+
+
+def _record(row: Any, state: Mapping[str, Any] | None = None) -> Record:
+    """A record from a records row, or from a ledger entry's state with its bookkeeping."""
+    source = state if state is not None else row
+    return Record.from_row(
+        {
+            "id": row["id"],
+            "version": row["version"],
+            "lane": source["lane"],
+            "source_type": source["source_type"],
+            "authority": source["authority"],
+            "content": source["content"],
+            "properties": source["properties"],
+            "created_at": row["created_at"],
+            "updated_at": row["updated_at"],
+            "created_by": row["created_by"],
+            "ledger_hash": row["ledger_hash"],
+        }
+    )

@@ -1,0 +1,2 @@
+"""Operating the ledger: migrations, runtime roles, tokens, checkpoints and their
+signing, verify, export and import."""

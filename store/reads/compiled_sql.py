@@ -1,0 +1,550 @@
+"""One statement per query: a selection compiled into SQL that builds the response JSON.
+
+The GraphQL layer turns a query's selection into a tree of `Sel` (response key,
+API field name, children, and the builder of its SQL: a `Compiler` method or one
+of the builders at the end, which each GraphQL field names as its own) and, per
+request, a `Shape` for each field that takes arguments (which optional arguments
+are set, how many properties a gather has).
+This module turns the tree and shapes into one statement whose single row holds
+`ok` and the response body as JSON text; `ok` is false when the data call for a
+refusal (an ambiguous id prefix), and the caller then answers the ordinary way.
+
+Every value reaches SQL as a parameter named `s<site>_<arg>`; lanes as `lanes`.
+JSON objects are `json_build_object` (not jsonb), so keys keep the selection order.
+Times are written as Python's `datetime.isoformat()` writes a UTC time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from store.kinds.record.queries import GatherMode, carries, members_sql
+from store.reads.json_sql import (
+    MAX_KEYS,
+    Build,
+    NotCompilable,
+    Sel,
+    Shape,
+    _literal,
+    cursor,
+    iso,
+    obj,
+)
+from store.reads.statements import Params, Statement
+from store.reads.visibility import RULE
+
+__all__ = ["MAX_KEYS", "Build", "Compiler", "NotCompilable", "Sel", "Shape"]
+
+
+@dataclass
+class Compiler:
+    """Builds one statement; `shapes` and parameter names come from the GraphQL layer, and
+    each field's SQL from its `Sel` (one of the builders below)."""
+
+    shapes: Mapping[int, Shape]
+    p: Params = field(default_factory=Params)
+    checks: list[str] = field(default_factory=list)
+    aliases: int = 0
+
+    def alias(self, stem: str) -> str:
+        self.aliases += 1
+        return f"{stem}{self.aliases}"
+
+    def arg(self, site: int | None, name: str, cast: str | None = None) -> str:
+        return self.p(f"s{site}_{name}", cast)
+
+    def lanes(self) -> str:
+        return self.p("lanes", "text[]")
+
+    def fields(self, children: Sequence[Sel], row: object) -> str:
+        """SQL: the JSON object of a selection, each field built by its own builder."""
+        pairs = []
+        for sel in children:
+            if sel.build is None:
+                raise NotCompilable(sel.name)
+            pairs.append((sel.key, sel.build(self, sel, row)))
+        return obj(pairs)
+
+    # -- roots ------------------------------------------------------------------
+
+    def statement(self, roots: Sequence[Sel]) -> Statement:
+        """The statement; its row holds `ok`, `bytes` and `body`.
+
+        The roots are built one after the other, each only while those before it hold
+        at most `max_bytes` of JSON, and the body only when all of them do: a response
+        over the limit is neither built whole nor sent (`body` is NULL; `bytes`, at
+        most one root past the limit, says how much was built).
+        """
+        limit = self.p("max_bytes", "bigint")
+        built = [(sel.key, self.root(sel)) for sel in roots]
+        ok = " AND ".join(self.checks) or "true"
+        # Named apart from the compiler's aliases (`alias`), which the values hold.
+        chain = "(SELECT 0::bigint AS t) root0"
+        for n, (_, value) in enumerate(built, 1):
+            before = f"root{n - 1}"
+            # OFFSET 0 keeps each step a subquery of its own, evaluated once, in order.
+            chain += (
+                f" CROSS JOIN LATERAL (SELECT y.v, {before}.t + "
+                f"coalesce(octet_length(y.v::text), 0) AS t FROM (SELECT CASE WHEN "
+                f"{before}.t <= {limit} THEN {value} END AS v OFFSET 0) y) root{n}"
+            )
+        total = f"root{len(built)}.t"
+        data = obj([(key, f"root{n}.v") for n, (key, _) in enumerate(built, 1)])
+        return self.p.statement(
+            f"SELECT {ok} AS ok, {total} AS bytes, CASE WHEN {total} <= {limit} "
+            f"THEN json_build_object('data', {data})::text END AS body FROM {chain}"
+        )
+
+    def root(self, sel: Sel) -> str:
+        if sel.build is None:
+            raise NotCompilable(sel.name)
+        return sel.build(self, sel, None)
+
+    def record_root(self, sel: Sel, _: None) -> str:
+        shape = self.shapes[sel.site or 0]
+        ident = self.arg(sel.site, "id")
+        lanes = self.lanes()
+        r = self.alias("r")
+        as_of = self.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
+        if shape.prefix:
+            # A prefix must name at most one readable record; more is a refusal
+            # (AMBIGUOUS_ID) that the ordinary path words.
+            self.checks.append(
+                f"(SELECT count(*) FROM (SELECT 1 FROM records WHERE id >= {ident} "
+                f"AND id < {ident} || 'g' AND {RULE.record('', lanes, as_of)} LIMIT 2) c) < 2"
+            )
+            where = f"{r}.id >= {ident} AND {r}.id < {ident} || 'g'"
+        else:
+            where = f"{r}.id = {ident}"
+        lateral, cols = self.record_source(r, as_of)
+        return (
+            f"(SELECT {self.fields(sel.children, RecordRow(cols, as_of))} FROM records {r} "
+            f"{lateral} WHERE {where} AND {RULE.record(r, lanes, as_of)} ORDER BY {r}.id LIMIT 1)"
+        )
+
+    def records_root(self, sel: Sel, _: None) -> str:
+        shape = self.shapes[sel.site or 0]
+        lanes = self.arg(sel.site, "lanes", "text[]")
+        where = (
+            f"AND q.source_type = {self.arg(sel.site, 'source_type')}" if shape.source_type else ""
+        )
+        limit = self.arg(sel.site, "limit")
+        keyed = ""
+        if shape.after:
+            keyed = (
+                f"AND (q.created_at, q.id) > ({self.arg(sel.site, 'after_at', 'timestamptz')}, "
+                f"{self.arg(sel.site, 'after_id')})"
+            )
+        # Each lane's first rows in (lane, created_at, id) index order, merged; and
+        # each lane counted on its own, so that the count is an index scan too.
+        page = f"""SELECT pg.* FROM unnest({lanes}) AS l(lane)
+            CROSS JOIN LATERAL (SELECT q.* FROM records q
+              WHERE {RULE.record_in_lane("q", "l.lane")} {where} {keyed}
+              ORDER BY q.created_at, q.id LIMIT {limit}) pg
+            ORDER BY pg.created_at, pg.id LIMIT {limit}"""
+        count = f"""SELECT coalesce(sum(c.n), 0)::bigint FROM unnest({lanes}) AS l(lane)
+            CROSS JOIN LATERAL (SELECT count(*) AS n FROM records q
+              WHERE {RULE.record_in_lane("q", "l.lane")} {where}) c"""
+        return self.page(sel, page, count, None, by_time=True, whole_rows=True)
+
+    def gather_root(self, sel: Sel, _: None) -> str:
+        shape = self.shapes[sel.site or 0]
+        if shape.properties == 0:
+            # No property left to match (only the adjustment label): an empty page.
+            return self.page(sel, "SELECT NULL::text AS id WHERE false", "SELECT 0", None, False)
+        site_p = _SiteParams(self, sel.site)
+        members = members_sql(site_p, shape.properties, shape.mode, shape.as_of)
+        as_of = self.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
+        limit = self.arg(sel.site, "limit")
+        timeline = shape.mode is GatherMode.TIMELINE
+        if timeline:
+            keyed = ""
+            if shape.after:
+                keyed = (
+                    f"AND (m.joined, m.record_id) > "
+                    f"({self.arg(sel.site, 'after_at', 'timestamptz')}, "
+                    f"{self.arg(sel.site, 'after_id')})"
+                )
+            # By when each record joined one of the edges, as the resolvers order it.
+            page = f"""SELECT m.record_id AS id, m.joined AS created_at FROM ({members}) m
+                WHERE true {keyed} ORDER BY m.joined, m.record_id LIMIT {limit}"""
+        else:
+            keyed = f"WHERE m.record_id > {self.arg(sel.site, 'after_id')}" if shape.after else ""
+            page = f"SELECT m.record_id AS id FROM ({members}) m {keyed} ORDER BY 1 LIMIT {limit}"
+        count = f"SELECT count(*) FROM ({members}) m"
+        return self.page(sel, page, count, as_of, by_time=timeline)
+
+    def edge_property_root(self, sel: Sel, _: None) -> str:
+        shape = self.shapes[sel.site or 0]
+        as_of = self.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
+        label, value = self.arg(sel.site, "label"), self.arg(sel.site, "value")
+        count = self.member_count(label, value, as_of)
+        body = self.fields(sel.children, EdgePropertyRow("NULL::text", label, value, as_of))
+        return (
+            f"(SELECT CASE WHEN c.n = 0 THEN NULL ELSE {body} END FROM (SELECT ({count}) AS n) c)"
+        )
+
+    def labels_root(self, sel: Sel, _: None) -> str:
+        lanes = self.arg(sel.site, "lanes", "text[]")
+        q = self.alias("q")
+        # The folded counts plus the deltas not folded yet, per label; e_* are never counted.
+        counted = f"""SELECT c.label, sum(c.n)::bigint AS record_count FROM (
+              SELECT label, records AS n FROM label_counts WHERE {RULE.lane("", lanes)}
+              UNION ALL SELECT label, delta FROM label_deltas WHERE {RULE.lane("", lanes)}) c
+            GROUP BY c.label HAVING sum(c.n) > 0"""
+        return (
+            f"(SELECT coalesce(json_agg({self.fields(sel.children, q)} "
+            f"ORDER BY {q}.record_count DESC, {q}.label), '[]'::json) FROM ({counted}) {q})"
+        )
+
+    # -- records ----------------------------------------------------------------
+
+    def record_source(self, r: str, as_of: str | None) -> tuple[str, dict[str, str]]:
+        """What joins `records {r}` to give a record as of `as_of` (nothing, for now), and
+        the expression of each of its columns."""
+        cols = {
+            "id": f"{r}.id",
+            "created_at": iso(f"{r}.created_at"),
+            "created_by": f"{r}.created_by",
+        }
+        if as_of is None:
+            cols.update(
+                lane=f"{r}.lane",
+                source_type=f"{r}.source_type",
+                authority=f"{r}.authority",
+                content=f"{r}.content",
+                version=f"{r}.version",
+                updated_at=iso(f"{r}.updated_at"),
+                properties=f"{r}.properties",
+            )
+            return "", cols
+        v = f"{r}v"
+        cols.update(
+            lane=f"{v}.state->>'lane'",
+            source_type=f"{v}.state->>'source_type'",
+            authority=f"{v}.state->>'authority'",
+            content=f"{v}.state->>'content'",
+            version=f"{v}.version",
+            updated_at=iso(f"{v}.at"),
+            properties=f"{v}.state->'properties'",
+        )
+        # The newest version written by as_of (none: the record did not exist yet).
+        lateral = (
+            f"CROSS JOIN LATERAL (SELECT e.version, e.at, e.state FROM ledger e "
+            f"WHERE e.kind = 'record' AND e.object_id = {r}.id AND e.at <= {as_of} "
+            f"ORDER BY e.version DESC LIMIT 1) {v}"
+        )
+        return lateral, cols
+
+    def record_properties(self, sel: Sel, row: RecordRow) -> str:
+        return self.declared(row.cols["properties"])
+
+    @staticmethod
+    def declared(pairs: str) -> str:
+        """SQL: the caller-written properties (no e_* label) as label:value strings, in order."""
+        return (
+            f"(SELECT coalesce(json_agg((x.p->>0) || ':' || (x.p->>1) ORDER BY x.o), '[]'::json) "
+            f"FROM jsonb_array_elements({pairs}) WITH ORDINALITY AS x(p, o) "
+            f"WHERE {RULE.caller_label('x.p->>0')})"
+        )
+
+    def edge_properties(self, sel: Sel, row: RecordRow) -> str:
+        x = self.alias("x")
+        label, value = f"({x}.p->>0)", f"({x}.p->>1)"
+        ident = (
+            f"'ep_' || left(encode(sha256(convert_to({row.cols['id']} || chr(31) || 'epg/1' || "
+            f"chr(31) || {label} || chr(31) || {value}, 'UTF8')), 'hex'), 32)"
+        )
+        body = self.fields(sel.children, EdgePropertyRow(ident, label, value, row.as_of))
+        # Every edge property but the adjustment chain's, in the order the record holds them.
+        return (
+            f"(SELECT coalesce(json_agg({body} ORDER BY {x}.o), '[]'::json) "
+            f"FROM jsonb_array_elements({row.cols['properties']}) WITH ORDINALITY AS {x}(p, o) "
+            f"WHERE {RULE.shown_label(f'{x}.p->>0')})"
+        )
+
+    def versions(self, sel: Sel, row: RecordRow) -> str:
+        v = self.alias("v")
+        # Every version up to the one shown, oldest first.
+        return (
+            f"(SELECT coalesce(json_agg({self.fields(sel.children, v)} ORDER BY {v}.version), "
+            f"'[]'::json) FROM ledger {v} WHERE {v}.kind = 'record' "
+            f"AND {v}.object_id = {row.cols['id']} AND {v}.version <= {row.cols['version']})"
+        )
+
+    def version_properties(self, sel: Sel, v: str) -> str:
+        return self.declared(f"{v}.state->'properties'")
+
+    def corrections(self, sel: Sel, row: RecordRow) -> str:
+        c = self.alias("c")
+        return (
+            f"(SELECT coalesce(json_agg({self.fields(sel.children, c)} ORDER BY {c}.at), "
+            f"'[]'::json) FROM corrections {c} WHERE {self.corrections_of(c, row)})"
+        )
+
+    def corrected(self, sel: Sel, row: RecordRow) -> str:
+        c = self.alias("c")
+        return f"EXISTS (SELECT 1 FROM corrections {c} WHERE {self.corrections_of(c, row)})"
+
+    def corrections_of(self, c: str, row: RecordRow) -> str:
+        """SQL: the readable corrections of the record, those made by as_of if given."""
+        return f"{c}.record_id = {row.cols['id']} AND {RULE.correction(c, self.lanes(), row.as_of)}"
+
+    # -- hyperedges -------------------------------------------------------------
+
+    def member_count(self, label: str, value: str, as_of: str | None) -> str:
+        m = self.alias("m")
+        return (
+            f"SELECT count(DISTINCT {m}.record_id) FROM edge_properties {m} "
+            f"WHERE {carries(m, label, value)} "
+            f"AND {RULE.member(m, self.lanes(), as_of)} "
+            # Adjustment chains are never hyperedges: no members to count.
+            f"AND {RULE.shown_label(f'{m}.label')}"
+        )
+
+    def edge_member_count(self, sel: Sel, row: EdgePropertyRow) -> str:
+        return f"({self.member_count(row.label, row.value, row.as_of)})"
+
+    def members(self, sel: Sel, row: EdgePropertyRow | AssertedRow) -> str:
+        """SQL: a RecordPage of the readable records carrying the value now (or at as_of)."""
+        shape = self.shapes[sel.site or 0]
+        m = self.alias("m")
+        keyed = f"AND {m}.record_id > {self.arg(sel.site, 'after_id')}" if shape.after else ""
+        where = f"{carries(m, row.label, row.value)} AND {RULE.member(m, self.lanes(), row.as_of)}"
+        page = (
+            f"SELECT DISTINCT {m}.record_id AS id FROM edge_properties {m} WHERE {where} {keyed} "
+            f"ORDER BY 1 LIMIT {self.arg(sel.site, 'limit')}"
+        )
+        count = f"SELECT count(DISTINCT {m}.record_id) FROM edge_properties {m} WHERE {where}"
+        return self.page(sel, page, count, row.as_of, by_time=False)
+
+    # -- asserted edges ---------------------------------------------------------
+
+    def asserted(self, sel: Sel, row: RecordRow, label: str) -> str:
+        x, a = self.alias("x"), self.alias("a")
+        value = f"({x}.p->>1)"
+        edge = AssertedRow(a, _literal(label), value, row.as_of)
+        m = self.memberships(edge)
+        live = "bool_or(m.left_at IS NULL)"
+        # Of an edge no longer joining anyone: when its last member left, and who made that
+        # change (the first in joining order, among those who left then).
+        summary = f"""SELECT count(*) AS n, {edge.label} || ':' || {value} AS id,
+              left({value}, -33) AS hint, min(m.joined_at) AS created_at,
+              (array_agg(m.joined_by ORDER BY m.n))[1] AS actor, {live} AS active,
+              CASE WHEN {live} THEN NULL ELSE max(m.left_at) END AS ended_at,
+              CASE WHEN {live} THEN NULL
+                ELSE (array_agg(m.left_by ORDER BY m.left_at DESC, m.n))[1] END AS ended_by
+            FROM ({m}) m"""
+        return (
+            f"(SELECT coalesce(json_agg({self.fields(sel.children, edge)} ORDER BY {x}.o), "
+            f"'[]'::json) FROM jsonb_array_elements({row.cols['properties']}) "
+            f"WITH ORDINALITY AS {x}(p, o) CROSS JOIN LATERAL ({summary}) {a} "
+            f"WHERE {x}.p->>0 = {edge.label} AND {a}.n > 0)"
+        )
+
+    def memberships(self, edge: AssertedRow) -> str:
+        """SQL: each interval in which a readable record carried the value (by as_of, with
+        what happened after it unseen), numbered in the order the records joined."""
+        e, r, j, k = self.alias("e"), self.alias("r"), self.alias("j"), self.alias("k")
+        left = RULE.left_at(e, edge.as_of)
+        at = "" if edge.as_of is None else f"AND {RULE.recorded_by(e, edge.as_of)}"
+        return f"""SELECT {e}.record_id, {e}.recorded_from AS joined_at, {j}.actor AS joined_by,
+              {left} AS left_at, CASE WHEN {left} IS NULL THEN NULL ELSE {k}.actor END AS left_by,
+              row_number() OVER (ORDER BY {e}.recorded_from, {r}.created_at, {e}.record_id) AS n
+            FROM edge_properties {e} JOIN records {r} ON {r}.id = {e}.record_id
+            JOIN ledger {j} ON {j}.kind = 'record' AND {j}.object_id = {e}.record_id
+              AND {j}.version = {e}.from_version
+            LEFT JOIN ledger {k} ON {k}.kind = 'record' AND {k}.object_id = {e}.record_id
+              AND {k}.version = {e}.to_version
+            WHERE {carries(e, edge.label, edge.value)} AND {RULE.lane(e, self.lanes())} {at}"""
+
+    def asserted_records(self, sel: Sel, edge: AssertedRow) -> str:
+        """SQL: the readable records it joins (once ended, those it joined when it ended),
+        each once, in the order they first joined."""
+        a, r = edge.alias, self.alias("r")
+        lateral, cols = self.record_source(r, edge.as_of)
+        body = self.fields(sel.children, RecordRow(cols, edge.as_of))
+        chosen = f"""SELECT m.record_id, min(m.n) AS n FROM ({self.memberships(edge)}) m
+            WHERE CASE WHEN {a}.active THEN m.left_at IS NULL ELSE m.left_at = {a}.ended_at END
+            GROUP BY m.record_id"""
+        return f"""(SELECT coalesce(json_agg({body} ORDER BY {r}c.n), '[]'::json)
+            FROM ({chosen}) {r}c JOIN records {r} ON {r}.id = {r}c.record_id
+              AND {RULE.record(r, self.lanes(), edge.as_of)} {lateral})"""
+
+    def history(self, sel: Sel, edge: AssertedRow) -> str:
+        """SQL: each interval's joining and (if it ended) leaving, oldest first; at one
+        instant, in joining order, a joining before its leaving."""
+        h = self.alias("h")
+        changes = f"""SELECT m.n, k.k, m.record_id,
+              CASE k.k WHEN 0 THEN 'joined' ELSE 'left' END AS change,
+              CASE k.k WHEN 0 THEN m.joined_at ELSE m.left_at END AS at,
+              CASE k.k WHEN 0 THEN m.joined_by ELSE coalesce(m.left_by, '') END AS actor
+            FROM ({self.memberships(edge)}) m CROSS JOIN (VALUES (0), (1)) k(k)
+            WHERE k.k = 0 OR m.left_at IS NOT NULL"""
+        return (
+            f"(SELECT coalesce(json_agg({self.fields(sel.children, h)} "
+            f"ORDER BY {h}.at, {h}.n, {h}.k), '[]'::json) FROM ({changes}) {h})"
+        )
+
+    # -- pages ------------------------------------------------------------------
+
+    def page(
+        self,
+        sel: Sel,
+        page: str,
+        count: str,
+        as_of: str | None,
+        by_time: bool,
+        whole_rows: bool = False,
+    ) -> str:
+        """SQL: a RecordPage object over `page` (rows id[, created_at], at most limit+1;
+        with `whole_rows`, current `records` rows, which need no second read)."""
+        s, r = self.alias("s"), self.alias("r")
+        # A placeholder is numbered at its first use: only a used one may exist.
+        size = f"{{size_{s}}}"
+        lateral, cols = self.record_source(r, as_of)
+        key = [iso(f"{s}.created_at"), f"{s}.id"] if by_time else [f"{s}.id"]
+        row = PageRow(s, r, size, count, lateral, RecordRow(cols, as_of), key, whole_rows)
+        ordered = "ORDER BY created_at, id" if by_time else "ORDER BY id"
+        body = self.fields(sel.children, row)
+        if size in body:
+            body = body.replace(size, self.arg(sel.site, "size"))
+        return (
+            f"(WITH {s} AS (SELECT row_number() OVER ({ordered}) AS n, * FROM ({page}) w) "
+            f"SELECT {body})"
+        )
+
+    def total_count(self, sel: Sel, row: PageRow) -> str:
+        return f"({row.count})"
+
+    def items(self, sel: Sel, row: PageRow) -> str:
+        s, r, size = row.s, row.r, row.size
+        body = self.fields(sel.children, row.record)
+        if row.whole_rows:
+            return f"""coalesce((SELECT json_agg({body} ORDER BY {r}.n)
+                FROM {s} {r} WHERE {r}.n <= {size}), '[]'::json)"""
+        # Records the caller may read, in the page's order; the extra row only
+        # tells whether there is a next page.
+        return f"""coalesce((SELECT json_agg({body} ORDER BY {s}i.n)
+            FROM (SELECT * FROM {s} WHERE {s}.n <= {size}) {s}i
+            JOIN records {r}
+              ON {r}.id = {s}i.id AND {RULE.record(r, self.lanes(), row.record.as_of)}
+            {row.lateral}), '[]'::json)"""
+
+    def page_info(self, sel: Sel, row: PageRow) -> str:
+        return self.fields(sel.children, row)
+
+    def has_next_page(self, sel: Sel, row: PageRow) -> str:
+        return f"(SELECT count(*) > {row.size} FROM {row.s})"
+
+    def end_cursor(self, sel: Sel, row: PageRow) -> str:
+        s = row.s
+        return (
+            f"(SELECT {cursor(row.key)} FROM {s} WHERE {s}.n <= {row.size} "
+            f"ORDER BY {s}.n DESC LIMIT 1)"
+        )
+
+
+@dataclass(frozen=True)
+class RecordRow:
+    """A record being read: the SQL of each of its columns, and the instant it is read at."""
+
+    cols: Mapping[str, str]
+    as_of: str | None
+
+
+@dataclass(frozen=True)
+class EdgePropertyRow:
+    ident: str
+    label: str
+    value: str
+    as_of: str | None
+
+
+@dataclass(frozen=True)
+class AssertedRow:
+    """An asserted edge: its value, and the alias of its summary row (`Compiler.asserted`)."""
+
+    alias: str
+    label: str
+    value: str
+    as_of: str | None
+
+
+@dataclass(frozen=True)
+class PageRow:
+    s: str  # the page's rows, numbered
+    r: str
+    size: str
+    count: str
+    lateral: str
+    record: RecordRow
+    key: Sequence[str]
+    whole_rows: bool
+
+
+class _SiteParams(Params):
+    """Params whose names are one site's (label_0, lanes, as_of...) on a shared numbering."""
+
+    def __init__(self, compiler: Compiler, site: int | None) -> None:
+        super().__init__()
+        self.compiler = compiler
+        self.site = site
+
+    def __call__(self, name: str, cast: str | None = None) -> str:
+        return self.compiler.arg(self.site, name, cast)
+
+
+# -- builders a GraphQL field names as its SQL --------------------------------
+
+
+def typename(name: str) -> Build:
+    """`__typename` of an object of type `name`."""
+    return lambda compiler, sel, row: _literal(name)
+
+
+def record_column(name: str) -> Build:
+    """A record's column (as it is, or as of the instant read)."""
+    return lambda compiler, sel, row: row.cols[name]
+
+
+def column(name: str) -> Build:
+    """A column of the row its object is read from (a ledger entry, a correction...)."""
+    return lambda compiler, sel, row: f"{_alias(row)}.{name}"
+
+
+def time(name: str) -> Build:
+    """A time column of the row its object is read from, written as the API writes it."""
+    return lambda compiler, sel, row: iso(f"{_alias(row)}.{name}")
+
+
+def state(key: str) -> Build:
+    """A key of the record state a ledger entry holds."""
+    return lambda compiler, sel, row: f"{_alias(row)}.state->>{_literal(key)}"
+
+
+def asserted_on(label: str) -> Build:
+    """A record's asserted edges of one label: those it carries, in the order it holds
+    them, leaving out any that no readable record was ever on."""
+    return lambda compiler, sel, row: compiler.asserted(sel, row, label)
+
+
+def _alias(row: object) -> str:
+    return row.alias if isinstance(row, AssertedRow) else str(row)
+
+
+def edge_id(compiler: Compiler, sel: Sel, row: EdgePropertyRow) -> str:
+    return row.ident
+
+
+def edge_property(compiler: Compiler, sel: Sel, row: EdgePropertyRow) -> str:
+    return f"{row.label} || ':' || {row.value}"
+
+
+def edge_label(compiler: Compiler, sel: Sel, row: EdgePropertyRow) -> str:
+    return row.label
+
+
+def edge_value(compiler: Compiler, sel: Sel, row: EdgePropertyRow) -> str:
+    return row.value

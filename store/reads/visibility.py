@@ -1,0 +1,297 @@
+"""What a caller may see at time T: the one rule every read takes its predicate from.
+
+A row is visible to a caller when its lane is one the caller may read (events with no
+lane concern everyone), when it held at T (a membership interval open at T; a
+correction made by T), when it is not retired by T (records; a slot until records can
+be retired), and, for a typed edge, when it is valid at T (a slot until typed edges
+exist). The engine's hidden labels are never listed as the caller's own or as
+hyperedges. `Rule` writes each condition once, as SQL text with the row's alias and
+the placeholders of the caller's dialect: `$n` for the fixed-text statements and the
+compiled path (`store.reads.statements`), `CAST(:name AS type)` for SQLAlchemy Core (`core`), so
+the texts stay fixed per shape and every dialect reads the same predicate.
+
+An event reaches a reader who may read its lane, but its payload may name or count
+records of other lanes: the other end of a connection, the records an adjustment
+links, a group's members. `readable_payload` is the one rule every way of reading
+events applies (the `audit` queries, the live feed, its replay): a named record the
+reader may not read disappears and a count counts only the records the reader may
+read, exactly as if the hidden records did not exist. Payloads are stored whole; the
+lanes they depend on are read beside the events (`read_named`), once for many readers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sqlalchemy import TextClause, text
+
+from policies.properties import RESERVED_PREFIX
+from store.ids import ADJUSTMENT
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from policies.properties import Property
+    from store.kinds.record.model import AuditEvent
+    from store.reads.snapshot import Reader
+
+# The caller's lanes and the instant T as SQLAlchemy Core binds them (`core`).
+CORE_LANES = "CAST(:lanes AS text[])"
+CORE_AT = "CAST(:as_of AS timestamptz)"
+
+P = TypeVar("P", bound="Property")
+D = TypeVar("D", bound="datetime")
+
+
+def _col(t: str, name: str) -> str:
+    return f"{t}.{name}" if t else name
+
+
+@dataclass(frozen=True)
+class EdgeValidity:
+    """The columns of a typed edge's validity: valid from, valid until (NULL: still
+    valid), and when it was recorded."""
+
+    valid_at: str = "valid_at"
+    invalid_at: str = "invalid_at"
+    recorded_at: str = "created_at"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What a caller may see at time T, as SQL over a row aliased `t` ("" for an
+    unqualified table); `lanes` is the array of lanes the caller may read and `at`
+    the instant T (None: now), both as placeholders of the statement's dialect.
+
+    `retired` names the records' column of when a record was retired: None until
+    records can be retired, and then every current read leaves a retired record out
+    and every earlier read shows it as it was.
+    """
+
+    hidden_labels: tuple[str, ...] = (ADJUSTMENT,)
+    engine_prefix: str = RESERVED_PREFIX
+    retired: str | None = None
+    edge_validity: EdgeValidity = field(default_factory=EdgeValidity)
+
+    # -- lanes ------------------------------------------------------------------
+
+    def lane(self, t: str, lanes: str) -> str:
+        """SQL: the row is in a lane the caller may read."""
+        return f"{_col(t, 'lane')} = ANY({lanes})"
+
+    def may_read(self, lane: str, readable: Container[str]) -> bool:
+        """`lane`, for a row already read (a locked record): whether its lane is readable."""
+        return lane in readable
+
+    def chosen(self, readable: Sequence[str], asked: Sequence[str] | None) -> list[str]:
+        """The lanes a read covers: those the caller asked for (None: all) that it may read."""
+        return list(readable) if asked is None else [x for x in asked if x in readable]
+
+    def in_lane(self, t: str, lane: str) -> str:
+        """SQL: the row is in `lane`, one of the caller's lanes read one at a time (each
+        lane's rows in index order, merged)."""
+        return f"{_col(t, 'lane')} = {lane}"
+
+    def event(self, t: str, lanes: str) -> str:
+        """SQL: the caller may read the event: of a readable lane, or of none (policy
+        changes concern everyone)."""
+        return f"({self.lane(t, lanes)} OR {_col(t, 'lane')} IS NULL)"
+
+    def may_read_event(self, lane: str | None, readable: Container[str]) -> bool:
+        """`event`, for an event already read: whether a reader of `readable` gets it."""
+        return lane is None or lane in readable
+
+    # -- records ----------------------------------------------------------------
+
+    def record(self, t: str, lanes: str, at: str | None = None) -> str:
+        """SQL: the caller may see the record now (or as it was at `at`)."""
+        return self.lane(t, lanes) + self.not_retired(t, at)
+
+    def record_in_lane(self, t: str, lane: str) -> str:
+        """SQL: `record` for one of the caller's lanes read one at a time (`in_lane`)."""
+        return self.in_lane(t, lane) + self.not_retired(t, None)
+
+    def not_retired(self, t: str, at: str | None) -> str:
+        """SQL to append: the record is not retired now (or was not yet at `at`); nothing
+        while no record can be retired, so statement texts keep their shape."""
+        if self.retired is None:
+            return ""
+        retired = _col(t, self.retired)
+        if at is None:
+            return f" AND {retired} IS NULL"
+        return f" AND ({retired} IS NULL OR {retired} > {at})"
+
+    # -- memberships of edge properties -----------------------------------------
+
+    def recorded_by(self, t: str, at: str) -> str:
+        """SQL: the membership interval had begun by `at` (what came after stays unseen)."""
+        return f"{_col(t, 'recorded_from')} <= {at}"
+
+    def held(self, t: str, at: str | None) -> str:
+        """SQL: the membership row is one held now, or held at the instant `at`."""
+        if at is None:
+            # Spelled as the partial index's predicate, so the planner can use it.
+            return f"{_col(t, 'recorded_to')} IS NULL"
+        to = _col(t, "recorded_to")
+        return f"{self.recorded_by(t, at)} AND ({to} IS NULL OR {to} > {at})"
+
+    def left_at(self, t: str, at: str | None) -> str:
+        """SQL: when the membership ended, as seen at `at`: a leaving after `at` unseen."""
+        to = _col(t, "recorded_to")
+        if at is None:
+            return to
+        return f"(CASE WHEN {to} > {at} THEN NULL ELSE {to} END)"
+
+    def seen_left_at(self, left_at: D | None, at: D | None) -> D | None:
+        """`left_at`, for a membership already read."""
+        return None if at is not None and left_at is not None and left_at > at else left_at
+
+    def member(self, t: str, lanes: str, at: str | None) -> str:
+        """SQL: a membership the caller may see, held now (or at `at`)."""
+        return f"{self.lane(t, lanes)} AND {self.held(t, at)}"
+
+    # -- corrections ------------------------------------------------------------
+
+    def correction(self, t: str, lanes: str, at: str | None) -> str:
+        """SQL: a correction the caller may see, made by `at` if given."""
+        made = f" AND {_col(t, 'at')} <= {at}" if at is not None else ""
+        return self.lane(t, lanes) + made
+
+    # -- typed edges ------------------------------------------------------------
+
+    def edge(self, t: str, lanes: str, at: str | None, include_expired: bool = False) -> str:
+        """SQL: a typed edge the caller may see at `at` (None: now): valid then
+        (`valid_at <= T < invalid_at`) and recorded by then; `include_expired` also
+        shows the edges no longer valid at T."""
+        v = self.edge_validity
+        when = "now()" if at is None else at
+        shown = [self.lane(t, lanes), f"{_col(t, v.valid_at)} <= {when}"]
+        if at is not None:
+            shown.append(f"{_col(t, v.recorded_at)} <= {at}")
+        if not include_expired:
+            until = _col(t, v.invalid_at)
+            shown.append(f"({until} IS NULL OR {when} < {until})")
+        return " AND ".join(shown)
+
+    # -- labels -----------------------------------------------------------------
+
+    def shown_label(self, label: str) -> str:
+        """SQL: the label (an SQL expression) is listed as an edge property or a
+        hyperedge: the hidden ones are not (adjustment chains are shown under a
+        record's adjustments)."""
+        return " AND ".join(f"{label} <> '{hidden}'" for hidden in self.hidden_labels)
+
+    def caller_label(self, label: str) -> str:
+        """SQL: the label is a caller's own, not one only the engine writes."""
+        prefix = self.engine_prefix
+        return f"left({label}, {len(prefix)}) <> '{prefix}'"
+
+    def shown(self, properties: Sequence[P]) -> list[P]:
+        """`shown_label`, for properties already read."""
+        return [p for p in properties if p.label not in self.hidden_labels]
+
+    def declared(self, properties: Sequence[P]) -> list[P]:
+        """`caller_label`, for properties already read."""
+        return [p for p in properties if not p.label.startswith(self.engine_prefix)]
+
+
+RULE = Rule()
+
+
+def core(sql: str, **values: Any) -> TextClause:
+    """A predicate of `RULE` (written with `CORE_LANES`, `CORE_AT`) as a SQLAlchemy Core
+    clause, with the values of its binds if given here rather than at execution."""
+    clause = text(sql)
+    return clause.bindparams(**values) if values else clause
+
+
+# Per event kind, the payload keys holding one record id and those holding a list of
+# record ids.
+_RECORD_KEYS: Mapping[str, tuple[str, ...]] = {"connected": ("other",), "adjusted": ("adjustedBy",)}
+_RECORD_LISTS: Mapping[str, tuple[str, ...]] = {"adjusted": ("adjusts",)}
+# Per event kind, the payload key counting the members of the set the event joins; its
+# members are the records given the same value in the same transaction.
+_MEMBER_COUNTS: Mapping[str, str] = {"grouped": "members"}
+_NAMING = {*_RECORD_KEYS, *_RECORD_LISTS, *_MEMBER_COUNTS}
+
+# The lanes of the records named (by id) and of the members counted (by the counting
+# event's seq), in one statement: both on primary or txid indexes.
+_NAMED = """
+SELECT r.id AS key, NULL::bigint AS seq, r.lane FROM records r WHERE r.id = ANY($1::text[])
+UNION ALL
+SELECT NULL, e.seq, m.lane FROM audit_events e
+JOIN audit_events m
+  ON m.txid = e.txid AND m.kind = e.kind AND m.payload->>'value' = e.payload->>'value'
+WHERE e.seq = ANY($2::bigint[])
+"""
+
+
+@dataclass(frozen=True)
+class Named:
+    """The lanes a batch of events' payloads depend on: each named record's lane, and
+    the lanes of the members each counting event counts (one lane per member)."""
+
+    lanes: Mapping[str, str] = field(default_factory=dict)
+    members: Mapping[int, Sequence[str]] = field(default_factory=dict)
+
+
+NOTHING_NAMED = Named()
+
+
+def names_records(event: AuditEvent) -> bool:
+    """Whether the payload names or counts records (so it depends on the reader)."""
+    return event.kind in _NAMING
+
+
+async def read_named(db: Reader, events: Sequence[AuditEvent]) -> Named:
+    """What `readable_payload` needs to know about `events`, in at most one statement."""
+    naming = [e for e in events if e.kind in _NAMING]
+    if not naming:
+        return NOTHING_NAMED
+    ids = sorted({i for e in naming for i in _named_ids(e)})
+    counting = [e.seq for e in naming if e.kind in _MEMBER_COUNTS]
+    lanes: dict[str, str] = {}
+    members: dict[int, list[str]] = {}
+    for row in await db.fetch(_NAMED, ids, counting):
+        if row["seq"] is None:
+            lanes[row["key"]] = row["lane"]
+        else:
+            members.setdefault(row["seq"], []).append(row["lane"])
+    return Named(lanes, members)
+
+
+def readable_payload(event: AuditEvent, readable: Container[str], named: Named) -> AuditEvent:
+    """`event` as a reader of the lanes `readable` may see it: without the records of
+    other lanes its payload names, counting only the records it may read. An event
+    whose payload names no record is returned as it is."""
+    if event.kind not in _NAMING:
+        return event
+    payload: dict[str, Any] = dict(event.payload)
+
+    def seen(record_id: object) -> bool:
+        lane = named.lanes.get(record_id) if isinstance(record_id, str) else None
+        return lane is not None and lane in readable
+
+    for key in _RECORD_KEYS.get(event.kind, ()):
+        if key in payload and not seen(payload[key]):
+            del payload[key]
+    for key in _RECORD_LISTS.get(event.kind, ()):
+        if isinstance(payload.get(key), list):
+            payload[key] = [i for i in payload[key] if seen(i)]
+    count = _MEMBER_COUNTS.get(event.kind)
+    if count is not None and count in payload:
+        payload[count] = sum(lane in readable for lane in named.members.get(event.seq, ()))
+    if payload == event.payload:
+        return event
+    return replace(event, payload=payload)
+
+
+def _named_ids(event: AuditEvent) -> list[str]:
+    found = [event.payload.get(key) for key in _RECORD_KEYS.get(event.kind, ())]
+    for key in _RECORD_LISTS.get(event.kind, ()):
+        listed = event.payload.get(key)
+        if isinstance(listed, list):
+            found.extend(listed)
+    return [i for i in found if isinstance(i, str)]
