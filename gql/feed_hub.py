@@ -103,7 +103,7 @@ class Batch:
             found = [
                 e.for_reader(readable)
                 for e in self.events
-                if RULE.may_read_event(e.event.lane, readable)
+                if RULE.may_read_event(e.event.lane, readable, e.event.payload)
             ]
             self._allowed[readable] = found
         return found

@@ -311,3 +311,16 @@ class UnknownAgentError(PolicyError):
 
     def context(self) -> dict[str, object]:
         return {"agent": self.agent}
+
+
+class NotReadableError(PolicyError):
+    """An object the caller may not read: refused exactly as one that does not exist."""
+
+    code: ClassVar[str] = "NOT_FOUND"
+
+    def __init__(self, kind: str, ident: str) -> None:
+        self.ident = ident
+        super().__init__(f"no {kind} with id '{ident}' exists or is readable by you")
+
+    def context(self) -> dict[str, object]:
+        return {"id": self.ident}

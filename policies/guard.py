@@ -15,6 +15,7 @@ from policies.errors import (
     HiddenMemberError,
     LabelNotAllowedError,
     LaneForbiddenError,
+    NotReadableError,
     PolicyApplyForbiddenError,
     RequiredKeysError,
     ReservedLabelError,
@@ -91,6 +92,18 @@ class ObjectChange:
 
 
 @dataclass(frozen=True)
+class EdgeChange:
+    """A change to a typed edge: the lanes of the records it joins, and how the caller
+    named what it changes (`kind`, `ident`: the edge, or the endpoint that is missing
+    when the edge is new), so a refusal reads as if the unreadable did not exist."""
+
+    kind: str
+    ident: str
+    from_lane: str
+    to_lane: str
+
+
+@dataclass(frozen=True)
 class PolicyChange:
     """A new policy version proposed by an agent (None: by the operator)."""
 
@@ -131,6 +144,15 @@ def decide(policy: Policy, agent: AgentProfile, change: RecordChange) -> Stamp:
 def decide_object(policy: Policy, agent: AgentProfile, change: ObjectChange) -> None:
     """Allow a change to a ledgered object of any kind, or raise a refusal."""
     check_write_lane(policy, agent, change.lane)
+
+
+def decide_edge(policy: Policy, agent: AgentProfile, change: EdgeChange) -> None:
+    """Allow a change to a typed edge or raise: the caller must read both records it
+    joins (else the edge does not exist for it) and write the from record's lane."""
+    readable = agent.readable_lanes(policy)
+    if change.from_lane not in readable or change.to_lane not in readable:
+        raise NotReadableError(change.kind, change.ident)
+    check_write_lane(policy, agent, change.from_lane)
 
 
 def decide_set(policy: Policy, agent: AgentProfile, change: SetChange) -> None:

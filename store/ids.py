@@ -11,6 +11,7 @@ EP_SCHEMA = "epg/1"
 RECORD_KIND = "record"
 RECORD_ID = re.compile(r"^sr_[0-9a-f]{32}$")
 EVENT_ID = re.compile(r"^ae_[0-9a-f]{32}$")
+EDGE_ID = re.compile(r"^edge_[0-9a-f]{32}$")
 RECORD_PREFIX = re.compile(r"^sr_[0-9a-f]{6,31}$")
 MIN_PREFIX = 6
 
@@ -52,3 +53,7 @@ def new_asserted_value(hint: str) -> str:
 
 def new_correction_id() -> str:
     return "co_" + random_hex()
+
+
+def new_edge_id() -> str:
+    return "edge_" + random_hex()

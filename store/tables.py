@@ -7,6 +7,7 @@ from sqlalchemy import (
     Column,
     Computed,
     DateTime,
+    Float,
     Index,
     Integer,
     MetaData,
@@ -236,6 +237,58 @@ corrections = Table(
     Column("at", TZ, nullable=False),
     Column("ledger_hash", Text, nullable=False),
     Index("ix_corrections_record_id_at", "record_id", "at"),
+)
+
+# Projection of the ledger's "edge" entries: each typed edge as its newest entry
+# leaves it. `lane` is the from record's and `to_lane` the to record's: an edge is read
+# only by a reader of both. Retired edges stay (invalid_at, expired_at set); the live
+# key is unique among the others.
+edges = Table(
+    "edges",
+    metadata,
+    Column("id", RECORD_ID, primary_key=True),
+    Column("from_id", RECORD_ID, nullable=False),
+    Column("to_id", RECORD_ID, nullable=False),
+    Column("type", Text, nullable=False),
+    Column("namespace", Text, nullable=False),
+    Column("lane", Text, nullable=False),
+    Column("to_lane", Text, nullable=False),
+    Column("weight", Float, nullable=False),
+    Column("confidence", Float, nullable=True),
+    Column("provenance_actor", Text, nullable=False),
+    Column("provenance_type", Text, nullable=False),
+    Column("evidence", JSONB, nullable=True),
+    Column("detector", Text, nullable=False),
+    Column("conflict_state", Text, nullable=True),
+    Column("resolution", Text, nullable=True),
+    Column("resolver", Text, nullable=True),
+    Column("winner_id", RECORD_ID, nullable=True),
+    Column("valid_at", TZ, nullable=False),
+    Column("invalid_at", TZ, nullable=True),
+    Column("expired_at", TZ, nullable=True),
+    Column("created_at", TZ, nullable=False),
+    Column("updated_at", TZ, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("ledger_hash", Text, nullable=False),
+    Index("ix_edges_from_id_type", "from_id", "type"),
+    Index("ix_edges_to_id_type", "to_id", "type"),
+    Index("ix_edges_type_namespace", "type", "namespace"),
+    Index(
+        "uq_edges_live_key",
+        "from_id",
+        "to_id",
+        "type",
+        "namespace",
+        unique=True,
+        postgresql_where=text("expired_at IS NULL"),
+    ),
+    Index(
+        "ix_edges_conflicts",
+        "conflict_state",
+        "created_at",
+        "id",
+        postgresql_where=text("type = 'contradicts'"),
+    ),
 )
 
 # Projection: how many current records carry each caller label, per lane. Writers

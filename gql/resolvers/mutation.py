@@ -6,6 +6,7 @@ import strawberry
 
 from gql.inputs import IngestInput, ingest_command
 from gql.policy_types import PolicyVersion
+from gql.resolvers.edges import EdgeMutation
 from gql.types import (
     AdjustmentChain,
     Connection,
@@ -22,7 +23,7 @@ from store.kinds.record import asserted_commands, commands
 
 
 @strawberry.type
-class Mutation:
+class Mutation(EdgeMutation):
     @strawberry.mutation(description="Write one record.")
     async def ingest(self, info: Info, input: IngestInput) -> Record:
         [record] = await info.context.execute(ingest_command([input]))

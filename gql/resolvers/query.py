@@ -16,6 +16,7 @@ from gql.compiled.plan import (
     bind_records,
 )
 from gql.policy_types import PolicyVersion, Profile
+from gql.resolvers.edges import EdgeQuery
 from gql.types import (
     AuditEvent,
     AuditPage,
@@ -44,7 +45,7 @@ from store.reads.visibility import RULE
 
 
 @strawberry.type
-class Query:
+class Query(EdgeQuery):
     @strawberry.field(
         description="One record, as it is or as it was at asOf.",
         metadata=compiled(sql.Compiler.record_root, bind_record),

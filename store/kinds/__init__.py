@@ -133,10 +133,15 @@ class Kind(Protocol):
         """An object's newest state, after its events were checked."""
         ...
 
+    async def holder(self, conn: Conn, key: str, values: tuple[str, ...]) -> str | None:
+        """The id of the object holding the unique key `key` with `values` now (None:
+        none does), read once the key is locked."""
+        ...
+
 
 class KindDefaults:
-    """What most kinds declare alike: problems name an object by its kind and id, and an
-    object's last state needs no check of its own."""
+    """What most kinds declare alike: problems name an object by its kind and id, an
+    object's last state needs no check of its own, and no key is looked up."""
 
     name: str
 
@@ -145,6 +150,9 @@ class KindDefaults:
 
     def saw_last(self, state: Mapping[str, Any], object_id: str, links: Links) -> None:
         pass
+
+    async def holder(self, conn: Conn, key: str, values: tuple[str, ...]) -> str | None:
+        return None
 
 
 class Rows:
@@ -183,10 +191,11 @@ def _builtins() -> None:
         return
     _loaded = True
     from store.kinds.correction import kind as correction
+    from store.kinds.edge import kind as edge
     from store.kinds.policy import kind as policy
     from store.kinds.record import kind as record
 
-    for kind in (record.KIND, correction.KIND, policy.KIND):
+    for kind in (record.KIND, correction.KIND, policy.KIND, edge.KIND):
         _add(kind)
 
 

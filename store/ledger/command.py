@@ -37,6 +37,10 @@ class Locks:
     entry and state read under the lock (`Current.heads`, `Current.states`).
     `keys`: unique keys its kind declares (kind, key name, the key's values), locked
     whether or not an object holds them yet, so two commands cannot both create one.
+    A value that is one of `records` is locked as the full id it resolves to (so a key
+    made of record ids takes prefixes as they do). The object holding each key, as its
+    kind looks it up (`Kind.holder`), is then locked too and read like `objects`
+    (`Current.keyed`).
     Objects and keys are locked after `records`, in one sorted order of all of them.
     `carrying`: edge properties (label, value) whose current holders it locks with
     `records`, in the same sorted order: a command that removes a connection, a
@@ -79,6 +83,9 @@ class Current:
     hidden_holders: Mapping[tuple[str, str], int] = field(default_factory=dict)
     # (kind, id) -> the newest state of each object `Locks.objects` names that exists.
     states: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    # Each of `Locks.keys`, as the command gave it -> the id of the object holding it
+    # (its state and head are in `states` and `heads`); absent: none holds it.
+    keyed: Mapping[tuple[str, str, tuple[str, ...]], str] = field(default_factory=dict)
 
     def record(self, ident: str) -> Record:
         return self.records[ident]

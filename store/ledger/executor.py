@@ -222,10 +222,13 @@ class Executor:
                     rows, exact.values(), locks.carried_by_records, set(carried)
                 ):
                     raise _HoldersMovedError()
-                await _lock_objects(conn, locks)
+                keys = _resolved_keys(locks, exact)
+                await _lock_objects(conn, locks.objects, keys)
+                keyed = await _key_holders(conn, locks, keys)
                 records = self._readable(txn, exact, rows)
                 holders, hidden = self._held(txn, holding, rows)
-                heads, states = await self._heads(conn, locks.heads, locks.objects)
+                objects = (*locks.objects, *((k[0], i) for k, i in keyed.items()))
+                heads, states = await self._heads(conn, locks.heads, objects)
                 current = Current(
                     records={**{r.id: r for rs in holders.values() for r in rs}, **records},
                     first_writes=await self._first_writes(conn, agent, locks.idempotency_keys),
@@ -233,6 +236,7 @@ class Executor:
                     holders=holders,
                     hidden_holders=hidden,
                     states=states,
+                    keyed=keyed,
                 )
                 plan = command.decide(txn, current)
                 applied = Applied(entries=(), records={})
@@ -405,19 +409,42 @@ class Executor:
         return {k: Head(r["version"], r["hash"], r["at"]) for k, r in found.items()}, states
 
 
-async def _lock_objects(conn: Conn, locks: Locks) -> None:
-    """Lock the ledgered objects and unique keys `locks` names, each as its kind declares."""
-    if not locks.objects and not locks.keys:
+Key = tuple[str, str, tuple[str, ...]]
+
+
+def _resolved_keys(locks: Locks, exact: Mapping[str, str]) -> list[Key]:
+    """`locks.keys` with each value naming one of the locked records as its full id."""
+    return [(k, name, tuple(exact.get(v, v) for v in values)) for k, name, values in locks.keys]
+
+
+async def _key_holders(conn: Conn, locks: Locks, keys: Sequence[Key]) -> dict[Key, str]:
+    """The objects holding the (locked) keys, by the key as the command gave it; each
+    is locked as well, after the keys (nothing locks an object and then its key)."""
+    found: dict[Key, str] = {}
+    for given, (kind_name, key, values) in zip(locks.keys, keys, strict=True):
+        held = await _kind(kind_name).holder(conn, key, values)
+        if held is not None:
+            found[given] = held
+    if found:
+        await _lock_objects(conn, [(k[0], i) for k, i in found.items()], [])
+    return found
+
+
+async def _lock_objects(
+    conn: Conn, objects: Sequence[tuple[str, str]], keys: Sequence[Key]
+) -> None:
+    """Lock the ledgered objects and unique keys named, each as its kind declares."""
+    if not objects and not keys:
         return
     names = []
-    for kind_name, object_id in locks.objects:
+    for kind_name, object_id in objects:
         kind = _kind(kind_name)
         if not object_id.startswith(kind.prefix):
             raise InvalidInputError(
                 f"'{object_id}' is no {kind_name} id: those start with '{kind.prefix}'"
             )
         names.append(f"{kind_name}\x1f{object_id}")
-    for kind_name, key, values in locks.keys:
+    for kind_name, key, values in keys:
         fields = _kind(kind_name).unique_keys.get(key)
         if fields is None or len(fields) != len(values):
             raise InvalidInputError(f"{kind_name} declares no unique key {key} of {len(values)}")

@@ -65,6 +65,11 @@ def time_cursor(cursor: str | None) -> tuple[datetime, str] | None:
     return at, key[1]
 
 
+def key_cursor(cursor: str | None, width: int) -> list[str] | None:
+    """The sort key of `width` strings a cursor stands for (None: from the start)."""
+    return _key(cursor, width)
+
+
 # A feed position is a bigint: 18 ASCII digits always fit. Not str.isdigit(), which
 # also takes superscripts and other scripts' digits.
 _POSITION = re.compile("[0-9]{1,18}")

@@ -3,14 +3,16 @@
 A row is visible to a caller when its lane is one the caller may read (events with no
 lane concern everyone), when it held at T (a membership interval open at T; a
 correction made by T), when it is not retired by T (records; a slot until records can
-be retired), and, for a typed edge, when it is valid at T (a slot until typed edges
-exist). The engine's hidden labels are never listed as the caller's own or as
+be retired), and, for a typed edge, when the caller may read both records it joins and
+it is valid at T. The engine's hidden labels are never listed as the caller's own or as
 hyperedges. `Rule` writes each condition once, as SQL text with the row's alias and
 the placeholders of the caller's dialect: `$n` for the fixed-text statements and the
 compiled path (`store.reads.statements`), `CAST(:name AS type)` for SQLAlchemy Core (`core`), so
 the texts stay fixed per shape and every dialect reads the same predicate.
 
-An event reaches a reader who may read its lane, but its payload may name or count
+An event reaches a reader who may read its lane (and, for an event whose payload names
+the lane of a second record it concerns, `toLane` of a typed edge's events, that lane
+too), but its payload may name or count
 records of other lanes: the other end of a connection, the records an adjustment
 links, a group's members. `readable_payload` is the one rule every way of reading
 events applies (the `audit` queries, the live feed, its replay): a named record the
@@ -36,6 +38,10 @@ if TYPE_CHECKING:
     from policies.properties import Property
     from store.kinds.record.model import AuditEvent
     from store.reads.snapshot import Reader
+
+# The payload key of an event naming the lane of the second record it concerns (the to
+# record of a typed edge): the event is read only by a reader of both lanes.
+OTHER_LANE = "toLane"
 
 # The caller's lanes and the instant T as SQLAlchemy Core binds them (`core`).
 CORE_LANES = "CAST(:lanes AS text[])"
@@ -96,11 +102,25 @@ class Rule:
 
     def event(self, t: str, lanes: str) -> str:
         """SQL: the caller may read the event: of a readable lane, or of none (policy
-        changes concern everyone)."""
-        return f"({self.lane(t, lanes)} OR {_col(t, 'lane')} IS NULL)"
+        changes concern everyone), and of a readable second lane if it names one."""
+        other = f"{_col(t, 'payload')}->>'{OTHER_LANE}'"
+        return (
+            f"({self.lane(t, lanes)} OR {_col(t, 'lane')} IS NULL)"
+            f" AND ({other} IS NULL OR {other} = ANY({lanes}))"
+        )
 
-    def may_read_event(self, lane: str | None, readable: Container[str]) -> bool:
-        """`event`, for an event already read: whether a reader of `readable` gets it."""
+    def may_read_event(
+        self,
+        lane: str | None,
+        readable: Container[str],
+        payload: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """`event`, for an event already read: whether a reader of `readable` gets it
+        (with its payload: the second lane it names too)."""
+        if payload is not None:
+            other = payload.get(OTHER_LANE)
+            if isinstance(other, str) and other not in readable:
+                return False
         return lane is None or lane in readable
 
     # -- records ----------------------------------------------------------------
@@ -162,12 +182,23 @@ class Rule:
     # -- typed edges ------------------------------------------------------------
 
     def edge(self, t: str, lanes: str, at: str | None, include_expired: bool = False) -> str:
-        """SQL: a typed edge the caller may see at `at` (None: now): valid then
-        (`valid_at <= T < invalid_at`) and recorded by then; `include_expired` also
-        shows the edges no longer valid at T."""
+        """SQL: a typed edge the caller may see at `at` (None: now): both its records in
+        readable lanes, valid then (`valid_at <= T < invalid_at`) and recorded by then;
+        `include_expired` also shows the edges no longer valid at T."""
+        shown = [self.edge_ends(t, lanes), self.edge_valid(t, at, include_expired)]
+        return " AND ".join(shown)
+
+    def edge_ends(self, t: str, lanes: str) -> str:
+        """SQL: the caller may read both records the edge joins (it sees nothing of an
+        edge to a record it cannot read, not even that it exists)."""
+        return f"{self.lane(t, lanes)} AND {_col(t, 'to_lane')} = ANY({lanes})"
+
+    def edge_valid(self, t: str, at: str | None, include_expired: bool = False) -> str:
+        """SQL: the edge (one the caller may read) is valid and recorded at `at`; the
+        edges this leaves out that `include_expired` shows are the expired ones."""
         v = self.edge_validity
         when = "now()" if at is None else at
-        shown = [self.lane(t, lanes), f"{_col(t, v.valid_at)} <= {when}"]
+        shown = [f"{_col(t, v.valid_at)} <= {when}"]
         if at is not None:
             shown.append(f"{_col(t, v.recorded_at)} <= {at}")
         if not include_expired:

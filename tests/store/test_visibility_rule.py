@@ -3,6 +3,7 @@ on a table of the test's own, in both dialects (`$n` text and SQLAlchemy Core)."
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from asyncpg import Connection
 from sqlalchemy import Column, DateTime, MetaData, Table, Text, select
+from sqlalchemy.dialects.postgresql import JSONB
 
 from policies.properties import Property
 from store.reads.core_sql import fetch
@@ -36,6 +38,8 @@ things = Table(
     Column("valid_at", DateTime(timezone=True)),
     Column("invalid_at", DateTime(timezone=True)),
     Column("created_at", DateTime(timezone=True)),
+    Column("to_lane", Text),
+    Column("payload", JSONB),
 )
 
 # id, lane, label, retired_at, recorded_from, recorded_to, at, valid_at, invalid_at, created_at
@@ -48,6 +52,14 @@ ROWS: list[tuple[Any, ...]] = [
     ("later", "notes", "org", None, AFTER, None, AFTER, AFTER, None, AFTER),
     ("recorded_later", "notes", "org", None, T0, None, BEFORE, T0, None, AFTER),
 ]
+# A typed edge's other end is in the edge's own lane here, and no payload names a lane.
+FULL_ROWS = [(*r, "private" if r[0] == "hidden" else "notes", "{}") for r in ROWS]
+# An edge (and its event) joining a readable record to one in a lane the reader cannot
+# read; added by the tests about it.
+TO_HIDDEN = """
+INSERT INTO things (id, lane, valid_at, created_at, to_lane, payload)
+VALUES ('to_hidden', 'notes', $1, $1, 'private', '{"toLane": "private"}')
+"""
 
 
 @pytest.fixture(scope="module")
@@ -61,10 +73,13 @@ async def conn(url: str) -> AsyncIterator[Connection]:
         await connection.execute(
             "CREATE TEMP TABLE things (id text, lane text, label text, retired_at timestamptz, "
             "recorded_from timestamptz, recorded_to timestamptz, at timestamptz, "
-            "valid_at timestamptz, invalid_at timestamptz, created_at timestamptz)"
+            "valid_at timestamptz, invalid_at timestamptz, created_at timestamptz, "
+            "to_lane text, payload jsonb)"
         )
         await connection.executemany(
-            "INSERT INTO things VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", ROWS
+            "INSERT INTO things VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+            "$12::text::jsonb)",
+            FULL_ROWS,
         )
         yield connection
 
@@ -82,7 +97,10 @@ def test_each_slot_renders_its_predicate() -> None:
     assert RULE.lane("r", "$2::text[]") == "r.lane = ANY($2::text[])"
     assert RULE.lane("", "$2::text[]") == "lane = ANY($2::text[])"
     assert RULE.in_lane("m1", "m0.lane") == "m1.lane = m0.lane"
-    assert RULE.event("e", "$1") == "(e.lane = ANY($1) OR e.lane IS NULL)"
+    assert RULE.event("e", "$1") == (
+        "(e.lane = ANY($1) OR e.lane IS NULL) "
+        "AND (e.payload->>'toLane' IS NULL OR e.payload->>'toLane' = ANY($1))"
+    )
     # No record can be retired yet: the record rule is the lane rule, texts unchanged.
     assert RULE.record("r", "$1", "$3") == RULE.lane("r", "$1")
     assert RETIRING.record("r", "$1") == "r.lane = ANY($1) AND r.retired_at IS NULL"
@@ -100,11 +118,11 @@ def test_each_slot_renders_its_predicate() -> None:
     assert RULE.shown_label("m.label") == "m.label <> 'e_adjustment'"
     assert RULE.caller_label("x.p->>0") == "left(x.p->>0, 2) <> 'e_'"
     assert RULE.edge("g", "$1", "$2") == (
-        "g.lane = ANY($1) AND g.valid_at <= $2 AND g.created_at <= $2 "
+        "g.lane = ANY($1) AND g.to_lane = ANY($1) AND g.valid_at <= $2 AND g.created_at <= $2 "
         "AND (g.invalid_at IS NULL OR $2 < g.invalid_at)"
     )
     assert RULE.edge("g", "$1", "$2", include_expired=True) == (
-        "g.lane = ANY($1) AND g.valid_at <= $2 AND g.created_at <= $2"
+        "g.lane = ANY($1) AND g.to_lane = ANY($1) AND g.valid_at <= $2 AND g.created_at <= $2"
     )
 
 
@@ -120,13 +138,20 @@ def test_the_core_form_is_the_same_predicate() -> None:
 
 
 async def test_lanes_and_events(conn: Connection) -> None:
+    await conn.execute(TO_HIDDEN, T0)
     notes = ["notes"]
     assert "hidden" not in await ids(conn, RULE.lane("t", "$1::text[]"), notes)
     assert "laneless" not in await ids(conn, RULE.lane("t", "$1::text[]"), notes)
     events = await ids(conn, RULE.event("t", "$1::text[]"), notes)
     assert "laneless" in events and "hidden" not in events
+    # An event naming a second lane (a typed edge's to record's) needs that lane too.
+    assert "to_hidden" not in events
+    assert "to_hidden" in await ids(conn, RULE.event("t", "$1::text[]"), ["notes", "private"])
     assert events == await core_ids(conn, RULE.event("things", CORE_LANES), lanes=notes)
-    by_python = {r[0] for r in ROWS if RULE.may_read_event(r[1], notes)}
+    rows = await conn.fetch("SELECT id, lane, payload FROM things")
+    by_python = {
+        r["id"] for r in rows if RULE.may_read_event(r["lane"], notes, json.loads(r["payload"]))
+    }
     assert by_python == events
     assert RULE.chosen(["notes", "crm"], None) == ["notes", "crm"]
     assert RULE.chosen(["notes"], ["private", "notes"]) == ["notes"]
@@ -165,13 +190,16 @@ async def test_memberships_held_at_an_instant(conn: Connection) -> None:
 
 
 async def test_a_typed_edge_is_visible_while_valid_and_recorded(conn: Connection) -> None:
+    await conn.execute(TO_HIDDEN, T0)
     notes = ["notes"]
     at_t = await ids(conn, RULE.edge("t", "$1::text[]", "$2"), notes, T)
     # retired_before stopped being valid before T; later was not valid yet; recorded_later
     # was valid at T but not recorded by then.
-    assert at_t == {"open", "retired_after"}
+    assert at_t == {"open", "retired_after"}  # not to_hidden: its other end is unreadable
     expired = await ids(conn, RULE.edge("t", "$1::text[]", "$2", include_expired=True), notes, T)
     assert expired == {"open", "retired_after", "retired_before"}
+    both = await ids(conn, RULE.edge("t", "$1::text[]", "$2"), ["notes", "private"], T)
+    assert both == {"open", "retired_after", "to_hidden", "hidden"}
     assert at_t == await core_ids(
         conn, RULE.edge("things", CORE_LANES, CORE_AT), lanes=notes, as_of=T
     )

@@ -10,7 +10,7 @@ from typing import Any
 import asyncpg
 
 from store.ids import RECORD_KIND
-from store.kinds import Copy, Cte, Rows, Table
+from store.kinds import Copy, Cte, KindDefaults, Rows, Table
 from store.kinds.record.labels import DELTAS
 from store.kinds.record.model import Record
 from store.kinds.record.projection import (
@@ -232,7 +232,7 @@ class _Replay:
 
 
 @dataclass(frozen=True)
-class RecordKind:
+class RecordKind(KindDefaults):
     name: str = NAME
     prefix: str = "sr_"
     ctes: tuple[Cte, ...] = _CTES

@@ -1,0 +1,1 @@
+"""The typed-edge kind: its declaration, commands, projection and reads."""

@@ -1,0 +1,145 @@
+"""The typed-edge kind: a relation between two records that someone asserted or a
+detector found, with who said it, how sure, the evidence, and when it held.
+
+An edge (id `edge_` + 32 hex) is a ledgered object: each upsert, retirement and
+resolution is a new entry holding its whole state, and `edges` is its projection, one
+row per edge as its newest entry leaves it. Reading an edge as it was at T reads the
+ledger instead (`store.kinds.edge.reads`): the newest entry of each edge written by T,
+so what was recorded after T stays unseen, and the validity of that state (`valid_at
+<= T < invalid_at`) decides whether it held then. No second history table to keep in
+step: the entries are the history, and `verify` checks them.
+
+Its unique key `live` is `(from_id, to_id, type, namespace)` among edges not retired;
+an upsert locks it (`Locks.keys`), so two upserts of one key make one edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from store.kinds import Copy, Cte, KindDefaults, Rows, Table
+from store.kinds.edge.model import COLUMNS, EVENT_KINDS, LIVE_KEY, Edge
+from store.kinds.edge.payloads import payload_for
+from store.kinds.record.model import Record
+from store.kinds.record.projection import Entry
+from store.ledger.command import Write
+from store.ledger.implied import Implied, Links, Shared
+from store.operations.verify import Report
+from store.pool import Conn
+
+NAME = "edge"
+
+_TYPED = (
+    ("id", "text"),
+    ("from_id", "text"),
+    ("to_id", "text"),
+    ("type", "text"),
+    ("namespace", "text"),
+    ("lane", "text"),
+    ("to_lane", "text"),
+    ("weight", "float8"),
+    ("confidence", "float8"),
+    ("provenance_actor", "text"),
+    ("provenance_type", "text"),
+    ("evidence", "jsonb"),
+    ("detector", "text"),
+    ("conflict_state", "text"),
+    ("resolution", "text"),
+    ("resolver", "text"),
+    ("winner_id", "text"),
+    ("valid_at", "timestamptz"),
+    ("invalid_at", "timestamptz"),
+    ("expired_at", "timestamptz"),
+    ("created_at", "timestamptz"),
+    ("updated_at", "timestamptz"),
+    ("version", "int"),
+    ("ledger_hash", "text"),
+)
+assert tuple(c for c, _ in _TYPED) == COLUMNS
+_NAMES = ", ".join(COLUMNS)
+_MOVED = ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS if c not in ("id", "created_at"))
+_UPSERT = (
+    f"INSERT INTO edges ({_NAMES})\n  SELECT {_NAMES} FROM {{rows}}\n"
+    f"  ON CONFLICT (id) DO UPDATE SET {_MOVED}"
+)
+_EDGES = f"SELECT {_NAMES} FROM edges"
+_HOLDER = """
+SELECT id FROM edges
+WHERE from_id = $1 AND to_id = $2 AND type = $3 AND namespace = $4 AND expired_at IS NULL
+"""
+
+
+class _Writer:
+    def add(self, write: Write, entry: Entry, rows: Rows) -> Edge:
+        edge = Edge.from_entry(entry)
+        rows.part("moved_edges").append(edge.row())
+        return edge
+
+    def finish(self, rows: Rows) -> None:
+        pass
+
+
+class _Replay:
+    def __init__(self, keep: bool) -> None:
+        self.keep = keep
+        self.edges: dict[str, Edge] = {}
+
+    def object(self, entries: Sequence[Entry]) -> Iterator[tuple[str, tuple[Any, ...]]]:
+        edge = Edge.from_entry(entries[-1])
+        if self.keep:
+            self.edges[edge.id] = edge
+        row = edge.row()
+        yield "edges", tuple(row[c] for c in COLUMNS)
+
+    async def compare(self, conn: Conn, report: Report) -> None:
+        live = {row["id"]: Edge.from_row(dict(row)) for row in await conn.fetch(_EDGES)}
+        rebuilt = self.edges
+        for ident in sorted(rebuilt.keys() - live.keys()):
+            report.problems.append(f"edge {ident}: in the ledger but missing from edges")
+        for ident in sorted(live.keys() - rebuilt.keys()):
+            report.problems.append(f"edge {ident}: in edges but has no ledger entry")
+        for ident in sorted(live.keys() & rebuilt.keys()):
+            if live[ident] != rebuilt[ident]:
+                report.problems.append(f"edge {ident}: differs from its ledger entries")
+
+    async def finish(self, conn: Conn, copy: Copy) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class EdgeKind(KindDefaults):
+    name: str = NAME
+    prefix: str = "edge_"
+    ctes: tuple[Cte, ...] = (Cte("moved_edges", _UPSERT, _TYPED),)
+    tables: tuple[Table, ...] = (Table("edges", COLUMNS),)
+    event_kinds: tuple[str, ...] = EVENT_KINDS
+    unique_keys: Mapping[str, tuple[str, ...]] = field(
+        default_factory=lambda: {LIVE_KEY: ("from_id", "to_id", "type", "namespace")}
+    )
+
+    def writer(self, before: Mapping[str, Record]) -> _Writer:
+        return _Writer()
+
+    def replay(self, keep: bool) -> _Replay:
+        return _Replay(keep)
+
+    def implied(
+        self, before: Mapping[str, Any] | None, entry: Entry, links: Links
+    ) -> tuple[Shared, list[Implied]] | str:
+        s = entry.state
+        previous = None if entry.version == 1 else entry.version - 1
+        payload = payload_for(entry.event, before, s, entry.object_id)
+        if payload is None:
+            return f"ledger event '{entry.event}' is no edge event"
+        return Shared(s["from_id"], s["lane"], previous), [Implied(entry.event, payload)]
+
+    async def holder(self, conn: Conn, key: str, values: tuple[str, ...]) -> str | None:
+        if key != LIVE_KEY:
+            return None
+        found: str | None = await conn.fetchval(_HOLDER, *values)
+        return found
+
+
+KIND = EdgeKind()

@@ -1,0 +1,316 @@
+"""Reads of typed edges: listed by filters, around one record, the review queue, and the
+neighbourhood of some records (`ego`), each now or as of an instant.
+
+Every statement takes its predicate from the visibility rule (`RULE.edge`). Now, the
+edges are the projection's rows; as of T they are each edge's newest ledger entry
+written by T (`_AS_OF`), so a read of the past sees the state recorded then.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from store.errors import InvalidInputError
+from store.kinds.edge.kind import NAME
+from store.kinds.edge.model import COLUMNS, CONTRADICTS, RESOLVED, UNRESOLVED, Edge
+from store.reads.pages import Page, encode_cursor, key_cursor, page_size, time_cursor
+from store.reads.snapshot import Reader
+from store.reads.statements import Params, Statement
+from store.reads.visibility import RULE
+
+_STATE_COLUMNS = (
+    "from_id text, to_id text, type text, namespace text, lane text, to_lane text, "
+    "weight float8, confidence float8, provenance_actor text, provenance_type text, "
+    "evidence jsonb, detector text, conflict_state text, resolution text, resolver text, "
+    "winner_id text, valid_at timestamptz, invalid_at timestamptz, expired_at timestamptz, "
+    "created_at timestamptz"
+)
+
+
+def _source(p: Params, as_of: bool) -> str:
+    """The edges as a FROM item aliased `g`: the projection now, the ledger as of T."""
+    if not as_of:
+        return "edges g"
+    return f"""(SELECT DISTINCT ON (l.object_id) l.object_id AS id, s.*, l.at AS updated_at,
+          l.version, l.hash AS ledger_hash
+        FROM ledger l CROSS JOIN LATERAL jsonb_to_record(l.state) AS s({_STATE_COLUMNS})
+        WHERE l.kind = '{NAME}' AND l.at <= {p("as_of")}
+        ORDER BY l.object_id, l.version DESC) g"""
+
+
+_SELECT = ", ".join(f"g.{c}" for c in COLUMNS)
+
+
+def _edge(row: Any) -> Edge:
+    return Edge.from_row(row)
+
+
+# -- edges(...) ------------------------------------------------------------------------
+
+_FILTERS = ("from_id", "to_id", "type", "namespace")
+
+
+@functools.cache
+def _list_statement(filters: tuple[str, ...], as_of: bool, expired: bool, after: bool) -> Statement:
+    p = Params()
+    at = p("as_of") if as_of else None
+    where = [RULE.edge("g", p("lanes", "text[]"), at, expired)]
+    where += [f"g.{name} = {p(name)}" for name in filters]
+    keyed = f"AND (g.created_at, g.id) > ({p('after_at')}, {p('after_id')})" if after else ""
+    source = _source(p, as_of)
+    text = f"""SELECT c.total, q.* FROM (SELECT count(*) AS total FROM {source}
+        WHERE {" AND ".join(where)}) c
+      LEFT JOIN LATERAL (SELECT {_SELECT} FROM {_source(p, as_of)}
+        WHERE {" AND ".join(where)} {keyed} ORDER BY g.created_at, g.id LIMIT {p("limit")}) q
+      ON true"""
+    return p.statement(text)
+
+
+async def list_edges(
+    db: Reader,
+    lanes: Sequence[str],
+    *,
+    from_id: str | None = None,
+    to_id: str | None = None,
+    type: str | None = None,
+    namespace: str | None = None,
+    as_of: datetime | None = None,
+    include_expired: bool = False,
+    first: int | None = None,
+    after: str | None = None,
+) -> Page[Edge]:
+    """Typed edges with every given filter (AND-ed), oldest first, with their total."""
+    size = page_size(first)
+    given = {"from_id": from_id, "to_id": to_id, "type": type, "namespace": namespace}
+    filters = tuple(k for k in _FILTERS if given[k] is not None)
+    key = time_cursor(after)
+    statement = _list_statement(filters, as_of is not None, include_expired, key is not None)
+    values: dict[str, Any] = {**given, "lanes": list(lanes), "as_of": as_of, "limit": size + 1}
+    if key is not None:
+        values["after_at"], values["after_id"] = key
+    rows = await db.fetch(statement.text, *statement.args(values))
+    return _page(rows, size, lambda e: [e.created_at.isoformat(), e.id])
+
+
+def _page(rows: Sequence[Any], size: int, key: Any) -> Page[Edge]:
+    found = [_edge(r) for r in rows if r["id"] is not None]
+    items = found[:size]
+    total = rows[0]["total"] if rows else 0
+    end = encode_cursor(key(items[-1])) if items else None
+    return Page(items, total, len(found) > size, end)
+
+
+# -- related(id) -----------------------------------------------------------------------
+
+
+@functools.cache
+def _related_statement(namespace: bool, as_of: bool, expired: bool) -> Statement:
+    p = Params()
+    at = p("as_of") if as_of else None
+    where = RULE.edge("g", p("lanes", "text[]"), at, expired)
+    if namespace:
+        where += f" AND g.namespace = {p('namespace')}"
+    rid = p("record_id")
+    source = _source(p, as_of)
+    return p.statement(
+        f"""SELECT {_SELECT} FROM {source} WHERE (g.from_id = {rid} OR g.to_id = {rid})
+        AND {where} ORDER BY g.created_at, g.id"""
+    )
+
+
+async def related(
+    db: Reader,
+    lanes: Sequence[str],
+    record_id: str,
+    namespace: str | None = None,
+    as_of: datetime | None = None,
+    include_expired: bool = False,
+) -> list[Edge]:
+    """The edges out of and into one record (its id already resolved), oldest first."""
+    statement = _related_statement(namespace is not None, as_of is not None, include_expired)
+    values = {"lanes": list(lanes), "namespace": namespace, "record_id": record_id, "as_of": as_of}
+    return [_edge(r) for r in await db.fetch(statement.text, *statement.args(values))]
+
+
+# -- conflicts(...) --------------------------------------------------------------------
+
+CONFLICT_STATUSES = {
+    "UNRESOLVED": (UNRESOLVED,),
+    "RESOLVED": (RESOLVED,),
+    "ALL": (UNRESOLVED, RESOLVED),
+}
+
+
+@functools.cache
+def _conflicts_statement(after: bool) -> Statement:
+    p = Params()
+    where = (
+        f"g.type = '{CONTRADICTS}' AND g.conflict_state = ANY({p('states', 'text[]')}) "
+        f"AND {RULE.edge('g', p('lanes', 'text[]'), None)} "
+        f"AND {RULE.lane('g', p('chosen', 'text[]'))}"
+    )
+    # Unresolved first, each part oldest first.
+    rank = f"(g.conflict_state = '{RESOLVED}')::int"
+    keyed = (
+        f"AND ({rank}, g.created_at, g.id) > ({p('after_rank')}, {p('after_at')}, {p('after_id')})"
+        if after
+        else ""
+    )
+    return p.statement(
+        f"""SELECT c.total, q.* FROM (SELECT count(*) AS total FROM edges g WHERE {where}) c
+        LEFT JOIN LATERAL (SELECT {_SELECT} FROM edges g WHERE {where} {keyed}
+          ORDER BY {rank}, g.created_at, g.id LIMIT {p("limit")}) q ON true"""
+    )
+
+
+async def conflicts(
+    db: Reader,
+    lanes: Sequence[str],
+    status: str,
+    chosen: Sequence[str],
+    first: int | None = None,
+    after: str | None = None,
+) -> Page[Edge]:
+    """The review queue: live contradicts edges of the chosen lanes (their from
+    records'), unresolved ones first, each part oldest first."""
+    size = page_size(first)
+    key = key_cursor(after, 3)
+    values: dict[str, Any] = {
+        "states": list(CONFLICT_STATUSES[status]),
+        "lanes": list(lanes),
+        "chosen": list(chosen),
+        "limit": size + 1,
+    }
+    if key is not None:
+        try:
+            values["after_rank"] = int(key[0])
+            values["after_at"] = datetime.fromisoformat(key[1])
+        except ValueError:
+            raise InvalidInputError(
+                f"cursor '{after}' is not one this list gave out; pass a page's endCursor "
+                "unchanged, or omit after"
+            ) from None
+        values["after_id"] = key[2]
+    statement = _conflicts_statement(key is not None)
+    rows = await db.fetch(statement.text, *statement.args(values))
+    return _page(
+        rows,
+        size,
+        lambda e: [str(int(e.conflict_state == RESOLVED)), e.created_at.isoformat(), e.id],
+    )
+
+
+# -- ego(...) --------------------------------------------------------------------------
+
+MAX_HOPS = 2
+MAX_EGO_LIMIT = 1000
+DIRECTIONS = ("OUT", "IN", "BOTH")
+
+
+def check_ego(hops: int, limit: int) -> None:
+    if hops not in (1, 2):
+        raise InvalidInputError(
+            f"hops is {hops}; ego expands 1 or 2 hops. To go further, call ego again with "
+            "the neighbors of the outermost hop as nodes (or use traverse for edge "
+            "properties, up to depth 3)",
+            allowed=[1, 2],
+        )
+    if not 1 <= limit <= MAX_EGO_LIMIT:
+        raise InvalidInputError(
+            f"limit must be between 1 and {MAX_EGO_LIMIT} (got {limit})",
+            allowed=[1, MAX_EGO_LIMIT],
+        )
+
+
+@functools.cache
+def _ego_statement(as_of: bool, direction: str) -> Statement:
+    p = Params()
+    at = p("as_of") if as_of else None
+    # Every edge around the frontier that existed at T for this reader, and whether it
+    # was still valid then (those that were not are the expired ones).
+    seen = RULE.edge("g", p("lanes", "text[]"), at, include_expired=True)
+    valid = RULE.edge_valid("g", at)
+    nodes = p("nodes", "text[]")
+    touching = {
+        "OUT": f"g.from_id = ANY({nodes})",
+        "IN": f"g.to_id = ANY({nodes})",
+        "BOTH": f"(g.from_id = ANY({nodes}) OR g.to_id = ANY({nodes}))",
+    }[direction]
+    source = _source(p, as_of)
+    return p.statement(
+        f"SELECT {_SELECT}, ({valid}) AS valid FROM {source} WHERE {touching} AND {seen}"
+    )
+
+
+@dataclass
+class Ego:
+    """The neighbourhood: its edges with the hop each was reached at, the records they
+    reach beyond the starting ones (by hop), and what was left out."""
+
+    edges: list[tuple[int, Edge]] = field(default_factory=list)
+    neighbors: list[str] = field(default_factory=list)
+    expired_excluded: int = 0
+    edges_clipped: int = 0
+    type_filtered: int = 0
+    dangling_ids: list[str] = field(default_factory=list)
+
+
+async def ego(
+    db: Reader,
+    lanes: Sequence[str],
+    nodes: Sequence[str],
+    hops: int,
+    direction: str,
+    types: Sequence[str] | None,
+    limit: int,
+    as_of: datetime | None,
+    include_expired: bool,
+) -> Ego:
+    """Breadth first from `nodes` (readable record ids) over typed edges, `hops` deep;
+    edges sorted by hop, then weight (strongest first), then id, and clipped at
+    `limit`; every edge left out counted by why. Edges to records the caller cannot
+    read are never seen, so they are counted nowhere."""
+    check_ego(hops, limit)
+    statement = _ego_statement(as_of is not None, direction)
+    found = Ego()
+    chosen: dict[str, tuple[int, Edge]] = {}
+    counted: set[str] = set()
+    reached: dict[str, int] = {n: 0 for n in nodes}
+    frontier = list(dict.fromkeys(nodes))
+    for hop in range(1, hops + 1):
+        if not frontier:
+            break
+        values = {"lanes": list(lanes), "nodes": frontier, "as_of": as_of}
+        rows = await db.fetch(statement.text, *statement.args(values))
+        following: list[str] = []
+        for row in sorted(rows, key=lambda r: r["id"]):
+            edge = _edge(row)
+            if edge.id in counted:
+                continue
+            counted.add(edge.id)
+            if not row["valid"] and not include_expired:
+                found.expired_excluded += 1
+                continue
+            if types is not None and edge.type not in types:
+                found.type_filtered += 1
+                continue
+            chosen[edge.id] = (hop, edge)
+            for end in (edge.from_id, edge.to_id):
+                if end not in reached:
+                    reached[end] = hop
+                    following.append(end)
+        frontier = following
+    ordered = sorted(chosen.values(), key=lambda h: (h[0], -h[1].weight, h[1].id))
+    found.edges = ordered[:limit]
+    found.edges_clipped = len(ordered) - len(found.edges)
+    shown = {end for _, e in found.edges for end in (e.from_id, e.to_id)}
+    found.neighbors = [
+        r
+        for r, hop in sorted(reached.items(), key=lambda x: (x[1], x[0]))
+        if hop > 0 and r in shown
+    ]
+    return found
