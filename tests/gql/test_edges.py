@@ -6,9 +6,9 @@ import asyncio
 import re
 from datetime import UTC, datetime, timedelta
 
+from tests.conftest import GatewayFactory
 from tests.gql._api import AUDIT, ingest
 from tests.gql._edges import CONFLICTS, RELATED, RESOLVE, RETIRE, UPSERT, edges, upsert
-from tests.conftest import GatewayFactory
 from tests.support import Gateway, sql
 
 QUOTE = {"quote": "See [[00-overview]] for context.", "source": "01-runbook.md", "offset": 170}
