@@ -202,13 +202,13 @@ class EgoView:
         description="The hop of each edge in `edges`, in the same order: 1 for an edge of a "
         "starting node, 2 for one beyond."
     )
-    neighbor_ids: list[strawberry.ID] = strawberry.field(
-        description="The records the shown edges reach beyond the starting nodes, nearest first."
-    )
+    neighbor_ids: strawberry.Private[list[str]]
     not_shown: EgoNotShown = strawberry.field(description="What was left out, by why.")
     as_of: strawberry.Private[datetime | None]
 
-    @strawberry.field(description="The records the shown edges reach beyond the starting nodes.")
+    @strawberry.field(
+        description="The records the shown edges reach beyond the starting nodes, nearest first."
+    )
     async def neighbors(self, info: Info) -> list[Record]:
         found = await info.context.records(list(self.neighbor_ids), self.as_of)
         return [Record.from_domain(found[i], self.as_of) for i in self.neighbor_ids if i in found]
@@ -218,7 +218,7 @@ class EgoView:
         return cls(
             edges=[Edge.from_domain(e, as_of) for _, e in ego.edges],
             hops=[h for h, _ in ego.edges],
-            neighbor_ids=[strawberry.ID(i) for i in ego.neighbors],
+            neighbor_ids=list(ego.neighbors),
             not_shown=EgoNotShown(
                 expired_excluded=ego.expired_excluded,
                 edges_clipped=ego.edges_clipped,

@@ -39,6 +39,7 @@ from graphql import (
 from gql.schema import schema
 from tests.conftest import GatewayFactory
 from tests.gql._asserted import CONNECT, CORRECT, DISCONNECT, GROUP, UNGROUP
+from tests.gql._edges import RESOLVE, RETIRE, UPSERT
 from tests.gql._feed import feed_client
 from tests.gql._policy_support import ADD, INGEST, REMOVE, UPDATE, mint
 from tests.support import Gateway
@@ -120,6 +121,32 @@ async def write(world: World, hidden: bool) -> None:
         await curator(UNGROUP, id=world.edges["cabal"], ids=[ids["h3"]])
         await curator(DISCONNECT, id=world.edges["secretpair"])
     await reader(UPDATE, id=ids["v1"], content="v1 changed", properties=["topic:y"])
+
+    # Typed edges: the reader's own, and the curator's in and into the hidden lane (from a
+    # readable record to a hidden one, and back), resolved and retired as well.
+    async def edge(agent: str, start: str, end: str, kind: str, **fields: Any) -> str:
+        made = await world.as_agent(
+            agent,
+            UPSERT,
+            {"input": {"fromId": ids[start], "toId": ids[end], "type": kind, **fields}},
+        )
+        return str(made["upsertEdge"]["id"])
+
+    quote = {"quote": "v1 content", "source": "notes.md", "offset": 0}
+    await edge("reader", "v1", "v2", "supports", weight=0.8, evidence=quote)
+    conflict = await edge("reader", "v2", "v3", "contradicts", confidence=0.5)
+    gone = await edge("reader", "v3", "v1", "derived_from")
+    await reader(RETIRE, id=gone)
+    if hidden:
+        await edge("curator", "h1", "h2", "supports", evidence=quote)
+        into = await edge("curator", "v1", "h1", "contradicts", weight=0.9)
+        await edge("curator", "h2", "v2", "supports")
+        await edge("curator", "v3", "h3", "contradicts")
+        await curator(
+            RESOLVE, edgeId=into, resolution="SUPERSEDED", resolver="c", winnerId=ids["h1"]
+        )
+        await curator(RETIRE, id=await edge("curator", "v2", "h2", "derived_from"))
+    await curator(RESOLVE, edgeId=conflict, resolution="ACCEPTED_DUAL", resolver="c")
     world.marks.append(datetime.now(UTC).isoformat())
 
 
@@ -169,7 +196,17 @@ def arguments(world: World, name: str, gfield: GraphQLField, nested: bool) -> It
         "mode": ["UNION", "TIMELINE"],
         "depth": [2],
         "labels": [["org", "topic"]],
-        "kinds": [["sr_ingested", "connected"]],
+        "kinds": [["sr_ingested", "connected"], ["edge_upserted", "conflict_resolved"]],
+        "nodes": [[i] for i in ids] + [ids],
+        "fromId": ids,
+        "toId": ids,
+        "type": ["contradicts"],
+        "types": [["supports", "contradicts"]],
+        "hops": [2],
+        "direction": ["IN"],
+        "status": ["ALL", "RESOLVED"],
+        "includeExpired": [True],
+        "namespace": ["default"],
     }
     if name == "auditEvent":
         pools["id"] = world.events
@@ -195,7 +232,7 @@ def render(args: dict[str, Any], gfield: GraphQLField) -> str:
     parts = []
     for name, value in args.items():
         named, _ = unwrap(gfield.args[name].type)
-        if named.name == "GatherMode":
+        if named.name in ("GatherMode", "Direction", "ConflictStatus"):
             parts.append(f"{name}: {value}")
         else:
             parts.append(f"{name}: {json.dumps(value)}")
