@@ -23,6 +23,7 @@ from store.limits import MAX_CONTENT_CHARS
 from store.operations import backup, signing
 from tests.gql._api import ADD, GATHER, REMOVE, UPDATE, ingest
 from tests.gql._asserted import CORRECT, asserted, connect, group
+from tests.gql._edges import CONFLICTS, EDGES, RESOLVE, RETIRE, upsert
 from tests.support import Databases, Gateway, run_gateway, sql
 from tests.test_cli import edgeloom
 
@@ -60,6 +61,17 @@ async def write_memory(gateway: Gateway) -> list[dict[str, Any]]:
     written.append(
         await ingest(gateway, "adjusts note 6", ["org:Org0"], adjusts=[written[6]["id"]])
     )
+    # Typed edges: updated, resolved and retired, so each has several versions.
+    a, b, c = (r["id"] for r in written[7:10])
+    quote = {"quote": "note 7", "source": "notes.md", "offset": 0}
+    made = await upsert(gateway, fromId=a, toId=b, type="supports", weight=0.5, evidence=quote)
+    await upsert(gateway, fromId=a, toId=b, type="supports", weight=0.75)
+    conflict = await upsert(gateway, fromId=b, toId=c, type="contradicts")
+    await gateway.data(
+        RESOLVE,
+        {"edgeId": conflict["id"], "resolution": "SUPERSEDED", "resolver": "x", "winnerId": c},
+    )
+    await gateway.data(RETIRE, {"id": made["id"]})
     return written
 
 
@@ -79,6 +91,14 @@ async def answers(gateway: Gateway, records: list[dict[str, Any]]) -> dict[str, 
     for record in records:
         seen[f"{record['id']}/asserted"] = await asserted(gateway, record["id"])
     seen["labels"] = await gateway.data("{ labels { label recordCount } }")
+    everything = await gateway.data(EDGES, {"includeExpired": True, "first": 500})
+    seen["edges"] = everything
+    for edge in everything["edges"]["items"]:
+        for at in (edge["createdAt"], edge["updatedAt"]):
+            seen[f"{edge['id']}@{at}"] = await gateway.data(
+                EDGES, {"fromId": edge["fromId"], "asOf": at, "includeExpired": True}
+            )
+    seen["conflicts"] = await gateway.data(CONFLICTS, {"status": "ALL"})
     seen["audit"] = await gateway.data(AUDIT)
     return seen
 
@@ -96,6 +116,7 @@ async def test_export_then_import_rebuilds_the_same_memory(
         assert status == 0, (out, err)
         await gateway.data(UPDATE, {"id": records[0]["id"], "content": "after the checkpoint"})
         before = await answers(gateway, records)
+        assert before["edges"]["edges"]["totalCount"] == 2
 
         # Exporting while writers run gives one consistent snapshot.
         async def writer() -> None:
