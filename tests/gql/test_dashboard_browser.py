@@ -10,6 +10,7 @@ import pytest
 from tests.conftest import GatewayFactory
 from tests.gql._api import ingest, unique
 from tests.gql._browser import ARGS, browser_or_skip, note_csp_violation
+from tests.gql._edges import upsert
 from tests.gql._feed import newest_cursor
 from tests.gql._policy_support import mint
 from tests.support import REPO, Gateway
@@ -147,3 +148,76 @@ async def test_neither_page_loads_in_a_frame_of_another_origin(gateway: Gateway)
             await browser.close()
     assert rendered == []
     assert len([m for m in refused if "frame-ancestors 'none'" in m]) == len(pages), refused
+
+
+async def test_the_neighbourhood_draws_typed_edges_with_their_evidence(gateway: Gateway) -> None:
+    executable = browser_or_skip()
+    from playwright.async_api import async_playwright
+
+    focus = await ingest(gateway, "The renewal is due in March.", [unique("topic:typed-")])
+    quoted = await ingest(gateway, "The contract says April.")
+    asserted = await ingest(gateway, "Sam thinks May.")
+    quote = {"quote": "renewal: April 1", "source": "contract.md", "offset": 42}
+    contradicts = await upsert(
+        gateway,
+        fromId=focus["id"],
+        toId=quoted["id"],
+        type="contradicts",
+        weight=0.9,
+        evidence=quote,
+        detector="contract@1",
+    )
+    related = await upsert(gateway, fromId=asserted["id"], toId=focus["id"], type="related_to")
+    after = await newest_cursor(gateway)
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=executable, args=ARGS)
+        try:
+            page, outside, errors = await open_page(browser, gateway, f"/dashboard?after={after}")
+            await page.wait_for_selector("#status.live", timeout=20_000)
+            # Any event about the record opens its neighbourhood.
+            await upsert(
+                gateway, fromId=focus["id"], toId=quoted["id"], type="contradicts", weight=0.8
+            )
+            row = f'#events tr[data-record="{focus["id"]}"]'
+            await page.wait_for_selector(row, timeout=20_000)
+            await page.click(row)
+            await page.wait_for_function(
+                "() => { const cy = window.edgeloomDashboard.cy;"
+                " return !!cy && cy.edges('.typed').length === 2; }",
+                timeout=20_000,
+            )
+            drawn = await page.evaluate(
+                "() => window.edgeloomDashboard.cy.edges('.typed').map(e =>"
+                " [e.id(), e.source().id(), e.target().id(), e.data('label')])"
+            )
+            shown = {}
+            for edge_id in (contradicts["id"], related["id"]):
+                # Hover, then click: both say what shows the edge.
+                await page.evaluate(
+                    f"() => window.edgeloomDashboard.cy.$id('{edge_id}').emit('mouseover')"
+                )
+                hovered = await page.text_content("#edge-info")
+                await page.evaluate(
+                    f"() => window.edgeloomDashboard.cy.$id('{edge_id}').emit('tap')"
+                )
+                shown[edge_id] = (hovered, await page.text_content("#edge-info"))
+            info = await page.text_content("#graph-info")
+            shot = await page.screenshot(full_page=True)
+        finally:
+            await browser.close()
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "dashboard-typed-edges.png").write_bytes(shot)
+    assert sorted(drawn) == sorted(
+        [
+            [contradicts["id"], focus["id"], quoted["id"], "contradicts 0.8"],
+            [related["id"], asserted["id"], focus["id"], "related_to 1"],
+        ]
+    )
+    hovered, clicked = shown[contradicts["id"]]
+    assert hovered == clicked
+    assert clicked == (
+        "contradicts · weight 0.8 · agent dev · contract@1\n“renewal: April 1” — contract.md:42"
+    )
+    assert shown[related["id"]][1].endswith("\nasserted, no evidence")
+    assert info is not None and "2 typed edges" in info
+    assert outside == [] and errors == []

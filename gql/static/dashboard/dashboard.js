@@ -16,7 +16,12 @@
       id lane sourceType version content
       edgeProperties { property label memberCount members(first: 25) { items { id content lane } } }
     }
-  }`;
+    related(id: $id) {
+      outgoing { ...typed toRecord { id content } }
+      incoming { ...typed fromRecord { id content } }
+    }
+  }
+  fragment typed on Edge { id fromId toId type weight provenanceType provenanceActor detector evidence }`;
 
   const $ = (id) => document.getElementById(id);
   const endpoint = new URL("/graphql", location.href).href;
@@ -326,6 +331,23 @@
     return text.length > 40 ? `${text.slice(0, 39)}…` : text;
   }
 
+  // The evidence of a typed edge as a reader should see it: the quote with where it is
+  // from, a detector's rationale as it is, or that the edge is only asserted.
+  function evidenceText(evidence) {
+    if (evidence === null || evidence === undefined) return "asserted, no evidence";
+    const items = Array.isArray(evidence) ? evidence : [evidence];
+    if (items.length === 0) return "asserted, no evidence";
+    return items
+      .map((item) => {
+        if (typeof item.quote === "string") {
+          const where = [item.source, item.offset].filter((x) => x !== undefined && x !== null).join(":");
+          return `“${item.quote}”${where ? ` — ${where}` : ""}`;
+        }
+        return JSON.stringify(item);
+      })
+      .join("\n");
+  }
+
   async function drawGraph(recordId) {
     $("graph-title").textContent = recordId;
     const body = await query(NEIGHBOURHOOD, { id: recordId });
@@ -350,6 +372,25 @@
         }
       }
     }
+    // Typed edges: drawn as arrows between the records, labelled with type and weight.
+    const typed = [...body.data.related.outgoing, ...body.data.related.incoming];
+    for (const edge of typed) {
+      const other = edge.toRecord || edge.fromRecord;
+      if (other && !nodes.has(other.id)) {
+        nodes.set(other.id, { data: { id: other.id, label: `${short(other.id)}\n${snippet(other.content)}` }, classes: "record" });
+      }
+      edges.push({
+        data: {
+          id: edge.id,
+          source: edge.fromId,
+          target: edge.toId,
+          label: `${edge.type} ${edge.weight}`,
+          evidence: evidenceText(edge.evidence),
+          about: `${edge.type} · weight ${edge.weight} · ${edge.provenanceType} ${edge.provenanceActor} · ${edge.detector}`,
+        },
+        classes: "typed",
+      });
+    }
     state.graphRecords = new Set([...nodes.keys()].filter((id) => !id.startsWith("ep:")));
     const elements = [...nodes.values(), ...edges];
     if (cy) cy.destroy();
@@ -362,16 +403,31 @@
         { selector: "node.focus", style: { "background-color": "#f9a65f", width: 26, height: 26, "font-weight": "bold" } },
         { selector: "node.hyperedge", style: { shape: "diamond", "background-color": "#7ddc8a", width: 18, height: 18 } },
         { selector: "edge", style: { width: 1.5, "line-color": "#3b5670", "curve-style": "bezier" } },
+        {
+          selector: "edge.typed",
+          style: {
+            width: 2.5, "line-color": "#e27de2", "target-arrow-color": "#e27de2", "target-arrow-shape": "triangle",
+            label: "data(label)", color: "#e9c6e9", "font-size": 9, "text-rotation": "autorotate", "text-margin-y": -6,
+          },
+        },
       ],
       layout: { name: "cose", animate: false, padding: 20, nodeRepulsion: () => 9000 },
       wheelSensitivity: 0.3,
     });
     cy.on("tap", "node.record", (event) => select(event.target.id(), null));
+    // A typed edge says what shows it: its evidence quote, or that it was asserted without.
+    cy.on("tap mouseover", "edge.typed", (event) => {
+      const edge = event.target;
+      $("edge-info").textContent = `${edge.data("about")}\n${edge.data("evidence")}`;
+      $("edge-info").dataset.edge = edge.id();
+    });
     window.edgeloomDashboard.cy = cy;
     const hyperedges = record.edgeProperties.length;
     $("graph-info").textContent =
       `${record.lane} · ${record.sourceType} · version ${record.version} · ` +
-      `${hyperedges} hyperedge${hyperedges === 1 ? "" : "s"}, ${state.graphRecords.size - 1} neighbour record(s)`;
+      `${hyperedges} hyperedge${hyperedges === 1 ? "" : "s"}, ${typed.length} typed edge${typed.length === 1 ? "" : "s"}, ` +
+      `${state.graphRecords.size - 1} neighbour record(s)`;
+    $("edge-info").textContent = typed.length ? "hover or click a typed edge for its evidence" : "";
   }
 
   renderChart();
