@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from tests.conftest import GatewayFactory
 from tests.gql._api import AUDIT, ingest
-from tests.gql._edges import CONFLICTS, RELATED, RESOLVE, RETIRE, UPSERT, edges, upsert
+from tests.gql._edges import CONFLICTS, RELATED, RESOLVE, RETIRE, UPSERT, edges, ego, upsert
 from tests.support import Gateway, sql
 
 QUOTE = {"quote": "See [[00-overview]] for context.", "source": "01-runbook.md", "offset": 170}
@@ -348,3 +348,25 @@ async def test_edges_filters_and_pages_and_related(gateway: Gateway) -> None:
     ]
     only = (await gateway.data(RELATED, {"id": a, "namespace": "n2"}))["related"]
     assert only["outgoing"] == [] and [e["id"] for e in only["incoming"]] == [ca["id"]]
+
+
+async def test_reads_as_of_an_instant_see_the_edge_as_it_was_recorded_then(
+    gateway: Gateway,
+) -> None:
+    a, b = await pair(gateway)
+    before = datetime.now(UTC)
+    first = await upsert(gateway, fromId=a, toId=b, type="cites", weight=0.5, evidence=QUOTE)
+    between = datetime.now(UTC)
+    await asyncio.sleep(0.01)
+    await upsert(gateway, fromId=a, toId=b, type="cites", weight=0.7, evidence=[])
+    now = (await edges(gateway, fromId=a))["items"]
+    assert [(e["version"], e["weight"], e["evidence"]) for e in now] == [(2, 0.7, [])]
+    then = (await edges(gateway, fromId=a, asOf=between.isoformat()))["items"]
+    assert [(e["version"], e["weight"], e["evidence"]) for e in then] == [(1, 0.5, QUOTE)]
+    assert then[0]["updatedAt"] == first["updatedAt"]
+    assert (await edges(gateway, fromId=a, asOf=before.isoformat()))["totalCount"] == 0
+    around = (await gateway.data(RELATED, {"id": a, "asOf": between.isoformat()}))["related"]
+    assert [e["id"] for e in around["outgoing"]] == [first["id"]]
+    view = await ego(gateway, nodes=[b], asOf=between.isoformat())
+    assert [(e["id"], e["weight"]) for e in view["edges"]] == [(first["id"], 0.5)]
+    assert (await ego(gateway, nodes=[b], asOf=before.isoformat()))["edges"] == []
