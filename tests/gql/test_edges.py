@@ -370,3 +370,17 @@ async def test_reads_as_of_an_instant_see_the_edge_as_it_was_recorded_then(
     view = await ego(gateway, nodes=[b], asOf=between.isoformat())
     assert [(e["id"], e["weight"]) for e in view["edges"]] == [(first["id"], 0.5)]
     assert (await ego(gateway, nodes=[b], asOf=before.isoformat()))["edges"] == []
+
+
+async def test_evidence_as_a_literal_and_a_cursor_from_elsewhere(gateway: Gateway) -> None:
+    a, b = await pair(gateway)
+    literal = (
+        f'mutation {{ upsertEdge(input: {{ fromId: "{a}", toId: "{b}", type: "supports", '
+        'evidence: [{ quote: "x", source: "f.md", offset: 3 }] }) { evidence } }'
+    )
+    made = await gateway.data(literal)
+    assert made["upsertEdge"]["evidence"] == [{"quote": "x", "source": "f.md", "offset": 3}]
+    for after in ("nope", "WyIyIiwiMjAyNi0wMS0wMVQwMDowMDowMCIsImEiXQ"):
+        error = await gateway.error(CONFLICTS, {"after": after})
+        assert error["extensions"]["code"] == "BAD_USER_INPUT"
+        assert "is not one this list gave out" in error["message"]

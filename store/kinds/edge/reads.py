@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from store.errors import InvalidInputError
@@ -186,15 +186,21 @@ async def conflicts(
         "limit": size + 1,
     }
     if key is not None:
+        rank, at, ident = key
         try:
-            values["after_rank"] = int(key[0])
-            values["after_at"] = datetime.fromisoformat(key[1])
-        except ValueError:
+            values["after_at"] = datetime.fromisoformat(at).astimezone(UTC)
+        except (ValueError, OverflowError):
+            values["after_at"] = None
+        if (
+            rank not in ("0", "1")
+            or values["after_at"] is None
+            or values["after_at"].tzinfo is None
+        ):
             raise InvalidInputError(
-                f"cursor '{after}' is not one this list gave out; pass a page's endCursor "
-                "unchanged, or omit after"
-            ) from None
-        values["after_id"] = key[2]
+                f"cursor '{(after or '')[:40]}' is not one this list gave out; pass a page's "
+                "endCursor unchanged, or omit after"
+            )
+        values["after_rank"], values["after_id"] = int(rank), ident
     statement = _conflicts_statement(key is not None)
     rows = await db.fetch(statement.text, *statement.args(values))
     return _page(
