@@ -23,6 +23,13 @@ from store.kinds.record.projection import Entry
 R = TypeVar("R")
 
 
+class RecordRef(str):
+    """A unique key's value naming a record by the ident a command locks it by in
+    `Locks.records` (an id or a prefix): the key is locked with the full id."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True)
 class Locks:
     """What a command reads and locks before it decides.
@@ -37,10 +44,10 @@ class Locks:
     entry and state read under the lock (`Current.heads`, `Current.states`).
     `keys`: unique keys its kind declares (kind, key name, the key's values), locked
     whether or not an object holds them yet, so two commands cannot both create one.
-    A value that is one of `records` is locked as the full id it resolves to (so a key
-    made of record ids takes prefixes as they do). The object holding each key, as its
-    kind looks it up (`Kind.holder`), is then locked too and read like `objects`
-    (`Current.keyed`).
+    A value given as a `RecordRef` names one of `records` and is locked as the full id
+    it resolves to (so a key made of record ids takes prefixes as they do). The object
+    holding each key, as its kind looks it up (`Kind.holder`), is then locked too and
+    read like `objects` (`Current.keyed`).
     Objects and keys are locked after `records`, in one sorted order of all of them.
     `carrying`: edge properties (label, value) whose current holders it locks with
     `records`, in the same sorted order: a command that removes a connection, a

@@ -47,7 +47,16 @@ from store.kinds.record import labels
 from store.kinds.record.model import Record
 from store.kinds.record.resolve import MAX_CANDIDATES, check_record_ident
 from store.ledger.append import UnknownKindError, append, build_rows
-from store.ledger.command import Applied, Command, Current, Head, Locks, Plan, Txn
+from store.ledger.command import (
+    Applied,
+    Command,
+    Current,
+    Head,
+    Locks,
+    Plan,
+    RecordRef,
+    Txn,
+)
 from store.ledger.group_commit import (
     DEFAULT_OUTCOME_TIMEOUT,
     MAX_GROUP_WRITES,
@@ -413,8 +422,11 @@ Key = tuple[str, str, tuple[str, ...]]
 
 
 def _resolved_keys(locks: Locks, exact: Mapping[str, str]) -> list[Key]:
-    """`locks.keys` with each value naming one of the locked records as its full id."""
-    return [(k, name, tuple(exact.get(v, v) for v in values)) for k, name, values in locks.keys]
+    """`locks.keys` with each `RecordRef` as the full id of the record it names."""
+    return [
+        (k, name, tuple(exact.get(v, v) if isinstance(v, RecordRef) else v for v in values))
+        for k, name, values in locks.keys
+    ]
 
 
 async def _key_holders(conn: Conn, locks: Locks, keys: Sequence[Key]) -> dict[Key, str]:

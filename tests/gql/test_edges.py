@@ -384,3 +384,11 @@ async def test_evidence_as_a_literal_and_a_cursor_from_elsewhere(gateway: Gatewa
         error = await gateway.error(CONFLICTS, {"after": after})
         assert error["extensions"]["code"] == "BAD_USER_INPUT"
         assert "is not one this list gave out" in error["message"]
+
+
+async def test_a_type_spelled_like_an_id_prefix_is_a_type(gateway: Gateway) -> None:
+    a, b = await pair(gateway)
+    prefix = a[:9]
+    made = await upsert(gateway, fromId=prefix, toId=b, type=prefix)
+    again = await upsert(gateway, fromId=a, toId=b, type=prefix, weight=0.5)
+    assert again["id"] == made["id"] and made["type"] == prefix and again["version"] == 2

@@ -32,7 +32,17 @@ from store.kinds.edge.model import (
     state_of,
 )
 from store.kinds.edge.payloads import payload_for
-from store.ledger.command import Applied, Current, Event, Head, Locks, Plan, Txn, Write
+from store.ledger.command import (
+    Applied,
+    Current,
+    Event,
+    Head,
+    Locks,
+    Plan,
+    RecordRef,
+    Txn,
+    Write,
+)
 
 KIND = "edge"
 
@@ -143,7 +153,7 @@ class UpsertEdge:
         checks.check_text("detector", self.detector)
         checks.check_evidence(self.evidence)
         checks.check_conflict_state(self.type, self.conflict_state)
-        key = (self.from_id, self.to_id, self.type, self.namespace)
+        key = (RecordRef(self.from_id), RecordRef(self.to_id), self.type, self.namespace)
         object.__setattr__(self, "_key", (KIND, LIVE_KEY, key))
 
     def locks(self) -> Locks:
