@@ -10,22 +10,30 @@ import strawberry
 from strawberry.schema.name_converter import NameConverter
 from strawberry.types.arguments import InputContext
 
+from gql import descriptions as d
 from store.kinds.record import commands
 
 
 @strawberry.input(description="A new record.")
 class IngestInput:
-    content: str
+    content: str = strawberry.field(description=d.CONTENT)
     properties: list[str] | None = strawberry.field(
-        default=None, description="Edge properties as label:value strings, e.g. org:Acme."
+        default=None, description="Its edge properties. " + d.PROPERTY_RULES
     )
     source_type: str | None = strawberry.field(
-        default=None, description="Defaults to conversational; a closed lane names its own."
+        default=None,
+        description="Its source type, which fixes its authority and the labels it may carry: "
+        "default conversational. An open lane takes the builtins conversational and "
+        "documentary; a closed lane only its own types (see profile).",
     )
-    lane: str | None = strawberry.field(default=None, description="Defaults to 'default'.")
+    lane: str | None = strawberry.field(
+        default=None,
+        description="The lane to write it in (default 'default'); you need write access.",
+    )
     idempotency_key: str | None = strawberry.field(
         default=None,
-        description="A retry with the same key (per agent) returns the first record.",
+        description="A retry with the same key (per agent) returns the first record instead "
+        "of writing another; up to 256 characters.",
     )
     adjusts: list[strawberry.ID] | None = strawberry.field(
         default=None,

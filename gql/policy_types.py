@@ -13,26 +13,32 @@ from store.kinds.policy.in_force import PolicyVersion as PolicyVersionModel
 
 @strawberry.type(description="A label a source type allows; `values` null means any value.")
 class LabelRule:
-    label: str
-    values: list[str] | None
+    label: str = strawberry.field(description="A label the source type allows.")
+    values: list[str] | None = strawberry.field(
+        description="The values it is closed to, in order; null when any value is allowed."
+    )
 
 
 @strawberry.type(description="A source type a lane offers, with what its records may carry.")
 class SourceTypeInfo:
-    name: str
-    authority: str
+    name: str = strawberry.field(description="The source type, as source_type/sourceType takes it.")
+    authority: str = strawberry.field(description="The authority stamped on its records.")
     labels: list[LabelRule] | None = strawberry.field(
         description="The labels allowed; null on an open lane, where any label is allowed."
     )
-    content_format: str | None
-    required_keys: list[str]
+    content_format: str | None = strawberry.field(
+        description="json when its content must parse as JSON; null for any text."
+    )
+    required_keys: list[str] = strawberry.field(
+        description="Top-level keys its JSON content must have."
+    )
 
 
 @strawberry.type(description="One lane the caller may read or write.")
 class LaneAccess:
-    lane: str
-    readable: bool
-    writable: bool
+    lane: str = strawberry.field(description="The lane name, as lane/lanes take it.")
+    readable: bool = strawberry.field(description="Whether you may read it.")
+    writable: bool = strawberry.field(description="Whether you may write it.")
     open: bool = strawberry.field(description="True when the lane declares no source types.")
     source_types: list[SourceTypeInfo] = strawberry.field(
         description="For a writable lane, the source types it offers (empty if not writable)."
@@ -41,12 +47,16 @@ class LaneAccess:
 
 @strawberry.type(description="Who the caller is and where it may read and write.")
 class Profile:
-    agent: str
-    read_lanes: list[str]
-    write_lanes: list[str]
-    can_apply_policy: bool
-    policy_version: int
-    lanes: list[LaneAccess]
+    agent: str = strawberry.field(description="Your agent name.")
+    read_lanes: list[str] = strawberry.field(description="The lanes you may read.")
+    write_lanes: list[str] = strawberry.field(description="The lanes you may write.")
+    can_apply_policy: bool = strawberry.field(
+        description="Whether you may apply a new policy (applyPolicy)."
+    )
+    policy_version: int = strawberry.field(description="The policy version these rights come from.")
+    lanes: list[LaneAccess] = strawberry.field(
+        description="Each lane you may read or write, with what you may write there."
+    )
 
     @classmethod
     def from_domain(cls, policy: Policy, version: int, agent_name: str) -> Profile:
@@ -95,10 +105,10 @@ def _lane_access(lane: LaneModel, readable: bool, writable: bool) -> LaneAccess:
 
 @strawberry.type(description="An applied policy version.")
 class PolicyVersion:
-    version: int
-    yaml: str
-    applied_at: datetime
-    applied_by: str
+    version: int = strawberry.field(description="The policy version, from 1.")
+    yaml: str = strawberry.field(description="The policy as applied.")
+    applied_at: datetime = strawberry.field(description="When it was applied.")
+    applied_by: str = strawberry.field(description="Who applied it (an agent, or serve --policy).")
 
     @classmethod
     def from_domain(cls, p: PolicyVersionModel) -> PolicyVersion:

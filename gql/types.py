@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import strawberry
 from strawberry.types.nodes import SelectedField
 
+from gql import descriptions as d
 from gql.compiled.fields import compiled
 from gql.compiled.plan import bind_members
 from gql.context import Context
@@ -40,9 +41,12 @@ class GatherMode(enum.Enum):
         return queries.GatherMode(self.value)
 
 
-@strawberry.type
+@strawberry.type(description="Where a page stands in its list.")
 class PageInfo:
-    has_next_page: bool = strawberry.field(metadata=compiled(sql.Compiler.has_next_page))
+    has_next_page: bool = strawberry.field(
+        description="Whether another page follows this one.",
+        metadata=compiled(sql.Compiler.has_next_page),
+    )
     end_cursor: str | None = strawberry.field(
         description="Pass as `after` for the next page; null when the page is empty.",
         metadata=compiled(sql.Compiler.end_cursor),
@@ -51,16 +55,27 @@ class PageInfo:
 
 @strawberry.type(description="A page of records, with the total size of the whole list.")
 class RecordPage:
-    items: list[Record] = strawberry.field(metadata=compiled(sql.Compiler.items))
-    total_count: int = strawberry.field(metadata=compiled(sql.Compiler.total_count))
-    page_info: PageInfo = strawberry.field(metadata=compiled(sql.Compiler.page_info))
+    items: list[Record] = strawberry.field(
+        description="The records of this page, in the order of the list.",
+        metadata=compiled(sql.Compiler.items),
+    )
+    total_count: int = strawberry.field(
+        description="How many items the whole list holds, every page together.",
+        metadata=compiled(sql.Compiler.total_count),
+    )
+    page_info: PageInfo = strawberry.field(
+        description="Whether more follow, and the cursor to read them.",
+        metadata=compiled(sql.Compiler.page_info),
+    )
 
 
 @strawberry.type(description="A page of audit events, oldest first.")
 class AuditPage:
-    items: list[AuditEvent]
-    total_count: int
-    page_info: PageInfo
+    items: list[AuditEvent] = strawberry.field(description="The events of this page, oldest first.")
+    total_count: int = strawberry.field(description="How many events the whole list holds.")
+    page_info: PageInfo = strawberry.field(
+        description="Whether more follow, and the cursor to read them."
+    )
 
 
 def page_info(page: Page[T]) -> PageInfo:
@@ -109,8 +124,12 @@ class EdgeProperty:
     property: str = strawberry.field(
         description="The edge property as label:value.", metadata=compiled(sql.edge_property)
     )
-    label: str = strawberry.field(metadata=compiled(sql.edge_label))
-    value: str = strawberry.field(metadata=compiled(sql.edge_value))
+    label: str = strawberry.field(
+        description="The part before the first colon.", metadata=compiled(sql.edge_label)
+    )
+    value: str = strawberry.field(
+        description="The part after the first colon.", metadata=compiled(sql.edge_value)
+    )
     as_of: strawberry.Private[datetime | None]
 
     @strawberry.field(
@@ -125,7 +144,10 @@ class EdgeProperty:
         metadata=compiled(sql.Compiler.members, bind_members),
     )
     async def members(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self,
+        info: Info,
+        first: Annotated[int | None, strawberry.argument(description=d.FIRST)] = None,
+        after: Annotated[str | None, strawberry.argument(description=d.AFTER)] = None,
     ) -> RecordPage:
         prop = Property(self.label, self.value)
         count = asks_for(info, "totalCount")
@@ -149,16 +171,39 @@ class EdgeProperty:
 
 @strawberry.type(description="One version of a record: its whole state after one change.")
 class Version:
-    number: int = strawberry.field(metadata=compiled(sql.column("version")))
-    at: datetime = strawberry.field(metadata=compiled(sql.time("at")))
-    event: str = strawberry.field(metadata=compiled(sql.column("event")))
-    actor: str = strawberry.field(metadata=compiled(sql.column("actor")))
-    content: str = strawberry.field(metadata=compiled(sql.state("content")))
-    properties: list[str] = strawberry.field(metadata=compiled(sql.Compiler.version_properties))
-    lane: str = strawberry.field(metadata=compiled(sql.state("lane")))
-    source_type: str = strawberry.field(metadata=compiled(sql.state("source_type")))
-    authority: str = strawberry.field(metadata=compiled(sql.state("authority")))
-    policy_version: int = strawberry.field(metadata=compiled(sql.column("policy_version")))
+    number: int = strawberry.field(
+        description="The version number, from 1.", metadata=compiled(sql.column("version"))
+    )
+    at: datetime = strawberry.field(
+        description="When it was written.", metadata=compiled(sql.time("at"))
+    )
+    event: str = strawberry.field(
+        description="The change that wrote it (sr_ingested, sr_updated, property_added, ...).",
+        metadata=compiled(sql.column("event")),
+    )
+    actor: str = strawberry.field(
+        description="The agent who wrote it.", metadata=compiled(sql.column("actor"))
+    )
+    content: str = strawberry.field(
+        description="The content in this version.", metadata=compiled(sql.state("content"))
+    )
+    properties: list[str] = strawberry.field(
+        description="The caller-written edge properties in this version, as label:value.",
+        metadata=compiled(sql.Compiler.version_properties),
+    )
+    lane: str = strawberry.field(
+        description="The lane in this version.", metadata=compiled(sql.state("lane"))
+    )
+    source_type: str = strawberry.field(
+        description="The source type in this version.", metadata=compiled(sql.state("source_type"))
+    )
+    authority: str = strawberry.field(
+        description="The authority in this version.", metadata=compiled(sql.state("authority"))
+    )
+    policy_version: int = strawberry.field(
+        description="The policy version in force when it was written.",
+        metadata=compiled(sql.column("policy_version")),
+    )
     hash: str = strawberry.field(
         description="The ledger entry's hash (chained per record).",
         metadata=compiled(sql.column("hash")),
@@ -183,15 +228,43 @@ class Version:
 
 @strawberry.type(description="A record in memory, as it is now or as it was at asOf.")
 class Record:
-    id: strawberry.ID = strawberry.field(metadata=compiled(sql.record_column("id")))
-    lane: str = strawberry.field(metadata=compiled(sql.record_column("lane")))
-    source_type: str = strawberry.field(metadata=compiled(sql.record_column("source_type")))
-    authority: str = strawberry.field(metadata=compiled(sql.record_column("authority")))
-    content: str = strawberry.field(metadata=compiled(sql.record_column("content")))
-    version: int = strawberry.field(metadata=compiled(sql.record_column("version")))
-    created_at: datetime = strawberry.field(metadata=compiled(sql.record_column("created_at")))
-    updated_at: datetime = strawberry.field(metadata=compiled(sql.record_column("updated_at")))
-    created_by: str = strawberry.field(metadata=compiled(sql.record_column("created_by")))
+    id: strawberry.ID = strawberry.field(
+        description="The record id, sr_ + 32 hex; a unique prefix of 6 or more hex "
+        "characters after sr_ also finds it.",
+        metadata=compiled(sql.record_column("id")),
+    )
+    lane: str = strawberry.field(
+        description="The lane it lives in; who may read and write it follows from the lane.",
+        metadata=compiled(sql.record_column("lane")),
+    )
+    source_type: str = strawberry.field(
+        description="Its source type (conversational, documentary, or one its lane declares).",
+        metadata=compiled(sql.record_column("source_type")),
+    )
+    authority: str = strawberry.field(
+        description="How far it is to be trusted, fixed by its source type.",
+        metadata=compiled(sql.record_column("authority")),
+    )
+    content: str = strawberry.field(
+        description="Its text as last written (as of asOf when given).",
+        metadata=compiled(sql.record_column("content")),
+    )
+    version: int = strawberry.field(
+        description="Its version number: 1 when written, one more with each change.",
+        metadata=compiled(sql.record_column("version")),
+    )
+    created_at: datetime = strawberry.field(
+        description="When version 1 was written.",
+        metadata=compiled(sql.record_column("created_at")),
+    )
+    updated_at: datetime = strawberry.field(
+        description="When the version shown was written.",
+        metadata=compiled(sql.record_column("updated_at")),
+    )
+    created_by: str = strawberry.field(
+        description="The agent who wrote version 1.",
+        metadata=compiled(sql.record_column("created_by")),
+    )
     properties: list[str] = strawberry.field(
         description="The caller-written edge properties as label:value strings.",
         metadata=compiled(sql.Compiler.record_properties),
@@ -270,19 +343,26 @@ class Record:
         )
 
 
-@strawberry.type
+@strawberry.type(description="A label in use, with how many records you can read carry it.")
 class LabelCount:
-    label: str = strawberry.field(metadata=compiled(sql.column("label")))
-    record_count: int = strawberry.field(metadata=compiled(sql.column("record_count")))
+    label: str = strawberry.field(
+        description="A label in use.", metadata=compiled(sql.column("label"))
+    )
+    record_count: int = strawberry.field(
+        description="How many records you can read carry it.",
+        metadata=compiled(sql.column("record_count")),
+    )
 
 
 @strawberry.type(description="What addProperties or removeProperties did, value by value.")
 class PropertyChange:
-    record: Record
-    added: list[str]
+    record: Record = strawberry.field(
+        description="The record after the change (unchanged when nothing changed)."
+    )
+    added: list[str] = strawberry.field(description="Values added, as label:value.")
     already_held: list[str] = strawberry.field(description="Values the record already carried.")
     rejected: list[str] = strawberry.field(description="Reserved (e_*) labels, skipped.")
-    removed: list[str]
+    removed: list[str] = strawberry.field(description="Values removed, as label:value.")
     not_held: list[str] = strawberry.field(
         description="Labels or values asked to be removed that the record did not carry."
     )
@@ -301,14 +381,27 @@ class PropertyChange:
 
 @strawberry.type(description="One audit event; `before` and `after` are the record's versions.")
 class AuditEvent:
-    id: strawberry.ID
+    id: strawberry.ID = strawberry.field(
+        description="The event id, ae_ + 32 hex (auditEvent takes it)."
+    )
     cursor: str = strawberry.field(description="Its position in the feed; pass as `after`.")
-    kind: str
-    record_id: strawberry.ID | None
-    lane: str | None
-    actor: str
-    at: datetime
-    payload: JSON
+    kind: str = strawberry.field(
+        description="What happened: sr_ingested, sr_updated, property_added, "
+        "property_removed, connected, disconnected, grouped, ungrouped, adjusted, unadjusted, "
+        "corrected, policy_applied, or a newer kind."
+    )
+    record_id: strawberry.ID | None = strawberry.field(
+        description="The record it is about; null for events about no record (a policy change)."
+    )
+    lane: str | None = strawberry.field(
+        description="The lane of that record; null for a policy change."
+    )
+    actor: str = strawberry.field(description="The agent who made the change.")
+    at: datetime = strawberry.field(description="When it was committed.")
+    payload: JSON = strawberry.field(
+        description="What changed (for example the property added); never names or counts "
+        "a record you cannot read."
+    )
     _model: strawberry.Private[domain.AuditEvent]
 
     @strawberry.field(description="The record's version before the change (null for a new one).")
@@ -343,12 +436,16 @@ class AuditEvent:
 
 @strawberry.type(description="A record joining or leaving an asserted edge.")
 class MembershipChange:
-    record_id: strawberry.ID = strawberry.field(metadata=compiled(sql.column("record_id")))
+    record_id: strawberry.ID = strawberry.field(
+        description="The record that joined or left.", metadata=compiled(sql.column("record_id"))
+    )
     change: str = strawberry.field(
         description="joined or left", metadata=compiled(sql.column("change"))
     )
-    at: datetime = strawberry.field(metadata=compiled(sql.time("at")))
-    actor: str = strawberry.field(metadata=compiled(sql.column("actor")))
+    at: datetime = strawberry.field(description="When.", metadata=compiled(sql.time("at")))
+    actor: str = strawberry.field(
+        description="The agent who made the change.", metadata=compiled(sql.column("actor"))
+    )
 
 
 @strawberry.interface(
@@ -360,8 +457,13 @@ class AssertedEdge:
         description="The reserved edge property, e.g. e_connect:<hint>_<hex>.",
         metadata=compiled(sql.column("id")),
     )
-    hint: str = strawberry.field(metadata=compiled(sql.column("hint")))
-    created_at: datetime = strawberry.field(metadata=compiled(sql.time("created_at")))
+    hint: str = strawberry.field(
+        description="What the relation is, as given when it was made.",
+        metadata=compiled(sql.column("hint")),
+    )
+    created_at: datetime = strawberry.field(
+        description="When it was made.", metadata=compiled(sql.time("created_at"))
+    )
     actor: str = strawberry.field(
         description="The agent who made it.", metadata=compiled(sql.column("actor"))
     )
@@ -372,7 +474,9 @@ class AssertedEdge:
     ended_at: datetime | None = strawberry.field(
         description="When it stopped joining records.", metadata=compiled(sql.time("ended_at"))
     )
-    ended_by: str | None = strawberry.field(metadata=compiled(sql.column("ended_by")))
+    ended_by: str | None = strawberry.field(
+        description="The agent who ended it.", metadata=compiled(sql.column("ended_by"))
+    )
     _model: strawberry.Private[asserted.Asserted]
 
     @strawberry.field(
@@ -430,7 +534,10 @@ class Group(AssertedEdge):
         metadata=compiled(sql.Compiler.members, bind_members),
     )
     async def members(
-        self, info: Info, first: int | None = None, after: str | None = None
+        self,
+        info: Info,
+        first: Annotated[int | None, strawberry.argument(description=d.FIRST)] = None,
+        after: Annotated[str | None, strawberry.argument(description=d.AFTER)] = None,
     ) -> RecordPage:
         async with info.context.read() as (conn, lanes):
             page = await asserted.member_page(
@@ -476,15 +583,27 @@ async def on_record(
 
 @strawberry.type(description="A correction attached to a record; the record is left as it was.")
 class Correction:
-    id: strawberry.ID = strawberry.field(metadata=compiled(sql.column("id")))
-    record_id: strawberry.ID = strawberry.field(metadata=compiled(sql.column("record_id")))
+    id: strawberry.ID = strawberry.field(
+        description="The correction id.", metadata=compiled(sql.column("id"))
+    )
+    record_id: strawberry.ID = strawberry.field(
+        description="The record it corrects.", metadata=compiled(sql.column("record_id"))
+    )
     record_version: int = strawberry.field(
         description="The version it corrects.", metadata=compiled(sql.column("record_version"))
     )
-    content: str = strawberry.field(metadata=compiled(sql.column("content")))
-    reason: str | None = strawberry.field(metadata=compiled(sql.column("reason")))
-    actor: str = strawberry.field(metadata=compiled(sql.column("actor")))
-    at: datetime = strawberry.field(metadata=compiled(sql.time("at")))
+    content: str = strawberry.field(
+        description="What is correct instead.", metadata=compiled(sql.column("content"))
+    )
+    reason: str | None = strawberry.field(
+        description="Why, as given; null when none was.", metadata=compiled(sql.column("reason"))
+    )
+    actor: str = strawberry.field(
+        description="The agent who attached it.", metadata=compiled(sql.column("actor"))
+    )
+    at: datetime = strawberry.field(
+        description="When it was attached.", metadata=compiled(sql.time("at"))
+    )
 
     @classmethod
     def from_domain(cls, c: CorrectionRow) -> Correction:
@@ -507,27 +626,31 @@ async def corrections(info: Info, record_id: str, as_of: datetime | None) -> lis
 
 @strawberry.type(description="One record a traversal reached.")
 class TraversalItem:
-    record: Record
+    record: Record = strawberry.field(description="The record reached.")
     hop: int = strawberry.field(description="How many edges away from the start it is.")
     via: str = strawberry.field(description="The edge property (label:value) it was reached by.")
 
 
 @strawberry.type(description="A value shared by too many records to walk (a hub).")
 class ClippedEdge:
-    via: str
-    hop: int
+    via: str = strawberry.field(description="The edge property (label:value) that was not walked.")
+    hop: int = strawberry.field(description="At which hop it was met.")
     member_count: int = strawberry.field(description="How many readable records carry it.")
 
 
 @strawberry.type(description="The records reached from one record, breadth first.")
 class Traversal:
-    items: list[TraversalItem]
+    items: list[TraversalItem] = strawberry.field(
+        description="The records reached, nearest first, the start left out."
+    )
     not_shown: int = strawberry.field(
         description="Records reached but not listed: those past limit, plus the members of "
         "each clipped hub (see clipped)."
     )
-    clipped: list[ClippedEdge]
-    beyond_limit: int
+    clipped: list[ClippedEdge] = strawberry.field(
+        description="Hubs met but not walked: values shared by too many records."
+    )
+    beyond_limit: int = strawberry.field(description="Records reached past limit, not listed.")
 
 
 async def traversal(info: Info, found: traverse.Traversal, as_of: datetime | None) -> Traversal:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import strawberry
 
+from gql import descriptions as d
 from gql.inputs import IngestInput, ingest_command
 from gql.policy_types import PolicyVersion
 from gql.resolvers.edges import EdgeMutation
@@ -22,27 +25,65 @@ from store.kinds.policy.commands import ApplyPolicy
 from store.kinds.record import asserted_commands, commands
 
 
-@strawberry.type
+def _arg(text: str) -> Any:
+    return strawberry.argument(description=text)
+
+
+@strawberry.type(
+    description="What can be written: each mutation is one command, decided by the guard and "
+    "written in one ledger transaction with its audit events; a change that changes nothing "
+    "writes nothing."
+)
 class Mutation(EdgeMutation):
-    @strawberry.mutation(description="Write one record.")
-    async def ingest(self, info: Info, input: IngestInput) -> Record:
+    @strawberry.mutation(
+        description="Write one record as version 1 (event sr_ingested). Refused when you "
+        "cannot write its lane or its source type does not allow its labels or content; the "
+        "message names what is allowed."
+    )
+    async def ingest(
+        self, info: Info, input: Annotated[IngestInput, _arg("The record to write.")]
+    ) -> Record:
         [record] = await info.context.execute(ingest_command([input]))
         return Record.from_domain(record)
 
-    @strawberry.mutation(description="Write many records in one transaction: all or nothing.")
-    async def ingest_many(self, info: Info, inputs: list[IngestInput]) -> list[Record]:
+    @strawberry.mutation(
+        description="Write many records in one transaction: all or nothing (the first refusal "
+        "refuses the whole batch)."
+    )
+    async def ingest_many(
+        self,
+        info: Info,
+        inputs: Annotated[list[IngestInput], _arg("The records to write. " + d.BATCH)],
+    ) -> list[Record]:
         return [Record.from_domain(r) for r in await info.context.execute(ingest_command(inputs))]
 
     @strawberry.mutation(
-        description="Replace content and/or the values of the labels named; other labels stay."
+        description="A new version (event sr_updated) with new content and/or new values for "
+        "the labels named: each label named has all its values replaced, labels not named "
+        "stay. Checked against the lane's source type like ingest."
     )
     async def update(
         self,
         info: Info,
-        id: strawberry.ID,
-        content: str | None = None,
-        properties: list[str] | None = None,
-        expected_version: int | None = None,
+        id: Annotated[strawberry.ID, _arg(d.RECORD_ID)],
+        content: Annotated[
+            str | None, _arg("The new content; omit it to keep the content. " + d.CONTENT)
+        ] = None,
+        properties: Annotated[
+            list[str] | None,
+            _arg(
+                "label:value strings; the labels they name get exactly these values. "
+                + d.PROPERTY_RULES
+            ),
+        ] = None,
+        expected_version: Annotated[
+            int | None,
+            _arg(
+                "The version you last read: refused (CONFLICT) when the record has moved on "
+                "since, so a concurrent change is never overwritten. Omit it to update "
+                "whatever version is current."
+            ),
+        ] = None,
     ) -> Record:
         command = commands.Update(
             record_id=id,
@@ -52,20 +93,35 @@ class Mutation(EdgeMutation):
         )
         return Record.from_domain(await info.context.execute(command))
 
-    @strawberry.mutation(description="Add edge properties; values already held are reported.")
+    @strawberry.mutation(
+        description="Add edge properties as a new version (one property_added event per "
+        "value). Add-only: values already held come back under alreadyHeld, reserved (e_*) "
+        "labels under rejected. On a closed lane the label must be one of its source types' "
+        "labels (values are not checked here)."
+    )
     async def add_properties(
-        self, info: Info, id: strawberry.ID, properties: list[str]
+        self,
+        info: Info,
+        id: Annotated[strawberry.ID, _arg(d.RECORD_ID)],
+        properties: Annotated[list[str], _arg("label:value strings to add. " + d.PROPERTY_RULES)],
     ) -> PropertyChange:
         command = commands.AddProperties(record_id=id, properties=tuple(properties))
         return PropertyChange.from_domain(await info.context.execute(command))
 
-    @strawberry.mutation(description="Remove whole labels and/or single label:value properties.")
+    @strawberry.mutation(
+        description="Remove whole labels and/or single label:value properties, as a new version "
+        "(one property_removed event per value); what the record did not carry comes back "
+        "under notHeld. Reserved labels are refused: disconnect, ungroup and unadjust remove "
+        "them."
+    )
     async def remove_properties(
         self,
         info: Info,
-        id: strawberry.ID,
-        labels: list[str] | None = None,
-        properties: list[str] | None = None,
+        id: Annotated[strawberry.ID, _arg(d.RECORD_ID)],
+        labels: Annotated[list[str] | None, _arg("Labels to remove with all their values.")] = None,
+        properties: Annotated[
+            list[str] | None, _arg("Single label:value properties to remove.")
+        ] = None,
     ) -> PropertyChange:
         command = commands.RemoveProperties(
             record_id=id, labels=tuple(labels or ()), properties=tuple(properties or ())
@@ -74,24 +130,45 @@ class Mutation(EdgeMutation):
 
     @strawberry.mutation(
         description="Connect exactly two records: the engine mints e_connect:<hint>_<32 hex> "
-        "and writes it on both, as a new version of each."
+        "and writes it on both, as a new version of each (event connected). Needs write "
+        "access to both lanes. Use it for a relation between two records, rather than a "
+        "label naming the other."
     )
     async def connect(
-        self, info: Info, a: strawberry.ID, b: strawberry.ID, hint: str
+        self,
+        info: Info,
+        a: Annotated[strawberry.ID, _arg("One record. " + d.RECORD_ID)],
+        b: Annotated[strawberry.ID, _arg("The other record, not a. " + d.RECORD_ID)],
+        hint: Annotated[str, _arg(d.HINT_RULE)],
     ) -> Connection:
         prop = await info.context.execute(asserted_commands.Connect(a, b, hint))
         return await load_one(info, prop)  # type: ignore[return-value]
 
-    @strawberry.mutation(description="Remove a connection from both its records.")
-    async def disconnect(self, info: Info, id: str) -> Connection:
+    @strawberry.mutation(
+        description="Remove a connection from both its records, as a new version of each "
+        "(event disconnected); the connection is returned ended."
+    )
+    async def disconnect(
+        self,
+        info: Info,
+        id: Annotated[str, _arg("The connection, e_connect:<hint>_<32 hex>, as connect gave.")],
+    ) -> Connection:
         prop = await info.context.execute(asserted_commands.Disconnect(id))
         return await load_one(info, prop)  # type: ignore[return-value]
 
     @strawberry.mutation(
         description="Group two or more records: the engine mints e_group:<hint>_<32 hex> "
-        "and writes it on each, as a new version of each."
+        "and writes it on each, as a new version of each (event grouped). Needs write access "
+        "to every member's lane."
     )
-    async def group(self, info: Info, record_ids: list[strawberry.ID], hint: str) -> Group:
+    async def group(
+        self,
+        info: Info,
+        record_ids: Annotated[
+            list[strawberry.ID], _arg("The members, two or more. " + d.RECORD_ID + " " + d.BATCH)
+        ],
+        hint: Annotated[str, _arg(d.HINT_RULE)],
+    ) -> Group:
         command = asserted_commands.Group(tuple(record_ids), hint)
         return await load_one(info, await info.context.execute(command))  # type: ignore[return-value]
 
@@ -100,7 +177,13 @@ class Mutation(EdgeMutation):
         "a group left with fewer than two members is dissolved."
     )
     async def ungroup(
-        self, info: Info, id: str, record_ids: list[strawberry.ID] | None = None
+        self,
+        info: Info,
+        id: Annotated[str, _arg("The group, e_group:<hint>_<32 hex>, as group gave.")],
+        record_ids: Annotated[
+            list[strawberry.ID] | None,
+            _arg("The members to remove; omit it to dissolve the group. " + d.RECORD_ID),
+        ] = None,
     ) -> Group:
         command = asserted_commands.Ungroup(id, None if record_ids is None else tuple(record_ids))
         return await load_one(info, await info.context.execute(command))  # type: ignore[return-value]
@@ -109,7 +192,12 @@ class Mutation(EdgeMutation):
         description="Take a record off an adjustment chain; a chain left with one record ends."
     )
     async def unadjust(
-        self, info: Info, record_id: strawberry.ID, adjustment: str
+        self,
+        info: Info,
+        record_id: Annotated[strawberry.ID, _arg("The record to take off. " + d.RECORD_ID)],
+        adjustment: Annotated[
+            str, _arg("The chain, e_adjustment:<hint>_<32 hex>, as the record's adjustments show.")
+        ],
     ) -> AdjustmentChain:
         command = asserted_commands.Unadjust(record_id, adjustment)
         return await load_one(info, await info.context.execute(command))  # type: ignore[return-value]
@@ -118,13 +206,26 @@ class Mutation(EdgeMutation):
         description="Attach a correction to a record; the record and its versions stay as written."
     )
     async def correct(
-        self, info: Info, record_id: strawberry.ID, content: str, reason: str | None = None
+        self,
+        info: Info,
+        record_id: Annotated[strawberry.ID, _arg("The record to correct. " + d.RECORD_ID)],
+        content: Annotated[str, _arg("What is correct instead. " + d.CONTENT)],
+        reason: Annotated[str | None, _arg("Why, for whoever reads it later.")] = None,
     ) -> Correction:
         made = await info.context.execute(Correct(record_id, content, reason))
         return Correction.from_domain(made)
 
-    @strawberry.mutation(description="Apply a new policy version (agents with apply_policy only).")
-    async def apply_policy(self, info: Info, yaml: str) -> PolicyVersion:
+    @strawberry.mutation(
+        description="Apply a new policy version (agents with apply_policy only; others are "
+        "refused FORBIDDEN). A bad policy is refused naming the key and what is allowed."
+    )
+    async def apply_policy(
+        self,
+        info: Info,
+        yaml: Annotated[
+            str, _arg("The whole policy as YAML (lanes, source types, agents); see README.")
+        ],
+    ) -> PolicyVersion:
         ctx = info.context
         command = ApplyPolicy(yaml, "applyPolicy", ctx.agent_name(), ctx.services.policies)
         return PolicyVersion.from_domain(await ctx.execute(command))

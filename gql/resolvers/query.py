@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import strawberry
 
+from gql import descriptions as d
 from gql.compiled.fields import compiled
 from gql.compiled.plan import (
     bind_edge_property,
@@ -44,14 +45,22 @@ from store.reads import compiled_sql as sql
 from store.reads.visibility import RULE
 
 
-@strawberry.type
+def _arg(text: str) -> Any:
+    return strawberry.argument(description=text)
+
+
+@strawberry.type(description="What can be read: records, gathers, walks, history and rights.")
 class Query(EdgeQuery):
     @strawberry.field(
-        description="One record, as it is or as it was at asOf.",
+        description="One record, as it is or as it was at asOf; null when no record you "
+        "can read has that id.",
         metadata=compiled(sql.Compiler.record_root, bind_record),
     )
     async def record(
-        self, info: Info, id: strawberry.ID, as_of: datetime | None = None
+        self,
+        info: Info,
+        id: Annotated[strawberry.ID, _arg(d.RECORD_ID)],
+        as_of: Annotated[datetime | None, _arg(d.AS_OF)] = None,
     ) -> Record | None:
         async with info.context.read() as (db, lanes):
             try:
@@ -62,16 +71,18 @@ class Query(EdgeQuery):
         return Record.from_domain(found[record_id], as_of) if record_id in found else None
 
     @strawberry.field(
-        description="Browse records in the order they were written.",
+        description="Browse the records you can read, in the order they were written.",
         metadata=compiled(sql.Compiler.records_root, bind_records),
     )
     async def records(
         self,
         info: Info,
-        lane: str | None = None,
-        source_type: str | None = None,
-        first: int | None = None,
-        after: str | None = None,
+        lane: Annotated[str | None, _arg(d.LANE_FILTER)] = None,
+        source_type: Annotated[
+            str | None, _arg("Only records of this source type; omit it for every type.")
+        ] = None,
+        first: Annotated[int | None, _arg(d.FIRST)] = None,
+        after: Annotated[str | None, _arg(d.AFTER)] = None,
     ) -> RecordPage:
         count = asks_for(info, "totalCount")
         async with info.context.read() as (db, lanes):
@@ -80,18 +91,25 @@ class Query(EdgeQuery):
         return await record_page(info, page)
 
     @strawberry.field(
-        description="Records by set operations over edge properties.",
+        description="Records by set operations over edge properties: those carrying every "
+        "one (INTERSECT), any one (UNION), or any one ordered by when each joined (TIMELINE). "
+        "Reserved e_adjustment values never match here; traverse walks them.",
         metadata=compiled(sql.Compiler.gather_root, bind_gather),
     )
     async def gather(
         self,
         info: Info,
-        match: list[str],
-        mode: GatherMode | None = GatherMode.INTERSECT,
-        lanes: list[str] | None = None,
-        as_of: datetime | None = None,
-        first: int | None = None,
-        after: str | None = None,
+        match: Annotated[
+            list[str],
+            _arg("The edge properties (label:value, parsed as on ingest) to combine."),
+        ],
+        mode: Annotated[
+            GatherMode | None, _arg("How to combine them; default INTERSECT.")
+        ] = GatherMode.INTERSECT,
+        lanes: Annotated[list[str] | None, _arg(d.LANES_FILTER)] = None,
+        as_of: Annotated[datetime | None, _arg(d.AS_OF)] = None,
+        first: Annotated[int | None, _arg(d.FIRST)] = None,
+        after: Annotated[str | None, _arg(d.AFTER)] = None,
     ) -> RecordPage:
         count = asks_for(info, "totalCount")
         async with info.context.read() as (db, readable):
@@ -101,10 +119,13 @@ class Query(EdgeQuery):
         return await record_page(info, page, as_of)
 
     @strawberry.field(
-        description="Labels in use with how many readable records carry each.",
+        description="The labels in use, each with how many records you can read carry it, "
+        "most used first: see which exist before inventing one. Reserved labels are left out.",
         metadata=compiled(sql.Compiler.labels_root, bind_labels),
     )
-    async def labels(self, info: Info, lane: str | None = None) -> list[LabelCount]:
+    async def labels(
+        self, info: Info, lane: Annotated[str | None, _arg(d.LANE_FILTER)] = None
+    ) -> list[LabelCount]:
         async with info.context.read() as (db, lanes):
             counts = await label_counts(db, lanes, lane)
         return [LabelCount(label=c.label, record_count=c.record_count) for c in counts]
@@ -116,11 +137,14 @@ class Query(EdgeQuery):
     async def traverse(
         self,
         info: Info,
-        from_: Annotated[strawberry.ID, strawberry.argument(name="from")],
-        depth: int | None = 1,
-        labels: list[str] | None = None,
-        as_of: datetime | None = None,
-        limit: int | None = 100,
+        from_: Annotated[
+            strawberry.ID,
+            strawberry.argument(name="from", description="Where to start. " + d.RECORD_ID),
+        ],
+        depth: Annotated[int | None, _arg(d.TRAVERSE_DEPTH)] = 1,
+        labels: Annotated[list[str] | None, _arg(d.TRAVERSE_LABELS)] = None,
+        as_of: Annotated[datetime | None, _arg(d.AS_OF)] = None,
+        limit: Annotated[int | None, _arg(d.TRAVERSE_LIMIT)] = 100,
     ) -> Traversal:
         hops = 1 if depth is None else depth
         most = 100 if limit is None else limit
@@ -131,25 +155,48 @@ class Query(EdgeQuery):
         return await traversal(info, found, as_of)
 
     @strawberry.field(
-        description="The hyperedge label:value, with its readable members.",
+        description="The hyperedge label:value, with its readable members; null when no "
+        "record you can read carries it.",
         metadata=compiled(sql.Compiler.edge_property_root, bind_edge_property),
     )
     async def edge_property(
-        self, info: Info, property: str, as_of: datetime | None = None
+        self,
+        info: Info,
+        property: Annotated[str, _arg("The edge property, label:value (parsed as on ingest).")],
+        as_of: Annotated[datetime | None, _arg(d.AS_OF)] = None,
     ) -> EdgeProperty | None:
         prop = parse_property(property)
         if await info.context.member_count(prop, as_of) == 0:
             return None
         return EdgeProperty.of(prop, None, as_of)
 
-    @strawberry.field(description="Audit events, oldest first; cursors are feed positions.")
+    @strawberry.field(
+        description="Audit events you may read, oldest first (feed order); a payload never "
+        "names a record you cannot read. Each event's cursor is its feed position."
+    )
     async def audit(
         self,
         info: Info,
-        record_id: strawberry.ID | None = None,
-        kinds: list[str] | None = None,
-        first: int | None = None,
-        after: str | None = None,
+        record_id: Annotated[
+            strawberry.ID | None, _arg("Only the events of this record. " + d.RECORD_ID)
+        ] = None,
+        kinds: Annotated[
+            list[str] | None,
+            _arg(
+                "Only events of these kinds (sr_ingested, sr_updated, property_added, "
+                "property_removed, connected, disconnected, grouped, ungrouped, adjusted, "
+                "unadjusted, corrected, policy_applied, and those of newer kinds); an unknown "
+                "kind is refused naming the known ones."
+            ),
+        ] = None,
+        first: Annotated[int | None, _arg(d.FIRST)] = None,
+        after: Annotated[
+            str | None,
+            _arg(
+                'An event\'s cursor (its feed position, 1 to 18 digits; "0" is the start): '
+                "the events after it."
+            ),
+        ] = None,
     ) -> AuditPage:
         async with info.context.read() as (db, lanes):
             rid = None if record_id is None else await resolve_id(db, record_id, lanes)
@@ -160,18 +207,32 @@ class Query(EdgeQuery):
             page_info=page_info(page),
         )
 
-    @strawberry.field(description="One audit event with the record version before and after it.")
-    async def audit_event(self, info: Info, id: strawberry.ID) -> AuditEvent | None:
+    @strawberry.field(
+        description="One audit event with the record version before and after it; null when "
+        "you cannot read it."
+    )
+    async def audit_event(
+        self,
+        info: Info,
+        id: Annotated[
+            strawberry.ID,
+            _arg("The event id (ae_ + 32 hex), as audit gives; another shape is refused."),
+        ],
+    ) -> AuditEvent | None:
         async with info.context.read() as (db, lanes):
             event = await audit_reads.audit_event(db, id, lanes)
         return None if event is None else AuditEvent.from_domain(event)
 
-    @strawberry.field(description="The caller's lanes, source types and labels.")
+    @strawberry.field(
+        description="Who you are and where you may write: your readable and writable lanes "
+        "and, for each writable lane, its source types and the labels (and closed values) "
+        "each allows."
+    )
     async def profile(self, info: Info) -> Profile:
         version = await info.context.policy()
         return Profile.from_domain(version.policy, version.version, info.context.agent_name())
 
-    @strawberry.field(description="The policy in force.")
+    @strawberry.field(description="The policy in force: its version, YAML, and who applied it.")
     async def policy(self, info: Info) -> PolicyVersion:
         await info.context.agent()
         return PolicyVersion.from_domain(await info.context.policy())

@@ -13,6 +13,7 @@ from collections.abc import AsyncGenerator, Hashable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from functools import partial
+from typing import Annotated
 
 import strawberry
 from strawberry.http.exceptions import WebSocketDisconnected
@@ -147,7 +148,7 @@ def _token_revoked() -> UnauthenticatedError:
     return UnauthenticatedError(BAD_TOKEN)
 
 
-@strawberry.type
+@strawberry.type(description="Live streams over WebSocket (graphql-transport-ws).")
 class Subscription:
     @strawberry.subscription(
         description=(
@@ -162,9 +163,28 @@ class Subscription:
     async def audit_events(
         self,
         info: Info,
-        after: str | None = None,
-        lanes: list[str] | None = None,
-        kinds: list[str] | None = None,
+        after: Annotated[
+            str | None,
+            strawberry.argument(
+                description="Replay from the event after this cursor (an event's cursor; "
+                '"0" is the start of the feed), then go live; omit it for live events only. '
+                "A cursor that names no event is refused."
+            ),
+        ] = None,
+        lanes: Annotated[
+            list[str] | None,
+            strawberry.argument(
+                description="Only events of these lanes; a lane you cannot read is refused, "
+                "naming those you can."
+            ),
+        ] = None,
+        kinds: Annotated[
+            list[str] | None,
+            strawberry.argument(
+                description="Only events of these kinds; an unknown kind is refused, naming "
+                "the known ones."
+            ),
+        ] = None,
     ) -> AsyncGenerator[AuditEvent, None]:
         if isinstance(info.context, _RenderContext):
             # Rendering for a group of subscribers: the events are given.
