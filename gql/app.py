@@ -1,5 +1,5 @@
-"""The Starlette application: GraphQL over HTTP and WebSocket, GraphiQL, the dashboard,
-health, behind the gateway's guards."""
+"""The Starlette application: GraphQL over HTTP and WebSocket, the MCP tools, GraphiQL,
+the dashboard, health, behind the gateway's guards."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from gql.headers import SecurityHeaders
 from gql.lifespan import lifespan
 from gql.limits import BodySizeLimit
 from gql.loopback import LoopbackOnly
+from gql.mcp.http import PATH as MCP_PATH
+from gql.mcp.http import McpEndpoint
 from gql.settings import Settings
 from gql.sockets import SocketCaps, SocketLimits, fitted, open_files_limit
 from gql.view import GraphQLView
@@ -23,6 +25,7 @@ from gql.view import GraphQLView
 def create_app(settings: Settings) -> GatewayApp:
     """The gateway as an ASGI app; the lifespan opens the database and the policy."""
     view = GraphQLView(settings)
+    mcp = McpEndpoint(settings.anonymous_agent)
     app = Starlette(
         routes=[
             # Every method reaches the view, which refuses the others as JSON.
@@ -31,8 +34,10 @@ def create_app(settings: Settings) -> GatewayApp:
             Mount(STATIC_PATH, app=static_app()),
             *dashboard_routes(),
             Route("/healthz", health),
+            # The MCP tools (streamable HTTP), an ASGI app answering every method.
+            Route(MCP_PATH, mcp),
         ],
-        lifespan=lifespan(settings),
+        lifespan=lifespan(settings, also=[mcp.server.session_manager.run]),
     )
     return GatewayApp(app, view, settings)
 

@@ -1,9 +1,10 @@
-"""The `edgeloom` command: serve, migrate, verify, and bearer tokens."""
+"""The `edgeloom` command: serve, mcp, migrate, verify, and bearer tokens."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -174,6 +175,31 @@ def _parser() -> argparse.ArgumentParser:
     )
     restore.add_argument("file", type=Path, help="a file written by 'edgeloom export'")
 
+    mcp = commands.add_parser(
+        "mcp",
+        parents=[data_dir],
+        help="serve the MCP tools over stdio (the gateway serves them over HTTP at /mcp)",
+        description=(
+            "Serve the MCP tools over stdio as the agent the bearer token names: every call "
+            "goes through the same guard, ledger and audit events as GraphQL. Without a "
+            "token, only while the development policy is in force (as agent 'dev')."
+        ),
+    )
+    mcp.add_argument(
+        "--token", help="bearer token of the agent to act as (default: EDGELOOM_TOKEN)"
+    )
+    mcp.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print an mcpServers entry for this command (stdio) and one for a gateway's "
+        "/mcp endpoint (HTTP, with the Authorization header), then exit",
+    )
+    mcp.add_argument(
+        "--url",
+        default="http://127.0.0.1:4000",
+        help="the gateway --print-config names for HTTP (default http://127.0.0.1:4000)",
+    )
+
     token = commands.add_parser("token", help="manage bearer tokens")
     token_commands = token.add_subparsers(dest="token_command", required=True, metavar="ACTION")
     create = token_commands.add_parser(
@@ -197,6 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "serve":
             return _serve(args)
+        if args.command == "mcp":
+            return _mcp(args)
         return asyncio.run(_run(args))
     except (PolicyError, StoreError, ValueError) as exc:
         print(f"edgeloom: {exc}", file=sys.stderr)
@@ -428,6 +456,23 @@ def _serve(args: argparse.Namespace) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    return 0
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from gql.mcp.config import print_config
+    from gql.mcp.stdio import serve_stdio
+
+    token = args.token or os.environ.get("EDGELOOM_TOKEN") or None
+    if args.print_config:
+        print_config(token, args.url, args.data_dir)
+        return 0
+    logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
+    with contextlib.redirect_stdout(sys.stderr):
+        # The embedded server's start-up must not write to stdout, the protocol's channel.
+        database = open_database(args.data_dir)
+    runtime = os.environ.get("EDGELOOM_RUNTIME_DATABASE_URL") or None
+    asyncio.run(serve_stdio(database.url, token, runtime))
     return 0
 
 

@@ -4,8 +4,8 @@ checkpoint key, the policy, the live feed, and the checkpoint loop."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, suppress
 from typing import Any
 
 from starlette.applications import Starlette
@@ -27,8 +27,12 @@ from store.pool import create_pool
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[dict[str, Any]]]
 
 
-def lifespan(settings: Settings) -> Lifespan:
-    """The app's lifespan: it yields the `Services` every request shares."""
+def lifespan(
+    settings: Settings,
+    also: Sequence[Callable[[], AbstractAsyncContextManager[None]]] = (),
+) -> Lifespan:
+    """The app's lifespan: it yields the `Services` every request shares, with what
+    `also` names running inside it (the MCP session manager)."""
 
     @asynccontextmanager
     async def run(app: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -68,7 +72,10 @@ def lifespan(settings: Settings) -> Lifespan:
             anchor = asyncio.create_task(anchor_every(pool, settings.checkpoint_seconds, signer))
             settle_heap()
             try:
-                yield {"services": services}
+                async with AsyncExitStack() as running:
+                    for start in also:
+                        await running.enter_async_context(start())
+                    yield {"services": services}
             finally:
                 anchor.cancel()
                 with suppress(asyncio.CancelledError):

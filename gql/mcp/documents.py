@@ -1,0 +1,62 @@
+"""The fixed GraphQL document each tool runs: the fields an agent needs next, no more."""
+
+from __future__ import annotations
+
+# What a write answers with: enough to read, link or update the record next.
+BRIEF = "id lane sourceType version properties"
+RECORD = (
+    "id lane sourceType authority content version createdAt updatedAt createdBy properties "
+    "connections { id hint active } groups { id hint active } adjustments { id hint active } "
+    "corrections { id content reason actor at }"
+)
+VERSION = "number at event actor content properties lane sourceType authority policyVersion hash"
+PAGE_INFO = "totalCount pageInfo { hasNextPage endCursor }"
+LISTED = "id lane sourceType content properties createdAt updatedAt"
+EVENT = "id cursor kind recordId lane actor at payload"
+
+INGEST = f"""mutation($input: IngestInput!) {{ ingest(input: $input) {{ {BRIEF} }} }}"""
+INGEST_MANY = f"""mutation($inputs: [IngestInput!]!) {{
+  ingestMany(inputs: $inputs) {{ {BRIEF} }} }}"""
+
+GATHER = f"""query($match: [String!]!, $mode: GatherMode, $lanes: [String!], $asOf: DateTime,
+    $first: Int, $after: String) {{
+  gather(match: $match, mode: $mode, lanes: $lanes, asOf: $asOf, first: $first, after: $after)
+  {{ items {{ {LISTED} }} {PAGE_INFO} }} }}"""
+TRAVERSE = f"""query($from: ID!, $depth: Int, $labels: [String!], $asOf: DateTime, $limit: Int) {{
+  traverse(from: $from, depth: $depth, labels: $labels, asOf: $asOf, limit: $limit) {{
+    items {{ hop via record {{ {LISTED} }} }}
+    notShown beyondLimit clipped {{ via hop memberCount }} }} }}"""
+
+READ = f"""query($id: ID!, $asOf: DateTime) {{ record(id: $id, asOf: $asOf) {{ {RECORD} }} }}"""
+READ_VERSIONS = f"""query($id: ID!, $asOf: DateTime) {{
+  record(id: $id, asOf: $asOf) {{ {RECORD} versions {{ {VERSION} }} }} }}"""
+
+UPDATE = f"""mutation($id: ID!, $content: String, $properties: [String!], $expectedVersion: Int) {{
+  update(id: $id, content: $content, properties: $properties, expectedVersion: $expectedVersion)
+  {{ {BRIEF} }} }}"""
+
+LABELS = "query($lane: String) { labels(lane: $lane) { label recordCount } }"
+ADD = f"""mutation($id: ID!, $properties: [String!]!) {{
+  addProperties(id: $id, properties: $properties) {{
+    added alreadyHeld rejected record {{ {BRIEF} }} }} }}"""
+REMOVE = f"""mutation($id: ID!, $labels: [String!], $properties: [String!]) {{
+  removeProperties(id: $id, labels: $labels, properties: $properties) {{
+    removed notHeld record {{ {BRIEF} }} }} }}"""
+ASSERTED = "id hint active createdAt actor endedAt endedBy records { id lane version }"
+CONNECT = f"""mutation($a: ID!, $b: ID!, $hint: String!) {{
+  connect(a: $a, b: $b, hint: $hint) {{ {ASSERTED} }} }}"""
+DISCONNECT = f"""mutation($id: String!) {{ disconnect(id: $id) {{ {ASSERTED} }} }}"""
+GROUP = f"""mutation($recordIds: [ID!]!, $hint: String!) {{
+  group(recordIds: $recordIds, hint: $hint) {{ {ASSERTED} }} }}"""
+UNGROUP = f"""mutation($id: String!, $recordIds: [ID!]) {{
+  ungroup(id: $id, recordIds: $recordIds) {{ {ASSERTED} }} }}"""
+
+AUDIT = f"""query($recordId: ID, $kinds: [String!], $first: Int, $after: String) {{
+  audit(recordId: $recordId, kinds: $kinds, first: $first, after: $after) {{
+    items {{ {EVENT} }} {PAGE_INFO} }} }}"""
+AUDIT_EVENT = f"""query($id: ID!) {{ auditEvent(id: $id) {{
+  {EVENT} before {{ {VERSION} }} after {{ {VERSION} }} }} }}"""
+
+PROFILE = """{ profile { agent readLanes writeLanes canApplyPolicy policyVersion
+  lanes { lane readable writable open
+    sourceTypes { name authority contentFormat requiredKeys labels { label values } } } } }"""

@@ -1,0 +1,72 @@
+"""The tools over streamable HTTP at /mcp, on the gateway's own app: the same bearer
+tokens, the same loopback rule in development mode (gql.loopback wraps the whole app),
+and the SDK's session manager run by the app's lifespan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from gql.auth import authorize
+from gql.errors import refusal_response
+from gql.mcp.run import caller_session
+from gql.mcp.tools import build_server
+from gql.session import Services, Session
+
+PATH = "/mcp"
+
+
+class HttpGate:
+    """A tool call's caller: the Authorization header of the HTTP request carrying it."""
+
+    def __init__(self, anonymous_agent: str | None) -> None:
+        self.anonymous_agent = anonymous_agent
+
+    async def session(self, ctx: Context[Any, Any]) -> Session:
+        request = ctx.request_context.request
+        assert isinstance(request, Request)
+        services: Services = request.state.services
+        return await caller_session(
+            services, request.headers.get("authorization"), self.anonymous_agent
+        )
+
+
+class McpEndpoint:
+    """/mcp: a request without a valid token is refused (401, as on /graphql) before the
+    MCP layer reads it; each tool call is authorised again from its own request."""
+
+    def __init__(self, anonymous_agent: str | None) -> None:
+        self.anonymous_agent = anonymous_agent
+        self.server: MCPServer[Any] = build_server(HttpGate(anonymous_agent))
+        # One transport per request (stateless): any gateway replica answers any call,
+        # and no session outlives its request. DNS rebinding is refused by the gateway's
+        # own loopback rule, which the SDK's host check would duplicate.
+        self.app: ASGIApp = self.server.streamable_http_app(
+            streamable_http_path=PATH,
+            stateless_http=True,
+            json_response=True,
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        services: Services = scope["state"]["services"]
+        headers = dict(scope.get("headers") or [])
+        raw = headers.get(b"authorization")
+        caller = await authorize(
+            None if raw is None else raw.decode("latin-1"), services, self.anonymous_agent
+        )
+        if caller.agent is None:
+            refused = refusal_response(
+                401,
+                caller.problem or "authentication required",
+                "UNAUTHENTICATED",
+                caller.details,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+            await refused(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

@@ -1,0 +1,491 @@
+"""The MCP tools, each a thin adapter: arguments in snake_case become the variables of a
+fixed GraphQL document (gql.mcp.documents) run as the caller (gql.mcp.run). Every tool's
+and argument's description is read from the GraphQL schema (gql.mcp.describe)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Annotated, Any, Literal, Protocol
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from gql.mcp import describe as d
+from gql.mcp import documents as doc
+from gql.mcp.feed import settled
+from gql.mcp.run import REFUSALS, Refused, answer, bad_input, refused, run
+from gql.session import Session
+from store.errors import NotFoundError
+
+TOOL_PAGE = 20
+"""A tool's page size unless it asks for another: small enough for a model's context."""
+PAGE_NOTE = f" Here the default is {TOOL_PAGE}."
+PAGE_SHAPE = (
+    "Lists come back as pages: {items, total_count, page_info: {has_next_page, end_cursor}}; "
+    "pass end_cursor back as after for the next page."
+)
+
+
+class Gate(Protocol):
+    """How a transport turns a tool call into the caller's session (gql.auth decides)."""
+
+    async def session(self, ctx: Context[Any, Any]) -> Session: ...
+
+
+def _arg(text: str, **kw: Any) -> Any:
+    return Field(description=text, **kw)
+
+
+def _q(field: str, arg: str) -> str:
+    return d.argument("Query", field, arg)
+
+
+def _m(field: str, arg: str) -> str:
+    return d.argument("Mutation", field, arg)
+
+
+def _ingest(name: str) -> str:
+    return d.field("IngestInput", name)
+
+
+def _item_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "content": {"type": "string", "description": _ingest("content")},
+            "properties": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": _ingest("properties"),
+            },
+            "source_type": {"type": "string", "description": _ingest("sourceType")},
+            "assign_lane": {"type": "string", "description": _ingest("lane")},
+            "adjusts": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": _ingest("adjusts"),
+            },
+            "idempotency_key": {"type": "string", "description": _ingest("idempotencyKey")},
+        },
+        "required": ["content"],
+        "additionalProperties": False,
+    }
+
+
+INGEST_KEYS = {
+    "content": "content",
+    "properties": "properties",
+    "source_type": "sourceType",
+    "assign_lane": "lane",
+    "adjusts": "adjusts",
+    "idempotency_key": "idempotencyKey",
+}
+
+
+def _ingest_input(item: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(item) - set(INGEST_KEYS))
+    if unknown:
+        raise bad_input(
+            f"unknown field(s) {unknown} in a record to ingest; allowed: {sorted(INGEST_KEYS)}",
+            allowed=sorted(INGEST_KEYS),
+        )
+    return {INGEST_KEYS[k]: v for k, v in item.items() if v is not None}
+
+
+def _needs(action: str, tool: str, **given: object) -> None:
+    missing = [name for name, value in given.items() if value is None]
+    if missing:
+        raise bad_input(f"{tool} action '{action}' needs {', '.join(missing)}", missing=missing)
+
+
+def _offset(after: str | None) -> int:
+    """An adapter-made page's cursor: the number of items before it."""
+    if after is None:
+        return 0
+    if not after.isdigit() or len(after) > 9:
+        raise bad_input(
+            f"cursor {after[:40]!r} was not given by this list; pass a page's end_cursor "
+            "back unchanged"
+        )
+    return int(after)
+
+
+def page_of(items: list[Any], first: int, after: str | None) -> dict[str, Any]:
+    """A page of a list GraphQL answers whole (labels, versions), in the pages' shape."""
+    if not 1 <= first <= 500:
+        raise bad_input(f"first must be between 1 and 500 (got {first})", allowed=[1, 500])
+    start = _offset(after)
+    chosen = items[start : start + first]
+    end = start + len(chosen)
+    return {
+        "items": chosen,
+        "total_count": len(items),
+        "page_info": {
+            "has_next_page": end < len(items),
+            "end_cursor": str(end) if chosen else None,
+        },
+    }
+
+
+def _not_found(record_id: str) -> Refused:
+    return refused(NotFoundError("record", record_id))
+
+
+ToolFn = Callable[..., Awaitable[CallToolResult]]
+
+
+class Tools:
+    """The tools of one server; `gate` gives each call its caller's session."""
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+
+    async def _call(self, ctx: Context[Any, Any], work: Callable[[Session], Awaitable[Any]]) -> Any:
+        try:
+            session = await self.gate.session(ctx)
+            return answer(await work(session))
+        except Refused as refusal:
+            return refusal.result()
+        except REFUSALS as exc:
+            return refused(exc).result()
+
+    async def e_ingest(
+        self,
+        ctx: Context[Any, Any],
+        content: Annotated[str | None, _arg(_ingest("content"))] = None,
+        properties: Annotated[list[str] | None, _arg(_ingest("properties"))] = None,
+        source_type: Annotated[str | None, _arg(_ingest("sourceType"))] = None,
+        assign_lane: Annotated[str | None, _arg(_ingest("lane"))] = None,
+        adjusts: Annotated[list[str] | None, _arg(_ingest("adjusts"))] = None,
+        idempotency_key: Annotated[str | None, _arg(_ingest("idempotencyKey"))] = None,
+        records: Annotated[
+            list[dict[str, Any]] | None,
+            _arg(
+                "Many records at once, each with the fields above (content required): "
+                + d.field("Mutation", "ingestMany")
+                + " "
+                + _m("ingestMany", "inputs"),
+                json_schema_extra={"items": _item_schema()},
+            ),
+        ] = None,
+    ) -> CallToolResult:
+        async def work(session: Session) -> Any:
+            if records is not None:
+                if content is not None:
+                    raise bad_input("pass either content (one record) or records (many), not both")
+                inputs = [_ingest_input(r) for r in records]
+                data = await run(session, doc.INGEST_MANY, {"inputs": inputs})
+                return {"records": data["ingest_many"]}
+            _needs("ingest", "e_ingest", content=content)
+            one = {
+                "content": content,
+                "properties": properties,
+                "source_type": source_type,
+                "assign_lane": assign_lane,
+                "adjusts": adjusts,
+                "idempotency_key": idempotency_key,
+            }
+            data = await run(session, doc.INGEST, {"input": _ingest_input(one)})
+            return data["ingest"]
+
+        return await self._call(ctx, work)  # type: ignore[no-any-return]
+
+    async def e_gather(
+        self,
+        ctx: Context[Any, Any],
+        action: Annotated[
+            Literal["intersect", "union", "timeline", "traverse"],
+            _arg(
+                "intersect, union, timeline: "
+                + d.field("Query", "gather")
+                + " traverse: "
+                + d.field("Query", "traverse")
+            ),
+        ],
+        match: Annotated[
+            list[str] | None, _arg("intersect, union, timeline: " + _q("gather", "match"))
+        ] = None,
+        lanes: Annotated[list[str] | None, _arg(_q("gather", "lanes"))] = None,
+        as_of: Annotated[datetime | None, _arg(_q("gather", "asOf"))] = None,
+        first: Annotated[int, _arg(_q("gather", "first") + PAGE_NOTE)] = TOOL_PAGE,
+        after: Annotated[str | None, _arg(_q("gather", "after"))] = None,
+        from_id: Annotated[str | None, _arg("traverse: " + _q("traverse", "from"))] = None,
+        depth: Annotated[int, _arg("traverse: " + _q("traverse", "depth"))] = 1,
+        labels: Annotated[list[str] | None, _arg("traverse: " + _q("traverse", "labels"))] = None,
+        limit: Annotated[int, _arg("traverse: " + _q("traverse", "limit") + PAGE_NOTE)] = TOOL_PAGE,
+    ) -> CallToolResult:
+        async def work(session: Session) -> Any:
+            stamp = None if as_of is None else as_of.isoformat()
+            if action == "traverse":
+                _needs(action, "e_gather", from_id=from_id)
+                variables = {
+                    "from": from_id,
+                    "depth": depth,
+                    "labels": labels,
+                    "asOf": stamp,
+                    "limit": limit,
+                }
+                return (await run(session, doc.TRAVERSE, variables))["traverse"]
+            _needs(action, "e_gather", match=match)
+            variables = {
+                "match": match,
+                "mode": action.upper(),
+                "lanes": lanes,
+                "asOf": stamp,
+                "first": first,
+                "after": after,
+            }
+            return (await run(session, doc.GATHER, variables))["gather"]
+
+        return await self._call(ctx, work)  # type: ignore[no-any-return]
+
+    async def e_read(
+        self,
+        ctx: Context[Any, Any],
+        id: Annotated[str, _arg(_q("record", "id"))],
+        as_of: Annotated[datetime | None, _arg(_q("record", "asOf"))] = None,
+        versions: Annotated[
+            bool,
+            _arg(
+                "true: also a page of its versions, oldest first ("
+                + d.field("Record", "versions")
+                + "), each with "
+                + "number, at, event, actor, content, properties, policy_version and hash."
+            ),
+        ] = False,
+        first: Annotated[int, _arg("versions: " + _q("gather", "first") + PAGE_NOTE)] = TOOL_PAGE,
+        after: Annotated[str | None, _arg("versions: " + _q("gather", "after"))] = None,
+    ) -> CallToolResult:
+        async def work(session: Session) -> Any:
+            stamp = None if as_of is None else as_of.isoformat()
+            document = doc.READ_VERSIONS if versions else doc.READ
+            record = (await run(session, document, {"id": id, "asOf": stamp}))["record"]
+            if record is None:
+                raise _not_found(id)
+            if versions:
+                record["versions"] = page_of(record["versions"], first, after)
+            return record
+
+        return await self._call(ctx, work)  # type: ignore[no-any-return]
+
+    async def e_update(
+        self,
+        ctx: Context[Any, Any],
+        id: Annotated[str, _arg(_m("update", "id"))],
+        content: Annotated[str | None, _arg(_m("update", "content"))] = None,
+        properties: Annotated[list[str] | None, _arg(_m("update", "properties"))] = None,
+        expected_version: Annotated[int | None, _arg(_m("update", "expectedVersion"))] = None,
+    ) -> CallToolResult:
+        async def work(session: Session) -> Any:
+            variables = {
+                "id": id,
+                "content": content,
+                "properties": properties,
+                "expectedVersion": expected_version,
+            }
+            return (await run(session, doc.UPDATE, variables))["update"]
+
+        return await self._call(ctx, work)  # type: ignore[no-any-return]
+
+    async def e_property(
+        self,
+        ctx: Context[Any, Any],
+        action: Annotated[
+            Literal["list", "add", "remove", "connect", "disconnect", "group", "ungroup"],
+            _arg(
+                "list: "
+                + d.field("Query", "labels")
+                + " add: "
+                + d.field("Mutation", "addProperties")
+                + " remove: "
+                + d.field("Mutation", "removeProperties")
+                + " connect: "
+                + d.field("Mutation", "connect")
+                + " disconnect: "
+                + d.field("Mutation", "disconnect")
+                + " group: "
+                + d.field("Mutation", "group")
+                + " ungroup: "
+                + d.field("Mutation", "ungroup")
+            ),
+        ],
+        id: Annotated[
+            str | None,
+            _arg(
+                "add, remove: the record. "
+                + _m("addProperties", "id")
+                + " disconnect: "
+                + _m("disconnect", "id")
+                + " ungroup: "
+                + _m("ungroup", "id")
+            ),
+        ] = None,
+        properties: Annotated[
+            list[str] | None,
+            _arg(
+                "add: "
+                + _m("addProperties", "properties")
+                + " remove: "
+                + _m("removeProperties", "properties")
+            ),
+        ] = None,
+        labels: Annotated[
+            list[str] | None, _arg("remove: " + _m("removeProperties", "labels"))
+        ] = None,
+        lane: Annotated[str | None, _arg("list: " + _q("labels", "lane"))] = None,
+        a: Annotated[str | None, _arg("connect: " + _m("connect", "a"))] = None,
+        b: Annotated[str | None, _arg("connect: " + _m("connect", "b"))] = None,
+        hint: Annotated[str | None, _arg("connect, group: " + _m("connect", "hint"))] = None,
+        record_ids: Annotated[
+            list[str] | None,
+            _arg("group: " + _m("group", "recordIds") + " ungroup: " + _m("ungroup", "recordIds")),
+        ] = None,
+        first: Annotated[int, _arg("list: " + _q("gather", "first") + PAGE_NOTE)] = TOOL_PAGE,
+        after: Annotated[str | None, _arg("list: " + _q("gather", "after"))] = None,
+    ) -> CallToolResult:
+        async def work(session: Session) -> Any:
+            if action == "list":
+                found = (await run(session, doc.LABELS, {"lane": lane}))["labels"]
+                return page_of(found, first, after)
+            if action == "add":
+                _needs(action, "e_property", id=id, properties=properties)
+                variables: dict[str, Any] = {"id": id, "properties": properties}
+                return (await run(session, doc.ADD, variables))["add_properties"]
+            if action == "remove":
+                _needs(action, "e_property", id=id)
+                variables = {"id": id, "labels": labels, "properties": properties}
+                return (await run(session, doc.REMOVE, variables))["remove_properties"]
+            if action == "connect":
+                _needs(action, "e_property", a=a, b=b, hint=hint)
+                return (await run(session, doc.CONNECT, {"a": a, "b": b, "hint": hint}))["connect"]
+            if action == "disconnect":
+                _needs(action, "e_property", id=id)
+                return (await run(session, doc.DISCONNECT, {"id": id}))["disconnect"]
+            if action == "group":
+                _needs(action, "e_property", record_ids=record_ids, hint=hint)
+                variables = {"recordIds": record_ids, "hint": hint}
+                return (await run(session, doc.GROUP, variables))["group"]
+            _needs(action, "e_property", id=id)
+            variables = {"id": id, "recordIds": record_ids}
+            return (await run(session, doc.UNGROUP, variables))["ungroup"]
+
+        return await self._call(ctx, work)  # type: ignore[no-any-return]
+
+    async def e_audit(
+        self,
+        ctx: Context[Any, Any],
+        action: Annotated[
+            Literal["list", "inspect", "feed"],
+            _arg(
+                "list: "
+                + d.field("Query", "audit")
+                + " inspect: "
+                + d.field("Query", "auditEvent")
+                + " feed: the events after a cursor, every record's, for a client without "
+                'a WebSocket to poll: pass the last cursor you received as after ("0" from '
+                "the start); each event comes once, in feed order, with the same rights as "
+                "the auditEvents subscription."
+            ),
+        ],
+        record_id: Annotated[str | None, _arg("list: " + _q("audit", "recordId"))] = None,
+        kinds: Annotated[list[str] | None, _arg("list, feed: " + _q("audit", "kinds"))] = None,
+        id: Annotated[str | None, _arg("inspect: " + _q("auditEvent", "id"))] = None,
+        first: Annotated[int, _arg(_q("audit", "first") + PAGE_NOTE)] = TOOL_PAGE,
+        after: Annotated[str | None, _arg("list, feed: " + _q("audit", "after"))] = None,
+    ) -> CallToolResult:
+        async def work(session: Session) -> Any:
+            if action == "inspect":
+                _needs(action, "e_audit", id=id)
+                event = (await run(session, doc.AUDIT_EVENT, {"id": id}))["audit_event"]
+                if event is None:
+                    raise refused(NotFoundError("audit event", id or ""))
+                return event
+            if action == "feed":
+                return await settled(session, kinds, first, after or "0")
+            variables = {"recordId": record_id, "kinds": kinds, "first": first, "after": after}
+            return (await run(session, doc.AUDIT, variables))["audit"]
+
+        return await self._call(ctx, work)  # type: ignore[no-any-return]
+
+    async def e_system(
+        self,
+        ctx: Context[Any, Any],
+        action: Annotated[
+            Literal["get_profile"], _arg("get_profile: " + d.field("Query", "profile"))
+        ] = "get_profile",
+    ) -> CallToolResult:
+        async def work(session: Session) -> Any:
+            return (await run(session, doc.PROFILE, {}))["profile"]
+
+        return await self._call(ctx, work)  # type: ignore[no-any-return]
+
+
+def _describe(tool: str) -> str:
+    """Each tool's description: what it is for, then the operations it runs, in the
+    schema's words."""
+    said = {
+        "e_ingest": "Write records into memory (one with content, many with records). "
+        + d.field("Mutation", "ingest")
+        + " Returns the record's id, lane, source_type, version and properties ({records: "
+        "[...]} for many). " + _ingest("properties"),
+        "e_gather": "Find records by their edge properties: intersect (every one), union "
+        "(any one), timeline (any one, in time order), or traverse (walk from one record "
+        "over what it shares). Returns a page of records (id, lane, source_type, content, "
+        "properties); traverse returns {items: [{hop, via, record}], not_shown, beyond_limit, "
+        "clipped}. " + PAGE_SHAPE,
+        "e_read": "Read one record by id: "
+        + d.field("Query", "record")
+        + " Returns its content, properties, version, connections, groups, adjustments and "
+        "corrections; with versions, a page of its history.",
+        "e_update": d.field("Mutation", "update")
+        + " Returns the record's id, lane, source_type, version and properties.",
+        "e_property": "List the labels in use, or change a record's edge properties and "
+        "asserted edges (connect, group). Returns a page of {label, record_count} for list; "
+        "{added, already_held, rejected, record} for add; {removed, not_held, record} for "
+        "remove; the connection or group {id, hint, active, records} otherwise. " + PAGE_SHAPE,
+        "e_audit": "The audit trail: list events (of one record, or of some kinds), inspect "
+        "one with the record version before and after it, or poll the feed after a cursor. "
+        + PAGE_SHAPE,
+        "e_system": "get_profile: "
+        + d.field("Query", "profile")
+        + " Call it first: it names the lanes, source types and labels your writes may use.",
+    }
+    return said[tool]
+
+
+WRITES = {"e_ingest", "e_update", "e_property"}
+
+
+def build_server(gate: Gate, name: str = "edgeloom") -> MCPServer[Any]:
+    """The MCP server with every tool, each call going through `gate`."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    server: MCPServer[Any] = MCPServer(
+        name,
+        instructions=(
+            "edgeloom is an exact, auditable, shared memory. Call e_system get_profile first, "
+            "then e_property list to reuse labels before inventing one. " + d.type_("Mutation")
+        ),
+    )
+    # The SDK configures the root logger when a server is made; the gateway's logging
+    # stays the gateway's (edgeloom serve sets it up; tests keep pytest's).
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    tools = Tools(gate)
+    for tool_name in ("e_ingest", "e_gather", "e_read", "e_update", "e_property", "e_audit"):
+        server.add_tool(
+            getattr(tools, tool_name),
+            name=tool_name,
+            description=_describe(tool_name),
+            annotations=ToolAnnotations(read_only_hint=tool_name not in WRITES),
+        )
+    server.add_tool(
+        tools.e_system,
+        name="e_system",
+        description=_describe("e_system"),
+        annotations=ToolAnnotations(read_only_hint=True),
+    )
+    return server
