@@ -10,20 +10,22 @@ from pathlib import Path
 from typing import Any
 
 from gql.mcp.http import PATH
-from store.database import DEFAULT_DATA_DIR
 
 PLACEHOLDER = "<token from 'edgeloom token create --agent NAME'>"
 
 
 def config(token: str | None, url: str, data_dir: Path) -> dict[str, Any]:
     """An `mcpServers` object: `edgeloom` over stdio, `edgeloom-http` over HTTP."""
-    command = shutil.which("edgeloom") or str(Path(sys.argv[0]).resolve())
+    launched = Path(sys.argv[0])
+    found = shutil.which("edgeloom") or "edgeloom"
+    command = str(launched.resolve()) if launched.name == "edgeloom" else found
     args = ["mcp"]
-    if Path(data_dir) != DEFAULT_DATA_DIR:
-        args += ["--data-dir", str(Path(data_dir).resolve())]
     env = {"EDGELOOM_TOKEN": token or PLACEHOLDER}
     if os.environ.get("DATABASE_URL"):
         env["DATABASE_URL"] = os.environ["DATABASE_URL"]
+    else:
+        # An agent runtime starts the command in a folder of its own choosing.
+        args += ["--data-dir", str(Path(data_dir).resolve())]
     return {
         "mcpServers": {
             "edgeloom": {"command": command, "args": args, "env": env},

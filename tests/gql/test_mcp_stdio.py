@@ -11,7 +11,7 @@ import pytest
 
 from gql.auth import BAD_TOKEN
 from gql.mcp.stdio import NO_STDIO_TOKEN
-from store.database import create_engine
+from store.database import DEFAULT_DATA_DIR, create_engine
 from store.operations import tokens
 from tests.conftest import GatewayFactory
 from tests.gql._mcp import call, over_stdio, refused
@@ -102,7 +102,8 @@ async def test_print_config_names_both_transports() -> None:
     out, _ = await process.communicate()
     assert process.returncode == 0
     servers = json.loads(out)["mcpServers"]
-    assert servers["edgeloom"]["args"] == ["mcp"]
+    assert servers["edgeloom"]["command"] == str(EDGELOOM.resolve())
+    assert servers["edgeloom"]["args"] == ["mcp", "--data-dir", str(DEFAULT_DATA_DIR.resolve())]
     assert servers["edgeloom"]["env"] == {"EDGELOOM_TOKEN": "elt_example"}
     assert servers["edgeloom-http"] == {
         "type": "http",
