@@ -14,7 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from gql.auth import authorize
 from gql.errors import refusal_response
 from gql.mcp.run import caller_session
-from gql.mcp.tools import build_server
+from gql.mcp.server import build_server
 from gql.session import Services, Session
 
 PATH = "/mcp"

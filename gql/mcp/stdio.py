@@ -11,7 +11,7 @@ from mcp.server.mcpserver import Context
 
 from gql.auth import NO_TOKEN
 from gql.mcp.run import Refused, caller_session
-from gql.mcp.tools import build_server
+from gql.mcp.server import build_server
 from gql.policy_startup import ensure_policy
 from gql.session import Services, Session, policy_in_force
 from gql.settings import Settings

@@ -4,19 +4,19 @@ and argument's description is read from the GraphQL schema (gql.mcp.describe).""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal, Protocol
 
-from mcp.server.mcpserver import Context, MCPServer
-from mcp_types import CallToolResult, ToolAnnotations
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
 from pydantic import Field
 
 from gql.mcp import describe as d
 from gql.mcp import documents as doc
 from gql.mcp.feed import settled
 from gql.mcp.run import REFUSALS, Refused, answer, bad_input, refused, run
+from gql.mcp.shapes import ingest_input, item_schema, needs, not_found, page_of
 from gql.session import Session
 from store.errors import NotFoundError
 
@@ -51,92 +51,6 @@ def _ingest(name: str) -> str:
     return d.field("IngestInput", name)
 
 
-def _item_schema() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "content": {"type": "string", "description": _ingest("content")},
-            "properties": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": _ingest("properties"),
-            },
-            "source_type": {"type": "string", "description": _ingest("sourceType")},
-            "assign_lane": {"type": "string", "description": _ingest("lane")},
-            "adjusts": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": _ingest("adjusts"),
-            },
-            "idempotency_key": {"type": "string", "description": _ingest("idempotencyKey")},
-        },
-        "required": ["content"],
-        "additionalProperties": False,
-    }
-
-
-INGEST_KEYS = {
-    "content": "content",
-    "properties": "properties",
-    "source_type": "sourceType",
-    "assign_lane": "lane",
-    "adjusts": "adjusts",
-    "idempotency_key": "idempotencyKey",
-}
-
-
-def _ingest_input(item: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(item) - set(INGEST_KEYS))
-    if unknown:
-        raise bad_input(
-            f"unknown field(s) {unknown} in a record to ingest; allowed: {sorted(INGEST_KEYS)}",
-            allowed=sorted(INGEST_KEYS),
-        )
-    return {INGEST_KEYS[k]: v for k, v in item.items() if v is not None}
-
-
-def _needs(action: str, tool: str, **given: object) -> None:
-    missing = [name for name, value in given.items() if value is None]
-    if missing:
-        raise bad_input(f"{tool} action '{action}' needs {', '.join(missing)}", missing=missing)
-
-
-def _offset(after: str | None) -> int:
-    """An adapter-made page's cursor: the number of items before it."""
-    if after is None:
-        return 0
-    if not after.isdigit() or len(after) > 9:
-        raise bad_input(
-            f"cursor {after[:40]!r} was not given by this list; pass a page's end_cursor "
-            "back unchanged"
-        )
-    return int(after)
-
-
-def page_of(items: list[Any], first: int, after: str | None) -> dict[str, Any]:
-    """A page of a list GraphQL answers whole (labels, versions), in the pages' shape."""
-    if not 1 <= first <= 500:
-        raise bad_input(f"first must be between 1 and 500 (got {first})", allowed=[1, 500])
-    start = _offset(after)
-    chosen = items[start : start + first]
-    end = start + len(chosen)
-    return {
-        "items": chosen,
-        "total_count": len(items),
-        "page_info": {
-            "has_next_page": end < len(items),
-            "end_cursor": str(end) if chosen else None,
-        },
-    }
-
-
-def _not_found(record_id: str) -> Refused:
-    return refused(NotFoundError("record", record_id))
-
-
-ToolFn = Callable[..., Awaitable[CallToolResult]]
-
-
 class Tools:
     """The tools of one server; `gate` gives each call its caller's session."""
 
@@ -168,7 +82,7 @@ class Tools:
                 + d.field("Mutation", "ingestMany")
                 + " "
                 + _m("ingestMany", "inputs"),
-                json_schema_extra={"items": _item_schema()},
+                json_schema_extra={"items": item_schema()},
             ),
         ] = None,
     ) -> CallToolResult:
@@ -176,10 +90,10 @@ class Tools:
             if records is not None:
                 if content is not None:
                     raise bad_input("pass either content (one record) or records (many), not both")
-                inputs = [_ingest_input(r) for r in records]
+                inputs = [ingest_input(r) for r in records]
                 data = await run(session, doc.INGEST_MANY, {"inputs": inputs})
                 return {"records": data["ingest_many"]}
-            _needs("ingest", "e_ingest", content=content)
+            needs("ingest", "e_ingest", content=content)
             one = {
                 "content": content,
                 "properties": properties,
@@ -188,7 +102,7 @@ class Tools:
                 "adjusts": adjusts,
                 "idempotency_key": idempotency_key,
             }
-            data = await run(session, doc.INGEST, {"input": _ingest_input(one)})
+            data = await run(session, doc.INGEST, {"input": ingest_input(one)})
             return data["ingest"]
 
         return await self._call(ctx, work)  # type: ignore[no-any-return]
@@ -220,7 +134,7 @@ class Tools:
         async def work(session: Session) -> Any:
             stamp = None if as_of is None else as_of.isoformat()
             if action == "traverse":
-                _needs(action, "e_gather", from_id=from_id)
+                needs(action, "e_gather", from_id=from_id)
                 variables = {
                     "from": from_id,
                     "depth": depth,
@@ -229,7 +143,7 @@ class Tools:
                     "limit": limit,
                 }
                 return (await run(session, doc.TRAVERSE, variables))["traverse"]
-            _needs(action, "e_gather", match=match)
+            needs(action, "e_gather", match=match)
             variables = {
                 "match": match,
                 "mode": action.upper(),
@@ -264,7 +178,7 @@ class Tools:
             document = doc.READ_VERSIONS if versions else doc.READ
             record = (await run(session, document, {"id": id, "asOf": stamp}))["record"]
             if record is None:
-                raise _not_found(id)
+                raise not_found(id)
             if versions:
                 record["versions"] = page_of(record["versions"], first, after)
             return record
@@ -351,24 +265,24 @@ class Tools:
                 found = (await run(session, doc.LABELS, {"lane": lane}))["labels"]
                 return page_of(found, first, after)
             if action == "add":
-                _needs(action, "e_property", id=id, properties=properties)
+                needs(action, "e_property", id=id, properties=properties)
                 variables: dict[str, Any] = {"id": id, "properties": properties}
                 return (await run(session, doc.ADD, variables))["add_properties"]
             if action == "remove":
-                _needs(action, "e_property", id=id)
+                needs(action, "e_property", id=id)
                 variables = {"id": id, "labels": labels, "properties": properties}
                 return (await run(session, doc.REMOVE, variables))["remove_properties"]
             if action == "connect":
-                _needs(action, "e_property", a=a, b=b, hint=hint)
+                needs(action, "e_property", a=a, b=b, hint=hint)
                 return (await run(session, doc.CONNECT, {"a": a, "b": b, "hint": hint}))["connect"]
             if action == "disconnect":
-                _needs(action, "e_property", id=id)
+                needs(action, "e_property", id=id)
                 return (await run(session, doc.DISCONNECT, {"id": id}))["disconnect"]
             if action == "group":
-                _needs(action, "e_property", record_ids=record_ids, hint=hint)
+                needs(action, "e_property", record_ids=record_ids, hint=hint)
                 variables = {"recordIds": record_ids, "hint": hint}
                 return (await run(session, doc.GROUP, variables))["group"]
-            _needs(action, "e_property", id=id)
+            needs(action, "e_property", id=id)
             variables = {"id": id, "recordIds": record_ids}
             return (await run(session, doc.UNGROUP, variables))["ungroup"]
 
@@ -398,7 +312,7 @@ class Tools:
     ) -> CallToolResult:
         async def work(session: Session) -> Any:
             if action == "inspect":
-                _needs(action, "e_audit", id=id)
+                needs(action, "e_audit", id=id)
                 event = (await run(session, doc.AUDIT_EVENT, {"id": id}))["audit_event"]
                 if event is None:
                     raise refused(NotFoundError("audit event", id or ""))
@@ -421,71 +335,3 @@ class Tools:
             return (await run(session, doc.PROFILE, {}))["profile"]
 
         return await self._call(ctx, work)  # type: ignore[no-any-return]
-
-
-def _describe(tool: str) -> str:
-    """Each tool's description: what it is for, then the operations it runs, in the
-    schema's words."""
-    said = {
-        "e_ingest": "Write records into memory (one with content, many with records). "
-        + d.field("Mutation", "ingest")
-        + " Returns the record's id, lane, source_type, version and properties ({records: "
-        "[...]} for many). " + _ingest("properties"),
-        "e_gather": "Find records by their edge properties: intersect (every one), union "
-        "(any one), timeline (any one, in time order), or traverse (walk from one record "
-        "over what it shares). Returns a page of records (id, lane, source_type, content, "
-        "properties); traverse returns {items: [{hop, via, record}], not_shown, beyond_limit, "
-        "clipped}. " + PAGE_SHAPE,
-        "e_read": "Read one record by id: "
-        + d.field("Query", "record")
-        + " Returns its content, properties, version, connections, groups, adjustments and "
-        "corrections; with versions, a page of its history.",
-        "e_update": d.field("Mutation", "update")
-        + " Returns the record's id, lane, source_type, version and properties.",
-        "e_property": "List the labels in use, or change a record's edge properties and "
-        "asserted edges (connect, group). Returns a page of {label, record_count} for list; "
-        "{added, already_held, rejected, record} for add; {removed, not_held, record} for "
-        "remove; the connection or group {id, hint, active, records} otherwise. " + PAGE_SHAPE,
-        "e_audit": "The audit trail: list events (of one record, or of some kinds), inspect "
-        "one with the record version before and after it, or poll the feed after a cursor. "
-        + PAGE_SHAPE,
-        "e_system": "get_profile: "
-        + d.field("Query", "profile")
-        + " Call it first: it names the lanes, source types and labels your writes may use.",
-    }
-    return said[tool]
-
-
-WRITES = {"e_ingest", "e_update", "e_property"}
-
-
-def build_server(gate: Gate, name: str = "edgeloom") -> MCPServer[Any]:
-    """The MCP server with every tool, each call going through `gate`."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    server: MCPServer[Any] = MCPServer(
-        name,
-        instructions=(
-            "edgeloom is an exact, auditable, shared memory. Call e_system get_profile first, "
-            "then e_property list to reuse labels before inventing one. " + d.type_("Mutation")
-        ),
-    )
-    # The SDK configures the root logger when a server is made; the gateway's logging
-    # stays the gateway's (edgeloom serve sets it up; tests keep pytest's).
-    root.handlers[:] = handlers
-    root.setLevel(level)
-    tools = Tools(gate)
-    for tool_name in ("e_ingest", "e_gather", "e_read", "e_update", "e_property", "e_audit"):
-        server.add_tool(
-            getattr(tools, tool_name),
-            name=tool_name,
-            description=_describe(tool_name),
-            annotations=ToolAnnotations(read_only_hint=tool_name not in WRITES),
-        )
-    server.add_tool(
-        tools.e_system,
-        name="e_system",
-        description=_describe("e_system"),
-        annotations=ToolAnnotations(read_only_hint=True),
-    )
-    return server
