@@ -15,9 +15,10 @@ from gql.auth import authorize
 from gql.errors import refusal_response
 from gql.mcp.run import caller_session
 from gql.mcp.server import build_server
-from gql.session import Services, Session
+from gql.session import Caller, Services, Session
 
 PATH = "/mcp"
+CALLER = "mcp_caller"
 
 
 class HttpGate:
@@ -30,6 +31,10 @@ class HttpGate:
         request = ctx.request_context.request
         assert isinstance(request, Request)
         services: Services = request.state.services
+        # Decided by McpEndpoint for this very request, as the GraphQL view decides it.
+        caller: Caller | None = getattr(request.state, CALLER, None)
+        if caller is not None and caller.agent is not None:
+            return Session(services, caller)
         return await caller_session(
             services, request.headers.get("authorization"), self.anonymous_agent
         )
@@ -69,4 +74,6 @@ class McpEndpoint:
             )
             await refused(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        # uvicorn gives each request its own copy of the state; this one carries the caller.
+        state = {**scope["state"], CALLER: caller}
+        await self.app({**scope, "state": state}, receive, send)
