@@ -60,3 +60,35 @@ AUDIT_EVENT = f"""query($id: ID!) {{ auditEvent(id: $id) {{
 PROFILE = """{ profile { agent readLanes writeLanes canApplyPolicy policyVersion
   lanes { lane readable writable open
     sourceTypes { name authority contentFormat requiredKeys labels { label values } } } } }"""
+
+# Typed edges.
+EDGE = (
+    "id fromId toId type weight namespace confidence detector provenanceActor provenanceType "
+    "evidence conflictState resolution resolver winnerId validAt invalidAt expiredAt version"
+)
+END = "id lane content"
+EDGE_UPSERT = f"""mutation($input: EdgeInput!) {{ upsertEdge(input: $input) {{ {EDGE} }} }}"""
+EDGE_LIST = f"""query($fromId: ID, $toId: ID, $type: String, $namespace: String, $asOf: DateTime,
+    $includeExpired: Boolean, $first: Int, $after: String) {{
+  edges(fromId: $fromId, toId: $toId, type: $type, namespace: $namespace, asOf: $asOf,
+        includeExpired: $includeExpired, first: $first, after: $after) {{
+    items {{ {EDGE} }} {PAGE_INFO} }} }}"""
+RELATED = f"""query($id: ID!, $namespace: String, $asOf: DateTime, $includeExpired: Boolean) {{
+  related(id: $id, namespace: $namespace, asOf: $asOf, includeExpired: $includeExpired) {{
+    recordId outgoing {{ {EDGE} toRecord {{ {END} }} }}
+    incoming {{ {EDGE} fromRecord {{ {END} }} }} }} }}"""
+CONFLICT_RESOLVE = f"""mutation($edgeId: ID!, $resolution: ConflictResolution!, $resolver: String!,
+    $winnerId: ID) {{
+  resolveConflict(edgeId: $edgeId, resolution: $resolution, resolver: $resolver,
+                  winnerId: $winnerId) {{ {EDGE} }} }}"""
+CONFLICTS = f"""query($status: ConflictStatus, $lanes: [String!], $first: Int, $after: String) {{
+  conflicts(status: $status, lanes: $lanes, first: $first, after: $after) {{
+    items {{ {EDGE} fromRecord {{ {END} }} toRecord {{ {END} }} }} {PAGE_INFO} }} }}"""
+EGO = f"""query($nodes: [ID!]!, $hops: Int, $direction: Direction, $types: [String!], $limit: Int,
+    $asOf: DateTime, $includeExpired: Boolean) {{
+  ego(nodes: $nodes, hops: $hops, direction: $direction, types: $types, limit: $limit,
+      asOf: $asOf, includeExpired: $includeExpired) {{
+    edges {{ {EDGE} }} hops neighbors {{ {END} }}
+    notShown {{ expiredExcluded edgesClipped typeFiltered danglingIds }} }} }}"""
+RETIRE_EDGE = f"""mutation($id: ID!, $invalidAt: DateTime) {{
+  retireEdge(id: $id, invalidAt: $invalidAt) {{ {EDGE} }} }}"""

@@ -9,7 +9,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 
 from gql.mcp import describe as d
-from gql.mcp.tools import PAGE_SHAPE, Gate, Tools
+from gql.mcp.edge_tools import EDGE_TOOLS, EdgeTools
+from gql.mcp.tools import PAGE_SHAPE, Gate
 
 
 def _ingest(name: str) -> str:
@@ -49,7 +50,8 @@ def _describe(tool: str) -> str:
     return said[tool]
 
 
-WRITES = {"e_ingest", "e_update", "e_property"}
+RECORD_TOOLS = ("e_ingest", "e_gather", "e_read", "e_update", "e_property", "e_audit", "e_system")
+WRITES = {"e_ingest", "e_update", "e_property", "edge_upsert", "conflict_resolve", "retire"}
 
 
 def build_server(gate: Gate, name: str = "edgeloom") -> MCPServer[Any]:
@@ -67,18 +69,13 @@ def build_server(gate: Gate, name: str = "edgeloom") -> MCPServer[Any]:
     # stays the gateway's (edgeloom serve sets it up; tests keep pytest's).
     root.handlers[:] = handlers
     root.setLevel(level)
-    tools = Tools(gate)
-    for tool_name in ("e_ingest", "e_gather", "e_read", "e_update", "e_property", "e_audit"):
+    tools = EdgeTools(gate)
+    described = {name: _describe(name) for name in RECORD_TOOLS} | EDGE_TOOLS
+    for tool_name, description in described.items():
         server.add_tool(
             getattr(tools, tool_name),
             name=tool_name,
-            description=_describe(tool_name),
+            description=description,
             annotations=ToolAnnotations(read_only_hint=tool_name not in WRITES),
         )
-    server.add_tool(
-        tools.e_system,
-        name="e_system",
-        description=_describe("e_system"),
-        annotations=ToolAnnotations(read_only_hint=True),
-    )
     return server

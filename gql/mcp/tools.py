@@ -35,15 +35,15 @@ class Gate(Protocol):
     async def session(self, ctx: Context[Any, Any]) -> Session: ...
 
 
-def _arg(text: str, **kw: Any) -> Any:
+def described(text: str, **kw: Any) -> Any:
     return Field(description=text, **kw)
 
 
-def _q(field: str, arg: str) -> str:
+def query_arg(field: str, arg: str) -> str:
     return d.argument("Query", field, arg)
 
 
-def _m(field: str, arg: str) -> str:
+def mutation_arg(field: str, arg: str) -> str:
     return d.argument("Mutation", field, arg)
 
 
@@ -69,19 +69,19 @@ class Tools:
     async def e_ingest(
         self,
         ctx: Context[Any, Any],
-        content: Annotated[str | None, _arg(_ingest("content"))] = None,
-        properties: Annotated[list[str] | None, _arg(_ingest("properties"))] = None,
-        source_type: Annotated[str | None, _arg(_ingest("sourceType"))] = None,
-        assign_lane: Annotated[str | None, _arg(_ingest("lane"))] = None,
-        adjusts: Annotated[list[str] | None, _arg(_ingest("adjusts"))] = None,
-        idempotency_key: Annotated[str | None, _arg(_ingest("idempotencyKey"))] = None,
+        content: Annotated[str | None, described(_ingest("content"))] = None,
+        properties: Annotated[list[str] | None, described(_ingest("properties"))] = None,
+        source_type: Annotated[str | None, described(_ingest("sourceType"))] = None,
+        assign_lane: Annotated[str | None, described(_ingest("lane"))] = None,
+        adjusts: Annotated[list[str] | None, described(_ingest("adjusts"))] = None,
+        idempotency_key: Annotated[str | None, described(_ingest("idempotencyKey"))] = None,
         records: Annotated[
             list[dict[str, Any]] | None,
-            _arg(
+            described(
                 "Many records at once, each with the fields above (content required): "
                 + d.field("Mutation", "ingestMany")
                 + " "
-                + _m("ingestMany", "inputs"),
+                + mutation_arg("ingestMany", "inputs"),
                 json_schema_extra={"items": item_schema()},
             ),
         ] = None,
@@ -112,7 +112,7 @@ class Tools:
         ctx: Context[Any, Any],
         action: Annotated[
             Literal["intersect", "union", "timeline", "traverse"],
-            _arg(
+            described(
                 "intersect, union, timeline: "
                 + d.field("Query", "gather")
                 + " traverse: "
@@ -120,16 +120,23 @@ class Tools:
             ),
         ],
         match: Annotated[
-            list[str] | None, _arg("intersect, union, timeline: " + _q("gather", "match"))
+            list[str] | None,
+            described("intersect, union, timeline: " + query_arg("gather", "match")),
         ] = None,
-        lanes: Annotated[list[str] | None, _arg(_q("gather", "lanes"))] = None,
-        as_of: Annotated[datetime | None, _arg(_q("gather", "asOf"))] = None,
-        first: Annotated[int, _arg(_q("gather", "first") + PAGE_NOTE)] = TOOL_PAGE,
-        after: Annotated[str | None, _arg(_q("gather", "after"))] = None,
-        from_id: Annotated[str | None, _arg("traverse: " + _q("traverse", "from"))] = None,
-        depth: Annotated[int, _arg("traverse: " + _q("traverse", "depth"))] = 1,
-        labels: Annotated[list[str] | None, _arg("traverse: " + _q("traverse", "labels"))] = None,
-        limit: Annotated[int, _arg("traverse: " + _q("traverse", "limit") + PAGE_NOTE)] = TOOL_PAGE,
+        lanes: Annotated[list[str] | None, described(query_arg("gather", "lanes"))] = None,
+        as_of: Annotated[datetime | None, described(query_arg("gather", "asOf"))] = None,
+        first: Annotated[int, described(query_arg("gather", "first") + PAGE_NOTE)] = TOOL_PAGE,
+        after: Annotated[str | None, described(query_arg("gather", "after"))] = None,
+        from_id: Annotated[
+            str | None, described("traverse: " + query_arg("traverse", "from"))
+        ] = None,
+        depth: Annotated[int, described("traverse: " + query_arg("traverse", "depth"))] = 1,
+        labels: Annotated[
+            list[str] | None, described("traverse: " + query_arg("traverse", "labels"))
+        ] = None,
+        limit: Annotated[
+            int, described("traverse: " + query_arg("traverse", "limit") + PAGE_NOTE)
+        ] = TOOL_PAGE,
     ) -> CallToolResult:
         async def work(session: Session) -> Any:
             stamp = None if as_of is None else as_of.isoformat()
@@ -159,19 +166,21 @@ class Tools:
     async def e_read(
         self,
         ctx: Context[Any, Any],
-        id: Annotated[str, _arg(_q("record", "id"))],
-        as_of: Annotated[datetime | None, _arg(_q("record", "asOf"))] = None,
+        id: Annotated[str, described(query_arg("record", "id"))],
+        as_of: Annotated[datetime | None, described(query_arg("record", "asOf"))] = None,
         versions: Annotated[
             bool,
-            _arg(
+            described(
                 "true: also a page of its versions, oldest first ("
                 + d.field("Record", "versions")
                 + "), each with "
                 + "number, at, event, actor, content, properties, policy_version and hash."
             ),
         ] = False,
-        first: Annotated[int, _arg("versions: " + _q("gather", "first") + PAGE_NOTE)] = TOOL_PAGE,
-        after: Annotated[str | None, _arg("versions: " + _q("gather", "after"))] = None,
+        first: Annotated[
+            int, described("versions: " + query_arg("gather", "first") + PAGE_NOTE)
+        ] = TOOL_PAGE,
+        after: Annotated[str | None, described("versions: " + query_arg("gather", "after"))] = None,
     ) -> CallToolResult:
         async def work(session: Session) -> Any:
             stamp = None if as_of is None else as_of.isoformat()
@@ -188,10 +197,14 @@ class Tools:
     async def e_update(
         self,
         ctx: Context[Any, Any],
-        id: Annotated[str, _arg(_m("update", "id"))],
-        content: Annotated[str | None, _arg(_m("update", "content"))] = None,
-        properties: Annotated[list[str] | None, _arg(_m("update", "properties"))] = None,
-        expected_version: Annotated[int | None, _arg(_m("update", "expectedVersion"))] = None,
+        id: Annotated[str, described(mutation_arg("update", "id"))],
+        content: Annotated[str | None, described(mutation_arg("update", "content"))] = None,
+        properties: Annotated[
+            list[str] | None, described(mutation_arg("update", "properties"))
+        ] = None,
+        expected_version: Annotated[
+            int | None, described(mutation_arg("update", "expectedVersion"))
+        ] = None,
     ) -> CallToolResult:
         async def work(session: Session) -> Any:
             variables = {
@@ -209,7 +222,7 @@ class Tools:
         ctx: Context[Any, Any],
         action: Annotated[
             Literal["list", "add", "remove", "connect", "disconnect", "group", "ungroup"],
-            _arg(
+            described(
                 "list: "
                 + d.field("Query", "labels")
                 + " add: "
@@ -228,37 +241,46 @@ class Tools:
         ],
         id: Annotated[
             str | None,
-            _arg(
+            described(
                 "add, remove: the record. "
-                + _m("addProperties", "id")
+                + mutation_arg("addProperties", "id")
                 + " disconnect: "
-                + _m("disconnect", "id")
+                + mutation_arg("disconnect", "id")
                 + " ungroup: "
-                + _m("ungroup", "id")
+                + mutation_arg("ungroup", "id")
             ),
         ] = None,
         properties: Annotated[
             list[str] | None,
-            _arg(
+            described(
                 "add: "
-                + _m("addProperties", "properties")
+                + mutation_arg("addProperties", "properties")
                 + " remove: "
-                + _m("removeProperties", "properties")
+                + mutation_arg("removeProperties", "properties")
             ),
         ] = None,
         labels: Annotated[
-            list[str] | None, _arg("remove: " + _m("removeProperties", "labels"))
+            list[str] | None, described("remove: " + mutation_arg("removeProperties", "labels"))
         ] = None,
-        lane: Annotated[str | None, _arg("list: " + _q("labels", "lane"))] = None,
-        a: Annotated[str | None, _arg("connect: " + _m("connect", "a"))] = None,
-        b: Annotated[str | None, _arg("connect: " + _m("connect", "b"))] = None,
-        hint: Annotated[str | None, _arg("connect, group: " + _m("connect", "hint"))] = None,
+        lane: Annotated[str | None, described("list: " + query_arg("labels", "lane"))] = None,
+        a: Annotated[str | None, described("connect: " + mutation_arg("connect", "a"))] = None,
+        b: Annotated[str | None, described("connect: " + mutation_arg("connect", "b"))] = None,
+        hint: Annotated[
+            str | None, described("connect, group: " + mutation_arg("connect", "hint"))
+        ] = None,
         record_ids: Annotated[
             list[str] | None,
-            _arg("group: " + _m("group", "recordIds") + " ungroup: " + _m("ungroup", "recordIds")),
+            described(
+                "group: "
+                + mutation_arg("group", "recordIds")
+                + " ungroup: "
+                + mutation_arg("ungroup", "recordIds")
+            ),
         ] = None,
-        first: Annotated[int, _arg("list: " + _q("gather", "first") + PAGE_NOTE)] = TOOL_PAGE,
-        after: Annotated[str | None, _arg("list: " + _q("gather", "after"))] = None,
+        first: Annotated[
+            int, described("list: " + query_arg("gather", "first") + PAGE_NOTE)
+        ] = TOOL_PAGE,
+        after: Annotated[str | None, described("list: " + query_arg("gather", "after"))] = None,
     ) -> CallToolResult:
         async def work(session: Session) -> Any:
             if action == "list":
@@ -293,7 +315,7 @@ class Tools:
         ctx: Context[Any, Any],
         action: Annotated[
             Literal["list", "inspect", "feed"],
-            _arg(
+            described(
                 "list: "
                 + d.field("Query", "audit")
                 + " inspect: "
@@ -304,11 +326,17 @@ class Tools:
                 "the auditEvents subscription."
             ),
         ],
-        record_id: Annotated[str | None, _arg("list: " + _q("audit", "recordId"))] = None,
-        kinds: Annotated[list[str] | None, _arg("list, feed: " + _q("audit", "kinds"))] = None,
-        id: Annotated[str | None, _arg("inspect: " + _q("auditEvent", "id"))] = None,
-        first: Annotated[int, _arg(_q("audit", "first") + PAGE_NOTE)] = TOOL_PAGE,
-        after: Annotated[str | None, _arg("list, feed: " + _q("audit", "after"))] = None,
+        record_id: Annotated[
+            str | None, described("list: " + query_arg("audit", "recordId"))
+        ] = None,
+        kinds: Annotated[
+            list[str] | None, described("list, feed: " + query_arg("audit", "kinds"))
+        ] = None,
+        id: Annotated[str | None, described("inspect: " + query_arg("auditEvent", "id"))] = None,
+        first: Annotated[int, described(query_arg("audit", "first") + PAGE_NOTE)] = TOOL_PAGE,
+        after: Annotated[
+            str | None, described("list, feed: " + query_arg("audit", "after"))
+        ] = None,
     ) -> CallToolResult:
         async def work(session: Session) -> Any:
             if action == "inspect":
@@ -328,7 +356,7 @@ class Tools:
         self,
         ctx: Context[Any, Any],
         action: Annotated[
-            Literal["get_profile"], _arg("get_profile: " + d.field("Query", "profile"))
+            Literal["get_profile"], described("get_profile: " + d.field("Query", "profile"))
         ] = "get_profile",
     ) -> CallToolResult:
         async def work(session: Session) -> Any:

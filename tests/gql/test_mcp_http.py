@@ -20,7 +20,10 @@ from tests.gql._mcp import call, over_http, refused
 from tests.gql._policy_support import mint
 from tests.support import Gateway
 
-TOOLS = {"e_ingest", "e_gather", "e_read", "e_update", "e_property", "e_audit", "e_system"}
+TOOLS = {
+    *("e_ingest", "e_gather", "e_read", "e_update", "e_property", "e_audit", "e_system"),
+    *("edge_upsert", "edge_list", "related", "conflict_resolve", "conflicts", "ego", "retire"),
+}
 BUDGET = (
     "label(s) ['budget'] not allowed for source_type 'meeting' in lane 'crm'; "
     "allowed: ['org', 'person', 'topic']"

@@ -228,3 +228,66 @@ def _ids_out(payload: str, record_id: str) -> str:
     for label, value in re.findall(r'"label": "([^"]*)", "value": "([^"]*)"', payload):
         payload = payload.replace(edge_property_id(record_id, label, value), "<ep>")
     return payload.replace(record_id, "<id>")
+
+
+async def test_every_typed_edge_tool_once(crm: Gateway, curator: str) -> None:
+    async with over_http(crm, curator) as s:
+        a = await call(s, "e_ingest", content="Acme renews in May.", assign_lane="notes")
+        b = await call(s, "e_ingest", content="Acme churns in May.", assign_lane="notes")
+        supports = await call(
+            s,
+            "edge_upsert",
+            from_id=a["id"],
+            to_id=b["id"][:12],
+            type="supports",
+            weight=0.8,
+            evidence={"quote": "renews", "source": "call notes", "offset": 5},
+        )
+        assert supports["id"].startswith("edge_") and supports["version"] == 1
+        assert supports["to_id"] == b["id"] and supports["evidence"]["quote"] == "renews"
+        too_heavy = await s.call_tool(
+            "edge_upsert", {"from_id": a["id"], "to_id": b["id"], "type": "supports", "weight": 2}
+        )
+        assert too_heavy.is_error
+        on_graphql = await crm.error(
+            "mutation($i: EdgeInput!) { upsertEdge(input: $i) { id } }",
+            {"i": {"fromId": a["id"], "toId": b["id"], "type": "supports", "weight": 2}},
+            token=curator,
+        )
+        assert too_heavy.structured_content is not None
+        assert too_heavy.structured_content["error"] == on_graphql["message"]
+        assert too_heavy.structured_content["code"] == on_graphql["extensions"]["code"]
+
+        listed = await call(s, "edge_list", from_id=a["id"])
+        assert [e["id"] for e in listed["items"]] == [supports["id"]]
+        around = await call(s, "related", id=a["id"])
+        assert around["outgoing"]["items"][0]["to_record"]["id"] == b["id"]
+        assert around["incoming"]["total_count"] == 0
+
+        clash = await call(s, "edge_upsert", from_id=b["id"], to_id=a["id"], type="contradicts")
+        queue = await call(s, "conflicts")
+        assert clash["id"] in [e["id"] for e in queue["items"]]
+        resolved = await call(
+            s,
+            "conflict_resolve",
+            edge_id=clash["id"],
+            resolution="superseded",
+            resolver="curator-agent",
+            winner_id=a["id"],
+        )
+        assert resolved["resolution"] == "SUPERSEDED" and resolved["winner_id"] == a["id"]
+        queue = await call(s, "conflicts", status="unresolved")
+        assert clash["id"] not in [e["id"] for e in queue["items"]]
+
+        around_a = await call(s, "ego", nodes=[a["id"]])
+        assert {e["id"] for e in around_a["edges"]} == {supports["id"], clash["id"]}
+        assert [n["id"] for n in around_a["neighbors"]] == [b["id"]]
+
+        retired = await call(s, "retire", id=supports["id"])
+        assert retired["invalid_at"] is not None
+        assert (await call(s, "edge_list", from_id=a["id"]))["total_count"] == 0
+        kept = await call(s, "edge_list", from_id=a["id"], include_expired=True)
+        assert kept["total_count"] == 1
+        wrong = await s.call_tool("retire", {"id": a["id"]})
+        assert wrong.is_error and wrong.structured_content is not None
+        assert wrong.structured_content["code"] == "BAD_USER_INPUT"
