@@ -226,6 +226,13 @@ class Version:
         )
 
 
+@strawberry.type(description="When, by whom and why a record was retired.")
+class Retirement:
+    at: datetime = strawberry.field(description="When it was retired (its tombstone's time).")
+    actor: str = strawberry.field(description="The agent that retired it.")
+    reason: str | None = strawberry.field(description="Why, as given to retireRecord.")
+
+
 @strawberry.type(description="A record in memory, as it is now or as it was at asOf.")
 class Record:
     id: strawberry.ID = strawberry.field(
@@ -271,6 +278,18 @@ class Record:
     )
     _model: strawberry.Private[domain.Record]
     _as_of: strawberry.Private[datetime | None]
+
+    @strawberry.field(
+        description="When, by whom and why it was retired; null while it is not. Reads "
+        "never show a retired record (record(id) says it is retired), so only "
+        "retireRecord's answer has one.",
+        metadata=compiled(sql.record_column("retired")),
+    )
+    def retired(self) -> Retirement | None:
+        gone = self._model.retirement
+        if gone is None:
+            return None
+        return Retirement(at=gone.at, actor=gone.actor, reason=gone.reason)
 
     @strawberry.field(
         description="Its edge properties as hyperedges, with their members.",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 
 class StoreError(Exception):
     """Base of every error the store raises on purpose."""
@@ -28,6 +30,66 @@ class NotFoundError(StoreError):
 
     def extensions(self) -> dict[str, object]:
         return {"id": self.ident}
+
+
+def _retirement(at: datetime, actor: str, reason: str | None) -> dict[str, object]:
+    return {"at": at.isoformat(), "actor": actor, "reason": reason}
+
+
+def _said(at: datetime, actor: str, reason: str | None) -> str:
+    why = f"reason: {reason}" if reason else "no reason given"
+    return f"at {at.isoformat()} by {actor} ({why})"
+
+
+class RetiredRecordError(NotFoundError):
+    """The record was retired: absent from every current read, as if it did not exist,
+    but its readers are told when, by whom and why."""
+
+    def __init__(self, ident: str, at: datetime, actor: str, reason: str | None) -> None:
+        StoreError.__init__(
+            self,
+            f"record '{ident}' was retired {_said(at, actor, reason)}; every current read "
+            f"leaves it out: read it as it was with asOf before {at.isoformat()}, or bring "
+            "it back with restoreRecord",
+        )
+        self.kind = "record"
+        self.ident = ident
+        self.retired = _retirement(at, actor, reason)
+
+    def extensions(self) -> dict[str, object]:
+        return {"id": self.ident, "retired": self.retired}
+
+
+class AlreadyRetiredError(StoreError):
+    """retireRecord on a record that is retired already: nothing changed."""
+
+    code = "CONFLICT"
+
+    def __init__(self, ident: str, at: datetime, actor: str, reason: str | None) -> None:
+        super().__init__(
+            f"record '{ident}' is retired already, {_said(at, actor, reason)}; nothing "
+            "changed (restoreRecord brings it back)"
+        )
+        self.ident = ident
+        self.retired = _retirement(at, actor, reason)
+
+    def extensions(self) -> dict[str, object]:
+        return {"id": self.ident, "retired": self.retired}
+
+
+class NotRetiredError(StoreError):
+    """restoreRecord on a record that is not retired: nothing changed."""
+
+    code = "CONFLICT"
+
+    def __init__(self, ident: str) -> None:
+        super().__init__(
+            f"record '{ident}' is not retired; nothing changed (retireRecord retires it)"
+        )
+        self.ident = ident
+
+    def extensions(self) -> dict[str, object]:
+        return {"id": self.ident, "retired": None}
 
 
 class InvalidIdError(StoreError):

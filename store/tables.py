@@ -92,9 +92,20 @@ records = Table(
     Column("created_by", Text, nullable=False),
     Column("idempotency_key", Text, nullable=True),
     Column("ledger_hash", Text, nullable=False),
-    Index("ix_records_lane_created_at_id", "lane", "created_at", "id"),
+    # Set while the record is retired (its newest version is a tombstone): every
+    # current read leaves the row out, so the lane indexes hold only live rows.
+    Column("retired_at", TZ, nullable=True),
+    Column("retired_by", Text, nullable=True),
+    Column("retired_reason", Text, nullable=True),
+    Index(
+        "ix_records_lane_created_at_id",
+        "lane",
+        "created_at",
+        "id",
+        postgresql_where=text("retired_at IS NULL"),
+    ),
     # Counting a lane's records reads this one: the lane alone deduplicates to a tenth.
-    Index("ix_records_lane", "lane"),
+    Index("ix_records_lane", "lane", postgresql_where=text("retired_at IS NULL")),
     Index(
         "uq_records_created_by_idempotency_key",
         "created_by",

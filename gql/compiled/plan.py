@@ -285,4 +285,5 @@ def bind_labels(
 ) -> Shape:
     lane = args.get("lane")
     values[prefix + "lanes"] = RULE.chosen(lanes, None if lane is None else [lane])
-    return Shape()
+    values[prefix + "as_of"] = args.get("asOf")
+    return Shape(as_of=args.get("asOf") is not None)

@@ -22,7 +22,7 @@ from gql.types import (
 )
 from store.kinds.correction.commands import Correct
 from store.kinds.policy.commands import ApplyPolicy
-from store.kinds.record import asserted_commands, commands
+from store.kinds.record import asserted_commands, commands, retire
 
 
 def _arg(text: str) -> Any:
@@ -214,6 +214,43 @@ class Mutation(EdgeMutation):
     ) -> Correction:
         made = await info.context.execute(Correct(record_id, content, reason))
         return Correction.from_domain(made)
+
+    @strawberry.mutation(
+        description="Forget a record: a tombstone version (never a delete), event "
+        "sr_retired; its typed edges are retired with it in the same transaction. From then "
+        "on every current read leaves it out (record(id) says it is retired, with when, by "
+        "whom and why); every read asOf an earlier instant shows it as it was. Needs write "
+        "access to its lane; retiring a retired record changes nothing and is refused with "
+        "code CONFLICT saying so."
+    )
+    async def retire_record(
+        self,
+        info: Info,
+        id: Annotated[strawberry.ID, _arg("The record to retire. " + d.RECORD_ID)],
+        reason: Annotated[str | None, _arg("Why it is retired; kept on the tombstone.")] = None,
+    ) -> Record:
+        return Record.from_domain(await info.context.execute(retire.RetireRecord(id, reason)))
+
+    @strawberry.mutation(
+        description="Bring a retired record back as it was: a new version, event "
+        "sr_restored; its edge properties hold again from now on, and its connections, "
+        "groups and chains but those that ended meanwhile (named in the event's payload "
+        "under ended); its typed edges stay retired. Needs write access to its lane; "
+        "restoring a record that is not retired changes nothing and is refused with code "
+        "CONFLICT saying so."
+    )
+    async def restore_record(
+        self,
+        info: Info,
+        id: Annotated[
+            strawberry.ID,
+            _arg(
+                "The retired record to restore: its exact id, or a unique prefix among "
+                "your readable records, retired ones included."
+            ),
+        ],
+    ) -> Record:
+        return Record.from_domain(await info.context.execute(retire.RestoreRecord(id)))
 
     @strawberry.mutation(
         description="Apply a new policy version (agents with apply_policy only; others are "

@@ -34,7 +34,7 @@ from gql.types import (
     traversal,
 )
 from policies.properties import parse_property
-from store.errors import NotFoundError
+from store.errors import NotFoundError, RetiredRecordError
 from store.feed import audit as audit_reads
 from store.kinds.record import queries
 from store.kinds.record.labels import label_counts
@@ -53,7 +53,8 @@ def _arg(text: str) -> Any:
 class Query(EdgeQuery):
     @strawberry.field(
         description="One record, as it is or as it was at asOf; null when no record you "
-        "can read has that id.",
+        "can read has that id. A record retired then (now, without asOf) is refused with "
+        "code NOT_FOUND, its message and extensions.retired saying when, by whom and why.",
         metadata=compiled(sql.Compiler.record_root, bind_record),
     )
     async def record(
@@ -64,7 +65,9 @@ class Query(EdgeQuery):
     ) -> Record | None:
         async with info.context.read() as (db, lanes):
             try:
-                record_id = await resolve_id(db, id, lanes)
+                record_id = await resolve_id(db, id, lanes, as_of)
+            except RetiredRecordError:
+                raise
             except NotFoundError:
                 return None
         found = await info.context.records([record_id], as_of)
@@ -119,15 +122,25 @@ class Query(EdgeQuery):
         return await record_page(info, page, as_of)
 
     @strawberry.field(
-        description="The labels in use, each with how many records you can read carry it, "
-        "most used first: see which exist before inventing one. Reserved labels are left out.",
+        description="The labels in use, each with how many records you can read carry it "
+        "(now, or at asOf), most used first: see which exist before inventing one. Reserved "
+        "labels and retired records are left out.",
         metadata=compiled(sql.Compiler.labels_root, bind_labels),
     )
     async def labels(
-        self, info: Info, lane: Annotated[str | None, _arg(d.LANE_FILTER)] = None
+        self,
+        info: Info,
+        lane: Annotated[str | None, _arg(d.LANE_FILTER)] = None,
+        as_of: Annotated[
+            datetime | None,
+            _arg(
+                "Count the records that carried each label at this instant (ISO 8601 with a "
+                "time zone) instead of now; records retired then are not counted."
+            ),
+        ] = None,
     ) -> list[LabelCount]:
         async with info.context.read() as (db, lanes):
-            counts = await label_counts(db, lanes, lane)
+            counts = await label_counts(db, lanes, lane, as_of)
         return [LabelCount(label=c.label, record_count=c.record_count) for c in counts]
 
     @strawberry.field(
@@ -150,7 +163,7 @@ class Query(EdgeQuery):
         most = 100 if limit is None else limit
         check(hops, most, labels)
         async with info.context.read() as (conn, lanes):
-            start = await resolve_id(conn, from_, lanes)
+            start = await resolve_id(conn, from_, lanes, as_of)
             found = await walk(conn, start, lanes, hops, labels, as_of, most)
         return await traversal(info, found, as_of)
 
@@ -199,7 +212,10 @@ class Query(EdgeQuery):
         ] = None,
     ) -> AuditPage:
         async with info.context.read() as (db, lanes):
-            rid = None if record_id is None else await resolve_id(db, record_id, lanes)
+            # The audit trail is history: a retired record's events stay readable.
+            rid = (
+                None if record_id is None else await resolve_id(db, record_id, lanes, retired=True)
+            )
             page = await audit_reads.audit(db, lanes, rid, kinds, first, after)
         return AuditPage(
             items=[AuditEvent.from_domain(e) for e in page.items],

@@ -55,6 +55,9 @@ class Locks:
     `carried_by_records`: labels whose values `records` carry, each locked with its
     holders as if named in `carrying`: an adjustment changes the chains of the
     records it adjusts, which it knows only by reading them.
+    `retired`: the command acts on retired records too (retiring, restoring): prefixes
+    resolve among them and they are handed to it; any other command is refused a
+    retired record (`RetiredRecordError`).
     """
 
     records: tuple[str, ...] = ()
@@ -65,6 +68,7 @@ class Locks:
     carried_by_records: tuple[str, ...] = ()
     objects: tuple[tuple[str, str], ...] = ()
     keys: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    retired: bool = False
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,9 @@ RECORD_EVENT_KINDS = (
     "sr_updated",
     "property_added",
     "property_removed",
+    # A tombstone, and the version that brings the record back.
+    "sr_retired",
+    "sr_restored",
 )
 # Asserted edges: each is a new version of every record it touches.
 ASSERTED_EVENT_KINDS = (

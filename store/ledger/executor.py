@@ -37,6 +37,7 @@ from store.errors import (
     NoPolicyError,
     NotFoundError,
     OutcomeUnknownError,
+    RetiredRecordError,
     StoppedError,
     StoreError,
     refusal_for,
@@ -44,7 +45,7 @@ from store.errors import (
 from store.kinds import Kind, Rows
 from store.kinds.policy.in_force import PolicyCache
 from store.kinds.record import labels
-from store.kinds.record.model import Record
+from store.kinds.record.model import Record, RecordState
 from store.kinds.record.resolve import MAX_CANDIDATES, check_record_ident
 from store.ledger.append import UnknownKindError, append, build_rows
 from store.ledger.command import (
@@ -82,7 +83,7 @@ _NOTHING_READ = Current(records={}, first_writes={}, heads={})
 
 _RECORD_COLUMNS = (
     "id, lane, source_type, authority, content, properties, version, created_at, "
-    "updated_at, created_by, ledger_hash"
+    "updated_at, created_by, ledger_hash, retired_at, retired_by, retired_reason"
 )
 # The policy head, locked: every write takes it first (see `_lock`).
 _HEAD = """
@@ -123,6 +124,12 @@ WHERE r.created_by = $1 AND r.idempotency_key = ANY($2::text[])
 PREFIX = f"""
 SELECT id FROM records
 WHERE id >= $1 AND id < $1 || 'g' AND {RULE.record("", "$2::text[]")}
+ORDER BY id LIMIT $3
+"""
+# The same among retired records too, for the commands that act on them (`Locks.retired`).
+PREFIX_RETIRED_TOO = f"""
+SELECT id FROM records
+WHERE id >= $1 AND id < $1 || 'g' AND {RULE.lane("", "$2::text[]")}
 ORDER BY id LIMIT $3
 """
 
@@ -217,7 +224,7 @@ class Executor:
         locks = command.locks()
         async with self.pool.acquire() as conn:
             async with _transaction(conn, self._outcome_timeout):
-                exact = await self._exact_ids(conn, agent, locks.records)
+                exact = await self._exact_ids(conn, agent, locks.records, locks.retired)
                 carried = await self._carried(conn, exact.values(), locks.carried_by_records)
                 carrying = (*locks.carrying, *carried)
                 holding = await self._holders(conn, carrying)
@@ -234,7 +241,7 @@ class Executor:
                 keys = _resolved_keys(locks, exact)
                 await _lock_objects(conn, locks.objects, keys)
                 keyed = await _key_holders(conn, locks, keys)
-                records = self._readable(txn, exact, rows)
+                records = self._readable(txn, exact, rows, locks.retired)
                 holders, hidden = self._held(txn, holding, rows)
                 objects = (*locks.objects, *((k[0], i) for k, i in keyed.items()))
                 heads, states = await self._heads(conn, locks.heads, objects)
@@ -306,8 +313,11 @@ class Executor:
         if self._unfolded >= labels.FOLD_AFTER and await labels.fold(conn):
             self._unfolded = 0
 
-    async def _exact_ids(self, conn: Conn, agent: str, idents: Sequence[str]) -> dict[str, str]:
-        """Each ident's full id; prefixes resolve among the records the agent may read."""
+    async def _exact_ids(
+        self, conn: Conn, agent: str, idents: Sequence[str], retired: bool = False
+    ) -> dict[str, str]:
+        """Each ident's full id; prefixes resolve among the records the agent may read
+        (and, for a command acting on retired records, among those too)."""
         cleaned = {ident: check_record_ident(ident) for ident in idents}
         prefixes = [c for c in cleaned.values() if len(c) < 35]
         if not prefixes:
@@ -315,9 +325,12 @@ class Executor:
         in_force = await self.policies.current_version(conn)
         lanes = in_force.policy.agent(agent).readable_lanes(in_force.policy)
         full: dict[str, str] = {}
+        statement = PREFIX_RETIRED_TOO if retired else PREFIX
         for prefix in prefixes:
             # Every id starting with the prefix sorts between it and it followed by 'g'.
-            found = [r["id"] for r in await conn.fetch(PREFIX, prefix, lanes, MAX_CANDIDATES + 1)]
+            found = [
+                r["id"] for r in await conn.fetch(statement, prefix, lanes, MAX_CANDIDATES + 1)
+            ]
             if not found:
                 raise NotFoundError("record", prefix)
             if len(found) > 1:
@@ -344,9 +357,10 @@ class Executor:
 
     @staticmethod
     def _readable(
-        txn: Txn, exact: Mapping[str, str], rows: Sequence[asyncpg.Record]
+        txn: Txn, exact: Mapping[str, str], rows: Sequence[asyncpg.Record], retired: bool = False
     ) -> dict[str, Record]:
-        """The locked records by the caller's ident; one it may not read is not found."""
+        """The locked records by the caller's ident; one it may not read is not found, and
+        a retired one is refused (said so) unless the command acts on retired records."""
         if not exact:
             return {}
         lanes = set(txn.agent.readable_lanes(txn.rules))
@@ -354,6 +368,11 @@ class Executor:
         missing = [ident for ident, rid in exact.items() if rid not in found]
         if missing:
             raise NotFoundError("record", missing[0])
+        if not retired:
+            for ident, rid in exact.items():
+                gone = found[rid].retirement
+                if gone is not None:
+                    raise RetiredRecordError(ident, gone.at, gone.actor, gone.reason)
         return {ident: found[rid] for ident, rid in exact.items()}
 
     @staticmethod
@@ -518,19 +537,14 @@ async def _commit(conn: Conn, commit: Awaitable[None], outcome_timeout: float) -
 
 def _record(row: Any, state: Mapping[str, Any] | None = None) -> Record:
     """A record from a records row, or from a ledger entry's state with its bookkeeping."""
-    source = state if state is not None else row
-    return Record.from_row(
-        {
-            "id": row["id"],
-            "version": row["version"],
-            "lane": source["lane"],
-            "source_type": source["source_type"],
-            "authority": source["authority"],
-            "content": source["content"],
-            "properties": source["properties"],
-            "created_at": row["created_at"],
-            "updated_at": row["updated_at"],
-            "created_by": row["created_by"],
-            "ledger_hash": row["ledger_hash"],
-        }
+    if state is None:
+        return Record.from_row(row)
+    return Record(
+        id=row["id"],
+        version=row["version"],
+        state=RecordState.from_json(state),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        created_by=row["created_by"],
+        ledger_hash=row["ledger_hash"],
     )

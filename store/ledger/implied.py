@@ -98,8 +98,9 @@ class Links:
                 self.minted[text].append(entry.object_id)
 
     def last(self, state: Mapping[str, Any], object_id: str) -> None:
-        """An object's newest record state: the reserved values it holds now."""
-        for prop in RecordState.from_json(state).properties:
+        """An object's newest record state: the reserved values it holds now (none while
+        it is retired)."""
+        for prop in RecordState.from_json(state).held():
             if prop.reserved:
                 self.held[str(prop)].add(object_id)
 
@@ -234,6 +235,15 @@ def _adjusted(before: RecordState | None, state: RecordState, entry: Entry) -> l
     ]
 
 
+def _retired(before: RecordState | None, state: RecordState, entry: Entry) -> list[Implied]:
+    reason = None if state.retired is None else state.retired.reason
+    return [Implied("sr_retired", {"reason": reason})]
+
+
+def _restored(before: RecordState | None, state: RecordState, entry: Entry) -> list[Implied]:
+    return [Implied("sr_restored", {})]
+
+
 _RECORD_RULES: dict[str, Callable[[RecordState | None, RecordState, Entry], list[Implied]]] = {
     "sr_ingested": _ingested,
     "sr_updated": _updated,
@@ -245,6 +255,8 @@ _RECORD_RULES: dict[str, Callable[[RecordState | None, RecordState, Entry], list
     "ungrouped": _asserted("ungrouped", _removed, GROUP),
     "unadjusted": _asserted("unadjusted", _removed, ADJUSTMENT),
     "adjusted": _adjusted,
+    "sr_retired": _retired,
+    "sr_restored": _restored,
 }
 
 

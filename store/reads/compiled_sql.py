@@ -114,13 +114,27 @@ class Compiler:
                 f"(SELECT count(*) FROM (SELECT 1 FROM records WHERE id >= {ident} "
                 f"AND id < {ident} || 'g' AND {RULE.record('', lanes, as_of)} LIMIT 2) c) < 2"
             )
-            where = f"{r}.id >= {ident} AND {r}.id < {ident} || 'g'"
+            named = "id >= {ident} AND {r}.id < {ident} || 'g'"
         else:
-            where = f"{r}.id = {ident}"
+            named = "id = {ident}"
+        where = f"{r}." + named.format(ident=ident, r=r)
+        # A record retired then is a refusal saying so, which the ordinary path words.
+        q = self.alias("q")
+        q_lateral = self.record_source(q, as_of)[0]
+        gone = (
+            RULE.retired_now(q, lanes)
+            if as_of is None
+            else f"{RULE.lane(q, lanes)} AND NOT ({RULE.alive(f'{q}v')})"
+        )
+        self.checks.append(
+            f"NOT EXISTS (SELECT 1 FROM records {q} {q_lateral} "
+            f"WHERE {q}.{named.format(ident=ident, r=q)} AND {gone})"
+        )
         lateral, cols = self.record_source(r, as_of)
         return (
             f"(SELECT {self.fields(sel.children, RecordRow(cols, as_of))} FROM records {r} "
-            f"{lateral} WHERE {where} AND {RULE.record(r, lanes, as_of)} ORDER BY {r}.id LIMIT 1)"
+            f"{lateral} WHERE {where} AND {RULE.record(r, lanes, as_of)}"
+            f"{self.alive(r, as_of)} ORDER BY {r}.id LIMIT 1)"
         )
 
     def records_root(self, sel: Sel, _: None) -> str:
@@ -186,6 +200,7 @@ class Compiler:
         )
 
     def labels_root(self, sel: Sel, _: None) -> str:
+        shape = self.shapes[sel.site or 0]
         lanes = self.arg(sel.site, "lanes", "text[]")
         q = self.alias("q")
         # The folded counts plus the deltas not folded yet, per label; e_* are never counted.
@@ -193,6 +208,13 @@ class Compiler:
               SELECT label, records AS n FROM label_counts WHERE {RULE.lane("", lanes)}
               UNION ALL SELECT label, delta FROM label_deltas WHERE {RULE.lane("", lanes)}) c
             GROUP BY c.label HAVING sum(c.n) > 0"""
+        if shape.as_of:
+            # At an earlier instant: the memberships held then.
+            m, at = self.alias("m"), self.arg(sel.site, "as_of", "timestamptz")
+            counted = f"""SELECT {m}.label, count(DISTINCT {m}.record_id) AS record_count
+                FROM edge_properties {m}
+                WHERE {RULE.member(m, lanes, at)} AND {RULE.caller_label(f"{m}.label")}
+                GROUP BY {m}.label"""
         return (
             f"(SELECT coalesce(json_agg({self.fields(sel.children, q)} "
             f"ORDER BY {q}.record_count DESC, {q}.label), '[]'::json) FROM ({counted}) {q})"
@@ -207,6 +229,8 @@ class Compiler:
             "id": f"{r}.id",
             "created_at": iso(f"{r}.created_at"),
             "created_by": f"{r}.created_by",
+            # Reads show no retired record (the rule): only a write's answer has one.
+            "retired": "NULL::json",
         }
         if as_of is None:
             cols.update(
@@ -236,6 +260,12 @@ class Compiler:
             f"ORDER BY e.version DESC LIMIT 1) {v}"
         )
         return lateral, cols
+
+    @staticmethod
+    def alive(r: str, as_of: str | None) -> str:
+        """SQL to append to a read of `records {r}` joined by `record_source`: the version
+        read at as_of is no tombstone (now, the records row's rule says it)."""
+        return "" if as_of is None else f" AND {RULE.alive(f'{r}v')}"
 
     def record_properties(self, sel: Sel, row: RecordRow) -> str:
         return self.declared(row.cols["properties"])
@@ -353,6 +383,7 @@ class Compiler:
               {left} AS left_at, CASE WHEN {left} IS NULL THEN NULL ELSE {k}.actor END AS left_by,
               row_number() OVER (ORDER BY {e}.recorded_from, {r}.created_at, {e}.record_id) AS n
             FROM edge_properties {e} JOIN records {r} ON {r}.id = {e}.record_id
+              {RULE.not_retired(r, edge.as_of)}
             JOIN ledger {j} ON {j}.kind = 'record' AND {j}.object_id = {e}.record_id
               AND {j}.version = {e}.from_version
             LEFT JOIN ledger {k} ON {k}.kind = 'record' AND {k}.object_id = {e}.record_id
@@ -370,7 +401,8 @@ class Compiler:
             GROUP BY m.record_id"""
         return f"""(SELECT coalesce(json_agg({body} ORDER BY {r}c.n), '[]'::json)
             FROM ({chosen}) {r}c JOIN records {r} ON {r}.id = {r}c.record_id
-              AND {RULE.record(r, self.lanes(), edge.as_of)} {lateral})"""
+              AND {RULE.record(r, self.lanes(), edge.as_of)} {lateral}
+            WHERE true{self.alive(r, edge.as_of)})"""
 
     def history(self, sel: Sel, edge: AssertedRow) -> str:
         """SQL: each interval's joining and (if it ended) leaving, oldest first; at one
@@ -430,7 +462,7 @@ class Compiler:
             FROM (SELECT * FROM {s} WHERE {s}.n <= {size}) {s}i
             JOIN records {r}
               ON {r}.id = {s}i.id AND {RULE.record(r, self.lanes(), row.record.as_of)}
-            {row.lateral}), '[]'::json)"""
+            {row.lateral} WHERE true{self.alive(r, row.record.as_of)}), '[]'::json)"""
 
     def page_info(self, sel: Sel, row: PageRow) -> str:
         return self.fields(sel.children, row)

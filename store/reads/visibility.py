@@ -2,8 +2,9 @@
 
 A row is visible to a caller when its lane is one the caller may read (events with no
 lane concern everyone), when it held at T (a membership interval open at T; a
-correction made by T), when it is not retired by T (records; a slot until records can
-be retired), and, for a typed edge, when the caller may read both records it joins and
+correction made by T), when it is not retired at T (records: a retired record is
+absent from every current read and present, as it was, in every read at an earlier
+instant), and, for a typed edge, when the caller may read both records it joins and
 it is valid at T. The engine's hidden labels are never listed as the caller's own or as
 hyperedges. `Rule` writes each condition once, as SQL text with the row's alias and
 the placeholders of the caller's dialect: `$n` for the fixed-text statements and the
@@ -71,14 +72,17 @@ class Rule:
     unqualified table); `lanes` is the array of lanes the caller may read and `at`
     the instant T (None: now), both as placeholders of the statement's dialect.
 
-    `retired` names the records' column of when a record was retired: None until
-    records can be retired, and then every current read leaves a retired record out
-    and every earlier read shows it as it was.
+    `retired` names the records' column of when a record was retired (None: records
+    cannot be retired), and `tombstone` the key a retired record's ledger state holds:
+    every current read leaves a retired record out, and every earlier read shows it as
+    it was. A record's memberships close when it is retired (the projection rule), so
+    reads of memberships need no slot of their own.
     """
 
     hidden_labels: tuple[str, ...] = (ADJUSTMENT,)
     engine_prefix: str = RESERVED_PREFIX
-    retired: str | None = None
+    retired: str | None = "retired_at"
+    tombstone: str = "retired"
     edge_validity: EdgeValidity = field(default_factory=EdgeValidity)
 
     # -- lanes ------------------------------------------------------------------
@@ -134,14 +138,29 @@ class Rule:
         return self.in_lane(t, lane) + self.not_retired(t, None)
 
     def not_retired(self, t: str, at: str | None) -> str:
-        """SQL to append: the record is not retired now (or was not yet at `at`); nothing
-        while no record can be retired, so statement texts keep their shape."""
+        """SQL to append: the record is not retired now (or its retirement in force now
+        came after `at`); nothing while no record can be retired. A record retired at
+        `at` and restored since is told by the version read at `at` (`alive`)."""
         if self.retired is None:
             return ""
         retired = _col(t, self.retired)
         if at is None:
             return f" AND {retired} IS NULL"
         return f" AND ({retired} IS NULL OR {retired} > {at})"
+
+    def retired_now(self, t: str, lanes: str) -> str:
+        """SQL: the record is in a readable lane and retired now (its readers are told so)."""
+        retired = "false" if self.retired is None else f"{_col(t, self.retired)} IS NOT NULL"
+        return f"{self.lane(t, lanes)} AND {retired}"
+
+    def alive(self, v: str) -> str:
+        """SQL: the record version `v` (a ledger entry, the newest written by the instant
+        read at) is no tombstone: a record retired then is absent from a read then."""
+        return f"{_col(v, 'state')}->'{self.tombstone}' IS NULL"
+
+    def alive_state(self, state: Mapping[str, Any]) -> bool:
+        """`alive`, for a version already read."""
+        return state.get(self.tombstone) is None
 
     # -- memberships of edge properties -----------------------------------------
 

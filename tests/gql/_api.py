@@ -99,3 +99,13 @@ async def gather_ids(
 ) -> list[str]:
     data = await gateway.data(GATHER, {"match": match, "mode": mode, **kw})
     return [item["id"] for item in data["gather"]["items"]]
+
+
+RETIRE = f"""
+mutation($id: ID!, $reason: String) {{
+  retireRecord(id: $id, reason: $reason) {{ {RECORD_FIELDS} retired {{ at actor reason }} }}
+}}
+"""
+RESTORE = f"""
+mutation($id: ID!) {{ restoreRecord(id: $id) {{ {RECORD_FIELDS} retired {{ at actor reason }} }} }}
+"""

@@ -101,9 +101,13 @@ def test_each_slot_renders_its_predicate() -> None:
         "(e.lane = ANY($1) OR e.lane IS NULL) "
         "AND (e.payload->>'toLane' IS NULL OR e.payload->>'toLane' = ANY($1))"
     )
-    # No record can be retired yet: the record rule is the lane rule, texts unchanged.
-    assert RULE.record("r", "$1", "$3") == RULE.lane("r", "$1")
+    # Without the retired slot the record rule is the lane rule; the rule in force has it.
+    assert Rule(retired=None).record("r", "$1", "$3") == RULE.lane("r", "$1")
+    assert RULE.record("r", "$1", "$3") == RETIRING.record("r", "$1", "$3")
     assert RETIRING.record("r", "$1") == "r.lane = ANY($1) AND r.retired_at IS NULL"
+    assert RULE.retired_now("r", "$1") == "r.lane = ANY($1) AND r.retired_at IS NOT NULL"
+    assert RULE.alive("v") == "v.state->'retired' IS NULL"
+    assert RULE.alive_state({"content": "x"}) and not RULE.alive_state({"retired": {}})
     assert RETIRING.record("r", "$1", "$3") == (
         "r.lane = ANY($1) AND (r.retired_at IS NULL OR r.retired_at > $3)"
     )
@@ -166,8 +170,12 @@ async def test_a_retired_record_is_absent_now_and_present_before(conn: Connectio
     assert at_t == await core_ids(
         conn, RETIRING.record("things", CORE_LANES, CORE_AT), lanes=notes, as_of=T
     )
-    # The rule in force retires nothing.
-    assert {"retired_before", "retired_after"} <= await ids(conn, RULE.record("t", "$1"), notes)
+    # Without the slot nothing is retired; the rule in force is the retiring one.
+    unslotted = Rule(retired=None)
+    assert {"retired_before", "retired_after"} <= await ids(
+        conn, unslotted.record("t", "$1"), notes
+    )
+    assert now == await ids(conn, RULE.record("t", "$1::text[]"), notes)
 
 
 async def test_memberships_held_at_an_instant(conn: Connection) -> None:
@@ -230,6 +238,7 @@ _SPELLINGS = re.compile(
     r"|lane in readable|e_adjustment'|\"e_adjustment\"|'e_'\)|recorded_to IS NULL"
     r"|recorded_to\.is_\(None\)|recorded_from <=|recorded_to > "
     r"|if x in (?:lanes|readable)|\[\"lane\"\] in lanes"
+    r"|retired_at IS|retired_at\.is|->'retired'"
 )
 
 

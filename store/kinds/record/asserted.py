@@ -109,8 +109,13 @@ async def asserted(
         ),
         core(RULE.lane(ep.name, CORE_LANES), lanes=list(lanes)),
     ]
+    # A record retired now (or by as_of) is on no asserted edge, history included: as if
+    # it had never been written.
+    retired = RULE.not_retired(t.records.name, None if as_of is None else CORE_AT)
     if as_of is not None:
-        where.append(core(RULE.recorded_by(ep.name, CORE_AT), as_of=as_of))
+        where.append(core(RULE.recorded_by(ep.name, CORE_AT) + retired, as_of=as_of))
+    elif retired:
+        where.append(core("true" + retired))
     query = (
         select(
             ep.c.label,

@@ -46,14 +46,17 @@ _CTES = (
         "moved_records",
         """INSERT INTO records AS r (id, lane, source_type, authority, content, properties,
                           version, created_at, updated_at, created_by, idempotency_key,
-                          ledger_hash)
+                          ledger_hash, retired_at, retired_by, retired_reason)
   SELECT id, lane, source_type, authority, content, properties, version, created_at,
-         updated_at, created_by, idempotency_key, ledger_hash
+         updated_at, created_by, idempotency_key, ledger_hash, retired_at, retired_by,
+         retired_reason
   FROM {rows}
   ON CONFLICT (id) DO UPDATE SET
     lane = EXCLUDED.lane, source_type = EXCLUDED.source_type, authority = EXCLUDED.authority,
     content = EXCLUDED.content, properties = EXCLUDED.properties, version = EXCLUDED.version,
-    updated_at = EXCLUDED.updated_at, ledger_hash = EXCLUDED.ledger_hash""",
+    updated_at = EXCLUDED.updated_at, ledger_hash = EXCLUDED.ledger_hash,
+    retired_at = EXCLUDED.retired_at, retired_by = EXCLUDED.retired_by,
+    retired_reason = EXCLUDED.retired_reason""",
         (
             ("id", "text"),
             ("lane", "text"),
@@ -67,6 +70,9 @@ _CTES = (
             ("created_by", "text"),
             ("idempotency_key", "text"),
             ("ledger_hash", "text"),
+            ("retired_at", "timestamptz"),
+            ("retired_by", "text"),
+            ("retired_reason", "text"),
         ),
     ),
     Cte(
@@ -101,7 +107,7 @@ _CTES = (
 
 _RECORDS = """
 SELECT id, lane, source_type, authority, content, properties, version, created_at, updated_at,
-       created_by, ledger_hash
+       created_by, ledger_hash, retired_at, retired_by, retired_reason
 FROM records
 """
 _MEMBERSHIPS = """

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import func, literal_column, select, union_all
 
@@ -67,11 +68,26 @@ _LABEL_COUNTS = (
 )
 
 
-async def label_counts(db: Reader, lanes: Sequence[str], lane: str | None) -> list[LabelCount]:
-    """Caller labels carried now, with how many readable records carry each (a record is
-    in one lane, so the per-lane counts add up); reserved e_* labels are never counted."""
+# At an earlier instant the counts are those of the memberships held then: a count of
+# the history index, not of the maintained counts.
+LABEL_COUNTS_AT = f"""
+SELECT m.label, count(DISTINCT m.record_id) AS n FROM edge_properties m
+WHERE {RULE.member("m", "$1::text[]", "$2")} AND {RULE.caller_label("m.label")}
+GROUP BY m.label ORDER BY n DESC, m.label
+"""
+
+
+async def label_counts(
+    db: Reader, lanes: Sequence[str], lane: str | None, as_of: datetime | None = None
+) -> list[LabelCount]:
+    """Caller labels carried now (or at `as_of`), with how many readable records carry
+    each (a record is in one lane, so the per-lane counts add up); reserved e_* labels
+    are never counted, and neither is a record retired then."""
     chosen = RULE.chosen(lanes, None if lane is None else [lane])
     if not chosen:
         return []
-    rows = await fetch(db, _LABEL_COUNTS, {"lanes": chosen})
+    if as_of is not None:
+        rows = await db.fetch(LABEL_COUNTS_AT, chosen, as_of)
+    else:
+        rows = await fetch(db, _LABEL_COUNTS, {"lanes": chosen})
     return [LabelCount(row[0], int(row[1])) for row in rows]

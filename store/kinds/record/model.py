@@ -20,33 +20,58 @@ class Row(Protocol):
 
 
 @dataclass(frozen=True)
+class Retired:
+    """What a tombstone adds to a record's state: why it was retired (None: no reason
+    given). When and by whom are its entry's time and actor."""
+
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class RecordState:
-    """A record's whole state: what one ledger entry holds."""
+    """A record's whole state: what one ledger entry holds.
+
+    A retired record's state keeps its content and properties as they were (restoring
+    it brings them back) beside `retired`; the projection rule holds no membership for
+    it (`store.kinds.record.projection`).
+    """
 
     content: str
     lane: str
     source_type: str
     authority: str
     properties: tuple[Property, ...]
+    retired: Retired | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "content": self.content,
             "lane": self.lane,
             "source_type": self.source_type,
             "authority": self.authority,
             "properties": [[p.label, p.value] for p in self.properties],
         }
+        # Only a tombstone has the key, so every other entry's canonical bytes are as
+        # they were before records could be retired.
+        if self.retired is not None:
+            data["retired"] = {"reason": self.retired.reason}
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RecordState:
+        retired = data.get("retired")
         return cls(
             content=data["content"],
             lane=data["lane"],
             source_type=data["source_type"],
             authority=data["authority"],
             properties=parse_pairs(data["properties"]),
+            retired=None if retired is None else Retired(retired.get("reason")),
         )
+
+    def held(self) -> tuple[Property, ...]:
+        """The properties whose memberships the record holds: none while it is retired."""
+        return () if self.retired is not None else self.properties
 
 
 def parse_pairs(pairs: Sequence[Sequence[str]]) -> tuple[Property, ...]:
@@ -64,8 +89,20 @@ def declared(properties: Sequence[Property]) -> list[Property]:
 
 
 @dataclass(frozen=True)
+class Retirement:
+    """When, by whom and why a record was retired."""
+
+    at: datetime
+    actor: str
+    reason: str | None
+
+
+@dataclass(frozen=True)
 class Record:
-    """The current (or as-of) state of one record with its bookkeeping."""
+    """The current (or as-of) state of one record with its bookkeeping.
+
+    `retired_by` is the actor of its tombstone while it is retired (the tombstone's
+    time is `updated_at`: nothing writes a retired record but its restoring)."""
 
     id: str
     version: int
@@ -74,13 +111,24 @@ class Record:
     updated_at: datetime
     created_by: str
     ledger_hash: str = ""
+    retired_by: str | None = None
 
     @property
     def lane(self) -> str:
         return self.state.lane
 
+    @property
+    def retirement(self) -> Retirement | None:
+        """When, by whom and why it was retired; None while it is not."""
+        retired = self.state.retired
+        if retired is None:
+            return None
+        return Retirement(self.updated_at, self.retired_by or "", retired.reason)
+
     @classmethod
     def from_row(cls, row: Row) -> Record:
+        """A record from a records row (the retired columns read when it has them)."""
+        retired_at = _optional(row, "retired_at")
         return cls(
             id=row["id"],
             version=row["version"],
@@ -90,12 +138,22 @@ class Record:
                 source_type=row["source_type"],
                 authority=row["authority"],
                 properties=parse_pairs(row["properties"]),
+                retired=None if retired_at is None else Retired(row["retired_reason"]),
             ),
             created_at=row["created_at"],
             updated_at=row["updated_at"],
             created_by=row["created_by"],
             ledger_hash=row["ledger_hash"],
+            retired_by=None if retired_at is None else row["retired_by"],
         )
+
+
+def _optional(row: Row, key: str) -> Any:
+    # Current reads never return a retired row, so most of them leave the columns out.
+    try:
+        return row[key]
+    except KeyError:
+        return None
 
 
 @dataclass(frozen=True)

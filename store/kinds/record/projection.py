@@ -90,7 +90,13 @@ class RecordDelta:
 
 
 def project_record(before: Record | None, entry: Entry) -> RecordDelta:
-    """The records row after `entry`, and the memberships it closes and opens."""
+    """The records row after `entry`, and the memberships it closes and opens.
+
+    A retired record holds no membership: its tombstone closes every interval it held
+    (at the retirement), and restoring it opens them again from then, so every read of
+    memberships (gather, hyperedges, traverse, asserted edges, label counts) leaves it
+    out while it is retired and shows it as it was at any earlier instant.
+    """
     state = RecordState.from_json(entry.state)
     record = Record(
         id=entry.object_id,
@@ -100,6 +106,7 @@ def project_record(before: Record | None, entry: Entry) -> RecordDelta:
         updated_at=entry.at,
         created_by=before.created_by if before else entry.actor,
         ledger_hash=entry.hash,
+        retired_by=entry.actor if state.retired is not None else None,
     )
     held = {} if before is None else _by_id(before)
     now = _by_id(record)
@@ -133,6 +140,9 @@ RECORD_COLUMNS = (
     "updated_at",
     "created_by",
     "ledger_hash",
+    "retired_at",
+    "retired_by",
+    "retired_reason",
 )
 
 
@@ -153,11 +163,14 @@ def record_row(record: Record, idempotency_key: str | None = None) -> dict[str, 
         "created_by": record.created_by,
         "idempotency_key": idempotency_key,
         "ledger_hash": record.ledger_hash,
+        "retired_at": record.updated_at if state.retired is not None else None,
+        "retired_by": record.retired_by,
+        "retired_reason": state.retired.reason if state.retired is not None else None,
     }
 
 
 def _by_id(record: Record) -> dict[str, Any]:
-    return {edge_property_id(record.id, p.label, p.value): p for p in record.state.properties}
+    return {edge_property_id(record.id, p.label, p.value): p for p in record.state.held()}
 
 
 @dataclass(frozen=True)
@@ -194,7 +207,7 @@ def label_changes(before: Record | None, after: Record) -> dict[tuple[str, str],
 
 
 def _labels(record: Record) -> set[str]:
-    return {p.label for p in record.state.properties if not p.reserved}
+    return {p.label for p in record.state.held() if not p.reserved}
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,8 @@ SELECT {RECORD_COLUMNS.replace("content, ", "")},
        CASE WHEN sum(octet_length(content)) OVER () <= $3 THEN content END AS content
 FROM records WHERE id = ANY($1::text[]) AND {RULE.record("", "$2::text[]")}
 """
-# The newest version written by `as_of`, per record; readable by its current lane.
+# The newest version written by `as_of`, per record; readable by its current lane, and
+# left out when that version is a tombstone (the record was retired then).
 _RECORDS_AS_OF = f"""
 SELECT n.object_id, n.version, n.at, n.hash, n.created_at, n.created_by,
        sum(octet_length(n.state->>'content')) OVER () AS batch_bytes,
@@ -112,15 +113,18 @@ FROM (
     AND {RULE.record("r", "$2::text[]", "$3")}
   ORDER BY l.object_id, l.version DESC
 ) n
+WHERE {RULE.alive("n")}
 """
-# Callers are shown only the versions of records they may read, checked here too.
+# Callers are shown only the versions of records they may read, checked here too. They
+# are read only for a record a read has shown (now, or as it was at an earlier instant),
+# so a record retired since still shows the versions up to the one shown.
 _VERSIONS_OF = f"""
 SELECT {LEDGER_COLUMNS.replace(", state", "")},
        sum(octet_length(l.state->>'content')) OVER () AS batch_bytes,
        CASE WHEN sum(octet_length(l.state->>'content')) OVER () <= $3 THEN l.state END AS state
 FROM ledger l
 WHERE l.kind = 'record' AND l.object_id = ANY($1::text[])
-  AND EXISTS (SELECT 1 FROM records r WHERE r.id = l.object_id AND {RULE.record("r", "$2::text[]")})
+  AND EXISTS (SELECT 1 FROM records r WHERE r.id = l.object_id AND {RULE.lane("r", "$2::text[]")})
 ORDER BY l.object_id, l.version
 """
 

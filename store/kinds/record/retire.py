@@ -1,0 +1,82 @@
+"""Forgetting a record, and bringing it back: retireRecord and restoreRecord.
+
+A retired record is never deleted: its tombstone is a new version whose state keeps
+its content and properties as they were, beside why it was retired. The projection
+rule (`store.kinds.record.projection`) holds no membership for a retired record, so
+the tombstone closes every edge-property interval the record held and the restoring
+version opens them again; every read of memberships, and the label counts, follow from
+that alone, and `verify` replays it with the same rule. Only an agent that may write
+the record's lane may retire or restore it; a record it may not read is not found.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from policies.guard import ObjectChange, decide_object
+from store.errors import AlreadyRetiredError, InvalidInputError, NotRetiredError
+from store.ids import RECORD_KIND
+from store.kinds.record.model import Record, Retired
+from store.ledger.command import Current, Event, Locks, Plan, Txn, Write, next_version
+from store.limits import check_storable
+
+MAX_REASON_CHARS = 10_000
+
+
+def retired_with(txn: Txn, current: Current, record: Record) -> list[Write]:
+    """The writes that retire, in the same transaction, what hangs off `record`: its
+    typed edges once that kind exists (their ids then join `RetireRecord.locks`).
+    Restoring a record leaves them retired."""
+    return []
+
+
+@dataclass(frozen=True)
+class RetireRecord:
+    """Retire a record: a tombstone version, with a `sr_retired` event."""
+
+    record_id: str
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.reason is not None:
+            if len(self.reason) > MAX_REASON_CHARS:
+                raise InvalidInputError(
+                    f"reason is {len(self.reason)} characters; at most {MAX_REASON_CHARS} "
+                    "are allowed",
+                    allowed=MAX_REASON_CHARS,
+                )
+            check_storable(self.reason)
+
+    def locks(self) -> Locks:
+        return Locks(records=(self.record_id,), retired=True)
+
+    def decide(self, txn: Txn, current: Current) -> Plan[Record]:
+        record = current.record(self.record_id)
+        decide_object(txn.rules, txn.agent, ObjectChange(RECORD_KIND, record.id, record.lane))
+        gone = record.retirement
+        if gone is not None:
+            raise AlreadyRetiredError(record.id, gone.at, gone.actor, gone.reason)
+        state = replace(record.state, retired=Retired(self.reason))
+        event = Event("sr_retired", {"reason": self.reason})
+        writes = [next_version(record, state, "sr_retired", [event])]
+        writes += retired_with(txn, current, record)
+        return Plan(writes, lambda applied: applied.records[record.id])
+
+
+@dataclass(frozen=True)
+class RestoreRecord:
+    """Bring a retired record back as it was: a new version, with a `sr_restored` event."""
+
+    record_id: str
+
+    def locks(self) -> Locks:
+        return Locks(records=(self.record_id,), retired=True)
+
+    def decide(self, txn: Txn, current: Current) -> Plan[Record]:
+        record = current.record(self.record_id)
+        decide_object(txn.rules, txn.agent, ObjectChange(RECORD_KIND, record.id, record.lane))
+        if record.retirement is None:
+            raise NotRetiredError(record.id)
+        state = replace(record.state, retired=None)
+        write = next_version(record, state, "sr_restored", [Event("sr_restored", {})])
+        return Plan((write,), lambda applied: applied.records[record.id])

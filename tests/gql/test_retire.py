@@ -1,0 +1,205 @@
+"""Forgetting a record end to end: retireRecord and restoreRecord, through the guard and
+the ledger, and every read leaving a retired record out now and showing it before."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from tests.conftest import GatewayFactory
+from tests.gql._api import AUDIT, GATHER, RECORD, RESTORE, RETIRE, UPDATE, unique
+from tests.gql._feed import feed_client
+from tests.gql._policy_support import ADD, mint, without_id
+from tests.support import Gateway, assert_verified
+
+POLICY = """
+lanes:
+  notes: {}
+  crm: {}
+agents:
+  writer: { read: [notes], write: [notes] }
+  onlooker: { read: [notes], write: [crm] }
+  outsider: { read: [crm], write: [crm] }
+"""
+
+READS = """
+query($id: ID!, $match: [String!]!, $property: String!, $asOf: DateTime) {
+  records(first: 500) { totalCount items { id } }
+  gather(match: $match, asOf: $asOf) { totalCount items { id content } }
+  union: gather(match: $match, mode: UNION, asOf: $asOf) { totalCount items { id } }
+  timeline: gather(match: $match, mode: TIMELINE, asOf: $asOf) { totalCount items { id } }
+  edgeProperty(property: $property, asOf: $asOf) {
+    memberCount members(first: 50) { totalCount items { id } } }
+  labels(asOf: $asOf) { label recordCount }
+  one: record(id: $id) { id groups { records { id } members(first: 5) { totalCount } } }
+  traverse(from: $id, asOf: $asOf) { items { record { id } } notShown }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+async def env(start_gateway: GatewayFactory) -> tuple[Gateway, dict[str, str]]:
+    gateway = await start_gateway(policy_yaml=POLICY)
+    return gateway, await mint(gateway, "writer", "onlooker", "outsider")
+
+
+async def write(gateway: Gateway, token: str, content: str, props: list[str]) -> str:
+    query = "mutation($input: IngestInput!) { ingest(input: $input) { id } }"
+    fields = {"content": content, "lane": "notes", "properties": props}
+    data = await gateway.data(query, {"input": fields}, token)
+    return str(data["ingest"]["id"])
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+async def test_a_retired_record_is_absent_now_present_before_and_restored(
+    env: tuple[Gateway, dict[str, str]],
+) -> None:
+    gateway, tokens = env
+    writer = tokens["writer"]
+    org, label = f"org:{unique()}", unique("l")
+    kept = await write(gateway, writer, "kept", [org, f"{label}:a"])
+    gone = await write(gateway, writer, "to forget", [org, f"{label}:a", "person:Sam"])
+    group = 'mutation($ids: [ID!]!) { group(recordIds: $ids, hint: "pair") { id } }'
+    third = await write(gateway, writer, "third", [f"{label}:b"])
+    await gateway.data(group, {"ids": [kept, gone, third]}, writer)
+    before = now()
+    variables = {"id": kept, "match": [org], "property": org, "asOf": None}
+    seen = await gateway.data(READS, variables, writer)
+    at_before = await gateway.data(READS, variables | {"asOf": before}, writer)
+    assert seen["gather"]["totalCount"] == 2 and seen["edgeProperty"]["memberCount"] == 2
+    counts = {c["label"]: c["recordCount"] for c in seen["labels"]}
+    assert counts[label] == 3
+
+    retired = (await gateway.data(RETIRE, {"id": gone[:12], "reason": "wrong"}, writer))[
+        "retireRecord"
+    ]
+    assert retired["id"] == gone and retired["version"] == 3
+    assert retired["retired"]["actor"] == "writer" and retired["retired"]["reason"] == "wrong"
+    assert retired["content"] == "to forget"
+
+    # Every current read leaves it out, as if it had never been written.
+    after = await gateway.data(READS, variables, writer)
+    assert {r["id"] for r in after["records"]["items"]} == {kept, third}
+    assert after["records"]["totalCount"] == 2
+    for name in ("gather", "union", "timeline"):
+        assert [r["id"] for r in after[name]["items"]] == [kept], name
+        assert after[name]["totalCount"] == 1
+    assert after["edgeProperty"]["memberCount"] == 1
+    assert after["edgeProperty"]["members"]["totalCount"] == 1
+    assert {c["label"]: c["recordCount"] for c in after["labels"]}[label] == 2
+    [on] = after["one"]["groups"]
+    assert {r["id"] for r in on["records"]} == {kept, third}
+    assert on["members"]["totalCount"] == 2
+    assert gone not in str(after["traverse"])
+    # ... and every read before the retirement shows it as it was.
+    then = await gateway.data(READS, variables | {"asOf": before}, writer)
+    timed = ("gather", "union", "timeline", "edgeProperty", "labels", "traverse")
+    assert {k: then[k] for k in timed} == {k: at_before[k] for k in timed}
+    assert (await gateway.data(RECORD, {"id": gone, "asOf": before}, writer))["record"][
+        "content"
+    ] == "to forget"
+
+    # record(id) says it is retired, when, by whom and why; a prefix resolves to nothing.
+    error = await gateway.error(RECORD, {"id": gone}, writer)
+    assert error["extensions"]["code"] == "NOT_FOUND"
+    assert error["extensions"]["retired"] == retired["retired"]
+    assert "retired at" in error["message"] and "restoreRecord" in error["message"]
+    assert "wrong" in error["message"]
+    assert (await gateway.data(RECORD, {"id": gone[:10]}, writer))["record"] is None
+    traverse = "query($id: ID!) { traverse(from: $id) { notShown } }"
+    assert (await gateway.error(traverse, {"id": gone}, writer))["extensions"]["retired"]
+
+    # Nothing writes it but restoring; retiring it again changes nothing and says so.
+    refused = await gateway.error(UPDATE, {"id": gone, "content": "x"}, writer)
+    assert refused["extensions"]["code"] == "NOT_FOUND" and "retired" in refused["message"]
+    refused = await gateway.error(ADD, {"id": gone, "properties": ["x:y"]}, writer)
+    assert refused["extensions"]["code"] == "NOT_FOUND"
+    again = await gateway.error(RETIRE, {"id": gone, "reason": "twice"}, writer)
+    assert again["extensions"]["code"] == "CONFLICT" and "nothing changed" in again["message"]
+    assert again["extensions"]["retired"] == retired["retired"]
+
+    restored = (await gateway.data(RESTORE, {"id": gone[:12]}, writer))["restoreRecord"]
+    assert restored["version"] == 4 and restored["retired"] is None
+    assert restored["content"] == "to forget" and org in restored["properties"]
+    back = await gateway.data(READS, variables, writer)
+    assert {r["id"] for r in back["gather"]["items"]} == {kept, gone}
+    assert back["edgeProperty"]["memberCount"] == 2
+    assert {c["label"]: c["recordCount"] for c in back["labels"]}[label] == 3
+    assert {r["id"] for r in back["one"]["groups"][0]["records"]} == {kept, gone, third}
+    again = await gateway.error(RESTORE, {"id": gone}, writer)
+    assert again["extensions"]["code"] == "CONFLICT" and "not retired" in again["message"]
+
+    events = await gateway.data(AUDIT, {"recordId": gone}, writer)
+    kinds = [(e["kind"], e["payload"]) for e in events["audit"]["items"]]
+    assert kinds[-2:] == [("sr_retired", {"reason": "wrong"}), ("sr_restored", {})]
+    await assert_verified(gateway.database_url)
+
+
+async def test_only_writers_of_its_lane_retire_and_the_unreadable_is_not_found(
+    env: tuple[Gateway, dict[str, str]],
+) -> None:
+    gateway, tokens = env
+    record = await write(gateway, tokens["writer"], "guarded", [f"org:{unique()}"])
+    forbidden = await gateway.error(RETIRE, {"id": record}, tokens["onlooker"])
+    assert forbidden["extensions"]["code"] == "FORBIDDEN"
+    assert "notes" in forbidden["message"]
+    nowhere = "sr_" + "0" * 32
+    for mutation in (RETIRE, RESTORE):
+        hidden = await gateway.error(mutation, {"id": record}, tokens["outsider"])
+        missing = await gateway.error(mutation, {"id": nowhere}, tokens["outsider"])
+        assert hidden["extensions"]["code"] == "NOT_FOUND"
+        assert without_id(hidden, record) == without_id(missing, nowhere)
+    await gateway.data(RETIRE, {"id": record}, tokens["writer"])
+    # Retired, it is still not found by those who cannot read its lane, and not told so.
+    unseen = await gateway.post(RECORD, {"id": record}, tokens["outsider"])
+    assert unseen == {"data": {"record": None}}
+    forbidden = await gateway.error(RESTORE, {"id": record}, tokens["onlooker"])
+    assert forbidden["extensions"]["code"] == "FORBIDDEN"
+
+
+async def test_the_feed_carries_retire_and_restore_to_its_readers_only(
+    env: tuple[Gateway, dict[str, str]],
+) -> None:
+    gateway, tokens = env
+    record = await write(gateway, tokens["writer"], "watched", [f"org:{unique()}"])
+    kinds = ["sr_retired", "sr_restored"]
+    async with (
+        feed_client(gateway, tokens["onlooker"]) as reader,
+        feed_client(gateway, tokens["outsider"]) as outsider,
+    ):
+        await reader.subscribe("r", kinds=kinds)
+        await outsider.subscribe("o", kinds=kinds)
+        await reader.nothing("r", 0.3)
+        await gateway.data(RETIRE, {"id": record, "reason": "stale"}, tokens["writer"])
+        await gateway.data(RESTORE, {"id": record}, tokens["writer"])
+        got: list[dict[str, Any]] = await reader.events("r", 2)
+        assert [(e["kind"], e["recordId"], e["payload"]) for e in got] == [
+            ("sr_retired", record, {"reason": "stale"}),
+            ("sr_restored", record, {}),
+        ]
+        assert all(e["actor"] == "writer" and e["lane"] == "notes" for e in got)
+        await outsider.nothing("o", 1.0)
+
+
+async def test_gather_and_records_pages_count_only_the_live(
+    env: tuple[Gateway, dict[str, str]],
+) -> None:
+    gateway, tokens = env
+    org = f"org:{unique()}"
+    ids = [await write(gateway, tokens["writer"], f"r{n}", [org]) for n in range(5)]
+    for record in ids[1::2]:
+        await gateway.data(RETIRE, {"id": record}, tokens["writer"])
+    page = await gateway.data(GATHER, {"match": [org], "first": 2}, tokens["writer"])
+    assert page["gather"]["totalCount"] == 3
+    seen = [r["id"] for r in page["gather"]["items"]]
+    cursor = page["gather"]["pageInfo"]["endCursor"]
+    rest = await gateway.data(
+        GATHER, {"match": [org], "first": 2, "after": cursor}, tokens["writer"]
+    )
+    seen += [r["id"] for r in rest["gather"]["items"]]
+    assert sorted(seen) == sorted(ids[0::2])
