@@ -228,9 +228,15 @@ class Version:
 
 @strawberry.type(description="When, by whom and why a record was retired.")
 class Retirement:
-    at: datetime = strawberry.field(description="When it was retired (its tombstone's time).")
-    actor: str = strawberry.field(description="The agent that retired it.")
-    reason: str | None = strawberry.field(description="Why, as given to retireRecord.")
+    at: datetime = strawberry.field(
+        description="When it was retired (its tombstone's time).", metadata=compiled(sql.time("at"))
+    )
+    actor: str = strawberry.field(
+        description="The agent that retired it.", metadata=compiled(sql.column("actor"))
+    )
+    reason: str | None = strawberry.field(
+        description="Why, as given to retireRecord.", metadata=compiled(sql.column("reason"))
+    )
 
 
 @strawberry.type(description="A record in memory, as it is now or as it was at asOf.")
@@ -283,7 +289,7 @@ class Record:
         description="When, by whom and why it was retired; null while it is not. Reads "
         "never show a retired record (record(id) says it is retired), so only "
         "retireRecord's answer has one.",
-        metadata=compiled(sql.record_column("retired")),
+        metadata=compiled(sql.Compiler.record_retired),
     )
     def retired(self) -> Retirement | None:
         gone = self._model.retirement

@@ -229,8 +229,6 @@ class Compiler:
             "id": f"{r}.id",
             "created_at": iso(f"{r}.created_at"),
             "created_by": f"{r}.created_by",
-            # Reads show no retired record (the rule): only a write's answer has one.
-            "retired": "NULL::json",
         }
         if as_of is None:
             cols.update(
@@ -266,6 +264,11 @@ class Compiler:
         """SQL to append to a read of `records {r}` joined by `record_source`: the version
         read at as_of is no tombstone (now, the records row's rule says it)."""
         return "" if as_of is None else f" AND {RULE.alive(f'{r}v')}"
+
+    def record_retired(self, sel: Sel, row: RecordRow) -> str:
+        # A read shows no retired record (the rule, in every read above): only a write's
+        # answer has a retirement, and writes other than ingest are not compiled.
+        return "NULL::json"
 
     def record_properties(self, sel: Sel, row: RecordRow) -> str:
         return self.declared(row.cols["properties"])

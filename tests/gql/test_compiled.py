@@ -27,7 +27,7 @@ from gql.compiled.fields import compiled_fields
 from gql.cost import DEFAULT_MAX_COST, query_cost
 from gql.schema import schema
 from tests.conftest import GatewayFactory
-from tests.gql._api import GATHER, RECORD, RECORD_FIELDS, REMOVE
+from tests.gql._api import GATHER, RECORD, RECORD_FIELDS, REMOVE, RESTORE, RETIRE
 from tests.gql._asserted import CONNECT, CORRECT, DISCONNECT, GROUP, UNADJUST, UNGROUP
 from tests.gql._differential import (
     AGENTS,
@@ -109,6 +109,7 @@ async def world(start_gateway: GatewayFactory, crm_yaml: str) -> World:
     await plain.data(ADD, {"id": ids[1], "properties": ["topic:renewal"]}, tokens["sales"])
     times.append(datetime.now(UTC).isoformat())
     await asserted_edges(plain, tokens, ids, times)
+    retired = await retired_records(plain, tokens, ids, times)
     first = await plain.data(
         '{ g: gather(match: ["org:Acme"], first: 2) { pageInfo { endCursor } } '
         "r: records(first: 2) { pageInfo { endCursor } } }",
@@ -117,7 +118,17 @@ async def world(start_gateway: GatewayFactory, crm_yaml: str) -> World:
     )
     cursors = [first["g"]["pageInfo"]["endCursor"], first["r"]["pageInfo"]["endCursor"]]
     pools: dict[str, list[Any]] = {
-        "id": [ids[0], ids[1], ids[2][:9], "sr_" + "0" * 32, "sr_abc", "not-an-id", *ids[3:]],
+        "id": [
+            ids[0],
+            ids[1],
+            ids[2][:9],
+            "sr_" + "0" * 32,
+            "sr_abc",
+            "not-an-id",
+            *ids[3:],
+            *retired,
+            retired[0][:10],
+        ],
         "recordId": [None, ids[0], ids[1][:10]],
         "asOf": [None, times[2], times[0], *times[-6:], "2026-01-01T00:00:00"],
         "match": [
@@ -180,6 +191,35 @@ async def asserted_edges(
     await step(CORRECT, {"id": ids[1], "content": "right 1 again", "reason": "more"}, curator)
 
 
+async def retired_records(
+    plain: Gateway, tokens: dict[str, str], ids: list[str], times: list[str]
+) -> list[str]:
+    """Records retired after sharing edge properties and a group with the others: one stays
+    retired, one is restored, one is retired, restored and retired again; `times` gets an
+    instant after each step. Returns their ids."""
+    curator, sales = tokens["curator"], tokens["sales"]
+    meeting = {"lane": "crm", "sourceType": "meeting"}
+    gone = await ingest(
+        plain, curator, content="forget me", lane="notes", properties=["org:Acme", "topic:t0"]
+    )
+    back = await ingest(plain, sales, content="back again", properties=["org:Acme"], **meeting)
+    twice = await ingest(plain, sales, content="twice", properties=["person:Sam"], **meeting)
+    made = [gone["id"], back["id"], twice["id"]]
+    await plain.data(GROUP, {"ids": [ids[0], *made], "hint": "forgotten"}, curator)
+    times.append(datetime.now(UTC).isoformat())
+    for record_id, token, mutation in (
+        (gone["id"], curator, RETIRE),
+        (back["id"], sales, RETIRE),
+        (twice["id"], sales, RETIRE),
+        (back["id"], sales, RESTORE),
+        (twice["id"], sales, RESTORE),
+        (twice["id"], sales, RETIRE),
+    ):
+        await plain.data(mutation, {"id": record_id}, token)
+        times.append(datetime.now(UTC).isoformat())
+    return made
+
+
 ADJUSTMENTS = "query($id: ID!) { record(id: $id) { adjustments { id } } }"
 SUITE_DOCUMENTS = read_documents()
 EDGE = """id hint createdAt actor active endedAt endedBy __typename
@@ -228,10 +268,18 @@ EXTRA = [
     fragment E on AssertedEdge {{ {EDGE} }}
     """,
     """
-    query($lane: String) {
+    query($lane: String, $asOf: DateTime) {
       all: labels { label recordCount __typename }
       one: labels(lane: $lane) { recordCount label }
+      then: labels(lane: $lane, asOf: $asOf) { recordCount label }
       records(lane: $lane, first: 1) { items { id } }
+    }
+    """,
+    # What a retired record leaves: its retirement on a read (none), and traverse.
+    """
+    query($id: ID!, $asOf: DateTime) {
+      record(id: $id, asOf: $asOf) { id retired { at actor reason } version }
+      gather(match: ["org:Acme"], asOf: $asOf) { totalCount items { id retired { at } } }
     }
     """,
     # Not compiled: directives, introspection, and fields outside the compiler.

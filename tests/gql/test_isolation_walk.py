@@ -70,17 +70,21 @@ class World:
     marks: list[str] = field(default_factory=list)
     # Event ids by position: the reader's own, then those only the curator may read.
     events: list[str] = field(default_factory=list)
+    # The same database without the compiled path (the retired walk asks both).
+    plain: Gateway | None = None
 
     async def as_agent(self, agent: str, query: str, variables: dict[str, Any]) -> Any:
         return await self.gateway.data(query, variables, self.tokens[agent])
 
 
-async def write(world: World, hidden: bool) -> None:
-    """The script both worlds are written by; `hidden` adds the unreadable lane's part."""
+async def write(world: World, hidden: bool, lane: str = "hidden") -> None:
+    """The script both worlds are written by; `hidden` adds the hidden part, written by the
+    curator in `lane` (the lane the reader cannot read, or for the retired world its own)."""
 
-    async def ingest(name: str, lane: str, props: list[str], adjusts: list[str] = ()) -> None:
-        agent = "reader" if lane == "open" else "curator"
-        fields: dict[str, Any] = {"content": f"{name} content", "lane": lane, "properties": props}
+    async def ingest(name: str, into: str, props: list[str], adjusts: list[str] = ()) -> None:
+        agent = "reader" if name.startswith("v") else "curator"
+        into = lane if into == "hidden" else into
+        fields: dict[str, Any] = {"content": f"{name} content", "lane": into, "properties": props}
         if adjusts:
             fields["adjusts"] = [world.ids[a] for a in adjusts]
         world.ids[name] = (await world.as_agent(agent, INGEST, {"input": fields}))["ingest"]["id"]
@@ -192,7 +196,7 @@ def arguments(world: World, name: str, gfield: GraphQLField, nested: bool) -> It
         "match": [[p] for p in PROPERTIES] + [["org:Acme", "topic:x"]],
         "lane": ["open", "hidden"],
         "lanes": [["open"], ["hidden"], ["open", "hidden"]],
-        "asOf": world.marks[:1],
+        "asOf": world.marks[:2],
         "mode": ["UNION", "TIMELINE"],
         "depth": [2],
         "labels": [["org", "topic"]],
@@ -365,3 +369,83 @@ async def test_the_feed_replays_as_if_the_hidden_lane_never_existed(
             await client.nothing("w", 1.0)
         replayed.append(Namer()(events))
     assert replayed[0] == replayed[1]
+
+
+# -- the retired mode ---------------------------------------------------------------
+# The same script with its hidden part written in the reader's own lane, then retired:
+# every current answer equals the bare world's (where that part was never written), and
+# every answer asOf an instant before the retirement equals the answer before it. The
+# audit trail is history and keeps every event, so `audit`, `auditEvent` and the feed
+# are not walked here (the hidden-lane walk above covers them).
+FORGOTTEN = ("h1", "h2", "h3")
+HISTORY = {"audit", "auditEvent"}
+RETIRE_AS_CURATOR = 'mutation($id: ID!) { retireRecord(id: $id, reason: "forgotten") { id } }'
+
+
+def current_walk(world: World, depth: int) -> list[tuple[str, str]]:
+    return [(name, doc) for name, doc in queries(world, depth) if name not in HISTORY]
+
+
+@pytest.fixture(scope="module")
+async def forgetting(
+    start_gateway: GatewayFactory, worlds: tuple[World, World]
+) -> tuple[World, dict[str, Any]]:
+    """The retired world, and the answers to its asOf documents before the retirement."""
+    gateway = await start_gateway(policy_yaml=POLICY)
+    world = World(gateway, await mint(gateway, "reader", "curator"))
+    await write(world, hidden=True, lane="open")
+    before: dict[str, Any] = {}
+    for depth in (3, 2, 1):
+        for _, document in current_walk(world, depth):
+            if "asOf:" in document and document not in before:
+                before[document] = await gateway.post(document, {}, world.tokens["reader"])
+    for name in FORGOTTEN:
+        await world.as_agent("curator", RETIRE_AS_CURATOR, {"id": world.ids[name]})
+    # The ordinary path too, on the same database: the walk's documents are mostly
+    # answered by the compiled path.
+    world.plain = await start_gateway(
+        policy_yaml=POLICY, database_url=gateway.database_url, compiled_path=False
+    )
+    return world, before
+
+
+async def test_every_query_field_answers_as_if_the_retired_records_were_never_written(
+    worlds: tuple[World, World], forgetting: tuple[World, dict[str, Any]]
+) -> None:
+    _, bare = worlds
+    world, before = forgetting
+    walks = {
+        "retired": {d: current_walk(world, d) for d in (3, 2, 1)},
+        "bare": {d: current_walk(bare, d) for d in (3, 2, 1)},
+    }
+    assert len(walks["retired"][1]) == len(walks["bare"][1])
+    retired_ids = [world.ids[name] for name in FORGOTTEN]
+    assert world.plain is not None
+    # Per path (compiled, ordinary): a namer for its answers and one for the bare world's.
+    names = [(Namer(), Namer()), (Namer(), Namer())]
+    compared = as_of = refused = 0
+    for i in range(len(walks["bare"][1])):
+        for depth in (3, 2, 1):
+            document = walks["bare"][depth][i][1]
+            seen_bare = await bare.gateway.post(document, {}, bare.tokens["reader"])
+            if not over_cost(seen_bare):
+                break
+        mine = walks["retired"][depth][i][1]
+        for path, gateway in enumerate((world.gateway, world.plain)):
+            seen = await gateway.post(mine, {}, world.tokens["reader"])
+            if "asOf:" in mine:
+                # As of an instant before the retirement: exactly as it was answered then.
+                assert seen == before[mine], (path, mine)
+                as_of += 1
+            elif any(f'"{rid}"' in mine for rid in retired_ids):
+                # Named by its id, a retired record is refused saying so (never answered).
+                assert seen["data"] is None or None in seen["data"].values(), mine
+                codes = {e["extensions"]["code"] for e in seen["errors"]}
+                assert codes == {"NOT_FOUND"}, (path, mine)
+                assert all("retired" in e["extensions"] for e in seen["errors"]), (path, mine)
+                refused += 1
+            else:
+                a, b = names[path][0](seen), names[path][1](seen_bare)
+                assert a == b, (path, mine, first_difference(a, b))
+                compared += 1
+    assert compared >= 80 and as_of >= 20 and refused >= 6, (compared, as_of, refused)
