@@ -26,6 +26,7 @@ from store.kinds.record.queries import (
     _gather_statement,
 )
 from store.pool import plain_url
+from store.reads.visibility import RULE
 from tests.conftest import GatewayFactory
 from tests.gql._api import INGEST_MANY, ingest
 from tests.support import Databases, plan_nodes, pool_statements, sql
@@ -42,7 +43,7 @@ PROBES = {
         "AND recorded_from <= now() AND (recorded_to IS NULL OR recorded_to > now())"
     ),
     "records of a lane": (
-        "SELECT id FROM records WHERE lane = ANY($3::text[]) AND $1::text IS NOT NULL "
+        f"SELECT id FROM records WHERE {RULE.record('', '$3::text[]')} AND $1::text IS NOT NULL "
         "AND $2::text IS NOT NULL ORDER BY created_at, id LIMIT 20"
     ),
 }
@@ -106,7 +107,7 @@ async def test_a_lane_s_records_are_counted_from_the_narrow_lane_index(
         raw = await conn.fetchval(
             "EXPLAIN (FORMAT JSON) SELECT coalesce(sum(c.n), 0)::bigint "
             "FROM unnest($1::text[]) AS l(lane) CROSS JOIN LATERAL "
-            "(SELECT count(*) AS n FROM records q WHERE q.lane = l.lane) c",
+            f"(SELECT count(*) AS n FROM records q WHERE {RULE.record_in_lane('q', 'l.lane')}) c",
             ["default"],
         )
     scans = [n for n in plan_nodes(json.loads(raw)) if "Index Name" in n]
