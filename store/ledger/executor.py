@@ -139,11 +139,13 @@ SELECT label, value, record_id FROM edge_properties
 WHERE (label, value) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND recorded_to IS NULL
 """
 
-# The values of some labels that records carry now: what they are found on to lock.
+# The values of some labels that records carry now, read from their state (a retired
+# record's state keeps the values it held): what they are found on to lock.
 CARRIED = """
-SELECT DISTINCT label, value FROM edge_properties
-WHERE record_id = ANY($1::text[]) AND label = ANY($2::text[]) AND recorded_to IS NULL
-ORDER BY label, value
+SELECT DISTINCT p->>0 AS label, p->>1 AS value
+FROM records r CROSS JOIN LATERAL jsonb_array_elements(r.properties) p
+WHERE r.id = ANY($1::text[]) AND p->>0 = ANY($2::text[])
+ORDER BY 1, 2
 """
 
 HEADS = """

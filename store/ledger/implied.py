@@ -241,7 +241,7 @@ def _retired(before: RecordState | None, state: RecordState, entry: Entry) -> li
 
 
 def _restored(before: RecordState | None, state: RecordState, entry: Entry) -> list[Implied]:
-    return [Implied("sr_restored", {})]
+    return [Implied("sr_restored", {"ended": [str(p) for p in _removed(before, state)]})]
 
 
 _RECORD_RULES: dict[str, Callable[[RecordState | None, RecordState, Entry], list[Implied]]] = {

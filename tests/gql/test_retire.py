@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import GatewayFactory
 from tests.gql._api import AUDIT, GATHER, RECORD, RESTORE, RETIRE, UPDATE, unique
+from tests.gql._asserted import CONNECT, DISCONNECT, GROUP, UNGROUP
 from tests.gql._feed import feed_client
 from tests.gql._policy_support import ADD, mint, without_id
 from tests.support import Gateway, assert_verified
@@ -136,7 +137,7 @@ async def test_a_retired_record_is_absent_now_present_before_and_restored(
 
     events = await gateway.data(AUDIT, {"recordId": gone}, writer)
     kinds = [(e["kind"], e["payload"]) for e in events["audit"]["items"]]
-    assert kinds[-2:] == [("sr_retired", {"reason": "wrong"}), ("sr_restored", {})]
+    assert kinds[-2:] == [("sr_retired", {"reason": "wrong"}), ("sr_restored", {"ended": []})]
     await assert_verified(gateway.database_url)
 
 
@@ -180,7 +181,7 @@ async def test_the_feed_carries_retire_and_restore_to_its_readers_only(
         got: list[dict[str, Any]] = await reader.events("r", 2)
         assert [(e["kind"], e["recordId"], e["payload"]) for e in got] == [
             ("sr_retired", record, {"reason": "stale"}),
-            ("sr_restored", record, {}),
+            ("sr_restored", record, {"ended": []}),
         ]
         assert all(e["actor"] == "writer" and e["lane"] == "notes" for e in got)
         await outsider.nothing("o", 1.0)
@@ -203,3 +204,33 @@ async def test_gather_and_records_pages_count_only_the_live(
     )
     seen += [r["id"] for r in rest["gather"]["items"]]
     assert sorted(seen) == sorted(ids[0::2])
+
+
+ASSERTED = """
+query($id: ID!) { record(id: $id) { version connections { id records { id } }
+  groups { id records { id } } } }
+"""
+
+
+async def test_restored_it_rejoins_the_asserted_edges_that_still_hold_only(
+    env: tuple[Gateway, dict[str, str]],
+) -> None:
+    gateway, tokens = env
+    writer = tokens["writer"]
+    a, b, c, d = [await write(gateway, writer, name, []) for name in "abcd"]
+    link = (await gateway.data(CONNECT, {"a": a, "b": b, "hint": "pair"}, writer))["connect"]
+    team = (await gateway.data(GROUP, {"ids": [a, b, c, d], "hint": "team"}, writer))["group"]
+    await gateway.data(RETIRE, {"id": a}, writer)
+    # While it is retired the connection ends at its other record, and the group goes on.
+    await gateway.data(DISCONNECT, {"id": link["id"]}, writer)
+    await gateway.data(UNGROUP, {"id": team["id"], "ids": [b]}, writer)
+    restored = (await gateway.data(RESTORE, {"id": a}, writer))["restoreRecord"]
+    assert link["id"] not in str(restored["properties"])
+    seen = (await gateway.data(ASSERTED, {"id": a}, writer))["record"]
+    assert seen["connections"] == []
+    [group] = seen["groups"]
+    assert group["id"] == team["id"] and {r["id"] for r in group["records"]} == {a, c, d}
+    events = await gateway.data(AUDIT, {"recordId": a, "kinds": ["sr_restored"]}, writer)
+    [event] = events["audit"]["items"]
+    assert event["payload"] == {"ended": [link["id"]]}
+    await assert_verified(gateway.database_url)

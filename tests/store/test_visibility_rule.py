@@ -229,7 +229,7 @@ async def test_hidden_and_engine_labels(conn: Connection) -> None:
 # on the write path (what the caller is told of them is `Rule.may_read`), and the
 # adjustment label's own name, which the rule hides.
 _NOT_READS = {
-    "store/ledger/executor.py": 2,
+    "store/ledger/executor.py": 1,
     "store/ids.py": 1,
     "store/kinds/record/kind.py": 1,
 }

@@ -14,13 +14,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from policies.guard import ObjectChange, decide_object
+from policies.properties import Property
 from store.errors import AlreadyRetiredError, InvalidInputError, NotRetiredError
-from store.ids import RECORD_KIND
+from store.ids import ADJUSTMENT, CONNECT, GROUP, RECORD_KIND
 from store.kinds.record.model import Record, Retired
 from store.ledger.command import Current, Event, Locks, Plan, Txn, Write, next_version
 from store.limits import check_storable
 
 MAX_REASON_CHARS = 10_000
+ASSERTED_LABELS = (CONNECT, GROUP, ADJUSTMENT)
 
 
 def retired_with(txn: Txn, current: Current, record: Record) -> list[Write]:
@@ -65,18 +67,31 @@ class RetireRecord:
 
 @dataclass(frozen=True)
 class RestoreRecord:
-    """Bring a retired record back as it was: a new version, with a `sr_restored` event."""
+    """Bring a retired record back as it was: a new version, with a `sr_restored` event
+    naming (`ended`) the connections, groups and chains that ended while it was retired,
+    which it does not rejoin."""
 
     record_id: str
 
     def locks(self) -> Locks:
-        return Locks(records=(self.record_id,), retired=True)
+        # The holders of its connections, groups and chains: one that ended while it was
+        # retired (nobody holds it now) is not restored with it.
+        return Locks(records=(self.record_id,), retired=True, carried_by_records=ASSERTED_LABELS)
 
     def decide(self, txn: Txn, current: Current) -> Plan[Record]:
         record = current.record(self.record_id)
         decide_object(txn.rules, txn.agent, ObjectChange(RECORD_KIND, record.id, record.lane))
         if record.retirement is None:
             raise NotRetiredError(record.id)
-        state = replace(record.state, retired=None)
-        write = next_version(record, state, "sr_restored", [Event("sr_restored", {})])
+        ended = [p for p in record.state.properties if p.reserved and not _held(current, p)]
+        kept = tuple(p for p in record.state.properties if p not in ended)
+        state = replace(record.state, properties=kept, retired=None)
+        event = Event("sr_restored", {"ended": [str(p) for p in ended]})
+        write = next_version(record, state, "sr_restored", [event])
         return Plan((write,), lambda applied: applied.records[record.id])
+
+
+def _held(current: Current, prop: Property) -> bool:
+    """Whether any record holds the value now (the restoring record holds none yet)."""
+    key = (prop.label, prop.value)
+    return bool(current.holders.get(key)) or current.hidden_holders.get(key, 0) > 0
