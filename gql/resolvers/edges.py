@@ -67,8 +67,8 @@ class EdgeQuery:
     ) -> EdgePage:
         async with info.context.read() as (db, lanes):
             try:
-                start = None if from_id is None else await resolve_id(db, from_id, lanes)
-                end = None if to_id is None else await resolve_id(db, to_id, lanes)
+                start = None if from_id is None else await resolve_id(db, from_id, lanes, as_of)
+                end = None if to_id is None else await resolve_id(db, to_id, lanes, as_of)
             except NotFoundError:
                 return EdgePage(items=[], total_count=0, page_info=_EMPTY)
             page = await reads.list_edges(
@@ -105,7 +105,7 @@ class EdgeQuery:
         include_expired: Annotated[bool | None, strawberry.argument(description=_EXPIRED)] = False,
     ) -> Related:
         async with info.context.read() as (db, lanes):
-            record_id = await resolve_id(db, id, lanes)
+            record_id = await resolve_id(db, id, lanes, as_of)
             found = await reads.related(
                 db, lanes, record_id, namespace, as_of, bool(include_expired)
             )
@@ -189,7 +189,7 @@ class EdgeQuery:
             dangling: list[str] = []
             for node in nodes:
                 try:
-                    starts.append(await resolve_id(db, node, lanes))
+                    starts.append(await resolve_id(db, node, lanes, as_of))
                 except NotFoundError:
                     dangling.append(node)
             found = await reads.ego(

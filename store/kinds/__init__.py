@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from store.kinds.record.model import Record
     from store.kinds.record.projection import Entry
-    from store.ledger.command import Write
+    from store.ledger.command import Current, Txn, Write
     from store.ledger.implied import Implied, Links, Shared
     from store.operations.verify import Report
     from store.pool import Conn
@@ -138,6 +138,17 @@ class Kind(Protocol):
         none does), read once the key is locked."""
         ...
 
+    async def attached(self, conn: Conn, record_ids: Sequence[str]) -> list[str]:
+        """The ids of its live objects attached to those records (a typed edge to or
+        from one), read once the records are locked (`Locks.attached`): a command that
+        attaches one locks the records it attaches to, so none is added meanwhile."""
+        ...
+
+    def retired_with(self, txn: Txn, current: Current, object_id: str) -> Write | None:
+        """The version retiring one of its objects attached to a record that is being
+        retired, in the same transaction (None: it needs none)."""
+        ...
+
 
 class KindDefaults:
     """What most kinds declare alike: problems name an object by its kind and id, an
@@ -152,6 +163,12 @@ class KindDefaults:
         pass
 
     async def holder(self, conn: Conn, key: str, values: tuple[str, ...]) -> str | None:
+        return None
+
+    async def attached(self, conn: Conn, record_ids: Sequence[str]) -> list[str]:
+        return []
+
+    def retired_with(self, txn: Txn, current: Current, object_id: str) -> Write | None:
         return None
 
 

@@ -58,6 +58,8 @@ class Locks:
     `retired`: the command acts on retired records too (retiring, restoring): prefixes
     resolve among them and they are handed to it; any other command is refused a
     retired record (`RetiredRecordError`).
+    `attached`: kinds whose live objects attached to `records` (`Kind.attached`) are
+    locked as `objects` too, with their newest entry and state, once `records` are.
     """
 
     records: tuple[str, ...] = ()
@@ -69,6 +71,7 @@ class Locks:
     objects: tuple[tuple[str, str], ...] = ()
     keys: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
     retired: bool = False
+    attached: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,8 @@ class Current:
     # how many carry it in lanes the caller may not read.
     holders: Mapping[tuple[str, str], tuple[Record, ...]] = field(default_factory=dict)
     hidden_holders: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    # The objects attached to the locked records (`Locks.attached`), as (kind, id).
+    attached: tuple[tuple[str, str], ...] = ()
     # (kind, id) -> the newest state of each object `Locks.objects` names that exists.
     states: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
     # Each of `Locks.keys`, as the command gave it -> the id of the object holding it

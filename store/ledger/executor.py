@@ -241,11 +241,13 @@ class Executor:
                 ):
                     raise _HoldersMovedError()
                 keys = _resolved_keys(locks, exact)
-                await _lock_objects(conn, locks.objects, keys)
+                attached = await _attached(conn, locks.attached, sorted(set(exact.values())))
+                named = (*locks.objects, *attached)
+                await _lock_objects(conn, named, keys)
                 keyed = await _key_holders(conn, locks, keys)
                 records = self._readable(txn, exact, rows, locks.retired)
                 holders, hidden = self._held(txn, holding, rows)
-                objects = (*locks.objects, *((k[0], i) for k, i in keyed.items()))
+                objects = (*named, *((k[0], i) for k, i in keyed.items()))
                 heads, states = await self._heads(conn, locks.heads, objects)
                 current = Current(
                     records={**{r.id: r for rs in holders.values() for r in rs}, **records},
@@ -255,6 +257,7 @@ class Executor:
                     hidden_holders=hidden,
                     states=states,
                     keyed=keyed,
+                    attached=tuple(attached),
                 )
                 plan = command.decide(txn, current)
                 applied = Applied(entries=(), records={})
@@ -483,6 +486,16 @@ async def _lock_objects(
             raise InvalidInputError(f"{kind_name} declares no unique key {key} of {len(values)}")
         names.append("\x1f".join((kind_name, key, *values)))
     await conn.execute(LOCK_OBJECTS, names)
+
+
+async def _attached(
+    conn: Conn, kind_names: Sequence[str], record_ids: Sequence[str]
+) -> list[tuple[str, str]]:
+    """The live objects of those kinds attached to the locked records, as (kind, id)."""
+    found: list[tuple[str, str]] = []
+    for name in kind_names:
+        found += [(name, i) for i in await _kind(name).attached(conn, record_ids)]
+    return found
 
 
 def _kind(name: str) -> Kind:

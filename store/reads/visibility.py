@@ -205,7 +205,23 @@ class Rule:
         readable lanes, valid then (`valid_at <= T < invalid_at`) and recorded by then;
         `include_expired` also shows the edges no longer valid at T."""
         shown = [self.edge_ends(t, lanes), self.edge_valid(t, at, include_expired)]
+        if include_expired:
+            shown.append(self.edge_ends_kept(t, at))
         return " AND ".join(shown)
+
+    def edge_ends_kept(self, t: str, at: str | None) -> str:
+        """SQL: neither record the edge joins is retired (now, or by `at`): an edge to a
+        forgotten record is gone from every read, the expired ones shown too. An edge
+        valid then never joins one (retiring a record retires its edges), so only a
+        read that shows expired edges asks."""
+        if self.retired is None:
+            return "true"
+        ends = f"{_col(t, 'from_id')}, {_col(t, 'to_id')}"
+        by = "" if at is None else f" AND x_.{self.retired} <= {at}"
+        return (
+            f"NOT EXISTS (SELECT 1 FROM records x_ WHERE x_.id IN ({ends}) "
+            f"AND x_.{self.retired} IS NOT NULL{by})"
+        )
 
     def edge_ends(self, t: str, lanes: str) -> str:
         """SQL: the caller may read both records the edge joins (it sees nothing of an

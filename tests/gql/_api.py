@@ -101,11 +101,11 @@ async def gather_ids(
     return [item["id"] for item in data["gather"]["items"]]
 
 
-RETIRE = f"""
+RETIRE_RECORD = f"""
 mutation($id: ID!, $reason: String) {{
   retireRecord(id: $id, reason: $reason) {{ {RECORD_FIELDS} retired {{ at actor reason }} }}
 }}
 """
-RESTORE = f"""
+RESTORE_RECORD = f"""
 mutation($id: ID!) {{ restoreRecord(id: $id) {{ {RECORD_FIELDS} retired {{ at actor reason }} }} }}
 """

@@ -27,7 +27,7 @@ from gql.compiled.fields import compiled_fields
 from gql.cost import DEFAULT_MAX_COST, query_cost
 from gql.schema import schema
 from tests.conftest import GatewayFactory
-from tests.gql._api import GATHER, RECORD, RECORD_FIELDS, REMOVE, RESTORE, RETIRE
+from tests.gql._api import GATHER, RECORD, RECORD_FIELDS, REMOVE, RESTORE_RECORD, RETIRE_RECORD
 from tests.gql._asserted import CONNECT, CORRECT, DISCONNECT, GROUP, UNADJUST, UNGROUP
 from tests.gql._differential import (
     AGENTS,
@@ -208,12 +208,12 @@ async def retired_records(
     await plain.data(GROUP, {"ids": [ids[0], *made], "hint": "forgotten"}, curator)
     times.append(datetime.now(UTC).isoformat())
     for record_id, token, mutation in (
-        (gone["id"], curator, RETIRE),
-        (back["id"], sales, RETIRE),
-        (twice["id"], sales, RETIRE),
-        (back["id"], sales, RESTORE),
-        (twice["id"], sales, RESTORE),
-        (twice["id"], sales, RETIRE),
+        (gone["id"], curator, RETIRE_RECORD),
+        (back["id"], sales, RETIRE_RECORD),
+        (twice["id"], sales, RETIRE_RECORD),
+        (back["id"], sales, RESTORE_RECORD),
+        (twice["id"], sales, RESTORE_RECORD),
+        (twice["id"], sales, RETIRE_RECORD),
     ):
         await plain.data(mutation, {"id": record_id}, token)
         times.append(datetime.now(UTC).isoformat())

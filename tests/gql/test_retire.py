@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import GatewayFactory
-from tests.gql._api import AUDIT, GATHER, RECORD, RESTORE, RETIRE, UPDATE, unique
+from tests.gql._api import AUDIT, GATHER, RECORD, RESTORE_RECORD, RETIRE_RECORD, UPDATE, unique
 from tests.gql._asserted import CONNECT, DISCONNECT, GROUP, UNGROUP
+from tests.gql._edges import RELATED, UPSERT, edges, ego, upsert
 from tests.gql._feed import feed_client
 from tests.gql._policy_support import ADD, mint, without_id
 from tests.support import Gateway, assert_verified
@@ -76,7 +77,7 @@ async def test_a_retired_record_is_absent_now_present_before_and_restored(
     counts = {c["label"]: c["recordCount"] for c in seen["labels"]}
     assert counts[label] == 3
 
-    retired = (await gateway.data(RETIRE, {"id": gone[:12], "reason": "wrong"}, writer))[
+    retired = (await gateway.data(RETIRE_RECORD, {"id": gone[:12], "reason": "wrong"}, writer))[
         "retireRecord"
     ]
     assert retired["id"] == gone and retired["version"] == 3
@@ -120,11 +121,11 @@ async def test_a_retired_record_is_absent_now_present_before_and_restored(
     assert refused["extensions"]["code"] == "NOT_FOUND" and "retired" in refused["message"]
     refused = await gateway.error(ADD, {"id": gone, "properties": ["x:y"]}, writer)
     assert refused["extensions"]["code"] == "NOT_FOUND"
-    again = await gateway.error(RETIRE, {"id": gone, "reason": "twice"}, writer)
+    again = await gateway.error(RETIRE_RECORD, {"id": gone, "reason": "twice"}, writer)
     assert again["extensions"]["code"] == "CONFLICT" and "nothing changed" in again["message"]
     assert again["extensions"]["retired"] == retired["retired"]
 
-    restored = (await gateway.data(RESTORE, {"id": gone[:12]}, writer))["restoreRecord"]
+    restored = (await gateway.data(RESTORE_RECORD, {"id": gone[:12]}, writer))["restoreRecord"]
     assert restored["version"] == 4 and restored["retired"] is None
     assert restored["content"] == "to forget" and org in restored["properties"]
     back = await gateway.data(READS, variables, writer)
@@ -132,7 +133,7 @@ async def test_a_retired_record_is_absent_now_present_before_and_restored(
     assert back["edgeProperty"]["memberCount"] == 2
     assert {c["label"]: c["recordCount"] for c in back["labels"]}[label] == 3
     assert {r["id"] for r in back["one"]["groups"][0]["records"]} == {kept, gone, third}
-    again = await gateway.error(RESTORE, {"id": gone}, writer)
+    again = await gateway.error(RESTORE_RECORD, {"id": gone}, writer)
     assert again["extensions"]["code"] == "CONFLICT" and "not retired" in again["message"]
 
     events = await gateway.data(AUDIT, {"recordId": gone}, writer)
@@ -146,20 +147,20 @@ async def test_only_writers_of_its_lane_retire_and_the_unreadable_is_not_found(
 ) -> None:
     gateway, tokens = env
     record = await write(gateway, tokens["writer"], "guarded", [f"org:{unique()}"])
-    forbidden = await gateway.error(RETIRE, {"id": record}, tokens["onlooker"])
+    forbidden = await gateway.error(RETIRE_RECORD, {"id": record}, tokens["onlooker"])
     assert forbidden["extensions"]["code"] == "FORBIDDEN"
     assert "notes" in forbidden["message"]
     nowhere = "sr_" + "0" * 32
-    for mutation in (RETIRE, RESTORE):
+    for mutation in (RETIRE_RECORD, RESTORE_RECORD):
         hidden = await gateway.error(mutation, {"id": record}, tokens["outsider"])
         missing = await gateway.error(mutation, {"id": nowhere}, tokens["outsider"])
         assert hidden["extensions"]["code"] == "NOT_FOUND"
         assert without_id(hidden, record) == without_id(missing, nowhere)
-    await gateway.data(RETIRE, {"id": record}, tokens["writer"])
+    await gateway.data(RETIRE_RECORD, {"id": record}, tokens["writer"])
     # Retired, it is still not found by those who cannot read its lane, and not told so.
     unseen = await gateway.post(RECORD, {"id": record}, tokens["outsider"])
     assert unseen == {"data": {"record": None}}
-    forbidden = await gateway.error(RESTORE, {"id": record}, tokens["onlooker"])
+    forbidden = await gateway.error(RESTORE_RECORD, {"id": record}, tokens["onlooker"])
     assert forbidden["extensions"]["code"] == "FORBIDDEN"
 
 
@@ -176,8 +177,8 @@ async def test_the_feed_carries_retire_and_restore_to_its_readers_only(
         await reader.subscribe("r", kinds=kinds)
         await outsider.subscribe("o", kinds=kinds)
         await reader.nothing("r", 0.3)
-        await gateway.data(RETIRE, {"id": record, "reason": "stale"}, tokens["writer"])
-        await gateway.data(RESTORE, {"id": record}, tokens["writer"])
+        await gateway.data(RETIRE_RECORD, {"id": record, "reason": "stale"}, tokens["writer"])
+        await gateway.data(RESTORE_RECORD, {"id": record}, tokens["writer"])
         got: list[dict[str, Any]] = await reader.events("r", 2)
         assert [(e["kind"], e["recordId"], e["payload"]) for e in got] == [
             ("sr_retired", record, {"reason": "stale"}),
@@ -194,7 +195,7 @@ async def test_gather_and_records_pages_count_only_the_live(
     org = f"org:{unique()}"
     ids = [await write(gateway, tokens["writer"], f"r{n}", [org]) for n in range(5)]
     for record in ids[1::2]:
-        await gateway.data(RETIRE, {"id": record}, tokens["writer"])
+        await gateway.data(RETIRE_RECORD, {"id": record}, tokens["writer"])
     page = await gateway.data(GATHER, {"match": [org], "first": 2}, tokens["writer"])
     assert page["gather"]["totalCount"] == 3
     seen = [r["id"] for r in page["gather"]["items"]]
@@ -220,11 +221,11 @@ async def test_restored_it_rejoins_the_asserted_edges_that_still_hold_only(
     a, b, c, d = [await write(gateway, writer, name, []) for name in "abcd"]
     link = (await gateway.data(CONNECT, {"a": a, "b": b, "hint": "pair"}, writer))["connect"]
     team = (await gateway.data(GROUP, {"ids": [a, b, c, d], "hint": "team"}, writer))["group"]
-    await gateway.data(RETIRE, {"id": a}, writer)
+    await gateway.data(RETIRE_RECORD, {"id": a}, writer)
     # While it is retired the connection ends at its other record, and the group goes on.
     await gateway.data(DISCONNECT, {"id": link["id"]}, writer)
     await gateway.data(UNGROUP, {"id": team["id"], "ids": [b]}, writer)
-    restored = (await gateway.data(RESTORE, {"id": a}, writer))["restoreRecord"]
+    restored = (await gateway.data(RESTORE_RECORD, {"id": a}, writer))["restoreRecord"]
     assert link["id"] not in str(restored["properties"])
     seen = (await gateway.data(ASSERTED, {"id": a}, writer))["record"]
     assert seen["connections"] == []
@@ -233,4 +234,55 @@ async def test_restored_it_rejoins_the_asserted_edges_that_still_hold_only(
     events = await gateway.data(AUDIT, {"recordId": a, "kinds": ["sr_restored"]}, writer)
     [event] = events["audit"]["items"]
     assert event["payload"] == {"ended": [link["id"]]}
+    await assert_verified(gateway.database_url)
+
+
+async def test_retiring_a_record_retires_its_typed_edges_and_restoring_leaves_them(
+    env: tuple[Gateway, dict[str, str]],
+) -> None:
+    gateway, tokens = env
+    writer = tokens["writer"]
+    a, b, c = [await write(gateway, writer, name, []) for name in ("ea", "eb", "ec")]
+    out = await upsert(gateway, writer, fromId=a, toId=b, type="supports", weight=0.8)
+    into = await upsert(gateway, writer, fromId=c, toId=a, type="contradicts")
+    kept = await upsert(gateway, writer, fromId=b, toId=c, type="supports")
+    before = now()
+    await gateway.data(RETIRE_RECORD, {"id": a, "reason": "wrong"}, writer)
+
+    # Both of its edges are retired in the same transaction; b to c holds.
+    for edge in (out, into):
+        events = await gateway.data(AUDIT, {"kinds": ["edge_retired"], "first": 500}, writer)
+        [retired] = [
+            e for e in events["audit"]["items"] if e["payload"].get("edgeId") == edge["id"]
+        ]
+        assert retired["actor"] == "writer"
+    for expired in (False, True):
+        seen = await edges(gateway, writer, includeExpired=expired, first=500)
+        ids = {e["id"] for e in seen["items"]}
+        # Gone, the expired ones shown too: as if a had never been written.
+        assert out["id"] not in ids and into["id"] not in ids and kept["id"] in ids
+    related = (await gateway.data(RELATED, {"id": b}, writer))["related"]
+    assert [e["id"] for e in related["outgoing"]] == [kept["id"]]
+    assert related["incoming"] == []
+    view = await ego(gateway, writer, nodes=[b, c], hops=2)
+    assert {e["id"] for e in view["edges"]} == {kept["id"]}
+    assert view["notShown"]["expiredExcluded"] == 0
+    # Before the retirement: as they were.
+    then = await edges(gateway, writer, asOf=before, first=500)
+    assert {out["id"], into["id"], kept["id"]} <= {e["id"] for e in then["items"]}
+    old = await ego(gateway, writer, nodes=[b], hops=1, asOf=before)
+    assert out["id"] in {e["id"] for e in old["edges"]}
+
+    # No edge is written to or from a retired record.
+    refused = await gateway.error(UPSERT, {"input": {"fromId": b, "toId": a, "type": "x"}}, writer)
+    assert refused["extensions"]["code"] == "NOT_FOUND" and "retired" in refused["message"]
+
+    # Restored, it is back; its edges stay retired (expired, shown as such).
+    await gateway.data(RESTORE_RECORD, {"id": a}, writer)
+    assert (await edges(gateway, writer, fromId=a))["items"] == []
+    expired = await edges(gateway, writer, fromId=a, includeExpired=True)
+    [edge] = expired["items"]
+    assert edge["id"] == out["id"] and edge["expiredAt"] is not None
+    again = await upsert(gateway, writer, fromId=a, toId=b, type="supports")
+    assert again["id"] != out["id"]
     await assert_verified(gateway.database_url)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tests.gql._api import ADD, REMOVE, RESTORE, RETIRE, UPDATE, ingest, unique
+from tests.gql._api import ADD, REMOVE, RESTORE_RECORD, RETIRE_RECORD, UPDATE, ingest, unique
 from tests.support import Gateway, assert_verified
 
 AT = """
@@ -40,9 +40,9 @@ async def test_every_read_as_of_each_moment_answers_the_state_then(gateway: Gate
     moments.append(("removed", instant()))
     await gateway.data(ADD, {"id": a, "properties": [org]})
     moments.append(("re-added", instant()))
-    await gateway.data(RETIRE, {"id": a, "reason": "superseded"})
+    await gateway.data(RETIRE_RECORD, {"id": a, "reason": "superseded"})
     moments.append(("retired", instant()))
-    await gateway.data(RESTORE, {"id": a})
+    await gateway.data(RESTORE_RECORD, {"id": a})
     moments.append(("restored", instant()))
 
     # What each moment held: a's version, properties and content; whether a carried org

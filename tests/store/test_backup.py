@@ -21,9 +21,7 @@ from policies.properties import MAX_VALUE_LENGTH
 from store.ledger.hashing import entry_hash
 from store.limits import MAX_CONTENT_CHARS
 from store.operations import backup, signing
-from tests.gql._api import ADD, GATHER, REMOVE, UPDATE, ingest
-from tests.gql._api import RESTORE as RESTORE_RECORD
-from tests.gql._api import RETIRE as RETIRE_RECORD
+from tests.gql._api import ADD, GATHER, REMOVE, RESTORE_RECORD, RETIRE_RECORD, UPDATE, ingest
 from tests.gql._asserted import CORRECT, asserted, connect, group
 from tests.gql._edges import CONFLICTS, EDGES, RESOLVE, RETIRE, upsert
 from tests.support import Databases, Gateway, run_gateway, sql

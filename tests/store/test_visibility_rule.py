@@ -74,7 +74,7 @@ async def conn(url: str) -> AsyncIterator[Connection]:
             "CREATE TEMP TABLE things (id text, lane text, label text, retired_at timestamptz, "
             "recorded_from timestamptz, recorded_to timestamptz, at timestamptz, "
             "valid_at timestamptz, invalid_at timestamptz, created_at timestamptz, "
-            "to_lane text, payload jsonb)"
+            "to_lane text, payload jsonb, from_id text, to_id text)"
         )
         await connection.executemany(
             "INSERT INTO things VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
@@ -126,7 +126,9 @@ def test_each_slot_renders_its_predicate() -> None:
         "AND (g.invalid_at IS NULL OR $2 < g.invalid_at)"
     )
     assert RULE.edge("g", "$1", "$2", include_expired=True) == (
-        "g.lane = ANY($1) AND g.to_lane = ANY($1) AND g.valid_at <= $2 AND g.created_at <= $2"
+        "g.lane = ANY($1) AND g.to_lane = ANY($1) AND g.valid_at <= $2 AND g.created_at <= $2 "
+        "AND NOT EXISTS (SELECT 1 FROM records x_ WHERE x_.id IN (g.from_id, g.to_id) "
+        "AND x_.retired_at IS NOT NULL AND x_.retired_at <= $2)"
     )
 
 
@@ -213,6 +215,30 @@ async def test_a_typed_edge_is_visible_while_valid_and_recorded(conn: Connection
     )
     now = await ids(conn, RULE.edge("t", "$1::text[]", None), notes)
     assert now == {"open", "later", "recorded_later"}
+
+
+async def test_an_edge_to_a_retired_record_is_gone_expired_ones_shown_too(
+    conn: Connection,
+) -> None:
+    await conn.execute(
+        "INSERT INTO records (id, lane, source_type, authority, content, properties, version, "
+        "created_at, updated_at, created_by, ledger_hash, retired_at) VALUES ('sr_gone', "
+        "'notes', 'conversational', 'conversational', '', '[]', 2, $1, $2, 'dev', '', $2)",
+        T0,
+        T,
+    )
+    await conn.execute("UPDATE things SET from_id = 'sr_gone' WHERE id = 'retired_before'")
+    notes = ["notes"]
+    shown = RULE.edge("t", "$1::text[]", "$2", include_expired=True)
+    # Retired at T: gone from a read at T and after, shown as it was before.
+    assert "retired_before" not in await ids(conn, shown, notes, T)
+    assert "retired_before" not in await ids(conn, shown, notes, AFTER)
+    before = T - timedelta(hours=1)
+    assert "retired_before" in await ids(conn, shown, notes, before)
+    now = RULE.edge("t", "$1::text[]", None, include_expired=True)
+    assert "retired_before" not in await ids(conn, now, notes)
+    unslotted = Rule(retired=None).edge("t", "$1::text[]", None, include_expired=True)
+    assert "retired_before" in await ids(conn, unslotted, notes)
 
 
 async def test_hidden_and_engine_labels(conn: Connection) -> None:

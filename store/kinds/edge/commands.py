@@ -292,6 +292,23 @@ class RetireEdge:
         return Plan((_write(edge.id, "edge_retired", before, state, head),), _written)
 
 
+def retired_with_record(txn: Txn, current: Current, edge_id: str) -> Write | None:
+    """The version retiring a live edge because a record it joins is retired, in that
+    command's transaction (None: it is retired already). It stops holding now (or at its
+    validAt, if that is later); the record's retirement is what is decided, so neither
+    end's lane is asked again. Restoring the record leaves it retired."""
+    found = _current(current, edge_id)
+    if found is None:
+        return None
+    edge = _edge(edge_id, *found)
+    if edge.retired:
+        return None
+    until = max(txn.at, edge.valid_at)
+    fields = {k: getattr(edge, k) for k in _STATE} | {"invalid_at": until, "expired_at": txn.at}
+    before, head = found
+    return _write(edge.id, "edge_retired", before, state_of(fields), head)
+
+
 @dataclass(frozen=True)
 class ResolveConflict:
     """Resolve a contradiction: the resolution and its resolver become the edge's next

@@ -24,7 +24,7 @@ from store.kinds.edge.model import COLUMNS, EVENT_KINDS, LIVE_KEY, Edge
 from store.kinds.edge.payloads import payload_for
 from store.kinds.record.model import Record
 from store.kinds.record.projection import Entry
-from store.ledger.command import Write
+from store.ledger.command import Current, Txn, Write
 from store.ledger.implied import Implied, Links, Shared
 from store.operations.verify import Report
 from store.pool import Conn
@@ -65,6 +65,12 @@ _UPSERT = (
     f"  ON CONFLICT (id) DO UPDATE SET {_MOVED}"
 )
 _EDGES = f"SELECT {_NAMES} FROM edges"
+# The live edges to or from some records: what retiring a record retires with it.
+_ATTACHED = """
+SELECT id FROM edges
+WHERE (from_id = ANY($1::text[]) OR to_id = ANY($1::text[])) AND expired_at IS NULL
+ORDER BY id
+"""
 _HOLDER = """
 SELECT id FROM edges
 WHERE from_id = $1 AND to_id = $2 AND type = $3 AND namespace = $4 AND expired_at IS NULL
@@ -134,6 +140,15 @@ class EdgeKind(KindDefaults):
         if payload is None:
             return f"ledger event '{entry.event}' is no edge event"
         return Shared(s["from_id"], s["lane"], previous), [Implied(entry.event, payload)]
+
+    def retired_with(self, txn: Txn, current: Current, object_id: str) -> Write | None:
+        from store.kinds.edge.commands import retired_with_record
+
+        return retired_with_record(txn, current, object_id)
+
+    async def attached(self, conn: Conn, record_ids: Sequence[str]) -> list[str]:
+        rows = await conn.fetch(_ATTACHED, list(record_ids))
+        return [row["id"] for row in rows]
 
     async def holder(self, conn: Conn, key: str, values: tuple[str, ...]) -> str | None:
         if key != LIVE_KEY:

@@ -7,6 +7,8 @@ the tombstone closes every edge-property interval the record held and the restor
 version opens them again; every read of memberships, and the label counts, follow from
 that alone, and `verify` replays it with the same rule. Only an agent that may write
 the record's lane may retire or restore it; a record it may not read is not found.
+Retiring a record retires what other kinds attach to it (its typed edges) in the same
+transaction; restoring it leaves them retired.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from policies.guard import ObjectChange, decide_object
 from policies.properties import Property
 from store.errors import AlreadyRetiredError, InvalidInputError, NotRetiredError
 from store.ids import ADJUSTMENT, CONNECT, GROUP, RECORD_KIND
+from store.kinds import kind_of, kinds
 from store.kinds.record.model import Record, Retired
 from store.ledger.command import Current, Event, Locks, Plan, Txn, Write, next_version
 from store.limits import check_storable
@@ -25,11 +28,17 @@ MAX_REASON_CHARS = 10_000
 ASSERTED_LABELS = (CONNECT, GROUP, ADJUSTMENT)
 
 
-def retired_with(txn: Txn, current: Current, record: Record) -> list[Write]:
-    """The writes that retire, in the same transaction, what hangs off `record`: its
-    typed edges once that kind exists (their ids then join `RetireRecord.locks`).
-    Restoring a record leaves them retired."""
-    return []
+def retired_with(txn: Txn, current: Current) -> list[Write]:
+    """The writes that retire, in the same transaction, what is attached to the record
+    being retired (its typed edges), each as its kind says. Restoring a record leaves
+    them retired."""
+    writes = []
+    for kind_name, object_id in current.attached:
+        kind = kind_of(kind_name)
+        write = None if kind is None else kind.retired_with(txn, current, object_id)
+        if write is not None:
+            writes.append(write)
+    return writes
 
 
 @dataclass(frozen=True)
@@ -50,7 +59,9 @@ class RetireRecord:
             check_storable(self.reason)
 
     def locks(self) -> Locks:
-        return Locks(records=(self.record_id,), retired=True)
+        # What every kind attaches to the record (typed edges) is retired with it.
+        attached = tuple(kind.name for kind in kinds())
+        return Locks(records=(self.record_id,), retired=True, attached=attached)
 
     def decide(self, txn: Txn, current: Current) -> Plan[Record]:
         record = current.record(self.record_id)
@@ -61,7 +72,7 @@ class RetireRecord:
         state = replace(record.state, retired=Retired(self.reason))
         event = Event("sr_retired", {"reason": self.reason})
         writes = [next_version(record, state, "sr_retired", [event])]
-        writes += retired_with(txn, current, record)
+        writes += retired_with(txn, current)
         return Plan(writes, lambda applied: applied.records[record.id])
 
 
