@@ -217,10 +217,17 @@ class Rule:
         if self.retired is None:
             return "true"
         ends = f"{_col(t, 'from_id')}, {_col(t, 'to_id')}"
-        by = "" if at is None else f" AND x_.{self.retired} <= {at}"
+        if at is None:
+            return (
+                f"NOT EXISTS (SELECT 1 FROM records x_ WHERE x_.id IN ({ends}) "
+                f"AND x_.{self.retired} IS NOT NULL)"
+            )
+        # Retired at `at`: the newest version of either end written by then is a tombstone.
         return (
-            f"NOT EXISTS (SELECT 1 FROM records x_ WHERE x_.id IN ({ends}) "
-            f"AND x_.{self.retired} IS NOT NULL{by})"
+            f"NOT EXISTS (SELECT 1 FROM unnest(ARRAY[{ends}]) AS x_(id) CROSS JOIN LATERAL ("
+            f"SELECT v_.state FROM ledger v_ WHERE v_.kind = 'record' AND v_.object_id = x_.id "
+            f"AND v_.at <= {at} ORDER BY v_.version DESC LIMIT 1) v_ "
+            f"WHERE NOT ({self.alive('v_')}))"
         )
 
     def edge_ends(self, t: str, lanes: str) -> str:

@@ -1,6 +1,6 @@
 """A timeline: properties ingested, updated, removed and added again, a record retired and
-restored, each at a known instant; `record`, `gather`, `traverse`, `edgeProperty` and
-`labels` asked as of every instant answer the state as it stood then."""
+restored, each at a known instant; `record`, `gather`, `traverse`, `edgeProperty`,
+`labels`, `edges` and `ego` asked as of every instant answer the state as it stood then."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.gql._api import ADD, REMOVE, RESTORE_RECORD, RETIRE_RECORD, UPDATE, ingest, unique
+from tests.gql._edges import upsert
 from tests.support import Gateway, assert_verified
 
 AT = """
@@ -19,6 +20,8 @@ query($id: ID!, $from: ID!, $org: String!, $topic: String!, $asOf: DateTime) {
   traverse(from: $from, asOf: $asOf) { items { record { id version } via } }
   edgeProperty(property: $org, asOf: $asOf) { memberCount }
   labels(asOf: $asOf) { label recordCount }
+  edges(fromId: $id, asOf: $asOf) { totalCount items { id weight } }
+  ego(nodes: [$from], asOf: $asOf) { edges { id weight } notShown { expiredExcluded } }
 }
 """
 
@@ -33,8 +36,10 @@ async def test_every_read_as_of_each_moment_answers_the_state_then(gateway: Gate
     start = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
     a = (await ingest(gateway, "a, first", [org, one]))["id"]
     b = (await ingest(gateway, "b", [org]))["id"]
+    edge = (await upsert(gateway, fromId=a, toId=b, type="supports", weight=0.5))["id"]
     moments: list[tuple[str, str]] = [("ingested", instant())]
     await gateway.data(UPDATE, {"id": a, "content": "a, second", "properties": [two]})
+    await upsert(gateway, fromId=a, toId=b, type="supports", weight=0.75)
     moments.append(("updated", instant()))
     await gateway.data(REMOVE, {"id": a, "labels": ["org"]})
     moments.append(("removed", instant()))
@@ -69,6 +74,9 @@ async def test_every_read_as_of_each_moment_answers_the_state_then(gateway: Gate
             assert data["edgeProperty"]["memberCount"] == 1
             assert data["topic"]["totalCount"] == 0
             assert label not in {c["label"] for c in data["labels"]}
+            # Its typed edge was retired with it, and is gone with it, expired or not.
+            assert data["edges"]["totalCount"] == 0
+            assert data["ego"] == {"edges": [], "notShown": {"expiredExcluded": 0}}
             continue
         assert "errors" not in body, (name, body)
         version, properties, content, on_org, topic = expected[name]
@@ -87,6 +95,14 @@ async def test_every_read_as_of_each_moment_answers_the_state_then(gateway: Gate
         assert reached == ([(a, version, org)] if on_org else []), name
         counts = {c["label"]: c["recordCount"] for c in data["labels"]}
         assert counts[label] == 1, name
+        # The typed edge: its weight of then; retired with the record, it stays retired.
+        if name == "restored":
+            assert data["edges"]["totalCount"] == 0
+            assert data["ego"] == {"edges": [], "notShown": {"expiredExcluded": 1}}
+        else:
+            weight = 0.5 if name == "ingested" else 0.75
+            assert data["edges"]["items"] == [{"id": edge, "weight": weight}], name
+            assert data["ego"]["edges"] == [{"id": edge, "weight": weight}], name
 
     # Before anything was written: nothing.
     body = await gateway.post(AT, {"id": a, "from": b, "org": org, "topic": one, "asOf": start})

@@ -127,8 +127,14 @@ def test_each_slot_renders_its_predicate() -> None:
     )
     assert RULE.edge("g", "$1", "$2", include_expired=True) == (
         "g.lane = ANY($1) AND g.to_lane = ANY($1) AND g.valid_at <= $2 AND g.created_at <= $2 "
+        "AND NOT EXISTS (SELECT 1 FROM unnest(ARRAY[g.from_id, g.to_id]) AS x_(id) "
+        "CROSS JOIN LATERAL (SELECT v_.state FROM ledger v_ WHERE v_.kind = 'record' "
+        "AND v_.object_id = x_.id AND v_.at <= $2 ORDER BY v_.version DESC LIMIT 1) v_ "
+        "WHERE NOT (v_.state->'retired' IS NULL))"
+    )
+    assert RULE.edge("g", "$1", None, include_expired=True).endswith(
         "AND NOT EXISTS (SELECT 1 FROM records x_ WHERE x_.id IN (g.from_id, g.to_id) "
-        "AND x_.retired_at IS NOT NULL AND x_.retired_at <= $2)"
+        "AND x_.retired_at IS NOT NULL)"
     )
 
 
@@ -226,6 +232,12 @@ async def test_an_edge_to_a_retired_record_is_gone_expired_ones_shown_too(
         "'notes', 'conversational', 'conversational', '', '[]', 2, $1, $2, 'dev', '', $2)",
         T0,
         T,
+    )
+    # Its versions: written at T0, retired at T.
+    await conn.executemany(
+        "INSERT INTO ledger (kind, object_id, version, event, actor, at, policy_version, state, "
+        "hash) VALUES ('record', 'sr_gone', $1, $2, 'dev', $3, 1, $4::jsonb, '')",
+        [(1, "sr_ingested", T0, '{"content": ""}'), (2, "sr_retired", T, '{"retired": {}}')],
     )
     await conn.execute("UPDATE things SET from_id = 'sr_gone' WHERE id = 'retired_before'")
     notes = ["notes"]
