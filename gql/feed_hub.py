@@ -24,7 +24,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from gql.eager import run_eagerly
 from store.errors import StoreError
-from store.feed.live import FeedEvent, FeedReader, Snapshot
+from store.feed.filters import FeedFilter
+from store.feed.live import FeedEvent, FeedReader, Snapshot, with_memberships
 from store.kinds.policy import in_force as policy_store
 from store.kinds.policy.in_force import PolicyCache, PolicyVersion
 from store.operations import tokens
@@ -83,6 +84,10 @@ class Batch:
     """
 
     events: tuple[FeedEvent, ...]
+    # The group's filter on records: an event is wanted for what its reader can see of
+    # it, so one whose payload names the given records only in names hidden from the
+    # reader is not.
+    wanted: FeedFilter = field(default_factory=FeedFilter)
     _renders: dict[Hashable, asyncio.Task[Rendered]] = field(default_factory=dict)
     _allowed: dict[frozenset[str], list[FeedEvent]] = field(default_factory=dict)
     # The lowest seq and transaction id among the events: a subscriber whose replay
@@ -105,6 +110,8 @@ class Batch:
                 for e in self.events
                 if RULE.may_read_event(e.event.lane, readable, e.event.payload)
             ]
+            if self.wanted.record_ids is not None:
+                found = [e for e in found if self.wanted.names(e.event)]
             self._allowed[readable] = found
         return found
 
@@ -197,6 +204,7 @@ class Subscriber:
     # None: nothing new; the hub found its token revoked.
     queue: asyncio.Queue[Item | None]
     share: Hashable | None = None
+    wanted: FeedFilter = field(default_factory=FeedFilter)
     bearer: Bearer | None = None
     # Set by the hub when `bearer` no longer names its agent: nothing more is sent to
     # it directly, and its task ends the operation.
@@ -209,14 +217,16 @@ class Subscriber:
 
     @property
     def group(self) -> Hashable:
-        return (self.lanes, self.kinds, self.share)
+        return (self.lanes, self.kinds, self.wanted, self.share)
 
     def wants(self, event: FeedEvent) -> bool:
         e = event.event
         if e.kind not in self.kinds:
             return False
         # Lane-less events (policy changes) concern every lane.
-        return self.lanes is None or RULE.may_read_event(e.lane, self.lanes)
+        if self.lanes is not None and not RULE.may_read_event(e.lane, self.lanes):
+            return False
+        return self.wanted.everything or self.wanted.admits(e, event.held or ())
 
     async def next(self) -> Item | None:
         """The next batch, or None when the hub found its token revoked."""
@@ -274,6 +284,9 @@ class FeedHub:
     _policy_read: asyncio.Lock = field(default_factory=asyncio.Lock)
     # Events sent by the hub itself (`Direct`), counted for tests.
     sent_directly: int = 0
+    # Subscribers filtering on a gather: while there are any, the reader reads each
+    # event's memberships with it.
+    _gathering: int = 0
 
     def __post_init__(self) -> None:
         self.reader = FeedReader(
@@ -283,6 +296,7 @@ class FeedHub:
             poll_interval=self.options.poll_seconds,
             order_wait=self.options.order_wait_seconds,
             notices={tokens.REVOKED_CHANNEL: self._token_revoked},
+            memberships_wanted=lambda: self._gathering > 0,
         )
 
     async def start(self) -> None:
@@ -356,6 +370,7 @@ class FeedHub:
         kinds: Sequence[str],
         share: Hashable | None = None,
         bearer: Bearer | None = None,
+        wanted: FeedFilter | None = None,
     ) -> AsyncIterator[Subscriber]:
         """Register a subscriber for as long as the block runs.
 
@@ -369,8 +384,11 @@ class FeedHub:
             queue=asyncio.Queue(maxsize=self.options.queue_batches),
             share=share,
             bearer=bearer,
+            wanted=wanted or FeedFilter(),
         )
+        gathering = subscriber.wanted.needs_memberships
         self._subscribers.add(subscriber)
+        self._gathering += gathering
         try:
             self.reader.wake()
             if not await self.reader.live(self.options.start_timeout_seconds):
@@ -378,6 +396,7 @@ class FeedHub:
             yield subscriber
         finally:
             self._subscribers.discard(subscriber)
+            self._gathering -= gathering
             subscriber.direct = None
             if subscriber.pending is not None:
                 subscriber.pending.cancel()
@@ -405,6 +424,8 @@ class FeedHub:
         # Filtered once per group, not once per subscriber.
         batches: dict[Hashable, Batch | None] = {}
         in_force = await self._version_in_force()
+        if self._gathering and any(e.held is None for e in events):
+            events = await self._with_memberships(events)
         served = 0
         for subscriber in list(self._subscribers):
             if subscriber not in self._subscribers:
@@ -413,8 +434,12 @@ class FeedHub:
             if group in batches:
                 batch = batches[group]
             else:
+                if subscriber.wanted.needs_memberships and any(e.held is None for e in events):
+                    # Their memberships could not be read: it resumes from the table.
+                    self._close(subscriber, Closed.TOO_SLOW)
+                    continue
                 mine = tuple(e for e in events if subscriber.wants(e))
-                batch = batches[group] = Batch(mine) if mine else None
+                batch = batches[group] = Batch(mine, subscriber.wanted) if mine else None
             if batch is None:
                 continue
             if not await self._send_directly(subscriber, batch, in_force):
@@ -425,6 +450,16 @@ class FeedHub:
             served += 1
             if served % self.options.deliveries_per_turn == 0:
                 await asyncio.sleep(0)
+
+    async def _with_memberships(self, events: Sequence[FeedEvent]) -> Sequence[FeedEvent]:
+        """`events` with their records' memberships, for a gathering subscriber that came
+        after the reader read them (the events as they were if the read fails)."""
+        try:
+            async with self.pool.acquire() as conn:
+                return await with_memberships(conn, list(events))
+        except Exception:
+            log.warning("reading the feed's memberships failed", exc_info=True)
+            return events
 
     async def _version_in_force(self) -> int | None:
         """The policy version in force (None: unknown now, so nothing is sent directly)."""

@@ -153,6 +153,23 @@ edge_properties = Table(
     Index("ix_edge_properties_record_id", "record_id"),
 )
 
+# The record ids an event's payload names (a top-level value, or an element of a
+# top-level list, holding a record id), as a JSON array, and whether it names any: the
+# feed's `recordIds` filter finds the events naming a record on this expression's index
+# (store.feed.filters), spelled the same so the planner matches it.
+_NAMED_PATH = "'$.*[*]?(@ starts with \"sr_\")'::jsonpath"
+
+
+def named_ids(payload: str) -> str:
+    """SQL: the record ids the payload column `payload` names, as a JSON array."""
+    return f"jsonb_path_query_array({payload}, {_NAMED_PATH})"
+
+
+def names_records(payload: str) -> str:
+    """SQL: the payload column `payload` names a record."""
+    return f"jsonb_path_exists({payload}, {_NAMED_PATH})"
+
+
 # Append-only like the ledger: every event names the ledger entry it reports
 # (object_kind, object_id, version_after), and verify checks both directions.
 audit_events = Table(
@@ -180,6 +197,12 @@ audit_events = Table(
         "object_kind",
         "object_id",
         "version_after",
+    ),
+    Index(
+        "ix_audit_events_named",
+        text(named_ids("payload")),
+        postgresql_using="gin",
+        postgresql_where=text(names_records("payload")),
     ),
 )
 

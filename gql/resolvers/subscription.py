@@ -24,8 +24,14 @@ from gql.auth import BAD_TOKEN, socket_authorization
 from gql.context import Context
 from gql.errors import MASKED_MESSAGE
 from gql.feed_hub import Bearer, Closed, Direct, FeedHub, FeedUnavailableError, Progress, Rendered
+from gql.resolvers.feed_filters import (
+    MATCH_HELP,
+    MODE_HELP,
+    RECORD_IDS_HELP,
+    FeedArguments,
+)
 from gql.session import Caller, Services, Session, UnauthenticatedError
-from gql.types import AuditEvent, Info
+from gql.types import AuditEvent, GatherMode, Info
 from gql.websocket import Outlet, close_socket_after_operation, current_outlet
 from policies.errors import PolicyError
 from store.errors import InvalidInputError, NoPolicyError, StoreError
@@ -157,7 +163,9 @@ class Subscription:
             "replayed from the table, then live ones, with no gap and no duplicate. "
             "`lanes` and `kinds` narrow it; events without a lane (policy changes) "
             "reach every subscriber that asks for their kind. Rights are those in force "
-            "when each event is delivered."
+            "when each event is delivered. `match` and `recordIds` narrow it to what you "
+            "work on (both given: events meeting both); the replay from `after` applies "
+            "them too."
         )
     )
     async def audit_events(
@@ -185,13 +193,21 @@ class Subscription:
                 "the known ones."
             ),
         ] = None,
+        match: Annotated[list[str] | None, strawberry.argument(description=MATCH_HELP)] = None,
+        mode: Annotated[
+            GatherMode | None, strawberry.argument(description=MODE_HELP)
+        ] = GatherMode.INTERSECT,
+        record_ids: Annotated[
+            list[strawberry.ID] | None, strawberry.argument(description=RECORD_IDS_HELP)
+        ] = None,
     ) -> AsyncGenerator[AuditEvent, None]:
         if isinstance(info.context, _RenderContext):
             # Rendering for a group of subscribers: the events are given.
             for item in info.context.events:
                 yield AuditEvent.from_domain(item.event)
             return
-        stream = _audit_events(info.context, info.schema, after, lanes, kinds)
+        wanted = FeedArguments(match, mode, record_ids)
+        stream = _audit_events(info.context, info.schema, after, lanes, kinds, wanted)
         async with aclosing(stream):
             try:
                 async for event in stream:
@@ -263,6 +279,7 @@ async def _audit_events(
     after: str | None,
     lanes: list[str] | None,
     kinds: list[str] | None,
+    arguments: FeedArguments,
 ) -> AsyncGenerator[AuditEvent, None]:
     hub = context.services.feed
     if hub is None:
@@ -279,15 +296,21 @@ async def _audit_events(
                 f"readable lanes: {sorted(readable)}",
                 allowed=sorted(readable),
             )
+    wanted = await arguments.resolve(context)
     position = None if after is None else await feed.check_cursor(context.engine, after)
     progress = Progress(last=after, start=position or 0)
     share = None if outlet is None else outlet.share
-    async with hub.subscribe(lanes, wanted_kinds, share, rights.bearer) as subscriber:
+    async with hub.subscribe(lanes, wanted_kinds, share, rights.bearer, wanted) as subscriber:
         if position is not None:
             # Taken after subscribing: what it cannot see will arrive live.
             progress.seen = await feed.take_snapshot(context.engine)
             async for page in feed.replay(
-                context.engine, position, progress.seen, rights.lane_list, wanted_kinds
+                context.engine,
+                position,
+                progress.seen,
+                rights.lane_list,
+                wanted_kinds,
+                wanted=wanted,
             ):
                 await rights.check_token()
                 for item in page:

@@ -19,12 +19,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import asyncpg
-from sqlalchemy import Text, bindparam, cast, func, select
+from sqlalchemy import Executable, Text, bindparam, cast, func, select
+from sqlalchemy import text as sql_text
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.types import UserDefinedType
 
 from store import tables as t
 from store.errors import InvalidInputError
+from store.feed import filters
+from store.feed.filters import FeedFilter
 from store.kinds.record.model import AuditEvent
 from store.pool import json_codecs, plain_url
 from store.reads.pages import position_cursor
@@ -168,6 +172,9 @@ class FeedEvent:
     event: AuditEvent
     txid: int
     named: Named = NOTHING_NAMED
+    # Every membership of its record (`filters.memberships`), read with it while some
+    # subscriber filters on a gather; None: not read.
+    held: filters.Held | None = None
 
     @property
     def seq(self) -> int:
@@ -194,6 +201,16 @@ async def with_named(db: Reader, events: list[FeedEvent]) -> list[FeedEvent]:
     if named is NOTHING_NAMED:
         return events
     return [replace(e, named=named) for e in events]
+
+
+async def with_memberships(db: Reader, events: list[FeedEvent]) -> list[FeedEvent]:
+    """`events` with the memberships of their records (one statement)."""
+    found = await filters.memberships(db, [e.event for e in events])
+    none: tuple[filters.Membership, ...] = ()
+    return [
+        replace(e, held=found.get(e.event.record_id, none) if e.event.record_id else none)
+        for e in events
+    ]
 
 
 Sink = Callable[[Sequence[FeedEvent]], None]
@@ -272,10 +289,12 @@ class FeedReader:
         fetch_size: int = 500,
         max_backoff: float = 5.0,
         notices: Mapping[str, Notice] | None = None,
+        memberships_wanted: Callable[[], bool] = lambda: False,
     ) -> None:
         self.database_url = plain_url(database_url)
         self.sink = sink
         self.wanted = wanted
+        self.memberships_wanted = memberships_wanted
         # Channels LISTENed on the reader's own connection (rare notifications only:
         # the events themselves are polled, keeping NOTIFY off the write path).
         self.notices = dict(notices or {})
@@ -383,7 +402,7 @@ class FeedReader:
             current = Snapshot.from_row(rows[0])
             fresh = [FeedEvent.from_row(r) for r in events if r["seq"] not in self._partial]
             # Read before the snapshot moves on: a failed read is repeated whole.
-            fresh = await with_named(conn, fresh)
+            fresh = await self._with_context(conn, fresh)
             self._snapshot = current
             self._hand_out(self._orderer.release(fresh, current, time.monotonic()))
             self._partial.clear()
@@ -405,12 +424,22 @@ class FeedReader:
                 if not rows:
                     break
                 fresh = [FeedEvent.from_row(r) for r in rows if r["seq"] not in self._partial]
-                fresh = await with_named(conn, fresh)
+                fresh = await self._with_context(conn, fresh)
                 self._hand_out(self._orderer.release(fresh, current, time.monotonic()))
         # Rows of this read are now behind the snapshot; the next read cannot return them.
         self._snapshot = current
         self._hand_out(self._orderer.release((), current, time.monotonic()))
         self._partial.clear()
+
+    async def _with_context(
+        self, conn: asyncpg.Connection, events: list[FeedEvent]
+    ) -> list[FeedEvent]:
+        """What subscribers decide on beside the events: the lanes their payloads name,
+        and while some subscriber filters on a gather, their records' memberships."""
+        events = await with_named(conn, events)
+        if events and self.memberships_wanted():
+            events = await with_memberships(conn, events)
+        return events
 
     def _hand_out(self, events: list[FeedEvent]) -> None:
         if not events:
@@ -486,9 +515,11 @@ async def replay(
     lanes: Callable[[], Awaitable[Sequence[str]]],
     kinds: Sequence[str],
     page: int = REPLAY_PAGE,
+    wanted: FeedFilter | None = None,
 ) -> AsyncIterator[list[FeedEvent]]:
     """Pages of the events after `after` visible in `snapshot`, in seq order, their
-    payloads as a reader of those lanes may see them.
+    payloads as a reader of those lanes may see them; with `wanted`, only the events
+    it admits (read by index: `filters.replay_text`).
 
     `lanes` is awaited before each page for the lanes readable then, so rights
     that narrow during a long replay apply to the rest of it. Each page is its own
@@ -499,7 +530,7 @@ async def replay(
     position = after
     while True:
         readable: Sequence[str] = await lanes()
-        statement = (
+        statement: Executable = (
             select(ev)
             .where(
                 ev.c.seq > position,
@@ -513,6 +544,8 @@ async def replay(
             .order_by(ev.c.seq)
             .limit(page)
         )
+        if wanted is not None and not wanted.everything:
+            statement = _filtered(wanted, position, as_text, readable, kinds, page)
         async with engine.connect() as conn:
             rows = (await conn.execute(statement)).mappings().all()
             events = [FeedEvent.from_row(r) for r in rows]
@@ -521,11 +554,47 @@ async def replay(
                 driver = (await conn.get_raw_connection()).driver_connection
                 assert driver is not None
                 events = await with_named(driver, events)
+                if wanted is not None and wanted.needs_memberships:
+                    events = await with_memberships(driver, events)
         if not rows:
             return
         seen = frozenset(readable)
-        events = [e.for_reader(seen) for e in events]
-        yield events
         position = events[-1].seq
+        events = [e.for_reader(seen) for e in events]
+        if wanted is not None and wanted.record_ids is not None:
+            # A payload naming a record the reader may not read does not make it wanted.
+            events = [e for e in events if wanted.names(e.event)]
+        yield events
         if len(rows) < page:
             return
+
+
+_FILTERED_COLUMNS = (
+    "e.seq, e.id, e.kind, e.record_id, e.lane, e.actor, e.at, e.payload, e.version_before, "
+    "e.version_after, e.object_kind, e.txid::text::bigint AS txid"
+)
+_FILTERED_COMMON = f"""e.seq > :position
+    AND pg_visible_in_snapshot(e.txid, CAST(:snapshot AS pg_snapshot))
+    AND {RULE.event("e", CORE_LANES)} AND e.kind = ANY(CAST(:kinds AS text[]))"""
+
+
+def _filtered(
+    wanted: FeedFilter,
+    position: int,
+    snapshot: str,
+    readable: Sequence[str],
+    kinds: Sequence[str],
+    page: int,
+) -> Executable:
+    """A replay page of the events `wanted` admits (`filters.replay_text`)."""
+    sql = filters.replay_text(wanted, _FILTERED_COLUMNS, _FILTERED_COMMON)
+    values = wanted.sql("e", CORE_LANES).values
+    bound = sql_text(sql).bindparams(
+        position=position,
+        snapshot=snapshot,
+        lanes=list(readable),
+        kinds=list(kinds),
+        page=page,
+        **values,
+    )
+    return bound.columns(payload=JSONB)

@@ -187,6 +187,10 @@ class Rule:
         """`left_at`, for a membership already read."""
         return None if at is not None and left_at is not None and left_at > at else left_at
 
+    def was_held(self, recorded_from: D, recorded_to: D | None, at: D) -> bool:
+        """`held` at the instant `at`, for a membership already read."""
+        return recorded_from <= at and (recorded_to is None or recorded_to > at)
+
     def member(self, t: str, lanes: str, at: str | None) -> str:
         """SQL: a membership the caller may see, held now (or at `at`)."""
         return f"{self.lane(t, lanes)} AND {self.held(t, at)}"
