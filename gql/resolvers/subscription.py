@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import AsyncGenerator, Hashable, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from functools import partial
@@ -20,21 +19,34 @@ from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.schema.base import BaseSchema
 from strawberry.types.execution import PreExecutionError
 
-from gql.auth import BAD_TOKEN, socket_authorization
 from gql.context import Context
-from gql.errors import MASKED_MESSAGE
-from gql.feed_hub import Bearer, Closed, Direct, FeedHub, FeedUnavailableError, Progress, Rendered
+from gql.feed_hub import Closed, Direct, FeedUnavailableError, Progress, Rendered
 from gql.resolvers.feed_filters import (
     MATCH_HELP,
     MODE_HELP,
     RECORD_IDS_HELP,
     FeedArguments,
 )
+from gql.resolvers.feed_rights import (
+    FeedFailedError,
+    FeedStoppedError,
+    Rights,
+    SubscriberTooSlowError,
+    token_revoked,
+)
+from gql.resolvers.watch import (
+    AFTER_HELP,
+    INITIAL_HELP,
+    WATCH_HELP,
+    WATCH_MATCH_HELP,
+    WatchChange,
+    watch_changes,
+)
 from gql.session import Caller, Services, Session, UnauthenticatedError
 from gql.types import AuditEvent, GatherMode, Info
-from gql.websocket import Outlet, close_socket_after_operation, current_outlet
+from gql.websocket import Outlet, current_outlet
 from policies.errors import PolicyError
-from store.errors import InvalidInputError, NoPolicyError, StoreError
+from store.errors import InvalidInputError, StoreError
 from store.feed import live as feed
 from store.kinds.policy.in_force import PolicyVersion
 from store.ledger.events import check_kinds
@@ -44,114 +56,6 @@ from store.ledger.events import check_kinds
 SENDS_PER_YIELD = 64
 
 log = logging.getLogger("edgeloom.feed")
-
-
-class SubscriberTooSlowError(StoreError):
-    """A subscriber fell so far behind the feed that it was closed."""
-
-    code = "CONFLICT"
-
-    def __init__(self, last_cursor: str | None, queued: int) -> None:
-        resume = (
-            f'subscribe again with after: "{last_cursor}" (the last event delivered) '
-            "to resume without a gap"
-            if last_cursor is not None
-            else "subscribe again with after set to the last cursor you processed"
-        )
-        super().__init__(
-            f"this subscription fell more than {queued} batches behind the live feed "
-            f"and was closed; {resume}"
-        )
-        self.last_cursor = last_cursor
-
-    def extensions(self) -> dict[str, object]:
-        return {"reason": "SLOW_SUBSCRIBER", "resumeAfter": self.last_cursor}
-
-
-class FeedStoppedError(StoreError):
-    """The gateway is shutting down."""
-
-    def __init__(self, last_cursor: str | None) -> None:
-        super().__init__(
-            "the gateway is shutting down; subscribe again (on any replica) with after: "
-            f'"{last_cursor}"'
-            if last_cursor is not None
-            else "the gateway is shutting down; subscribe again"
-        )
-        self.last_cursor = last_cursor
-
-    def extensions(self) -> dict[str, object]:
-        return {"resumeAfter": self.last_cursor}
-
-
-class FeedFailedError(StoreError):
-    """An unexpected failure while serving a subscription (logged, not shown)."""
-
-    code = "INTERNAL_SERVER_ERROR"
-
-    def __init__(self) -> None:
-        super().__init__(MASKED_MESSAGE)
-
-
-class _Rights:
-    """What the subscriber may read, under the policy and the token as they are now."""
-
-    def __init__(self, context: Context, hub: FeedHub) -> None:
-        self.context = context
-        self.hub = hub
-        self.agent = context.agent_name()
-        self._version = -1
-        self._lanes: frozenset[str] = frozenset()
-        self.policy: PolicyVersion | None = None
-        self._token_checked = time.monotonic()
-        raw = socket_authorization(context.connection_params)
-        # A development gateway's anonymous agent holds no token.
-        self.bearer = (
-            None if raw is None else Bearer(raw.strip().partition(" ")[2].strip(), self.agent)
-        )
-
-    async def lanes(self) -> frozenset[str]:
-        in_force = await self.hub.policy()
-        if in_force is None:
-            raise NoPolicyError()
-        if in_force.version != self._version:
-            # An agent the new policy no longer declares is refused here (UNAUTHENTICATED).
-            profile = in_force.policy.agent(self.agent)
-            self._lanes = frozenset(profile.readable_lanes(in_force.policy))
-            self._version = in_force.version
-            self.policy = in_force
-        return self._lanes
-
-    @property
-    def readable(self) -> frozenset[str]:
-        """The lanes as last decided by `lanes()`."""
-        return self._lanes
-
-    @property
-    def key(self) -> Hashable:
-        """What a rendering depends on besides the operation: reads are decided by the
-        lanes the policy lets the caller read, nothing else about the caller."""
-        return (self._version, self._lanes)
-
-    async def lane_list(self) -> Sequence[str]:
-        return sorted(await self.lanes())
-
-    async def check_token(self, force: bool = False) -> None:
-        """Refuse from now on if the socket's token has been revoked."""
-        now = time.monotonic()
-        if not force and now - self._token_checked < self.hub.options.token_recheck_seconds:
-            return
-        self._token_checked = now
-        if self.bearer is not None and await self.hub.token_agent(self.bearer.secret) != self.agent:
-            raise _token_revoked()
-
-
-def _token_revoked() -> UnauthenticatedError:
-    """The refusal that ends a subscription whose token was revoked; its socket, which
-    holds that token for every operation, is closed after it (as connection_init
-    with a revoked token is)."""
-    close_socket_after_operation(4403, "Forbidden: the token was revoked")
-    return UnauthenticatedError(BAD_TOKEN)
 
 
 @strawberry.type(description="Live streams over WebSocket (graphql-transport-ws).")
@@ -222,6 +126,28 @@ class Subscription:
                 log.error("auditEvents subscription failed", exc_info=exc)
                 raise FeedFailedError() from exc
 
+    @strawberry.subscription(description=WATCH_HELP)
+    async def watch(
+        self,
+        info: Info,
+        match: Annotated[list[str], strawberry.argument(description=WATCH_MATCH_HELP)],
+        mode: Annotated[
+            GatherMode | None, strawberry.argument(description=MODE_HELP)
+        ] = GatherMode.INTERSECT,
+        initial: Annotated[bool | None, strawberry.argument(description=INITIAL_HELP)] = False,
+        after: Annotated[str | None, strawberry.argument(description=AFTER_HELP)] = None,
+    ) -> AsyncGenerator[WatchChange, None]:
+        stream = watch_changes(info.context, match, mode, bool(initial), after)
+        async with aclosing(stream):
+            try:
+                async for change in stream:
+                    yield change
+            except (PolicyError, StoreError, UnauthenticatedError, WebSocketDisconnected):
+                raise
+            except Exception as exc:
+                log.error("watch subscription failed", exc_info=exc)
+                raise FeedFailedError() from exc
+
 
 @dataclass
 class _RenderContext(Context):
@@ -285,7 +211,7 @@ async def _audit_events(
     if hub is None:
         raise FeedUnavailableError()
     outlet = current_outlet.get() if hub.options.share_renderings else None
-    rights = _Rights(context, hub)
+    rights = Rights(context, hub)
     wanted_kinds = check_kinds(kinds)
     readable = await rights.lanes()
     if lanes is not None:
@@ -315,7 +241,7 @@ async def _audit_events(
                 await rights.check_token()
                 for item in page:
                     if subscriber.revoked:  # found by the hub (a notified revocation)
-                        raise _token_revoked()
+                        raise token_revoked()
                     if subscriber.wants(item):
                         context.begin_operation()
                         yield AuditEvent.from_domain(item.event)
@@ -329,7 +255,7 @@ async def _audit_events(
                 pending, subscriber.pending = subscriber.pending, None
                 await pending  # what the hub began sending comes first
             if subscriber.revoked:  # found by the hub's own check of the token
-                raise _token_revoked()
+                raise token_revoked()
             await rights.check_token()
             if batch is None:
                 continue
@@ -364,7 +290,7 @@ async def _audit_events(
 
 
 def _direct(
-    rights: _Rights,
+    rights: Rights,
     schema: BaseSchema,
     outlet: Outlet | None,
     services: Services,

@@ -1,0 +1,185 @@
+"""`watch`: the live membership of one gather, the blackboard an agent team works on.
+
+A watch is the feed filtered on a gather (`store.feed.filters`), each event told as what
+it does to the gather's membership: a record JOINED it, LEFT it, or CHANGED on it. With
+`initial`, the members first, read in one snapshot, and then every change that snapshot
+could not see, the seam the replay uses (docs/feed.md).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncGenerator, Sequence
+
+import strawberry
+
+from gql.context import Context
+from gql.feed_hub import Closed, FeedUnavailableError, Progress
+from gql.resolvers.feed_filters import FeedArguments
+from gql.resolvers.feed_rights import (
+    FeedStoppedError,
+    Rights,
+    SubscriberTooSlowError,
+    token_revoked,
+)
+from gql.types import GatherMode, Record
+from store.errors import InvalidInputError
+from store.feed import live as feed
+from store.feed.filters import Change, FeedFilter
+from store.kinds.record import queries
+from store.ledger.events import check_kinds
+from store.reads.pages import MAX_PAGE
+from store.reads.visibility import RULE
+
+WATCH_HELP = (
+    "The live membership of one gather (the records `gather(match:, mode:)` returns): a "
+    "change each time a record joins it, leaves it, or changes while on it (its content, "
+    "its properties, a connection, group, chain or correction on it). With `initial: "
+    "true`, the current members first, as JOINED; then live. To resume without a gap, "
+    "subscribe again with `after` set to the last change's cursor (and no `initial`)."
+)
+WATCH_MATCH_HELP = (
+    "The gather to watch: edge properties `label:value`, combined by `mode`, as "
+    "`gather(match:)` takes them."
+)
+INITIAL_HELP = (
+    "Start with the gather's current members, each as JOINED (all carrying the same "
+    "cursor: the feed's position when they were read)."
+)
+AFTER_HELP = (
+    "Resume after this cursor (a change's `cursor`): the changes since, replayed from the "
+    "table, then live. Not together with `initial`."
+)
+
+
+@strawberry.enum(description="What a change does to a watched gather's membership.")
+class WatchChangeKind(enum.Enum):
+    JOINED = strawberry.enum_value(
+        "JOINED", description="the record is on the gather now, and was not before"
+    )
+    LEFT = strawberry.enum_value("LEFT", description="the record was on the gather, and is not now")
+    CHANGED = strawberry.enum_value(
+        "CHANGED", description="the record changed and is on the gather before and after"
+    )
+
+
+@strawberry.type(description="One change to the membership of a watched gather.")
+class WatchChange:
+    change: WatchChangeKind
+    record: Record = strawberry.field(
+        description="The record as the change left it (for an initial member: as it is)."
+    )
+    cursor: str = strawberry.field(
+        description="The feed position of the change; pass as `after` to resume after it."
+    )
+
+
+_KINDS = {c: WatchChangeKind(c.value) for c in Change}
+
+
+async def watch_changes(
+    context: Context,
+    match: Sequence[str],
+    mode: GatherMode | None,
+    initial: bool,
+    after: str | None,
+) -> AsyncGenerator[WatchChange, None]:
+    """The changes of one watch, as `WATCH_HELP` says."""
+    hub = context.services.feed
+    if hub is None:
+        raise FeedUnavailableError()
+    if initial and after is not None:
+        raise InvalidInputError(
+            "watch takes initial: true (start from the current members) or after (resume "
+            "from a cursor), not both"
+        )
+    rights = Rights(context, hub)
+    await rights.lanes()
+    wanted = await FeedArguments(match, mode, None).resolve(context)
+    kinds = check_kinds(None)
+    position = None if after is None else await feed.check_cursor(context.engine, after)
+    progress = Progress(last=after, start=position or 0)
+    async with hub.subscribe(None, kinds, ("watch",), rights.bearer, wanted) as subscriber:
+        if position is not None:
+            progress.seen = await feed.take_snapshot(context.engine)
+            async for page in feed.replay(
+                context.engine, position, progress.seen, rights.lane_list, kinds, wanted=wanted
+            ):
+                await rights.check_token()
+                for item in page:
+                    if subscriber.revoked:
+                        raise token_revoked()
+                    change = await _change(context, wanted, item)
+                    if change is not None:
+                        yield change
+                    progress.last = item.cursor
+        elif initial:
+            async for change in _members(context, wanted, progress):
+                yield change
+        while True:
+            batch = await subscriber.next()
+            if subscriber.revoked:
+                raise token_revoked()
+            await rights.check_token()
+            if batch is None:
+                continue
+            if batch is Closed.TOO_SLOW:
+                raise SubscriberTooSlowError(progress.last, hub.options.queue_batches)
+            if batch is Closed.STOPPING:
+                raise FeedStoppedError(progress.last)
+            assert not isinstance(batch, Closed)
+            allowed = batch.allowed(await rights.lanes())
+            for item in progress.due(batch, allowed):
+                change = await _change(context, wanted, item)
+                if change is not None:
+                    yield change
+                progress.last = item.cursor
+
+
+async def _change(context: Context, wanted: FeedFilter, item: feed.FeedEvent) -> WatchChange | None:
+    """The change `item` makes to the gather, with its record as the change left it."""
+    kind = wanted.change(item.event, item.held or ())
+    record_id = item.event.record_id
+    if kind is None or record_id is None:
+        return None
+    context.begin_operation()
+    found = await context.records([record_id], item.event.at)
+    if record_id not in found:
+        return None  # not readable (any more): as if it did not exist
+    record = Record.from_domain(found[record_id], item.event.at)
+    return WatchChange(change=_KINDS[kind], record=record, cursor=item.cursor)
+
+
+_POSITION = "SELECT pg_current_snapshot()::text, coalesce(max(seq), 0) FROM audit_events"
+
+
+async def _members(
+    context: Context, wanted: FeedFilter, progress: Progress
+) -> AsyncGenerator[WatchChange, None]:
+    """The gather's members as JOINED, read with the feed's position in one snapshot;
+    `progress` then lets through only the changes that snapshot could not see."""
+    props = [str(p) for p in wanted.match or ()]
+    mode = queries.GatherMode.UNION if wanted.union else queries.GatherMode.INTERSECT
+    ids: list[str] = []
+    async with context.read() as (db, lanes):
+        row = await db.fetchrow(_POSITION)
+        assert row is not None
+        snapshot, newest = feed.Snapshot.parse(row[0]), int(row[1])
+        cursor: str | None = None
+        while props:
+            page = await queries.gather(
+                db, props, mode, RULE.chosen(lanes, None), None, MAX_PAGE, cursor, count=False
+            )
+            ids += page.items
+            if not page.has_next_page:
+                break
+            cursor = page.end_cursor
+        found = await context.records(ids, None)
+    # Every event the snapshot saw is in the members read; only the others come live.
+    progress.seen, progress.start = snapshot, 0
+    at = str(newest)
+    for record_id in ids:
+        if record_id in found:
+            record = Record.from_domain(found[record_id])
+            yield WatchChange(change=WatchChangeKind.JOINED, record=record, cursor=at)
+    progress.last = at

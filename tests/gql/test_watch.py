@@ -1,0 +1,85 @@
+"""watch over a real socket: the current members as JOINED, then records joining, changing
+on and leaving the gather live, and a resume from a cursor with no gap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.gql._api import ADD, REMOVE, UPDATE, ingest, unique
+from tests.gql._feed import FeedClient, feed_client
+from tests.support import Gateway
+
+WATCH = """
+subscription($match: [String!]!, $mode: GatherMode, $initial: Boolean, $after: String) {
+  watch(match: $match, mode: $mode, initial: $initial, after: $after) {
+    change cursor record { id content properties version }
+  }
+}
+"""
+
+
+async def changes(client: FeedClient, op: str, count: int) -> list[dict[str, Any]]:
+    got = []
+    for _ in range(count):
+        message = await client.message(op)
+        assert message["type"] == "next" and "errors" not in message["payload"], message
+        got.append(message["payload"]["data"]["watch"])
+    return got
+
+
+def told(found: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    return [(c["change"], c["record"]["id"], c["record"]["content"]) for c in found]
+
+
+async def test_watch_starts_with_the_members_then_follows_the_gather(gateway: Gateway) -> None:
+    project, team = unique("project:"), unique("team:")
+    first = await ingest(gateway, "first", [project])
+    second = await ingest(gateway, "second", [project, team])
+    await ingest(gateway, "elsewhere", [team])
+    async with feed_client(gateway) as client:
+        await client.subscribe("w", WATCH, match=[project], initial=True)
+        await client.subscribe("both", WATCH, match=[project, team], initial=True)
+        members = await changes(client, "w", 2)
+        assert sorted(told(members)) == sorted(
+            [("JOINED", first["id"], "first"), ("JOINED", second["id"], "second")]
+        )
+        assert len({m["cursor"] for m in members}) == 1
+        assert told(await changes(client, "both", 1)) == [("JOINED", second["id"], "second")]
+
+        third = await ingest(gateway, "third", [project])
+        await gateway.data(UPDATE, {"id": first["id"], "content": "first, revised"})
+        await gateway.data(REMOVE, {"id": second["id"], "properties": [project]})
+        await ingest(gateway, "not on it", [unique("project:")])
+        await gateway.data(ADD, {"id": third["id"], "properties": [team]})
+        live = await changes(client, "w", 4)
+        both = await changes(client, "both", 2)
+        await client.nothing("w", 0.5)
+        await client.nothing("both", 0.3)
+    assert told(live) == [
+        ("JOINED", third["id"], "third"),
+        ("CHANGED", first["id"], "first, revised"),
+        ("LEFT", second["id"], "second"),
+        ("CHANGED", third["id"], "third"),
+    ]
+    # The record as the change left it: the member that left no longer carries it.
+    assert project not in live[2]["record"]["properties"]
+    assert told(both) == [("LEFT", second["id"], "second"), ("JOINED", third["id"], "third")]
+
+    # A resume from the members' cursor, or from any change's, misses nothing.
+    async with feed_client(gateway) as client:
+        await client.subscribe("all", WATCH, match=[project], after=members[0]["cursor"])
+        await client.subscribe("rest", WATCH, match=[project], after=live[1]["cursor"])
+        assert await changes(client, "all", 4) == live
+        assert await changes(client, "rest", 2) == live[2:]
+        await client.nothing("all", 0.3)
+
+
+async def test_watch_refuses_initial_with_a_cursor(gateway: Gateway) -> None:
+    async with feed_client(gateway) as client:
+        await client.subscribe("w", WATCH, match=["project:x"], initial=True, after="0")
+        error = await client.error("w")
+    assert error["message"] == (
+        "watch takes initial: true (start from the current members) or after (resume "
+        "from a cursor), not both"
+    )
+    assert error["extensions"]["code"] == "BAD_USER_INPUT"
