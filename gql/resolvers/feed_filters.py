@@ -25,6 +25,7 @@ MODE_HELP = (
     "How `match` combines its edge properties: INTERSECT (records carrying every one) "
     "or UNION (any one); TIMELINE is UNION here, the feed's order being its own."
 )
+ACTORS_HELP = "Only events written by these agents (the events' `actor`)."
 RECORD_IDS_HELP = (
     f"Only events about these records (exact ids or unique prefixes, at most "
     f"{MAX_RECORD_IDS}, resolved among the records you may read) and about what is "
@@ -40,6 +41,7 @@ class FeedArguments:
     match: Sequence[str] | None
     mode: GatherMode | None
     record_ids: Sequence[str] | None
+    actors: Sequence[str] | None = None
 
     async def resolve(self, context: Context) -> FeedFilter:
         """The filter, checked: properties parsed, record ids resolved with the caller's
@@ -61,4 +63,4 @@ class FeedArguments:
             async with context.read() as (db, lanes):
                 ids = [await resolve_id(db, ident, lanes) for ident in self.record_ids]
         union = self.mode in (GatherMode.UNION, GatherMode.TIMELINE)
-        return FeedFilter.of(self.match, union, ids)
+        return FeedFilter.of(self.match, union, ids, self.actors)

@@ -22,6 +22,7 @@ from strawberry.types.execution import PreExecutionError
 from gql.context import Context
 from gql.feed_hub import Closed, Direct, FeedUnavailableError, Progress, Rendered
 from gql.resolvers.feed_filters import (
+    ACTORS_HELP,
     MATCH_HELP,
     MODE_HELP,
     RECORD_IDS_HELP,
@@ -104,13 +105,14 @@ class Subscription:
         record_ids: Annotated[
             list[strawberry.ID] | None, strawberry.argument(description=RECORD_IDS_HELP)
         ] = None,
+        actors: Annotated[list[str] | None, strawberry.argument(description=ACTORS_HELP)] = None,
     ) -> AsyncGenerator[AuditEvent, None]:
         if isinstance(info.context, _RenderContext):
             # Rendering for a group of subscribers: the events are given.
             for item in info.context.events:
                 yield AuditEvent.from_domain(item.event)
             return
-        wanted = FeedArguments(match, mode, record_ids)
+        wanted = FeedArguments(match, mode, record_ids, actors)
         stream = _audit_events(info.context, info.schema, after, lanes, kinds, wanted)
         async with aclosing(stream):
             try:

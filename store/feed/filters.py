@@ -93,19 +93,31 @@ class FeedFilter:
     match: tuple[Property, ...] | None = None
     union: bool = False
     record_ids: frozenset[str] | None = None
+    # The agents whose events are wanted (None: every agent's).
+    actors: frozenset[str] | None = None
 
     @classmethod
     def of(
-        cls, match: Sequence[str] | None, union: bool, record_ids: Sequence[str] | None
+        cls,
+        match: Sequence[str] | None,
+        union: bool,
+        record_ids: Sequence[str] | None,
+        actors: Sequence[str] | None = None,
     ) -> FeedFilter:
         """The filter of a subscription's arguments (`record_ids` already resolved)."""
         props = None if match is None else tuple(gather_properties(match))
         ids = None if record_ids is None else frozenset(record_ids)
-        return cls(props, union and props is not None, ids)
+        who = None if actors is None else frozenset(actors)
+        return cls(props, union and props is not None, ids, who)
 
     @property
     def everything(self) -> bool:
-        return self.match is None and self.record_ids is None
+        return self.about_records is False and self.actors is None
+
+    @property
+    def about_records(self) -> bool:
+        """Whether it follows records (`match`, `record_ids`): its replay reads by record."""
+        return self.match is not None or self.record_ids is not None
 
     @property
     def needs_memberships(self) -> bool:
@@ -138,6 +150,8 @@ class FeedFilter:
     def admits(self, event: AuditEvent, held: Held) -> bool:
         """Whether a subscriber with this filter wants `event` (as its reader sees it:
         a record hidden from the reader in a payload does not make it wanted)."""
+        if self.actors is not None and event.actor not in self.actors:
+            return False
         if self.match is not None and self.change(event, held) is None:
             return False
         return self.record_ids is None or self.names(event)
@@ -157,6 +171,9 @@ class FeedFilter:
             values[f"fp_label_{n}"], values[f"fp_value_{n}"] = prop.label, prop.value
         conditions: list[str] = []
         candidates: list[str] = []
+        if self.actors is not None:
+            values["actors"] = sorted(self.actors)
+            conditions.append(f"{e}.actor = ANY(CAST(:actors AS text[]))")
         if self.match is not None:
             conditions.append(self._gather_sql(e))
             # Every record ever on the gather carried its first property (INTERSECT) or
@@ -251,7 +268,8 @@ async def memberships(db: Reader, events: Sequence[AuditEvent]) -> Memberships:
 
 def replay_text(f: FeedFilter, columns: str, common: str) -> str:
     """SQL: the first `:page` events meeting `common` (the replay's position, snapshot,
-    lanes and kinds, over `e`) and the filter `f`, in seq order.
+    lanes and kinds, over `e`) and the filter `f` (one that follows records), in seq
+    order.
 
     Each record concerned is read on its own (`ix_audit_events_record_id_seq`, its
     events after the cursor in order, at most a page), and the events naming the given

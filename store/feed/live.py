@@ -530,7 +530,7 @@ async def replay(
     position = after
     while True:
         readable: Sequence[str] = await lanes()
-        statement: Executable = (
+        query = (
             select(ev)
             .where(
                 ev.c.seq > position,
@@ -544,7 +544,10 @@ async def replay(
             .order_by(ev.c.seq)
             .limit(page)
         )
-        if wanted is not None and not wanted.everything:
+        if wanted is not None and wanted.actors is not None:
+            query = query.where(ev.c.actor.in_(sorted(wanted.actors)))
+        statement: Executable = query
+        if wanted is not None and wanted.about_records:
             statement = _filtered(wanted, position, as_text, readable, kinds, page)
         async with engine.connect() as conn:
             rows = (await conn.execute(statement)).mappings().all()

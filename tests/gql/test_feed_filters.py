@@ -18,9 +18,9 @@ from tests.support import Gateway, plan_nodes, sql
 
 FILTERED = f"""
 subscription($after: String, $match: [String!], $mode: GatherMode, $recordIds: [ID!],
-             $kinds: [String!]) {{
+             $kinds: [String!], $actors: [String!]) {{
   auditEvents(after: $after, match: $match, mode: $mode, recordIds: $recordIds,
-              kinds: $kinds) {{ {FIELDS} }}
+              kinds: $kinds, actors: $actors) {{ {FIELDS} }}
 }}
 """
 
@@ -174,3 +174,17 @@ async def test_a_filtered_subscription_gets_nothing_of_an_unreadable_lane(crm: G
         await client.subscribe("hidden", FILTERED, recordIds=[note["id"]])
         error = await client.error("hidden")
         assert error["extensions"]["code"] == "NOT_FOUND", error
+
+
+async def test_actors_narrow_the_feed_to_some_agents(crm: Gateway) -> None:
+    minted = await mint(crm, "curator", "planner")
+    start = await newest_cursor(crm)
+    async with feed_client(crm, minted["curator"]) as client:
+        await client.subscribe("resumed", FILTERED, actors=["planner"], after=start)
+        for n, agent in enumerate(["curator", "planner", "curator", "planner"]):
+            await crm.data(
+                INGEST, {"input": {"content": f"note {n}", "lane": "notes"}}, minted[agent]
+            )
+        got = await client.events("resumed", 2)
+        await client.nothing("resumed", 0.5)
+    assert [(e["actor"], e["kind"]) for e in got] == [("planner", "sr_ingested")] * 2
