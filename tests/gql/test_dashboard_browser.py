@@ -221,3 +221,53 @@ async def test_the_neighbourhood_draws_typed_edges_with_their_evidence(gateway: 
     assert shown[related["id"]][1].endswith("\nasserted, no evidence")
     assert info is not None and "2 typed edges" in info
     assert outside == [] and errors == []
+
+
+async def test_the_filter_is_the_servers_and_a_pause_misses_nothing(gateway: Gateway) -> None:
+    executable = browser_or_skip()
+    from playwright.async_api import async_playwright
+
+    topic = unique("topic:filtered-")
+    after = await newest_cursor(gateway)
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=executable, args=ARGS)
+        try:
+            page, outside, errors = await open_page(browser, gateway, f"/dashboard?after={after}")
+            await page.wait_for_selector("#status.live", timeout=20_000)
+            await page.fill("#f-match", topic)
+            await page.fill("#f-agent", "dev")
+            await page.click("#apply")
+            await page.wait_for_function(
+                "() => document.getElementById('status').textContent === 'live · filtered'",
+                timeout=20_000,
+            )
+            other = await ingest(gateway, "not on the topic", [unique("topic:")])
+            on_it = await ingest(gateway, "on the topic", [topic])
+            await page.wait_for_selector(f'#events tr[data-record="{on_it["id"]}"]', timeout=20_000)
+
+            await page.click("#pause")
+            await page.wait_for_selector("#status.paused", timeout=20_000)
+            while_paused = await ingest(gateway, "written during the pause", [topic])
+            await page.wait_for_timeout(1000)
+            shown_paused = await page.query_selector(
+                f'#events tr[data-record="{while_paused["id"]}"]'
+            )
+            await page.click("#pause")  # resume, after the last event shown
+            await page.wait_for_selector(
+                f'#events tr[data-record="{while_paused["id"]}"]', timeout=20_000
+            )
+            await page.wait_for_timeout(500)
+            received = await page.evaluate("() => window.edgeloomDashboard.state.received")
+            rows = await page.eval_on_selector_all(
+                "#events tr", "rows => rows.map(r => r.dataset.record)"
+            )
+            shot = await page.screenshot(full_page=True)
+        finally:
+            await browser.close()
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "dashboard-filtered.png").write_bytes(shot)
+    assert shown_paused is None
+    # The gateway sent only what the filter admits: the other record never reached the page.
+    assert received == 2
+    assert rows == [while_paused["id"], on_it["id"]] and other["id"] not in rows
+    assert outside == [] and errors == []

@@ -8,9 +8,14 @@
   const MAX_ROWS = 300;
   const WINDOW_SECONDS = 60;
   const PALETTE = ["#5fb3f9", "#f9a65f", "#7ddc8a", "#e27de2", "#f2df6b", "#6be0e0", "#ff7b7b", "#b59bff"];
-  const FEED = `subscription($after: String) {
-    auditEvents(after: $after) { id cursor kind recordId lane actor at }
+  // The filters are the subscription's own arguments: the gateway sends only what they admit.
+  const FEED = `subscription($after: String, $kinds: [String!], $lanes: [String!],
+                             $actors: [String!], $match: [String!]) {
+    auditEvents(after: $after, kinds: $kinds, lanes: $lanes, actors: $actors, match: $match) {
+      id cursor kind recordId lane actor at
+    }
   }`;
+  const FILTERS = { kind: "kinds", lane: "lanes", agent: "actors", match: "match" };
   const NEIGHBOURHOOD = `query($id: ID!) {
     record(id: $id) {
       id lane sourceType version content
@@ -41,7 +46,21 @@
     socket: null,
     retries: 0,
     stopped: false,
+    paused: false,
+    operation: null, // the id of the socket's one subscription
+    // Messages the socket delivered (events), whatever is shown: the filters are the server's.
+    received: 0,
+    filters: {},
   };
+  for (const [field, argument] of Object.entries(FILTERS)) {
+    const values = listed(params.get(field) || "");
+    if (values.length) state.filters[argument] = values;
+    $(`f-${field}`).value = values.join(", ");
+  }
+
+  function listed(text) {
+    return text.split(",").map((v) => v.trim()).filter((v) => v);
+  }
   let cy = null;
   window.edgeloomDashboard = { state, graph: () => cy };
 
@@ -87,6 +106,7 @@
     $("forget").hidden = !state.token;
     $("login").hidden = true;
     $("board").hidden = false;
+    $("filters").hidden = false;
     state.stopped = false;
     connect();
   }
@@ -94,6 +114,7 @@
   function showLogin(problem) {
     state.stopped = true;
     $("board").hidden = true;
+    $("filters").hidden = true;
     $("login").hidden = false;
     $("forget").hidden = true;
     setStatus("down", "needs a token");
@@ -122,6 +143,7 @@
     setStatus("", "connecting…");
     const ws = new WebSocket(socketUrl, "graphql-transport-ws");
     state.socket = ws;
+    state.operation = null;
     const send = (message) => ws.send(JSON.stringify(message));
     ws.onopen = () => {
       send({ type: "connection_init", payload: state.token ? { authorization: `Bearer ${state.token}` } : {} });
@@ -129,22 +151,21 @@
     ws.onmessage = (raw) => {
       const message = JSON.parse(raw.data);
       if (message.type === "connection_ack") {
-        const variables = state.last ? { after: state.last } : {};
-        send({ id: "feed", type: "subscribe", payload: { query: FEED, variables } });
-        setStatus("live", "live");
         state.retries = 0;
+        if (!state.paused) subscribe();
       } else if (message.type === "ping") {
         send({ type: "pong" });
       } else if (message.type === "next") {
+        if (message.id !== state.operation) return; // a subscription since replaced
         if (message.payload.errors) {
           ended(message.payload.errors[0]);
         } else {
           shown(message.payload.data.auditEvents);
         }
       } else if (message.type === "error") {
-        ended(message.payload[0]);
+        if (message.id === state.operation) ended(message.payload[0]);
       } else if (message.type === "complete") {
-        ws.close(1000);
+        if (message.id === state.operation) ws.close(1000);
       }
     };
     ws.onclose = (event) => {
@@ -159,11 +180,71 @@
     };
   }
 
+  // One subscription at a time; a new filter (or the end of a pause) replaces it, resuming
+  // after the last event shown, so nothing that the filter admits is missed.
+  let operations = 0;
+  function subscribe() {
+    const ws = state.socket;
+    if (!ws || ws.readyState !== WebSocket.OPEN) return;
+    if (state.operation) ws.send(JSON.stringify({ id: state.operation, type: "complete" }));
+    state.operation = `feed-${++operations}`;
+    const variables = { ...state.filters };
+    if (state.last) variables.after = state.last;
+    ws.send(JSON.stringify({ id: state.operation, type: "subscribe", payload: { query: FEED, variables } }));
+    setStatus("live", Object.keys(state.filters).length ? "live · filtered" : "live");
+  }
+
+  function pause() {
+    const ws = state.socket;
+    if (state.operation && ws && ws.readyState === WebSocket.OPEN) {
+      ws.send(JSON.stringify({ id: state.operation, type: "complete" }));
+    }
+    state.operation = null;
+    setStatus("paused", `paused after cursor ${state.last || "(none yet)"}`);
+  }
+
+  $("filters").addEventListener("submit", (event) => {
+    event.preventDefault();
+    state.filters = {};
+    for (const [field, argument] of Object.entries(FILTERS)) {
+      const values = listed($(`f-${field}`).value);
+      if (values.length) state.filters[argument] = values;
+    }
+    $("filter-problem").hidden = true;
+    clearBoard();
+    if (!state.paused) subscribe();
+  });
+
+  $("pause").addEventListener("click", () => {
+    state.paused = !state.paused;
+    $("pause").textContent = state.paused ? "resume" : "pause";
+    $("pause").classList.toggle("paused", state.paused);
+    if (state.paused) pause();
+    else subscribe();
+  });
+
+  function clearBoard() {
+    state.total = 0;
+    for (const map of Object.values(state.counts)) map.clear();
+    state.perSecond.clear();
+    $("events").replaceChildren();
+    $("total").textContent = "0";
+    renderCounts();
+  }
+
   function ended(error) {
     const code = (error.extensions || {}).code;
     if (code === "UNAUTHENTICATED") {
       showLogin(error.message);
       if (state.socket) state.socket.close(1000);
+      return;
+    }
+    if (code === "BAD_USER_INPUT" || code === "NOT_FOUND") {
+      // A filter the gateway refused (an unknown kind, a lane not readable): say so, and wait.
+      $("filter-problem").textContent = error.message;
+      $("filter-problem").hidden = false;
+      state.operation = null;
+      setStatus("down", "filter refused");
       return;
     }
     // A slow-subscriber close says where to resume; `state.last` is that cursor already.
@@ -183,6 +264,7 @@
   }
 
   function shown(event) {
+    state.received += 1;
     state.last = event.cursor;
     state.total += 1;
     bump(state.counts.kind, event.kind);
