@@ -10,6 +10,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gql.dashboard import dashboard_routes
+from gql.frames import keep_raw_send
 from gql.graphiql import STATIC_PATH, static_app
 from gql.headers import SecurityHeaders
 from gql.lifespan import lifespan
@@ -68,6 +69,7 @@ class GatewayApp:
         self._app = SecurityHeaders(app)  # outermost: on every response
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        keep_raw_send(scope, send)  # the feed writes ready-made frames (gql.frames)
         await self._app(scope, receive, send)
 
     async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:

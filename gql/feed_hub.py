@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from gql.eager import run_eagerly
+from gql.frames import RawSocket, text_frames
 from store.errors import StoreError
 from store.feed.filters import FeedFilter
 from store.feed.live import FeedEvent, FeedReader, Snapshot, with_memberships
@@ -60,6 +61,10 @@ class FeedOptions:
     # Subscribers served (sent to or woken) per turn of the event loop when an event
     # reaches many, so that requests go on while it spreads.
     deliveries_per_turn: int = 16
+    # Write a group's messages to each member's socket as frames built once per group,
+    # from the fan-out loop (gql.frames). Off, each message goes through the socket's
+    # ordinary send: the reference the group write is held to.
+    group_writes: bool = True
 
 
 class FeedUnavailableError(StoreError):
@@ -90,6 +95,7 @@ class Batch:
     wanted: FeedFilter = field(default_factory=FeedFilter)
     _renders: dict[Hashable, asyncio.Task[Rendered]] = field(default_factory=dict)
     _allowed: dict[frozenset[str], list[FeedEvent]] = field(default_factory=dict)
+    _frames: dict[Hashable, bytes] = field(default_factory=dict)
     # The lowest seq and transaction id among the events: a subscriber whose replay
     # ended below both has none of them behind it (`Progress.due`).
     lowest_seq: int = field(init=False)
@@ -133,6 +139,18 @@ class Batch:
             task = asyncio.create_task(render(), context=contextvars.Context())
             self._renders[rights] = task
         return await asyncio.shield(task)
+
+    def frames(self, rights: Hashable, head: str, due: Sequence[FeedEvent]) -> bytes:
+        """The frames of the messages of `due` (rendered for `rights`) for an operation
+        whose messages begin with `head`: built once for every member that gets them."""
+        key = (rights, head, tuple(e.seq for e in due))
+        found = self._frames.get(key)
+        if found is None:
+            rendered = self.ready(rights)
+            assert rendered is not None
+            found = text_frames(head + f"{rendered[e.seq]}}}" for e in due)
+            self._frames[key] = found
+        return found
 
     def ready(self, rights: Hashable) -> Rendered | None:
         """The rendering for `rights` if it is made already (None: not yet)."""
@@ -181,6 +199,12 @@ class Direct:
     render: Callable[[Sequence[FeedEvent]], Coroutine[Any, Any, Rendered]]
     send: Callable[[str], Coroutine[Any, Any, None]]
     progress: Progress
+    head: str = ""
+    """Its operation's messages up to their payload (`Outlet.head`)."""
+    raw: RawSocket | None = None
+    """Its socket, for group writes (None: sent the ordinary way)."""
+    open: Callable[[], bool] = lambda: True
+    """Whether its operation still runs (a completed one is sent nothing)."""
 
 
 @dataclass(frozen=True)
@@ -282,8 +306,10 @@ class FeedHub:
     # When the read-side policy cache goes stale, the subscribers handed one batch all
     # ask for the policy at once; one reads it, the rest then find it cached.
     _policy_read: asyncio.Lock = field(default_factory=asyncio.Lock)
-    # Events sent by the hub itself (`Direct`), counted for tests.
+    # Events sent by the hub itself (`Direct`), and the writes of group frames (each
+    # one or more events to one socket), counted for tests.
     sent_directly: int = 0
+    group_writes: int = 0
     # Subscribers filtering on a gather: while there are any, the reader reads each
     # event's memberships with it.
     _gathering: int = 0
@@ -494,6 +520,14 @@ class FeedHub:
         payloads = [rendered.get(e.seq) for e in due]
         if None in payloads:
             return False  # an event to execute for this subscriber alone
+        raw = direct.raw
+        if self.options.group_writes and raw is not None and raw.ready():
+            if direct.open():
+                raw.write(batch.frames(direct.rights, direct.head, due))
+                self.group_writes += 1
+            direct.progress.last = due[-1].cursor
+            self.sent_directly += len(due)
+            return True
         for number, (event, payload) in enumerate(zip(due, payloads, strict=True)):
             assert payload is not None
             try:

@@ -35,6 +35,7 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
 
 from gql import sockets
 from gql.context import Context
+from gql.frames import RawSocket, raw_socket
 from gql.limits import RequestLimitError, check_variables
 
 _OPTIONAL_OBJECTS = ("variables", "extensions")
@@ -77,6 +78,8 @@ class Outlet:
     """The operation's message up to its payload: `{"id":"1","type":"next","payload":`."""
     send_text: Callable[[str], Awaitable[None]]
     open: Callable[[], bool]
+    raw: RawSocket | None = None
+    """The socket's transport, for the feed's group writes (None: not on this server)."""
 
     @property
     def share(self) -> Hashable:
@@ -93,7 +96,11 @@ class Outlet:
     async def send(self, payload: str) -> None:
         """Send `payload` (an encoded result: `{"data":...}`) as this operation's message."""
         if self.open():
-            await self.send_text(self.head + payload + "}")
+            await self.send_text(self.message(payload))
+
+    def message(self, payload: str) -> str:
+        """The operation's message carrying `payload`."""
+        return self.head + payload + "}"
 
 
 class _VariableUses(Visitor):
@@ -182,7 +189,14 @@ def _outlet(
             raise WebSocketDisconnected from exc
 
     return Outlet(
-        query, variables, operation_name, encode, whole[: -len("null}")], send_text, is_open
+        query,
+        variables,
+        operation_name,
+        encode,
+        whole[: -len("null}")],
+        send_text,
+        is_open,
+        raw_socket(ws.scope),
     )
 
 

@@ -309,4 +309,7 @@ def _direct(
         render=partial(_render, schema, outlet, services, rights.agent, rights.policy),
         send=outlet.send,
         progress=progress,
+        head=outlet.head,
+        raw=outlet.raw,
+        open=outlet.open,
     )

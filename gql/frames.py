@@ -1,0 +1,73 @@
+"""Writing the live feed's messages to a socket as ready-made frames, many sockets per loop.
+
+A message for a group of subscribers is the same bytes for each member that runs the
+operation under the same id: the frames are built once (by websockets' own serializer, so
+the bytes are those uvicorn would write) and written to each member's transport from the
+hub's fan-out loop, with no task woken and no pass through Starlette's and uvicorn's send
+for each. Several events of one read go out in one write.
+
+This works on uvicorn's websockets-sansio protocol only, and only while nothing stands in
+the way of a frame written directly: the handshake done, no close sent, no extension
+(permessage-deflate changes the bytes), no fragmented message in progress, and the
+transport not pushing back. Otherwise the caller sends the ordinary way, which waits for
+the socket and so keeps the slow-consumer rule (docs/feed_hub.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from starlette.types import Scope, Send
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.frames import OP_TEXT, Frame
+from websockets.protocol import OPEN
+
+RAW_SEND = "edgeloom.raw_send"
+"""The scope key under which the app keeps the server's own `send` for a WebSocket."""
+
+
+def text_frames(texts: Iterable[str]) -> bytes:
+    """The frames of `texts`, one unmasked text frame each, as a server writes them."""
+    return b"".join(
+        Frame(OP_TEXT, text.encode()).serialize(mask=False, extensions=[]) for text in texts
+    )
+
+
+class RawSocket:
+    """The transport under one WebSocket, for frames built elsewhere."""
+
+    def __init__(self, protocol: WebSocketsSansIOProtocol) -> None:
+        self._protocol = protocol
+
+    def ready(self) -> bool:
+        """Whether a frame may be written directly now (see the module's docstring)."""
+        p = self._protocol
+        conn: Any = p.conn
+        return (
+            p.handshake_complete
+            and not p.close_sent
+            and not p.disconnected
+            and p.writable.is_set()
+            and conn.state is OPEN
+            and not conn.extensions
+            and not conn.expect_continuation_frame
+            and not p.transport.is_closing()
+        )
+
+    def write(self, frames: bytes) -> None:
+        self._protocol.transport.write(frames)
+
+
+def keep_raw_send(scope: Scope, send: Send) -> None:
+    """Remember the server's `send` of a WebSocket scope, before any middleware wraps it."""
+    if scope["type"] == "websocket":
+        scope[RAW_SEND] = send
+
+
+def raw_socket(scope: Scope) -> RawSocket | None:
+    """The socket under `scope`, when the server is uvicorn's websockets-sansio protocol."""
+    protocol = getattr(scope.get(RAW_SEND), "__self__", None)
+    if isinstance(protocol, WebSocketsSansIOProtocol):
+        return RawSocket(protocol)
+    return None
