@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.feed                     # 2 replicas, 500 subscribers, 30 s
     .venv/bin/python -m bench.feed --duration 10 --subscribers 100
+    .venv/bin/python -m bench.feed --scale --subscribers 1000 --duration 20  # bench.feed_scale
 
 Two `edgeloom serve` processes share one database (embedded in a temp folder, or
 DATABASE_URL). Writers run flat out (`ingest`, spread over the replicas) for the
@@ -40,6 +41,7 @@ import asyncpg
 import orjson
 import uvloop
 
+from bench import feed_scale
 from bench.http import Caller, Callers
 from bench.lean_socket import LeanSocket
 from bench.measure import median, percentile, say
@@ -415,6 +417,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--subscriber-processes", type=int, default=2, help="processes the subscribers run in"
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    feed_scale.add_arguments(parser)
     parser.add_argument("--strict", action="store_true", help="exit 1 below the 0.9 target")
     return parser.parse_args(argv)
 
@@ -424,5 +427,15 @@ if __name__ == "__main__":
     if arguments.worker:
         # uvloop, as the gateways run: the simulated subscribers take less of the shared CPU.
         uvloop.run(worker(json.loads(arguments.worker)))
+    elif arguments.scale_worker:
+        uvloop.run(feed_scale.worker(json.loads(arguments.scale_worker)))
+    elif arguments.scale:
+        if "--subscribers" not in sys.argv:
+            arguments.subscribers = 10_000
+        if "--duration" not in sys.argv:
+            arguments.duration = 60.0
+        if "--subscriber-processes" not in sys.argv:
+            arguments.subscriber_processes = 8
+        raise SystemExit(asyncio.run(feed_scale.main(arguments)))
     else:
         raise SystemExit(asyncio.run(main(arguments)))
