@@ -117,7 +117,7 @@ async def worker(spec: dict[str, Any]) -> None:
             await asyncio.wait_for(asyncio.gather(*(s.ready.wait() for s in subs[: n + 1])), 300)
     await asyncio.wait_for(asyncio.gather(*(s.ready.wait() for s in subs)), 300)
     print("ready", flush=True)
-    reader = asyncio.StreamReader()
+    reader = asyncio.StreamReader(limit=2**28)
     loop = asyncio.get_running_loop()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     expected: dict[str, list[str]] = json.loads(await reader.readline())

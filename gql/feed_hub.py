@@ -14,7 +14,15 @@ import enum
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Coroutine, Hashable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Hashable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -25,7 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from gql.eager import run_eagerly
 from gql.frames import RawSocket, text_frames
 from store.errors import StoreError
-from store.feed.filters import FeedFilter
+from store.feed.filters import NOTHING_CARRIED, FeedFilter
 from store.feed.live import FeedEvent, FeedReader, Snapshot, with_memberships
 from store.kinds.policy import in_force as policy_store
 from store.kinds.policy.in_force import PolicyCache, PolicyVersion
@@ -93,6 +101,11 @@ class Batch:
     # it, so one whose payload names the given records only in names hidden from the
     # reader is not.
     wanted: FeedFilter = field(default_factory=FeedFilter)
+    # The operation its subscribers run (None: they share nothing), and the batch of every
+    # event of the read that a group running it wants: groups that differ only in the
+    # records they follow render from it, once per read (None: from this one).
+    share: Hashable | None = None
+    source: Batch | None = None
     _renders: dict[Hashable, asyncio.Task[Rendered]] = field(default_factory=dict)
     _allowed: dict[frozenset[str], list[FeedEvent]] = field(default_factory=dict)
     _frames: dict[Hashable, bytes] = field(default_factory=dict)
@@ -146,11 +159,16 @@ class Batch:
         key = (rights, head, tuple(e.seq for e in due))
         found = self._frames.get(key)
         if found is None:
-            rendered = self.ready(rights)
+            rendered = self.renders.ready(rights)
             assert rendered is not None
             found = text_frames(head + f"{rendered[e.seq]}}}" for e in due)
             self._frames[key] = found
         return found
+
+    @property
+    def renders(self) -> Batch:
+        """The batch its renderings are made on (`source`, or itself)."""
+        return self.source or self
 
     def ready(self, rights: Hashable) -> Rendered | None:
         """The rendering for `rights` if it is made already (None: not yet)."""
@@ -161,6 +179,23 @@ class Batch:
 
 
 Item = Batch | Closed
+
+
+def _share_renderings(batches: Iterable[Batch]) -> None:
+    """Let the batches of one read whose groups run the same operation render from one
+    batch of all their events: the rendering of an event depends on the operation and
+    the rights, not on which subscribers the event was for."""
+    by_share: dict[Hashable, list[Batch]] = {}
+    for batch in batches:
+        if batch.share is not None:
+            by_share.setdefault(batch.share, []).append(batch)
+    for alike in by_share.values():
+        if len(alike) < 2:
+            continue
+        union = {e.seq: e for batch in alike for e in batch.events}
+        source = Batch(tuple(union[seq] for seq in sorted(union)))
+        for batch in alike:
+            batch.source = source
 
 
 @dataclass
@@ -250,7 +285,7 @@ class Subscriber:
         # Lane-less events (policy changes) concern every lane.
         if self.lanes is not None and not RULE.may_read_event(e.lane, self.lanes):
             return False
-        return self.wanted.everything or self.wanted.admits(e, event.held or ())
+        return self.wanted.everything or self.wanted.admits(e, event.held or NOTHING_CARRIED)
 
     async def next(self) -> Item | None:
         """The next batch, or None when the hub found its token revoked."""
@@ -452,10 +487,8 @@ class FeedHub:
         in_force = await self._version_in_force()
         if self._gathering and any(e.held is None for e in events):
             events = await self._with_memberships(events)
-        served = 0
+        offers: list[tuple[Subscriber, Batch]] = []
         for subscriber in list(self._subscribers):
-            if subscriber not in self._subscribers:
-                continue  # gone, or closed, during an earlier turn
             group = subscriber.group
             if group in batches:
                 batch = batches[group]
@@ -465,9 +498,16 @@ class FeedHub:
                     self._close(subscriber, Closed.TOO_SLOW)
                     continue
                 mine = tuple(e for e in events if subscriber.wants(e))
-                batch = batches[group] = Batch(mine, subscriber.wanted) if mine else None
-            if batch is None:
-                continue
+                batch = batches[group] = (
+                    Batch(mine, subscriber.wanted, share=subscriber.share) if mine else None
+                )
+            if batch is not None:
+                offers.append((subscriber, batch))
+        _share_renderings(b for b in batches.values() if b is not None)
+        served = 0
+        for subscriber, batch in offers:
+            if subscriber not in self._subscribers:
+                continue  # gone, or closed, during an earlier turn
             if not await self._send_directly(subscriber, batch, in_force):
                 try:
                     subscriber.queue.put_nowait(batch)
@@ -512,9 +552,11 @@ class FeedHub:
         due = direct.progress.due(batch, allowed)
         if not due:
             return True
-        rendered = batch.ready(direct.rights)
+        source = batch.renders
+        rendered = source.ready(direct.rights)
         if rendered is None:
-            rendered = await batch.rendered(direct.rights, partial(direct.render, allowed))
+            render = partial(direct.render, source.allowed(direct.lanes))
+            rendered = await source.rendered(direct.rights, render)
             if subscriber.direct is not direct or not subscriber.queue.empty():
                 return False  # its task woke while the rendering was made
         payloads = [rendered.get(e.seq) for e in due]

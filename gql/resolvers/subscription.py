@@ -272,10 +272,17 @@ async def _audit_events(
                 continue
             rendered: Rendered = {}
             if outlet is not None and rights.policy is not None:
+                source = batch.renders
                 render = partial(
-                    _render, schema, outlet, context.services, rights.agent, rights.policy, allowed
+                    _render,
+                    schema,
+                    outlet,
+                    context.services,
+                    rights.agent,
+                    rights.policy,
+                    source.allowed(rights.readable),
                 )
-                rendered = await batch.rendered(rights.key, render)
+                rendered = await source.rendered(rights.key, render)
             sent = 0
             for item in due:
                 payload = rendered.get(item.seq)

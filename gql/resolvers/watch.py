@@ -25,7 +25,7 @@ from gql.resolvers.feed_rights import (
 from gql.types import GatherMode, Record
 from store.errors import InvalidInputError
 from store.feed import live as feed
-from store.feed.filters import Change, FeedFilter
+from store.feed.filters import NOTHING_CARRIED, Change, FeedFilter
 from store.kinds.record import queries
 from store.ledger.events import check_kinds
 from store.reads.pages import MAX_PAGE
@@ -138,7 +138,7 @@ async def watch_changes(
 
 async def _change(context: Context, wanted: FeedFilter, item: feed.FeedEvent) -> WatchChange | None:
     """The change `item` makes to the gather, with its record as the change left it."""
-    kind = wanted.change(item.event, item.held or ())
+    kind = wanted.change(item.held or NOTHING_CARRIED)
     record_id = item.event.record_id
     if kind is None or record_id is None:
         return None

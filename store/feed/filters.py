@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from policies.properties import Property
+from policies.properties import Property, property_of
 from store.kinds.record.model import AuditEvent
 from store.kinds.record.queries import carries, gather_properties
 from store.reads.snapshot import Reader
@@ -67,8 +67,31 @@ class Membership:
 
 Memberships = Mapping[str, Sequence[Membership]]
 """The memberships of a batch's records, by record id."""
-Held = Sequence[Membership]
-"""The memberships of one event's record."""
+
+
+@dataclass(frozen=True)
+class Carried:
+    """The edge properties an event's record carried before the change and after it (see
+    `Membership.held`), worked out once per event for every filter that looks."""
+
+    before: frozenset[Property] = frozenset()
+    after: frozenset[Property] = frozenset()
+
+    @classmethod
+    def of(cls, event: AuditEvent, held: Sequence[Membership]) -> Carried:
+        if not held or event.record_id is None:
+            return NOTHING_CARRIED
+        return cls(
+            frozenset(
+                property_of(m.label, m.value) for m in held if m.held(event, event.version_before)
+            ),
+            frozenset(
+                property_of(m.label, m.value) for m in held if m.held(event, event.version_after)
+            ),
+        )
+
+
+NOTHING_CARRIED = Carried()
 
 
 def payload_ids(payload: Mapping[str, Any]) -> set[str]:
@@ -126,19 +149,19 @@ class FeedFilter:
 
     # -- Python, for events already read ------------------------------------
 
-    def member(self, event: AuditEvent, held: Held, version: int | None) -> bool:
-        """Whether the event's record (whose memberships are `held`) is on the gather in
-        `version` (see `Membership.held`)."""
-        if not self.match or event.record_id is None:
+    def member(self, carried: frozenset[Property]) -> bool:
+        """Whether a record carrying `carried` is on the gather."""
+        if not self.match:
             return False
-        carried = {Property(m.label, m.value) for m in held if m.held(event, version)}
-        hits = (p in carried for p in self.match)
-        return any(hits) if self.union else all(hits)
+        if self.union:
+            return not carried.isdisjoint(self.match)
+        return carried.issuperset(self.match)
 
-    def change(self, event: AuditEvent, held: Held) -> Change | None:
-        """How the event moves its record relative to the gather (None: off it throughout)."""
-        before = self.member(event, held, event.version_before)
-        after = self.member(event, held, event.version_after)
+    def change(self, carried: Carried) -> Change | None:
+        """How an event whose record carried `carried` moves the record relative to the
+        gather (None: off it throughout)."""
+        before = self.member(carried.before)
+        after = self.member(carried.after)
         if before and after:
             return Change.CHANGED
         if after:
@@ -147,12 +170,12 @@ class FeedFilter:
             return Change.LEFT
         return None
 
-    def admits(self, event: AuditEvent, held: Held) -> bool:
+    def admits(self, event: AuditEvent, carried: Carried) -> bool:
         """Whether a subscriber with this filter wants `event` (as its reader sees it:
         a record hidden from the reader in a payload does not make it wanted)."""
         if self.actors is not None and event.actor not in self.actors:
             return False
-        if self.match is not None and self.change(event, held) is None:
+        if self.match is not None and self.change(carried) is None:
             return False
         return self.record_ids is None or self.names(event)
 

@@ -174,7 +174,7 @@ class FeedEvent:
     named: Named = NOTHING_NAMED
     # Every membership of its record (`filters.memberships`), read with it while some
     # subscriber filters on a gather; None: not read.
-    held: filters.Held | None = None
+    held: filters.Carried | None = None
 
     @property
     def seq(self) -> int:
@@ -206,9 +206,8 @@ async def with_named(db: Reader, events: list[FeedEvent]) -> list[FeedEvent]:
 async def with_memberships(db: Reader, events: list[FeedEvent]) -> list[FeedEvent]:
     """`events` with the memberships of their records (one statement)."""
     found = await filters.memberships(db, [e.event for e in events])
-    none: tuple[filters.Membership, ...] = ()
     return [
-        replace(e, held=found.get(e.event.record_id, none) if e.event.record_id else none)
+        replace(e, held=filters.Carried.of(e.event, found.get(e.event.record_id or "", ())))
         for e in events
     ]
 

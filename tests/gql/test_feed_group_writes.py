@@ -96,3 +96,63 @@ async def test_every_member_gets_the_same_bytes_as_the_ordinary_send(
     # Written by the group path, several events in one write at least once.
     assert 0 < writes < sent
     assert hub(plain).group_writes == before["plain"][1] == 0
+
+
+FOLLOW = """
+subscription($m: [String!]) {
+  auditEvents(match: $m) { id cursor kind recordId lane actor at payload after { content } }
+}
+"""
+
+
+async def test_groups_following_other_records_render_alike(
+    start_gateway: GatewayFactory,
+) -> None:
+    """Groups that differ only in `match` render from one batch of the read's events;
+    each still gets exactly its own events, as executed for it alone."""
+    shared = await start_gateway(anonymous_agent=DEV)
+    alone = await start_gateway(
+        anonymous_agent=DEV,
+        database_url=shared.database_url,
+        feed=FeedOptions(share_renderings=False),
+    )
+    a, b = unique("topic:a-"), unique("topic:b-")
+    async with AsyncExitStack() as stack:
+        sockets: dict[tuple[str, str], ClientConnection] = {}
+        for name, gateway in (("shared", shared), ("alone", alone)):
+            for topic in (a, b):
+                ws = await stack.enter_async_context(
+                    connect(gateway.ws_url, subprotocols=[PROTOCOL], open_timeout=TIMEOUT)
+                )
+                await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
+                assert json.loads(await ws.recv())["type"] == "connection_ack"
+                payload = {"query": FOLLOW, "variables": {"m": [topic]}}
+                await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": payload}))
+                sockets[(name, topic)] = ws
+        for _ in range(40):
+            probe = await ingest(shared, "probe", [a, b])
+            try:
+                await asyncio.gather(*(texts_until(ws, probe["id"]) for ws in sockets.values()))
+                break
+            except TimeoutError:
+                continue
+        many = await shared.data(
+            INGEST_MANY,
+            {
+                "inputs": [
+                    {"content": "on a", "properties": [a]},
+                    {"content": "on b", "properties": [b]},
+                    {"content": "on both", "properties": [a, b]},
+                ]
+            },
+        )
+        last = many["ingestMany"][-1]["id"]
+        got = {key: await texts_until(ws, last) for key, ws in sockets.items()}
+    ids = [r["id"] for r in many["ingestMany"]]
+    for topic, mine in ((a, [ids[0], ids[2]]), (b, [ids[1], ids[2]])):
+        assert got[("shared", topic)] == got[("alone", topic)]
+        seen = [
+            json.loads(t)["payload"]["data"]["auditEvents"]["recordId"]
+            for t in got[("shared", topic)]
+        ]
+        assert seen == mine
