@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from gql.eager import run_eagerly
 from gql.frames import RawSocket, text_frames
+from policies.properties import Property
 from store.errors import StoreError
 from store.feed.filters import NOTHING_CARRIED, FeedFilter
 from store.feed.live import FeedEvent, FeedReader, Snapshot, with_memberships
@@ -181,6 +182,29 @@ class Batch:
 Item = Batch | Closed
 
 
+class _Carrying:
+    """The events of one read by the edge properties their records carried before or
+    after the change: a gather's group looks only at the events carrying its first
+    property (INTERSECT) or one of them (UNION), not at every event of the read."""
+
+    def __init__(self, events: Sequence[FeedEvent]) -> None:
+        self.events = events
+        self._at: dict[Property, list[int]] = {}
+        for n, event in enumerate(events):
+            if event.held is not None:
+                for prop in event.held.before | event.held.after:
+                    self._at.setdefault(prop, []).append(n)
+
+    def of(self, wanted: FeedFilter) -> Sequence[FeedEvent]:
+        """The events `wanted` may admit, in feed order (all of them for a filter that
+        is not a gather)."""
+        if wanted.match is None:
+            return self.events
+        props = wanted.match if wanted.union else wanted.match[:1]
+        found = sorted({n for p in props for n in self._at.get(p, ())})
+        return [self.events[n] for n in found]
+
+
 def _share_renderings(batches: Iterable[Batch]) -> None:
     """Let the batches of one read whose groups run the same operation render from one
     batch of all their events: the rendering of an event depends on the operation and
@@ -274,6 +298,9 @@ class Subscriber:
     # before anything it takes from the queue.
     pending: asyncio.Future[None] | None = None
 
+    # Subscribers with equal filters and `share`, numbered by the hub (`group`).
+    group_id: int = -1
+
     @property
     def group(self) -> Hashable:
         return (self.lanes, self.kinds, self.wanted, self.share)
@@ -348,6 +375,7 @@ class FeedHub:
     # Subscribers filtering on a gather: while there are any, the reader reads each
     # event's memberships with it.
     _gathering: int = 0
+    _group_ids: dict[Hashable, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.reader = FeedReader(
@@ -448,6 +476,10 @@ class FeedHub:
             wanted=wanted or FeedFilter(),
         )
         gathering = subscriber.wanted.needs_memberships
+        if not self._subscribers:
+            self._group_ids.clear()  # no one holds a number: start afresh
+        # A number per group, so a read finds each group's batch without hashing filters.
+        subscriber.group_id = self._group_ids.setdefault(subscriber.group, len(self._group_ids))
         self._subscribers.add(subscriber)
         self._gathering += gathering
         try:
@@ -483,13 +515,14 @@ class FeedHub:
 
     async def _offer(self, events: Sequence[FeedEvent]) -> None:
         # Filtered once per group, not once per subscriber.
-        batches: dict[Hashable, Batch | None] = {}
+        batches: dict[int, Batch | None] = {}
         in_force = await self._version_in_force()
         if self._gathering and any(e.held is None for e in events):
             events = await self._with_memberships(events)
+        carrying = _Carrying(events) if self._gathering else None
         offers: list[tuple[Subscriber, Batch]] = []
         for subscriber in list(self._subscribers):
-            group = subscriber.group
+            group = subscriber.group_id
             if group in batches:
                 batch = batches[group]
             else:
@@ -497,7 +530,8 @@ class FeedHub:
                     # Their memberships could not be read: it resumes from the table.
                     self._close(subscriber, Closed.TOO_SLOW)
                     continue
-                mine = tuple(e for e in events if subscriber.wants(e))
+                candidates = events if carrying is None else carrying.of(subscriber.wanted)
+                mine = tuple(e for e in candidates if subscriber.wants(e))
                 batch = batches[group] = (
                     Batch(mine, subscriber.wanted, share=subscriber.share) if mine else None
                 )
