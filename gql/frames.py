@@ -23,6 +23,8 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.frames import OP_TEXT, Frame
 from websockets.protocol import OPEN
 
+from gql.serving import GatheringTransport
+
 RAW_SEND = "edgeloom.raw_send"
 """The scope key under which the app keeps the server's own `send` for a WebSocket."""
 
@@ -56,7 +58,12 @@ class RawSocket:
         )
 
     def write(self, frames: bytes) -> None:
-        self._protocol.transport.write(frames)
+        transport: Any = self._protocol.transport
+        if isinstance(transport, GatheringTransport):
+            # Already one write: straight to the socket, after anything gathered before.
+            transport.flush()
+            transport = transport.inner
+        transport.write(frames)
 
 
 def keep_raw_send(scope: Scope, send: Send) -> None:

@@ -17,13 +17,18 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 
-class _GatheringTransport:
+class GatheringTransport:
     """A transport that passes the writes of one loop iteration on as one write."""
 
     def __init__(self, transport: Any) -> None:
         self._transport = transport
         self._pending: list[bytes] = []
         self._loop = asyncio.get_running_loop()
+
+    @property
+    def inner(self) -> Any:
+        """The transport it writes to."""
+        return self._transport
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         if not self._pending:
@@ -64,12 +69,12 @@ class _GatheringTransport:
 
 
 class GatheringHttpToolsProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol on a `_GatheringTransport`; a response is written as
+    """uvicorn's httptools protocol on a `GatheringTransport`; a response is written as
     soon as it is complete, not after the rest of its task's step."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses, only alike.
-        self._gathering = _GatheringTransport(transport)
+        self._gathering = GatheringTransport(transport)
         super().connection_made(self._gathering)  # type: ignore[arg-type]
 
     def on_response_complete(self) -> None:
