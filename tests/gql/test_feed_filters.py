@@ -12,6 +12,7 @@ from store.tables import named_ids, names_records
 from tests.conftest import GatewayFactory
 from tests.gql._api import ADD, INGEST, REMOVE, UPDATE, ingest, unique
 from tests.gql._asserted import CORRECT, connect
+from tests.gql._edges import upsert
 from tests.gql._feed import FIELDS, FeedClient, feed_client, newest_cursor
 from tests.gql._policy_support import mint
 from tests.support import Gateway, plan_nodes, sql
@@ -119,9 +120,13 @@ async def test_record_ids_follow_a_record_and_what_is_asserted_on_it(gateway: Ga
         await gateway.data(UPDATE, {"id": a["id"], "content": "about a"})
         edge = await connect(gateway, a["id"], c["id"])
         await gateway.data(CORRECT, {"id": a["id"], "content": "a, corrected"})
-        live = await client.events("a", 4)
+        # A typed edge from c to a: its event is c's, and its payload names a (toId).
+        typed = await upsert(gateway, fromId=c["id"], toId=a["id"], type="related_to")
+        live = await client.events("a", 5)
         await client.nothing("a", 0.5)
-        assert await client.events("resumed", 4) == live
+        assert await client.events("resumed", 5) == live
+    assert (live[4]["recordId"], live[4]["kind"]) == (c["id"], "edge_upserted")
+    assert live[4]["payload"]["edgeId"] == typed["id"]
     # Both ends of the connection report it; c's event names a in its payload.
     assert seen(live)[0] == (a["id"], "sr_updated") and seen(live)[3] == (a["id"], "corrected")
     assert sorted(seen(live)[1:3]) == sorted([(a["id"], "connected"), (c["id"], "connected")])
