@@ -92,3 +92,5 @@ EGO = f"""query($nodes: [ID!]!, $hops: Int, $direction: Direction, $types: [Stri
     notShown {{ expiredExcluded edgesClipped typeFiltered danglingIds }} }} }}"""
 RETIRE_EDGE = f"""mutation($id: ID!, $invalidAt: DateTime) {{
   retireEdge(id: $id, invalidAt: $invalidAt) {{ {EDGE} }} }}"""
+RETIRE_RECORD = f"""mutation($id: ID!, $reason: String) {{
+  retireRecord(id: $id, reason: $reason) {{ {BRIEF} }} }}"""

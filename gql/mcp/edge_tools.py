@@ -198,19 +198,30 @@ class EdgeTools(Tools):
     async def retire(
         self,
         ctx: Context[Any, Any],
-        id: Annotated[str, described("A typed edge. " + mutation_arg("retireEdge", "id"))],
+        id: Annotated[
+            str,
+            described(
+                "A typed edge (edge_ + 32 hex) or a record. "
+                + mutation_arg("retireEdge", "id")
+                + " "
+                + mutation_arg("retireRecord", "id")
+            ),
+        ],
         invalid_at: Annotated[
-            datetime | None, described(mutation_arg("retireEdge", "invalidAt"))
+            datetime | None, described("edge: " + mutation_arg("retireEdge", "invalidAt"))
+        ] = None,
+        reason: Annotated[
+            str | None, described("record: " + mutation_arg("retireRecord", "reason"))
         ] = None,
     ) -> CallToolResult:
         async def work(session: Session) -> Any:
-            if not id.startswith("edge_"):
-                raise bad_input(
-                    f"retire takes a typed edge's id (edge_ + 32 hex), not {id[:40]!r}",
-                    allowed="edge_ + 32 hex",
-                )
-            variables = {"id": id, "invalidAt": _stamp(invalid_at)}
-            return (await run(session, doc.RETIRE_EDGE, variables))["retire_edge"]
+            if id.startswith("edge_"):
+                variables = {"id": id, "invalidAt": _stamp(invalid_at)}
+                return (await run(session, doc.RETIRE_EDGE, variables))["retire_edge"]
+            if invalid_at is not None:
+                raise bad_input("invalid_at is for retiring a typed edge (edge_ + 32 hex)")
+            variables = {"id": id, "reason": reason}
+            return (await run(session, doc.RETIRE_RECORD, variables))["retire_record"]
 
         return await self._call(ctx, work)  # type: ignore[no-any-return]
 
@@ -229,5 +240,9 @@ EDGE_TOOLS = {
     + " Returns a page of contradicts edges with both records.",
     "ego": d.field("Query", "ego")
     + " Returns {edges, hops, neighbors, not_shown}: bounded by limit, never a silent cut.",
-    "retire": d.field("Mutation", "retireEdge") + " Returns the edge.",
+    "retire": "Retire a typed edge (edge_ id) or a record (sr_ id), never deleting it. edge: "
+    + d.field("Mutation", "retireEdge")
+    + " record: "
+    + d.field("Mutation", "retireRecord")
+    + " Returns the edge, or the record's id, lane, source_type, version and properties.",
 }

@@ -65,7 +65,9 @@ class WatchChangeKind(enum.Enum):
 
 @strawberry.type(description="One change to the membership of a watched gather.")
 class WatchChange:
-    change: WatchChangeKind
+    change: WatchChangeKind = strawberry.field(
+        description="JOINED, LEFT or CHANGED: what happened to the record's membership."
+    )
     record: Record = strawberry.field(
         description="The record as the change left it (for an initial member: as it is)."
     )
