@@ -10,11 +10,10 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from gql.feed_hub import FeedHub
 from policies.model import AgentProfile, Policy
 from store.errors import NoPolicyError, ResponseTooLargeError
 from store.kinds.policy import in_force as policy_store
@@ -24,6 +23,10 @@ from store.ledger.command import Command
 from store.ledger.executor import Executor
 from store.pool import Pool
 from store.reads.snapshot import Reader, Snapshot
+
+if TYPE_CHECKING:
+    # The hub speaks to sockets; a session only hands it on.
+    from gql.feed_hub import FeedHub
 
 R = TypeVar("R")
 

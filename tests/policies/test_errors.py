@@ -9,6 +9,7 @@ from policies.errors import (
     LabelNotAllowedError,
     LaneForbiddenError,
     LaneNotDeclaredError,
+    NotReadableError,
     PolicyApplyForbiddenError,
     PolicyError,
     PolicyLoadError,
@@ -34,11 +35,13 @@ SAMPLES: list[PolicyError] = [
     PolicyApplyForbiddenError("planner", ["curator"]),
     UnknownAgentError("ghost"),
     HiddenMemberError("group", "e_group:team_0", ["notes"]),
+    NotReadableError("record", "sr_0123456789abcdef0123456789abcdef"),
 ]
 
 CODES = {
     HiddenMemberError: "FORBIDDEN",
     LaneForbiddenError: "FORBIDDEN",
+    NotReadableError: "NOT_FOUND",
     PolicyApplyForbiddenError: "FORBIDDEN",
     UnknownAgentError: "UNAUTHENTICATED",
 }
