@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import AsyncGenerator, Sequence
+from datetime import timedelta
 
 import strawberry
 
@@ -145,10 +146,16 @@ async def _change(context: Context, wanted: FeedFilter, item: feed.FeedEvent) ->
     if kind is None or record_id is None:
         return None
     context.begin_operation()
-    found = await context.records([record_id], item.event.at)
+    at = item.event.at
+    found = await context.records([record_id], at)
+    if record_id not in found and kind is Change.LEFT:
+        # Retiring a record takes it off every gather; a retired record is read as absent,
+        # so it is told as it stood just before it left.
+        at -= timedelta(microseconds=1)
+        found = await context.records([record_id], at)
     if record_id not in found:
         return None  # not readable (any more): as if it did not exist
-    record = Record.from_domain(found[record_id], item.event.at)
+    record = Record.from_domain(found[record_id], at)
     return WatchChange(change=_KINDS[kind], record=record, cursor=item.cursor)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.gql._api import ADD, REMOVE, UPDATE, ingest, unique
+from tests.gql._api import ADD, REMOVE, RESTORE_RECORD, RETIRE_RECORD, UPDATE, ingest, unique
 from tests.gql._feed import FeedClient, feed_client
 from tests.support import Gateway
 
@@ -83,3 +83,23 @@ async def test_watch_refuses_initial_with_a_cursor(gateway: Gateway) -> None:
         "from a cursor), not both"
     )
     assert error["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+async def test_a_retired_member_leaves_and_a_restored_one_joins_again(gateway: Gateway) -> None:
+    project = unique("project:")
+    kept = await ingest(gateway, "kept", [project])
+    gone = await ingest(gateway, "retired later", [project])
+    async with feed_client(gateway) as client:
+        await client.subscribe("w", WATCH, match=[project], initial=True)
+        assert len(await changes(client, "w", 2)) == 2
+        await gateway.data(RETIRE_RECORD, {"id": gone["id"], "reason": "wrong"})
+        await gateway.data(RESTORE_RECORD, {"id": gone["id"]})
+        live = await changes(client, "w", 2)
+        await client.nothing("w", 0.3)
+    # Told as it stood when it left (a retired record reads as absent), then as restored.
+    assert told(live) == [
+        ("LEFT", gone["id"], "retired later"),
+        ("JOINED", gone["id"], "retired later"),
+    ]
+    assert live[0]["record"]["version"] == 1 and live[1]["record"]["version"] == 3
+    assert kept["id"] not in {c["record"]["id"] for c in live}
