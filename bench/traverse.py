@@ -19,8 +19,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from sqlalchemy import text
-
 from bench.data import Generator
 from bench.measure import say
 from bench.server import BenchDatabase
@@ -33,7 +31,8 @@ from store.kinds.record.asserted_commands import Connect
 from store.kinds.record.commands import Ingest, NewRecord
 from store.ledger.executor import Executor
 from store.operations.migrate import migrate
-from store.pool import create_pool
+from store.pool import Pool, create_pool
+from store.reads.core_sql import compiled
 
 AGENT = "dev"
 BATCH = 500
@@ -84,12 +83,14 @@ def figure(name: str, took: list[float]) -> None:
     print(f"{name:<52} p50 {statistics.median(took):8.1f} ms   p90 {p90:8.1f} ms   n={len(took)}")
 
 
-async def measure(engine: Any, ids: list[str], starts: int) -> None:
+async def measure(pool: Pool, ids: list[str], starts: int) -> None:
     rng = random.Random(5)
-    chosen = rng.sample(ids, starts)
+    chosen = rng.sample(ids, min(starts, len(ids)))
+    starts = len(chosen)
     lanes = ["default"]
-    async with engine.connect() as conn:
-        await conn.execute(text("ANALYZE"))
+    # The store's reads take an asyncpg connection (a `Reader`), as the gateway gives them.
+    async with pool.acquire() as conn:
+        await conn.execute("ANALYZE")
         for limit, walk in ((100, None), (1000, None), (100, ["person", "e_connect"])):
             queue = list(chosen)
             shown: list[int] = []
@@ -113,10 +114,10 @@ async def measure(engine: Any, ids: list[str], starts: int) -> None:
             f"labels ({len(ids):,} records)",
             await timed(lambda: labels.label_counts(conn, lanes, None), 50),
         )
-        unfolded = (await conn.execute(text("SELECT count(*) FROM label_deltas"))).scalar_one()
+        unfolded = await conn.fetchval("SELECT count(*) FROM label_deltas")
         print(f"  unfolded label deltas at the time: {unfolded}")
-        plan = await conn.execute(
-            text("EXPLAIN " + traverse._statement(traverse._HOP, False, False).text),
+        hop, args = compiled(
+            traverse._statement(traverse._HOP, False, False),
             {
                 "frontier": chosen[:50],
                 "lanes": lanes,
@@ -125,7 +126,7 @@ async def measure(engine: Any, ids: list[str], starts: int) -> None:
                 "room": 100,
             },
         )
-        lines = [row[0] for row in plan]
+        lines = [row[0] for row in await conn.fetch("EXPLAIN " + hop, *args)]
         scans = sorted({ln.strip().split(" on ")[0].lstrip("-> ") for ln in lines if " on " in ln})
         print(f"  hop plan scans: {scans}")
 
@@ -153,7 +154,7 @@ async def main(argv: list[str] | None = None) -> None:
             async with pool.acquire() as conn:
                 await labels.fold(conn)
                 await conn.execute("VACUUM (ANALYZE)")
-            await measure(engine, ids, args.starts)
+            await measure(pool, ids, args.starts)
     finally:
         await pool.close()
         await engine.dispose()
