@@ -26,7 +26,7 @@ from policies.loader import DEV_POLICY_YAML
 from store.database import create_engine
 from store.kinds.policy.commands import ApplyPolicy
 from store.kinds.policy.in_force import PolicyCache
-from store.kinds.record import labels, traverse
+from store.kinds.record import counts, labels, traverse
 from store.kinds.record.asserted_commands import Connect
 from store.kinds.record.commands import Ingest, NewRecord
 from store.ledger.executor import Executor
@@ -152,7 +152,7 @@ async def main(argv: list[str] | None = None) -> None:
         for size in [args.records, *([1_000_000] if args.million else [])]:
             await load(executor, gen, ids, size, args.workers)
             async with pool.acquire() as conn:
-                await labels.fold(conn)
+                await counts.fold(conn)
                 await conn.execute("VACUUM (ANALYZE)")
             await measure(pool, ids, args.starts)
     finally:

@@ -660,7 +660,14 @@ class TraversalItem:
 class ClippedEdge:
     via: str = strawberry.field(description="The edge property (label:value) that was not walked.")
     hop: int = strawberry.field(description="At which hop it was met.")
-    member_count: int = strawberry.field(description="How many readable records carry it.")
+    member_count: int = strawberry.field(
+        description="How many readable records carry it (at least that many when "
+        "memberCountExact is false)."
+    )
+    member_count_exact: bool = strawberry.field(
+        description="False when memberCount is a lower bound: counted as of an earlier "
+        "instant, the count stopped at the walk's counting budget."
+    )
 
 
 @strawberry.type(description="The records reached from one record, breadth first.")
@@ -670,12 +677,20 @@ class Traversal:
     )
     not_shown: int = strawberry.field(
         description="Records reached but not listed: those past limit, plus the members of "
-        "each clipped hub (see clipped)."
+        "each clipped hub (see clipped); at least that many when notShownExact is false."
+    )
+    not_shown_exact: bool = strawberry.field(
+        description="False when notShown is a lower bound: the walk stopped at its limit "
+        "with values it reached left uncounted (its counting budget; beyondLimit is then a "
+        "lower bound too), or a clipped hub's memberCount is one."
     )
     clipped: list[ClippedEdge] = strawberry.field(
         description="Hubs met but not walked: values shared by too many records."
     )
-    beyond_limit: int = strawberry.field(description="Records reached past limit, not listed.")
+    beyond_limit: int = strawberry.field(
+        description="Records reached past limit, not listed; at least that many when "
+        "notShownExact is false."
+    )
 
 
 async def traversal(info: Info, found: traverse.Traversal, as_of: datetime | None) -> Traversal:
@@ -689,8 +704,14 @@ async def traversal(info: Info, found: traverse.Traversal, as_of: datetime | Non
             if s.record_id in records
         ],
         not_shown=found.not_shown,
+        not_shown_exact=found.not_shown_exact,
         clipped=[
-            ClippedEdge(via=str(c.via), hop=c.hop, member_count=c.member_count)
+            ClippedEdge(
+                via=str(c.via),
+                hop=c.hop,
+                member_count=c.member_count,
+                member_count_exact=c.exact,
+            )
             for c in found.clipped
         ],
         beyond_limit=found.beyond_limit,

@@ -346,3 +346,46 @@ label_deltas = Table(
     Column("label", Text, nullable=False),
     Column("delta", Integer, nullable=False),
 )
+
+# Projection: how many current records each lane holds of each source type, and how
+# many current records carry each edge-property value in each lane (`value_key` as in
+# edge_properties). Moved as label_counts is: writers append signed deltas, folded
+# after commit (store.kinds.record.counts).
+record_counts = Table(
+    "record_counts",
+    metadata,
+    Column("lane", Text, primary_key=True),
+    Column("source_type", Text, primary_key=True),
+    Column("records", BigInteger, nullable=False),
+)
+
+record_deltas = Table(
+    "record_deltas",
+    metadata,
+    Column("seq", BigInteger, primary_key=True, autoincrement=True),
+    Column("lane", Text, nullable=False),
+    Column("source_type", Text, nullable=False),
+    Column("delta", Integer, nullable=False),
+)
+
+member_counts = Table(
+    "member_counts",
+    metadata,
+    Column("label", Text, primary_key=True),
+    Column("value_key", Text(collation="C"), primary_key=True),
+    Column("lane", Text, primary_key=True),
+    Column("value", Text, nullable=False),
+    Column("records", BigInteger, nullable=False),
+)
+
+member_deltas = Table(
+    "member_deltas",
+    metadata,
+    Column("seq", BigInteger, primary_key=True, autoincrement=True),
+    Column("label", Text, nullable=False),
+    Column("value_key", Text(collation="C"), nullable=False),
+    Column("lane", Text, nullable=False),
+    Column("value", Text, nullable=False),
+    Column("delta", Integer, nullable=False),
+    Index("ix_member_deltas_value", "label", "value_key"),
+)

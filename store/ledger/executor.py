@@ -44,7 +44,7 @@ from store.errors import (
 )
 from store.kinds import Kind, Rows
 from store.kinds.policy.in_force import PolicyCache
-from store.kinds.record import labels
+from store.kinds.record import counts
 from store.kinds.record.model import Record, RecordState
 from store.kinds.record.resolve import MAX_CANDIDATES, check_record_ident
 from store.ledger.append import UnknownKindError, append, build_rows
@@ -166,6 +166,11 @@ SELECT pg_advisory_xact_lock(k) FROM (
 """
 
 
+def _deltas(rows: Rows) -> int:
+    """How many count delta rows a write appended."""
+    return sum(len(rows.parts.get(part, ())) for part in counts.DELTA_PARTS)
+
+
 class _HoldersMovedError(StoreError):
     """A value gained or lost holders between looking them up and locking them."""
 
@@ -266,7 +271,7 @@ class Executor:
                     table_rows, entries, written = build_rows(txn, plan.writes, before)
                     await append(conn, table_rows)
                     applied = Applied(entries=entries, records=written)
-                    self._unfolded += len(table_rows.parts.get(labels.DELTAS, ()))
+                    self._unfolded += _deltas(table_rows)
             # Committed: a cancellation now stops only the fold (the next write folds),
             # and the caller gets its result.
             with contextlib.suppress(asyncio.CancelledError):
@@ -302,7 +307,7 @@ class Executor:
                     decided.append((waiting, plan, Applied(entries=entries, records=written)))
                 if rows.entries:
                     await append(conn, rows)
-                    self._unfolded += len(rows.parts.get(labels.DELTAS, ()))
+                    self._unfolded += _deltas(rows)
             await self._fold(conn)
         for waiting, plan, applied in decided:
             try:
@@ -314,8 +319,8 @@ class Executor:
         return left
 
     async def _fold(self, conn: Conn) -> None:
-        # Off the write transaction: fold the label deltas this process appended.
-        if self._unfolded >= labels.FOLD_AFTER and await labels.fold(conn):
+        # Off the write transaction: fold the count deltas this process appended.
+        if self._unfolded >= counts.FOLD_AFTER and await counts.fold(conn):
             self._unfolded = 0
 
     async def _exact_ids(

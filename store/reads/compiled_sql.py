@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from store.kinds.record import counts
 from store.kinds.record.queries import GatherMode, carries, members_sql
 from store.reads.json_sql import (
     MAX_KEYS,
@@ -150,16 +151,15 @@ class Compiler:
                 f"AND (q.created_at, q.id) > ({self.arg(sel.site, 'after_at', 'timestamptz')}, "
                 f"{self.arg(sel.site, 'after_id')})"
             )
-        # Each lane's first rows in (lane, created_at, id) index order, merged; and
-        # each lane counted on its own, so that the count is an index scan too.
+        # Each lane's first rows in (lane, created_at, id) index order, merged; the
+        # count is the one the write path keeps.
         page = f"""SELECT pg.* FROM unnest({lanes}) AS l(lane)
             CROSS JOIN LATERAL (SELECT q.* FROM records q
               WHERE {RULE.record_in_lane("q", "l.lane")} {where} {keyed}
               ORDER BY q.created_at, q.id LIMIT {limit}) pg
             ORDER BY pg.created_at, pg.id LIMIT {limit}"""
-        count = f"""SELECT coalesce(sum(c.n), 0)::bigint FROM unnest({lanes}) AS l(lane)
-            CROSS JOIN LATERAL (SELECT count(*) AS n FROM records q
-              WHERE {RULE.record_in_lane("q", "l.lane")} {where}) c"""
+        source_type = self.arg(sel.site, "source_type") if shape.source_type else None
+        count = counts.records_count(lanes, source_type)
         return self.page(sel, page, count, None, by_time=True, whole_rows=True)
 
     def gather_root(self, sel: Sel, _: None) -> str:
@@ -186,7 +186,13 @@ class Compiler:
         else:
             keyed = f"WHERE m.record_id > {self.arg(sel.site, 'after_id')}" if shape.after else ""
             page = f"SELECT m.record_id AS id FROM ({members}) m {keyed} ORDER BY 1 LIMIT {limit}"
-        count = f"SELECT count(*) FROM ({members}) m"
+        if shape.properties == 1 and as_of is None:
+            # One value's current members: the count the write path keeps.
+            count = counts.member_count(
+                site_p("label_0"), site_p("value_0"), site_p("lanes", "text[]")
+            )
+        else:
+            count = f"SELECT count(*) FROM ({members}) m"
         return self.page(sel, page, count, as_of, by_time=timeline)
 
     def edge_property_root(self, sel: Sel, _: None) -> str:
@@ -327,6 +333,8 @@ class Compiler:
     # -- hyperedges -------------------------------------------------------------
 
     def member_count(self, label: str, value: str, as_of: str | None) -> str:
+        if as_of is None:
+            return counts.member_count(label, value, self.lanes())
         m = self.alias("m")
         return (
             f"SELECT count(DISTINCT {m}.record_id) FROM edge_properties {m} "
@@ -349,7 +357,10 @@ class Compiler:
             f"SELECT DISTINCT {m}.record_id AS id FROM edge_properties {m} WHERE {where} {keyed} "
             f"ORDER BY 1 LIMIT {self.arg(sel.site, 'limit')}"
         )
-        count = f"SELECT count(DISTINCT {m}.record_id) FROM edge_properties {m} WHERE {where}"
+        if row.as_of is None:
+            count = counts.member_count(row.label, row.value, self.lanes())
+        else:
+            count = f"SELECT count(DISTINCT {m}.record_id) FROM edge_properties {m} WHERE {where}"
         return self.page(sel, page, count, row.as_of, by_time=False)
 
     # -- asserted edges ---------------------------------------------------------

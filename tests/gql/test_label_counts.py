@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from store.kinds.record import labels
+from store.kinds.record.counts import fold
 from store.operations.verify import verify
 from store.pool import create_pool
 from tests.conftest import GatewayFactory
@@ -44,7 +44,7 @@ async def test_counts_follow_every_kind_of_write_and_survive_a_fold(
     pool = await create_pool(gateway.database_url, 1)
     try:
         async with pool.acquire() as conn:
-            assert await labels.fold(conn)
+            assert await fold(conn)
     finally:
         await pool.close()
     async with sql(gateway.database_url) as conn:

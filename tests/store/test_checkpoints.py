@@ -73,6 +73,17 @@ async def erase_record(url: str, rid: str) -> None:
             "FROM edge_properties WHERE record_id = $1 AND recorded_to IS NULL",
             rid,
         )
+        await conn.execute(
+            "INSERT INTO member_deltas (label, value_key, lane, value, delta) "
+            "SELECT label, value_key, lane, value, -1 FROM edge_properties "
+            "WHERE record_id = $1 AND recorded_to IS NULL",
+            rid,
+        )
+        await conn.execute(
+            "INSERT INTO record_deltas (lane, source_type, delta) "
+            "SELECT lane, source_type, -1 FROM records WHERE id = $1",
+            rid,
+        )
         await conn.execute("DELETE FROM edge_properties WHERE record_id = $1", rid)
         await conn.execute("DELETE FROM records WHERE id = $1", rid)
 

@@ -11,14 +11,16 @@ import asyncpg
 
 from store.ids import RECORD_KIND
 from store.kinds import Copy, Cte, KindDefaults, Rows, Table
-from store.kinds.record.labels import DELTAS
+from store.kinds.record.counts import LABEL_DELTAS, MEMBER_DELTAS, RECORD_DELTAS
 from store.kinds.record.model import Record
 from store.kinds.record.projection import (
     RECORD_COLUMNS,
     Entry,
     Membership,
     label_changes,
+    member_changes,
     project_record,
+    record_changes,
     record_row,
 )
 from store.ledger.command import Write
@@ -99,9 +101,21 @@ _CTES = (
         ),
     ),
     Cte(
-        DELTAS,
+        LABEL_DELTAS,
         "INSERT INTO label_deltas (lane, label, delta)\n  SELECT lane, label, delta FROM {rows}",
         (("lane", "text"), ("label", "text"), ("delta", "int")),
+    ),
+    Cte(
+        RECORD_DELTAS,
+        "INSERT INTO record_deltas (lane, source_type, delta)\n"
+        "  SELECT lane, source_type, delta FROM {rows}",
+        (("lane", "text"), ("source_type", "text"), ("delta", "int")),
+    ),
+    Cte(
+        MEMBER_DELTAS,
+        "INSERT INTO member_deltas (label, value_key, lane, value, delta)\n"
+        "  SELECT label, edgeloom_value_key(value), lane, value, delta FROM {rows}",
+        (("label", "text"), ("lane", "text"), ("value", "text"), ("delta", "int")),
     ),
 )
 
@@ -120,6 +134,23 @@ SELECT lane, label, sum(n)::bigint AS n FROM (
   UNION ALL SELECT lane, label, delta FROM label_deltas
 ) c GROUP BY lane, label HAVING sum(n) <> 0
 """
+_RECORD_COUNTS = """
+SELECT lane, source_type, sum(n)::bigint AS n FROM (
+  SELECT lane, source_type, records AS n FROM record_counts
+  UNION ALL SELECT lane, source_type, delta FROM record_deltas
+) c GROUP BY lane, source_type HAVING sum(n) <> 0
+"""
+_MEMBER_COUNTS = """
+SELECT lane, label, min(value) AS value, sum(n)::bigint AS n FROM (
+  SELECT lane, label, value_key, value, records AS n FROM member_counts
+  UNION ALL SELECT lane, label, value_key, value, delta FROM member_deltas
+) c GROUP BY lane, label, value_key HAVING sum(n) <> 0
+"""
+_INSERT_MEMBER_COUNTS = """
+INSERT INTO member_counts (label, value_key, lane, value, records)
+SELECT label, edgeloom_value_key(value), lane, value, n
+FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS u(lane, label, value, n)
+"""
 _COMPARED = RECORD_COLUMNS[1:]  # every column but the id compared on
 
 
@@ -127,13 +158,18 @@ class _Writer:
     def __init__(self, before: Mapping[str, Record]) -> None:
         self.before = before
         self.written: dict[str, Record] = {}
-        # One delta row per (lane, label) a command moves, however many records it wrote.
+        # One delta row per (lane, label) a command moves, however many records it wrote;
+        # so too per (lane, source type) and per (lane, label, value).
         self.labels: Counter[tuple[str, str]] = Counter()
+        self.records: Counter[tuple[str, str]] = Counter()
+        self.members: Counter[tuple[str, str, str]] = Counter()
 
     def add(self, write: Write, entry: Entry, rows: Rows) -> Record:
         was = self.written.get(write.object_id, self.before.get(write.object_id))
         delta = project_record(was, entry)
         self.labels.update(label_changes(was, delta.record))
+        self.records.update(record_changes(was, delta.record))
+        self.members.update(member_changes(was, delta))
         self.written[entry.object_id] = delta.record
         rows.part("moved_records").append(record_row(delta.record, write.idempotency_key))
         rows.part("closed_memberships").extend(
@@ -144,9 +180,21 @@ class _Writer:
         return delta.record
 
     def finish(self, rows: Rows) -> None:
-        moved = [{"lane": ln, "label": lb, "delta": n} for (ln, lb), n in self.labels.items() if n]
-        if moved:
-            rows.part(DELTAS).extend(moved)
+        labels = [{"lane": ln, "label": lb, "delta": n} for (ln, lb), n in self.labels.items() if n]
+        if labels:
+            rows.part(LABEL_DELTAS).extend(labels)
+        records = [
+            {"lane": ln, "source_type": st, "delta": n} for (ln, st), n in self.records.items() if n
+        ]
+        if records:
+            rows.part(RECORD_DELTAS).extend(records)
+        members = [
+            {"lane": ln, "label": lb, "value": v, "delta": n}
+            for (ln, lb, v), n in self.members.items()
+            if n
+        ]
+        if members:
+            rows.part(MEMBER_DELTAS).extend(members)
 
 
 class _Replay:
@@ -155,6 +203,8 @@ class _Replay:
         self.records: dict[str, Record] = {}
         self.memberships: set[Membership] = set()
         self.labels: Counter[tuple[str, str]] = Counter()
+        self.counted: Counter[tuple[str, str]] = Counter()
+        self.members: Counter[tuple[str, str, str]] = Counter()
 
     def object(self, entries: Sequence[Entry]) -> Iterator[tuple[str, tuple[Any, ...]]]:
         record: Record | None = None
@@ -162,6 +212,8 @@ class _Replay:
         for entry in entries:
             delta = project_record(record, entry)
             self.labels.update(label_changes(record, delta.record))
+            self.counted.update(record_changes(record, delta.record))
+            self.members.update(member_changes(record, delta))
             record = delta.record
             for ep_id in delta.closed:
                 was = opened.pop(ep_id)
@@ -188,6 +240,8 @@ class _Replay:
         await self._compare_records(conn, report)
         await self._compare_memberships(conn, report)
         await self._compare_label_counts(conn, report)
+        await self._compare_record_counts(conn, report)
+        await self._compare_member_counts(conn, report)
 
     async def _compare_records(self, conn: Conn, report: Report) -> None:
         live: dict[str, asyncpg.Record] = {}
@@ -231,10 +285,48 @@ class _Replay:
                     f"the ledger has {expected.get(key, 0)}"
                 )
 
+    async def _compare_record_counts(self, conn: Conn, report: Report) -> None:
+        """The maintained counts of current records equal a count of the rebuilt records."""
+        live = {(r["lane"], r["source_type"]): r["n"] for r in await conn.fetch(_RECORD_COUNTS)}
+        expected = self.counted
+        for key in sorted(expected.keys() | live.keys()):
+            if expected.get(key, 0) != live.get(key, 0):
+                lane, source_type = key
+                report.problems.append(
+                    f"records of source type '{source_type}' in lane '{lane}': counted "
+                    f"{live.get(key, 0)}, the ledger has {expected.get(key, 0)}"
+                )
+
+    async def _compare_member_counts(self, conn: Conn, report: Report) -> None:
+        """The maintained counts of each value's current members equal a count of the
+        rebuilt memberships."""
+        live: dict[tuple[str, str, str], int] = {}
+        async for row in conn.cursor(_MEMBER_COUNTS, prefetch=5000):
+            live[(row["lane"], row["label"], row["value"])] = row["n"]
+        expected = self.members
+        differ = [k for k in expected.keys() | live.keys() if expected.get(k, 0) != live.get(k, 0)]
+        for key in sorted(differ)[:50]:
+            lane, label, value = key
+            report.problems.append(
+                f"value '{label}:{value}' in lane '{lane}': counted {live.get(key, 0)} "
+                f"members, the ledger has {expected.get(key, 0)}"
+            )
+
     async def finish(self, conn: Conn, copy: Copy) -> None:
         for (lane, label), n in self.labels.items():
             if n:
                 await copy("label_counts", (lane, label, n))
+        for (lane, source_type), n in self.counted.items():
+            if n:
+                await copy("record_counts", (lane, source_type, n))
+        # Inserted rather than copied: each value's key is the database's function of it.
+        members = [(key, n) for key, n in self.members.items() if n]
+        if members:
+            await conn.execute(
+                _INSERT_MEMBER_COUNTS,
+                *([key[i] for key, _ in members] for i in range(3)),
+                [n for _, n in members],
+            )
 
 
 @dataclass(frozen=True)
@@ -247,6 +339,10 @@ class RecordKind(KindDefaults):
         Table("edge_properties", _MEMBERSHIP_COLUMNS),
         Table("label_counts", ("lane", "label", "records")),
         Table("label_deltas", grant="folded"),
+        Table("record_counts", ("lane", "source_type", "records")),
+        Table("record_deltas", grant="folded"),
+        Table("member_counts", ("label", "value_key", "lane", "value", "records")),
+        Table("member_deltas", grant="folded"),
     )
     event_kinds: tuple[str, ...] = (*RECORD_EVENT_KINDS, *ASSERTED_EVENT_KINDS)
     unique_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

@@ -3,8 +3,9 @@
 Every write appends signed deltas (`label_deltas`, see `projection.label_changes`)
 in its own statement and never updates a shared counter row, so writers on a hot
 label never wait on each other. After commit, a process that has appended
-`FOLD_AFTER` delta rows folds every committed delta into `label_counts` in its own
-short transaction; a read sums the folded counts and the few unfolded deltas.
+`counts.FOLD_AFTER` delta rows folds every committed delta into `label_counts` (with
+the other maintained counts, `store.kinds.record.counts`) in its own short
+transaction; a read sums the folded counts and the few unfolded deltas.
 """
 
 from __future__ import annotations
@@ -16,39 +17,15 @@ from datetime import datetime
 from sqlalchemy import func, literal_column, select, union_all
 
 from store import tables as t
-from store.pool import Conn
 from store.reads.core_sql import fetch
 from store.reads.snapshot import Reader
 from store.reads.visibility import CORE_LANES, RULE, core
-
-FOLD_AFTER = 1000
-# The append part whose rows are the deltas a command wrote (see store.kinds.record.kind).
-DELTAS = "new_label_deltas"
-# Any fixed number: one fold at a time; the others skip rather than wait.
-_FOLD_LOCK = 7_113_005
-
-FOLD = """
-WITH folded AS (DELETE FROM label_deltas RETURNING lane, label, delta),
-summed AS (SELECT lane, label, sum(delta) AS n FROM folded GROUP BY lane, label)
-INSERT INTO label_counts AS c (lane, label, records)
-SELECT lane, label, n FROM summed
-ON CONFLICT (lane, label) DO UPDATE SET records = c.records + EXCLUDED.records
-"""
 
 
 @dataclass(frozen=True)
 class LabelCount:
     label: str
     record_count: int
-
-
-async def fold(conn: Conn) -> bool:
-    """Fold the committed deltas into the counts; False when another fold is running."""
-    async with conn.transaction():
-        if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", _FOLD_LOCK):
-            return False
-        await conn.execute(FOLD)
-    return True
 
 
 _counted = union_all(

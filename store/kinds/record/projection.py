@@ -206,6 +206,35 @@ def label_changes(before: Record | None, after: Record) -> dict[tuple[str, str],
     return moved
 
 
+def record_changes(before: Record | None, after: Record) -> dict[tuple[str, str], int]:
+    """How one record entry moves the per-(lane, source type) counts of current records:
+    +1 where the record now counts, -1 where it counted before and no longer does (a
+    retired record is not current: its tombstone takes it out, restoring it puts it back)."""
+    moved: dict[tuple[str, str], int] = {}
+    for record, sign in ((before, -1), (after, 1)):
+        if record is not None and record.state.retired is None:
+            key = (record.lane, record.state.source_type)
+            moved[key] = moved.get(key, 0) + sign
+    return {k: n for k, n in moved.items() if n}
+
+
+def member_changes(before: Record | None, delta: RecordDelta) -> dict[tuple[str, str, str], int]:
+    """How one record entry moves the per-(lane, label, value) counts of current members,
+    read off the memberships it closes and opens: whatever ends a membership ends its
+    count, whatever opens one adds to it."""
+    held = {} if before is None else _by_id(before)
+    moved: dict[tuple[str, str, str], int] = {}
+    for ep_id in delta.closed:
+        assert before is not None
+        prop = held[ep_id]
+        key = (before.lane, prop.label, prop.value)
+        moved[key] = moved.get(key, 0) - 1
+    for m in delta.opened:
+        key = (m.lane, m.label, m.value)
+        moved[key] = moved.get(key, 0) + 1
+    return {k: n for k, n in moved.items() if n}
+
+
 def _labels(record: Record) -> set[str]:
     return {p.label for p in record.state.held() if not p.reserved}
 

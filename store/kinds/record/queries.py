@@ -18,6 +18,7 @@ import asyncpg
 
 from policies.properties import Property, parse_property
 from store.errors import InvalidInputError, ResponseTooLargeError
+from store.kinds.record import counts
 from store.kinds.record.model import Record, RecordState, Version
 from store.reads.pages import Page, encode_cursor, id_cursor, page_size, time_cursor
 from store.reads.snapshot import Reader
@@ -196,13 +197,10 @@ def _browse_statement(source_type: bool, after: bool, count: bool) -> Statement:
       ) page ORDER BY page.created_at, page.id LIMIT {limit}"""
     if not count:
         return p.statement(f"SELECT NULL::bigint AS total, q.* FROM ({page}) q")
+    # The count the write path keeps for the lanes (and source type): a few rows.
+    total = counts.records_count(lanes, p("source_type") if source_type else None)
     return p.statement(
-        # Each lane counted on its own: an index-only scan per lane.
-        f"""SELECT c.total, q.* FROM
-          (SELECT coalesce(sum(n.n), 0)::bigint AS total FROM unnest({lanes}) AS k(lane)
-           CROSS JOIN LATERAL (SELECT count(*) AS n FROM records r
-             WHERE {RULE.record_in_lane("r", "k.lane")} {where}) n) c
-          LEFT JOIN LATERAL ({page}) q ON true"""
+        f"SELECT ({total}) AS total, q.* FROM (SELECT 1) c LEFT JOIN LATERAL ({page}) q ON true"
     )
 
 
@@ -310,9 +308,14 @@ def _gather_statement(
         return p.statement(
             f"WITH members AS ({members}) SELECT NULL::bigint AS total, q.* FROM ({page}) q"
         )
+    if count == 1 and not at:
+        # One value's current members: the count the write path keeps.
+        total = counts.member_count(p("label_0"), p("value_0"), p("lanes", "text[]"))
+    else:
+        total = "SELECT count(*) FROM members"
     return p.statement(
         f"""WITH members AS ({members})
-        SELECT c.total, q.* FROM (SELECT count(*) AS total FROM members) c
+        SELECT ({total}) AS total, q.* FROM (SELECT 1) c
         LEFT JOIN LATERAL ({page}) q ON true"""
     )
 
@@ -378,9 +381,11 @@ WHERE (m.label, m.value_key) IN (
   AND {shown}
 GROUP BY m.label, m.value
 """
-_MEMBER_COUNTS_NOW = _MEMBER_COUNTS.format(
-    member=RULE.member("m", "$3::text[]", None), shown=RULE.shown_label("m.label")
-)
+# Now: the counts the write path keeps, one lookup per property.
+_MEMBER_COUNTS_NOW = f"""
+SELECT u.l, u.v, ({counts.member_count("u.l", "u.v", "$3::text[]")})
+FROM unnest($1::text[], $2::text[]) AS u(l, v)
+"""
 _MEMBER_COUNTS_AT = _MEMBER_COUNTS.format(
     member=RULE.member("m", "$3::text[]", "$4"), shown=RULE.shown_label("m.label")
 )

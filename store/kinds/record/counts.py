@@ -1,0 +1,94 @@
+"""Counts the write path maintains: current records per (lane, source type), current
+members per (label, value, lane), and records per label (`labels`).
+
+Each is kept as `label_counts` is (see `labels`): every write appends signed deltas in
+its own transaction, derived from what the projection rule moved (`projection.
+record_changes`, `projection.member_changes`: the memberships a write closes and
+opens), and never updates a shared counter row. After commit a process that has
+appended `FOLD_AFTER` delta rows folds every committed delta into the counts, all
+three in one short transaction, so a snapshot sees each delta either unfolded or
+folded, never both. A read sums the folded counts and the unfolded deltas of the
+caller's lanes: exact for the snapshot it reads, in a few rows however many records
+there are. Counts as of an earlier instant come from the membership intervals.
+"""
+
+from __future__ import annotations
+
+from store.pool import Conn
+from store.reads.visibility import RULE
+
+FOLD_AFTER = 1000
+# The append parts whose rows are the deltas a command wrote (see store.kinds.record.kind).
+LABEL_DELTAS = "new_label_deltas"
+RECORD_DELTAS = "new_record_deltas"
+MEMBER_DELTAS = "new_member_deltas"
+DELTA_PARTS = (LABEL_DELTAS, RECORD_DELTAS, MEMBER_DELTAS)
+# Any fixed number: one fold at a time; the others skip rather than wait.
+_FOLD_LOCK = 7_113_005
+
+_FOLDS = (
+    """
+WITH folded AS (DELETE FROM label_deltas RETURNING lane, label, delta),
+summed AS (SELECT lane, label, sum(delta) AS n FROM folded GROUP BY lane, label)
+INSERT INTO label_counts AS c (lane, label, records)
+SELECT lane, label, n FROM summed
+ON CONFLICT (lane, label) DO UPDATE SET records = c.records + EXCLUDED.records
+""",
+    """
+WITH folded AS (DELETE FROM record_deltas RETURNING lane, source_type, delta),
+summed AS (SELECT lane, source_type, sum(delta) AS n FROM folded GROUP BY lane, source_type)
+INSERT INTO record_counts AS c (lane, source_type, records)
+SELECT lane, source_type, n FROM summed
+ON CONFLICT (lane, source_type) DO UPDATE SET records = c.records + EXCLUDED.records
+""",
+    """
+WITH folded AS (DELETE FROM member_deltas RETURNING label, value_key, lane, value, delta),
+summed AS (
+  SELECT label, value_key, lane, min(value) AS value, sum(delta) AS n FROM folded
+  GROUP BY label, value_key, lane
+)
+INSERT INTO member_counts AS c (label, value_key, lane, value, records)
+SELECT label, value_key, lane, value, n FROM summed
+ON CONFLICT (label, value_key, lane) DO UPDATE SET records = c.records + EXCLUDED.records
+""",
+)
+
+
+async def fold(conn: Conn) -> bool:
+    """Fold the committed deltas into the counts; False when another fold is running."""
+    async with conn.transaction():
+        if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", _FOLD_LOCK):
+            return False
+        for statement in _FOLDS:
+            await conn.execute(statement)
+    return True
+
+
+def records_count(lanes: str, source_type: str | None = None) -> str:
+    """SQL: how many current records the lanes `lanes` hold (of `source_type` if given)."""
+    of_type = "" if source_type is None else f" AND source_type = {source_type}"
+    where = f"{RULE.lane('', lanes)}{of_type}"
+    return (
+        "SELECT coalesce(sum(c.n), 0)::bigint FROM ("
+        f"SELECT records AS n FROM record_counts WHERE {where} "
+        f"UNION ALL SELECT delta FROM record_deltas WHERE {where}) c"
+    )
+
+
+def member_count(
+    label: str, value: str, lanes: str, *, key: str | None = None, shown: bool = True
+) -> str:
+    """SQL: how many records in the lanes `lanes` carry `label`:`value` now (SQL
+    expressions; `key`, the value's key if the caller has it). With `shown`, a label
+    never shown as a hyperedge has none."""
+    where = (
+        f"label = {label} AND value_key = {key or f'edgeloom_value_key({value})'} "
+        f"AND {RULE.lane('', lanes)}"
+    )
+    if shown:
+        where += f" AND {RULE.shown_label('label')}"
+    return (
+        "SELECT coalesce(sum(c.n), 0)::bigint FROM ("
+        f"SELECT records AS n FROM member_counts WHERE {where} "
+        f"UNION ALL SELECT delta FROM member_deltas WHERE {where}) c"
+    )
