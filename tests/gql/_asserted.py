@@ -57,7 +57,7 @@ TRAVERSE = """
 query($from: ID!, $depth: Int, $labels: [String!], $asOf: DateTime, $limit: Int) {
   traverse(from: $from, depth: $depth, labels: $labels, asOf: $asOf, limit: $limit) {
     items { record { id } hop via }
-    notShown beyondLimit clipped { via hop memberCount }
+    notShown notShownExact beyondLimit clipped { via hop memberCount }
   }
 }
 """

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+from store.kinds.record import traverse
+from store.pool import create_pool
 from tests.conftest import GatewayFactory
 from tests.gql._api import REMOVE, ingest, unique
 from tests.gql._asserted import TRAVERSE, connect, group, walk
@@ -117,3 +120,47 @@ async def test_bad_arguments_are_refused_with_the_range(gateway: Gateway) -> Non
         assert error["extensions"]["code"] == "BAD_USER_INPUT" and text in error["message"]
     error = await gateway.error(TRAVERSE, {"from": "sr_" + "0" * 32})
     assert error["extensions"]["code"] == "NOT_FOUND"
+
+
+async def test_counts_past_the_budget_are_marked_lower_bounds(gateway: Gateway) -> None:
+    """A walk counts what it leaves out within its budget of membership rows; past it the
+    count is a lower bound, and what it lists is the same whatever the budget."""
+    values = [unique(f"t{n}:") for n in range(5)]
+    start = (await ingest(gateway, "start", values))["id"]
+    # Six records on each value of the start's, none on two.
+    inputs = [{"content": f"{v}{k}", "properties": [v]} for v in values for k in range(6)]
+    await gateway.data(INGEST_MANY, {"inputs": inputs})
+    pool = await create_pool(gateway.database_url, 1)
+    try:
+        async with pool.acquire() as conn:
+
+            async def walked(limit: int, **kw: Any) -> traverse.Traversal:
+                return await traverse.traverse(conn, start, ["default"], limit=limit, **kw)
+
+            exact = await walked(3)
+            assert exact.beyond_limit == 27 and exact.not_shown_exact
+            # The first value (seven members, the start one of them) is read; the four
+            # after it are not, so what was cut is known to be at least 3.
+            bounded = await walked(3, budget=6)
+            assert bounded.steps == exact.steps
+            assert bounded.beyond_limit == 3 and not bounded.not_shown_exact
+            # Too few records in what the budget reads to fill the page: it reads on.
+            for limit in (10, 30):
+                full, cut = await walked(limit), await walked(limit, budget=6)
+                assert cut.steps == full.steps and len(cut.steps) == limit
+                assert full.not_shown_exact and full.beyond_limit == 30 - limit
+            # As of an instant, a hub's members are counted from the intervals, up to the
+            # budget shared among the hubs (at least one past the hub size).
+            now = datetime.now(UTC)
+            hubs = await walked(100, hub=2, budget=4, as_of=now)
+            assert [c.member_count for c in hubs.clipped] == [3] * 5
+            assert not any(c.exact for c in hubs.clipped) and not hubs.not_shown_exact
+            hubs = await walked(100, hub=2, budget=100, as_of=now)
+            assert [(c.member_count, c.exact) for c in hubs.clipped] == [(7, True)] * 5
+            # Now, a hub's count is the maintained one: exact whatever the budget.
+            hubs = await walked(100, hub=2, budget=1)
+            assert [(c.member_count, c.exact) for c in hubs.clipped] == [(7, True)] * 5
+    finally:
+        await pool.close()
+    found = await walk(gateway, start, limit=3)
+    assert found["beyondLimit"] == 27 and found["notShownExact"] is True
