@@ -124,6 +124,7 @@ async def measure(pool: Pool, ids: list[str], starts: int) -> None:
                 "hub": traverse.HUB_MEMBERS,
                 "seen": chosen[:50],
                 "room": 100,
+                "budget": traverse.COUNT_BUDGET,
             },
         )
         lines = [row[0] for row in await conn.fetch("EXPLAIN " + hop, *args)]
