@@ -9,7 +9,7 @@ read a few rows however many records there are. `value_key` is the membership
 indexes' key of the value (migration 0009). Filled here from the current rows.
 
 Revision ID: 0012
-Revises: 0009
+Revises: 0010
 Create Date: 2026-12-01
 """
 
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0012"
-down_revision = "0009"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 
