@@ -9,7 +9,7 @@ read a few rows however many records there are. `value_key` is the membership
 indexes' key of the value (migration 0009). Filled here from the current rows.
 
 Revision ID: 0012
-Revises: 0010
+Revises: 0014
 Create Date: 2026-12-01
 """
 
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0012"
-down_revision = "0010"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 
@@ -64,7 +64,8 @@ def upgrade() -> None:
     op.create_index("ix_member_deltas_value", "member_deltas", ["label", "value_key"])
     op.execute(
         "INSERT INTO record_counts (lane, source_type, records) "
-        "SELECT lane, source_type, count(*) FROM records GROUP BY lane, source_type"
+        "SELECT lane, source_type, count(*) FROM records WHERE retired_at IS NULL "
+        "GROUP BY lane, source_type"
     )
     op.execute(
         "INSERT INTO member_counts (label, value_key, lane, value, records) "
