@@ -19,6 +19,7 @@ from store.operations.verify import verify
 from store.pool import create_pool
 from store.reads.snapshot import Snapshot
 from tests.conftest import GatewayFactory
+from tests.gql._api import RESTORE_RECORD, RETIRE_RECORD
 from tests.gql._asserted import CONNECT, GROUP
 from tests.gql._policy_support import ADD, APPLY, INGEST, INGEST_MANY, REMOVE, UPDATE, mint
 from tests.support import Gateway, sql
@@ -59,7 +60,7 @@ async def direct(url: str, lanes: list[str], prop: str, lane: str, kind: str) ->
     """The same counts, each a COUNT over the live rows."""
     label, value = prop.split(":", 1)
     async with sql(url) as conn:
-        records = "SELECT count(*) FROM records WHERE lane = ANY($1::text[])"
+        records = "SELECT count(*) FROM records WHERE retired_at IS NULL AND lane = ANY($1::text[])"
         members = await conn.fetchval(
             "SELECT count(DISTINCT record_id) FROM edge_properties WHERE label = $1 "
             "AND value = $2 AND recorded_to IS NULL AND lane = ANY($3::text[])",
@@ -147,6 +148,12 @@ async def test_every_maintained_count_equals_a_direct_count_after_a_mixed_worklo
     await compiled.data(UPDATE, {"id": r4, "properties": ["topic:z"]}, wide)
     await compiled.data(ADD, {"id": r2, "properties": ["org:Acme", "n:3"]}, wide)
     await ingest("a", ["org:Acme"])
+    # Retired records leave every count; a restored one comes back.
+    gone = await ingest("b", ["org:Acme", "topic:y"])
+    back = await ingest("a", ["org:Beta"])
+    for retired in (gone, back):
+        await compiled.data(RETIRE_RECORD, {"id": retired, "reason": "wrong"}, wide)
+    await compiled.data(RESTORE_RECORD, {"id": back}, wide)
     async with sql(compiled.database_url) as conn:
         assert await conn.fetchval("SELECT count(*) FROM member_deltas") > 0
         assert await conn.fetchval("SELECT count(*) FROM member_counts") > 0
