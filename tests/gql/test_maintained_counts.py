@@ -13,6 +13,7 @@ import asyncio
 from typing import Any
 
 from policies.properties import Property
+from store.kinds.policy.in_force import READ_TTL_SECONDS
 from store.kinds.record import queries
 from store.kinds.record.counts import fold
 from store.operations.verify import verify
@@ -169,6 +170,8 @@ async def test_every_maintained_count_equals_a_direct_count_after_a_mixed_worklo
         assert found["edgeProperty"]["memberCount"] == 2  # r1 and r3 in a; r5 is in c
 
     await compiled.data(APPLY, {"yaml": NARROWED}, tokens["curator"])
+    # The other gateway reads a new policy within its cache's second (README, "A first session").
+    await asyncio.sleep(READ_TTL_SECONDS)
     for gateway in (compiled, plain):
         await check(gateway, tokens, {**READS, "wide": ["a", "c"]})
     assert (await verify(compiled.database_url)).ok
