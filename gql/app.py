@@ -11,13 +11,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gql.dashboard import dashboard_routes
 from gql.frames import keep_raw_send
+from gql.front import Front
 from gql.graphiql import STATIC_PATH, static_app
-from gql.headers import SecurityHeaders
 from gql.lifespan import lifespan
 from gql.limits import BodySizeLimit
 from gql.loopback import LoopbackOnly
 from gql.mcp.http import PATH as MCP_PATH
 from gql.mcp.http import McpEndpoint
+from gql.observe import configure_request_log
 from gql.settings import Settings
 from gql.sockets import SocketCaps, SocketLimits, fitted, open_files_limit
 from gql.view import GraphQLView
@@ -25,6 +26,8 @@ from gql.view import GraphQLView
 
 def create_app(settings: Settings) -> GatewayApp:
     """The gateway as an ASGI app; the lifespan opens the database and the policy."""
+    if settings.request_log:
+        configure_request_log()
     view = GraphQLView(settings)
     mcp = McpEndpoint(settings.anonymous_agent)
     app = Starlette(
@@ -66,7 +69,7 @@ class GatewayApp:
         app = self.sockets
         if settings.anonymous_agent is not None:
             app = LoopbackOnly(app)  # refused before anything is read
-        self._app = SecurityHeaders(app)  # outermost: on every response
+        self._app = Front(app)  # outermost: every request's note, headers, log line
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         keep_raw_send(scope, send)  # the feed writes ready-made frames (gql.frames)

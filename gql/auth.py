@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from gql.observe import note_agent
 from gql.session import Caller, Services
 from policies.errors import UnknownAgentError
 from store.kinds.policy import in_force as policy_store
@@ -35,6 +36,7 @@ async def authorize(
     caller = await authenticate(authorization, services, anonymous_agent)
     if caller.agent is None:
         return caller
+    note_agent(caller.agent)  # for the request's log line, declared by the policy or not
     in_force = await policy_store.current(services.pool, services.policies)
     if in_force is not None and caller.agent not in in_force.policy.agents:
         undeclared = UnknownAgentError(caller.agent)

@@ -408,6 +408,7 @@ def _serve(args: argparse.Namespace) -> int:
         runtime_database_url=os.environ.get("EDGELOOM_RUNTIME_DATABASE_URL") or None,
         checkpoint_key=key_path(args),
         new_checkpoint_key=args.new_checkpoint_key,
+        request_log=args.log_level in ("debug", "info"),
         **{name: getattr(args, name) for name in SOCKET_OPTIONS if getattr(args, name) is not None},
     )
     problem, in_force = asyncio.run(_start(database, settings, exposed=not loopback))

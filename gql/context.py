@@ -18,6 +18,7 @@ from strawberry.extensions import SchemaExtension
 from strawberry.types.execution import ExecutionResult, StreamExecutionResult
 
 from gql.auth import authenticate, socket_authorization
+from gql.errors import error_extensions
 from gql.session import Caller, Services, Session
 from policies.model import AgentProfile, Policy
 from policies.properties import Property
@@ -190,7 +191,7 @@ class OperationScope(SchemaExtension):
             if too_large is not None and isinstance(result, GraphQLResult | ExecutionResult):
                 # One refusal for the whole response, not a partial one with an error
                 # at every field that read past the limit.
-                extensions = {"code": too_large.code, **too_large.extensions()}
+                extensions = error_extensions(too_large.code, too_large.extensions())
                 result.data = None
                 result.errors = [GraphQLError(too_large.message, extensions=extensions)]
         finally:

@@ -11,6 +11,7 @@ from starlette.responses import JSONResponse
 from strawberry.extensions import ParserCache, SchemaExtension
 from strawberry.types.execution import StreamExecutionResult
 
+from gql.observe import label_of, note_error, note_operation, request_id
 from gql.session import UnauthenticatedError
 from policies.errors import PolicyError
 from store.errors import StoreError, refusal_for
@@ -26,7 +27,8 @@ Refusal = PolicyError | StoreError | UnauthenticatedError
 
 
 def to_graphql_error(error: GraphQLError) -> GraphQLError:
-    """The error a client sees: a refusal with its code, an input error, or a masked failure."""
+    """The error a client sees: a refusal with its code, an input error, or a masked
+    failure; each carries the request's id (`requestId`), which its log line has."""
     original = error.original_error
     if original is not None:
         original = refusal_for(original) or original
@@ -38,12 +40,22 @@ def to_graphql_error(error: GraphQLError) -> GraphQLError:
         extensions = dict(error.extensions or {})
         extensions.setdefault("code", "BAD_USER_INPUT")
         return _reworded(error, error.message, extensions)
-    log.error("unexpected failure at %s", ".".join(map(str, error.path)), exc_info=original)
+    log.error(
+        "unexpected failure at %s (request %s)",
+        ".".join(map(str, error.path)),
+        request_id(),
+        exc_info=original,
+    )
     return _reworded(error, MASKED_MESSAGE, {"code": "INTERNAL_SERVER_ERROR"})
 
 
 def _reworded(error: GraphQLError, message: str, extensions: dict[str, object]) -> GraphQLError:
-    """`error` at the same place in the document, with this message and these extensions."""
+    """`error` at the same place in the document, with this message and these extensions
+    (and the request's id)."""
+    note_error(extensions.get("code"))
+    identifier = request_id()
+    if identifier is not None:
+        extensions["requestId"] = identifier
     return GraphQLError(
         message,
         nodes=error.nodes,
@@ -62,12 +74,23 @@ def refusal_response(
     headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
     """A request refused before GraphQL runs, in the shape of a GraphQL error."""
-    extensions = {"code": code, **(details or {})}
+    extensions = error_extensions(code, details)
     return JSONResponse(
         {"errors": [{"message": message, "extensions": extensions}]},
         status_code=status,
         headers=headers,
     )
+
+
+def error_extensions(code: str, details: Mapping[str, object] | None = None) -> dict[str, object]:
+    """The extensions of an error answered outside strawberry: its code, its details and
+    the request's id."""
+    note_error(code)
+    extensions: dict[str, object] = {"code": code, **(details or {})}
+    identifier = request_id()
+    if identifier is not None:
+        extensions["requestId"] = identifier
+    return extensions
 
 
 class ErrorCodes(SchemaExtension):
@@ -76,6 +99,12 @@ class ErrorCodes(SchemaExtension):
     def on_operation(self) -> Iterator[None]:
         self._streamed = False
         yield
+        context = self.execution_context
+        document = context.graphql_document
+        name = context.operation_name
+        if document is not None and context.query is not None:
+            label = label_of(context.schema._schema, context.query, name, document)
+            note_operation(label, name)
         if self._streamed:
             return
         result = self.execution_context.result

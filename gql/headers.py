@@ -9,7 +9,7 @@ gateway only, none inline; every other response sends `API_POLICY`, which allows
 
 from __future__ import annotations
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message
 
 
 def page_policy(*style_hashes: str) -> str:
@@ -41,22 +41,9 @@ _ALWAYS = [(b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"
 _DEFAULT = [*_ALWAYS, (_POLICY, API_POLICY.encode())]
 
 
-class SecurityHeaders:
-    """Adds the headers to each response's start; a response's own policy is kept."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = list(message.get("headers", ()))
-                own = any(name.lower() == _POLICY for name, _ in headers)
-                message = {**message, "headers": headers + (_ALWAYS if own else _DEFAULT)}
-            await send(message)
-
-        await self.app(scope, receive, with_headers)
+def with_security_headers(message: Message) -> Message:
+    """An `http.response.start` message with the headers added; a response's own policy
+    is kept. Called by `gql.front.Front` on every HTTP response."""
+    headers = list(message.get("headers", ()))
+    own = any(name.lower() == _POLICY for name, _ in headers)
+    return {**message, "headers": headers + (_ALWAYS if own else _DEFAULT)}

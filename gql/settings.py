@@ -67,3 +67,6 @@ class Settings:
     # signed by another (or it is missing): without it such a start is refused.
     new_checkpoint_key: bool = False
     feed: FeedOptions = FeedOptions()
+    # One JSON line per request on stderr (gql.observe), set by `serve` at log level info
+    # or debug; off, the lines go to the logger `edgeloom.requests` like any log.
+    request_log: bool = False

@@ -29,6 +29,7 @@ from gql.errors import refusal_response
 from gql.graphiql import graphiql_html
 from gql.headers import GRAPHIQL_HEADERS
 from gql.limits import DEFAULT_MAX_FIELDS, RequestLimitError, check_variables
+from gql.observe import note_route
 from gql.schema import LIMIT_RULES, MAX_TOKENS, build_schema, schema
 from gql.session import Caller, Services, Session
 from gql.settings import Settings
@@ -189,7 +190,10 @@ class GraphQLView(GraphQL[Context, None]):
     async def _answer(self, request: Request) -> Response:
         try:
             answer = None if self.compiled is None else await self.compiled.answer(request)
-            response = answer if answer is not None else await self.run(request)
+            if answer is None:
+                note_route("ordinary")
+                answer = await self.run(request)
+            response = answer
         except HTTPException as exc:
             # strawberry answers a malformed request in plain text; clients get JSON.
             response = _request_refused(exc.status_code, exc.reason)

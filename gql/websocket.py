@@ -36,6 +36,7 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
 from gql import sockets
 from gql.context import Context
 from gql.frames import RawSocket, raw_socket
+from gql.errors import error_extensions
 from gql.limits import RequestLimitError, check_variables
 
 _OPTIONAL_OBJECTS = ("variables", "extensions")
@@ -237,7 +238,7 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             try:
                 check_variables(message["payload"].get("variables"))
             except RequestLimitError as exc:
-                extensions = {"code": "BAD_USER_INPUT", **exc.details}
+                extensions = error_extensions("BAD_USER_INPUT", exc.details)
                 error = GraphQLError(exc.message, extensions=extensions)
                 await self.send_message(
                     {"id": message["id"], "type": "error", "payload": [error.formatted]}

@@ -139,13 +139,14 @@ class Gateway:
     async def post(
         self, query: str, variables: dict[str, Any] | None = None, token: str | None = None
     ) -> dict[str, Any]:
-        """The whole GraphQL response body (data and errors)."""
+        """The whole GraphQL response body (data and errors), each error's `requestId`
+        checked there and taken out (it differs from call to call)."""
         headers = {"authorization": f"Bearer {token}"} if token else {}
         response = await self.client.post(
             self.graphql_url, json={"query": query, "variables": variables or {}}, headers=headers
         )
         body: dict[str, Any] = response.json()
-        return body
+        return without_request_ids(body)
 
     async def data(
         self, query: str, variables: dict[str, Any] | None = None, token: str | None = None
@@ -166,6 +167,21 @@ class Gateway:
         assert len(errors) == 1, body
         error: dict[str, Any] = errors[0]
         return error
+
+
+def without_request_ids(body: dict[str, Any]) -> dict[str, Any]:
+    """`body` with the `requestId` every error must carry taken out of its extensions."""
+    for error in body.get("errors") or ():
+        no_request_id(error)
+    return body
+
+
+def no_request_id(error: Any) -> Any:
+    """An error (a GraphQL error's dict) without the `requestId` it must carry."""
+    extensions = error.get("extensions") or {}
+    identifier = extensions.pop("requestId", None)
+    assert isinstance(identifier, str) and identifier, error
+    return error
 
 
 @asynccontextmanager

@@ -40,8 +40,9 @@ from gql import over_http
 from gql.auth import authorize
 from gql.compiled.plan import Declined, Operation, compile_operation
 from gql.compiled.writes import Write, compile_write
-from gql.errors import parse_cached
+from gql.errors import error_extensions, parse_cached
 from gql.limits import check_variables, too_many_fields
+from gql.observe import note_operation, operation_label
 from gql.session import Services, Session
 from policies.errors import UnknownAgentError
 from store.errors import NoPolicyError, ResponseTooLargeError, StoreError
@@ -66,8 +67,9 @@ Compiled = Operation | Write
 class _Cached:
     """A compiled operation with the verdicts of the request checks, by its Int variables."""
 
-    def __init__(self, compiled: Compiled) -> None:
+    def __init__(self, compiled: Compiled, label: str) -> None:
         self.compiled = compiled
+        self.label = label  # the operation, as the request log and the metrics name it
         self.ints = _int_variables(compiled.operation)
         self.verdicts: dict[tuple[Any, ...], bool] = {}
 
@@ -107,7 +109,11 @@ class CompiledPath:
         except KeyError:
             pass
         compiled = self._compile(query, name)
-        found = None if compiled is None else _Cached(compiled)
+        found = (
+            None
+            if compiled is None
+            else _Cached(compiled, operation_label(self.schema, compiled.document, name))
+        )
         if len(self.operations) >= self.max_documents:
             # Forget the oldest document: a client sending ever new documents costs
             # one compilation each, never unbounded memory.
@@ -186,7 +192,10 @@ class CompiledPath:
             return None
         operation = cached.compiled
         if isinstance(operation, Write):
-            return await self._write(request, operation, session, variables)
+            response = await self._write(request, operation, session, variables)
+            if response is not None:
+                note_operation(cached.label, name, "compiled")
+            return response
         try:
             policy, profile = await session.agent()
         except (NoPolicyError, UnknownAgentError):
@@ -209,6 +218,7 @@ class CompiledPath:
                 return None
         if row is None or not row["ok"]:
             return None
+        note_operation(cached.label, name, "compiled")
         if row["body"] is None:  # built only as far as the limit, and not sent
             return over_http.answer(request, _refusal(ResponseTooLargeError(limit)))
         return over_http.answer(request, row["body"])
@@ -238,7 +248,7 @@ class CompiledPath:
 
 def _refusal(error: StoreError) -> bytes:
     """The body the ordinary path answers a refused operation with."""
-    extensions = {"code": error.code, **error.extensions()}
+    extensions = error_extensions(error.code, error.extensions())
     return orjson.dumps(
         {"data": None, "errors": [{"message": error.message, "extensions": extensions}]}
     )

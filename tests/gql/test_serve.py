@@ -25,7 +25,7 @@ from gql.auth import NO_TOKEN
 from store.database import create_engine
 from store.operations import tokens
 from tests.gql._policy_support import INGEST, POLICY
-from tests.support import EDGELOOM, REPO, Databases, assert_verified, free_port
+from tests.support import EDGELOOM, REPO, Databases, assert_verified, free_port, no_request_id
 
 START_TIMEOUT = 60.0  # a first embedded start runs initdb
 REFUSAL_TIMEOUT = 20.0
@@ -269,7 +269,7 @@ async def test_a_plain_start_after_a_policy_file_keeps_it_and_says_how_to_get_ba
         "again as a new version"
     ) in out
     [error] = refused_call["errors"]  # type: ignore[misc]
-    assert error == {"message": NO_TOKEN, "extensions": {"code": "UNAUTHENTICATED"}}
+    assert no_request_id(error) == {"message": NO_TOKEN, "extensions": {"code": "UNAUTHENTICATED"}}
 
     async with serving(database_url, tmp_path, "--dev-policy") as s:
         profile = await call(s.client, s.url, PROFILE)

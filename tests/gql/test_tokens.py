@@ -11,7 +11,7 @@ from store.database import create_engine
 from store.operations import tokens
 from tests.conftest import GatewayFactory
 from tests.gql._policy_support import APPLY, INGEST, mint
-from tests.support import EDGELOOM, Databases, Gateway
+from tests.support import EDGELOOM, Databases, Gateway, without_request_ids
 
 PROFILE = "{ profile { agent } }"
 NO_TOKEN = (
@@ -34,7 +34,7 @@ async def raw_error(gateway: Gateway, query: str, headers: dict[str, str]) -> di
     response = await gateway.client.post(
         gateway.graphql_url, json={"query": query}, headers=headers
     )
-    errors = response.json()["errors"]
+    errors = without_request_ids(response.json())["errors"]
     assert len(errors) == 1, errors
     error: dict[str, object] = errors[0]
     return error

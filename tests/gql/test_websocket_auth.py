@@ -14,7 +14,7 @@ from store.database import create_engine
 from store.operations import tokens
 from tests.conftest import GatewayFactory
 from tests.gql._policy_support import APPLY, mint
-from tests.support import Gateway
+from tests.support import Gateway, no_request_id
 
 PROTOCOL = "graphql-transport-ws"
 TIMEOUT = 10
@@ -149,7 +149,7 @@ async def test_an_open_socket_follows_policy_changes(
             "agent 'planner' is not declared by the policy in force; "
             "an operator must add it to the policy's agents before its token works again"
         )
-        assert error["extensions"] == {"code": "UNAUTHENTICATED", "agent": "planner"}
+        assert no_request_id(error)["extensions"] == {"code": "UNAUTHENTICATED", "agent": "planner"}
 
 
 async def test_an_open_socket_reads_what_is_current(gateway: Gateway) -> None:
@@ -185,4 +185,4 @@ async def test_an_open_socket_stops_working_when_its_token_is_revoked(crm: Gatew
         "the bearer token is unknown or has been revoked; "
         "an operator mints a new one with 'edgeloom token create --agent NAME'"
     )
-    assert error["extensions"] == {"code": "UNAUTHENTICATED"}
+    assert no_request_id(error)["extensions"] == {"code": "UNAUTHENTICATED"}

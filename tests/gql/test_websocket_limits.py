@@ -19,7 +19,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from gql.sockets import HTTP_HEADROOM, SocketCaps, fitted
 from tests.conftest import GatewayFactory
 from tests.gql._policy_support import mint
-from tests.support import Gateway
+from tests.support import Gateway, without_request_ids
 
 PROTOCOL = "graphql-transport-ws"
 TIMEOUT = 10
@@ -68,7 +68,7 @@ async def refusal(gateway: Gateway, address: str) -> dict[str, object]:
     response = refused.value.response
     assert response.status_code == 503
     assert response.headers["retry-after"] == "5"
-    [error] = json.loads(response.body or b"")["errors"]
+    [error] = without_request_ids(json.loads(response.body or b""))["errors"]
     assert isinstance(error, dict)
     return error
 
@@ -133,7 +133,10 @@ async def test_authenticated_subscribers_beyond_the_unauthenticated_caps_connect
         # More than either unauthenticated cap, all from one address.
         sockets = [await subscriber(stack, capped, token) for _ in range(TOTAL)]
         error = await refusal(capped, "127.0.0.1")
-        assert error["extensions"] == {"code": "SERVICE_UNAVAILABLE", "maxConnections": TOTAL}
+        assert error["extensions"] == {
+            "code": "SERVICE_UNAVAILABLE",
+            "maxConnections": TOTAL,
+        }
         await assert_http_answers(capped, token)
         last = sockets[-1]
         query = {"query": "{ profile { agent } }"}
