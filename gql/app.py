@@ -18,6 +18,7 @@ from gql.limits import BodySizeLimit
 from gql.loopback import LoopbackOnly
 from gql.mcp.http import PATH as MCP_PATH
 from gql.mcp.http import McpEndpoint
+from gql.metrics import Metrics, metrics_route, multiprocess_dir
 from gql.observe import configure_request_log
 from gql.settings import Settings
 from gql.sockets import SocketCaps, SocketLimits, fitted, open_files_limit
@@ -30,6 +31,7 @@ def create_app(settings: Settings) -> GatewayApp:
         configure_request_log()
     view = GraphQLView(settings)
     mcp = McpEndpoint(settings.anonymous_agent)
+    metrics = Metrics(multiprocess_dir())
     app = Starlette(
         routes=[
             # Every method reaches the view, which refuses the others as JSON.
@@ -40,10 +42,11 @@ def create_app(settings: Settings) -> GatewayApp:
             Route("/healthz", health),
             # The MCP tools (streamable HTTP), an ASGI app answering every method.
             Route(MCP_PATH, mcp),
+            Route("/metrics", metrics_route(metrics)),
         ],
-        lifespan=lifespan(settings, also=[mcp.server.session_manager.run]),
+        lifespan=lifespan(settings, metrics, also=[mcp.server.session_manager.run]),
     )
-    return GatewayApp(app, view, settings)
+    return GatewayApp(app, view, settings, metrics)
 
 
 class GatewayApp:
@@ -56,9 +59,12 @@ class GatewayApp:
     bench/README.md).
     """
 
-    def __init__(self, starlette: Starlette, view: GraphQLView, settings: Settings) -> None:
+    def __init__(
+        self, starlette: Starlette, view: GraphQLView, settings: Settings, metrics: Metrics
+    ) -> None:
         self.starlette = starlette
         self.view = view
+        self.metrics = metrics
         app: ASGIApp = BodySizeLimit(self._route, settings.max_body_bytes)
         caps = SocketCaps(
             settings.max_ws_connections,
@@ -69,7 +75,8 @@ class GatewayApp:
         app = self.sockets
         if settings.anonymous_agent is not None:
             app = LoopbackOnly(app)  # refused before anything is read
-        self._app = Front(app)  # outermost: every request's note, headers, log line
+        # Outermost: every request's note, security headers, log line and metrics.
+        self._app = Front(app, metrics.request_done)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         keep_raw_send(scope, send)  # the feed writes ready-made frames (gql.frames)

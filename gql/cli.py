@@ -7,9 +7,12 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -449,7 +452,8 @@ def _serve(args: argparse.Namespace) -> int:
             # Workers are new processes: each builds the app from the settings in its
             # environment; this one has migrated and applied the policy once (_start).
             os.environ.update(settings_environment(settings, args.workers))
-            uvicorn.run(APP_FACTORY, factory=True, workers=args.workers, **options)
+            with metrics_files():
+                uvicorn.run(APP_FACTORY, factory=True, workers=args.workers, **options)
         else:
             uvicorn.run(create_app(settings), **options)
     except _Stopped:
@@ -475,6 +479,25 @@ def _mcp(args: argparse.Namespace) -> int:
     runtime = os.environ.get("EDGELOOM_RUNTIME_DATABASE_URL") or None
     asyncio.run(serve_stdio(database.url, token, runtime))
     return 0
+
+
+@contextmanager
+def metrics_files() -> Iterator[None]:
+    """A fresh folder where the workers keep their metrics (prometheus-client's
+    multiprocess mode), removed at the end; one an operator names in
+    PROMETHEUS_MULTIPROC_DIR is used as it is, and kept."""
+    from gql.metrics import MULTIPROCESS_DIR
+
+    if os.environ.get(MULTIPROCESS_DIR):
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="edgeloom-metrics-")
+    os.environ[MULTIPROCESS_DIR] = folder
+    try:
+        yield
+    finally:
+        del os.environ[MULTIPROCESS_DIR]
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class _Stopped(Exception):

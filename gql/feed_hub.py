@@ -25,6 +25,7 @@ from collections.abc import (
 )
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -340,6 +341,17 @@ def _failed(exc: Exception) -> asyncio.Future[None]:
     return failed
 
 
+@dataclass(frozen=True)
+class FeedStats:
+    """What the hub of one process is doing, for the metrics."""
+
+    subscribers: int
+    groups: int
+    deliveries: int
+    closed_slow: int
+    lag_seconds: float
+
+
 @dataclass
 class _TokenCheck:
     agent: str | None
@@ -376,6 +388,11 @@ class FeedHub:
     # event's memberships with it.
     _gathering: int = 0
     _group_ids: dict[Hashable, int] = field(default_factory=dict)
+    # Batches handed to subscribers, and subscribers closed as too slow (the metrics).
+    deliveries: int = 0
+    closed_slow: int = 0
+    # From the newest event's write to its hand-out by the reader, when it was handed out.
+    lag_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         self.reader = FeedReader(
@@ -494,8 +511,20 @@ class FeedHub:
             if subscriber.pending is not None:
                 subscriber.pending.cancel()
 
+    def stats(self) -> FeedStats:
+        return FeedStats(
+            subscribers=len(self._subscribers),
+            groups=len({s.group for s in self._subscribers}),
+            deliveries=self.deliveries,
+            closed_slow=self.closed_slow,
+            lag_seconds=self.lag_seconds,
+        )
+
     def _fan_out(self, events: Sequence[FeedEvent]) -> None:
         """The reader's sink: the events are offered to the subscribers by `_dispatch`."""
+        if events:
+            written = events[-1].event.at
+            self.lag_seconds = max(0.0, (datetime.now(written.tzinfo) - written).total_seconds())
         self._pending.append(events)
         self._handed_out.set()
 
@@ -548,6 +577,7 @@ class FeedHub:
                 except asyncio.QueueFull:
                     self._close(subscriber, Closed.TOO_SLOW)
             served += 1
+            self.deliveries += 1
             if served % self.options.deliveries_per_turn == 0:
                 await asyncio.sleep(0)
 
@@ -628,6 +658,8 @@ class FeedHub:
         last event it delivered and replays the rest from the table.
         """
         self._subscribers.discard(subscriber)
+        if why is Closed.TOO_SLOW:
+            self.closed_slow += 1
         while not subscriber.queue.empty():
             subscriber.queue.get_nowait()
         subscriber.queue.put_nowait(why)

@@ -13,6 +13,7 @@ from starlette.applications import Starlette
 from gql.checkpoint_loop import anchor_every
 from gql.feed_hub import FeedHub
 from gql.heap import settle_heap
+from gql.metrics import Metrics
 from gql.policy_startup import ensure_policy
 from gql.session import Services
 from gql.settings import Settings
@@ -29,6 +30,7 @@ Lifespan = Callable[[Starlette], AbstractAsyncContextManager[dict[str, Any]]]
 
 def lifespan(
     settings: Settings,
+    metrics: Metrics | None = None,
     also: Sequence[Callable[[], AbstractAsyncContextManager[None]]] = (),
 ) -> Lifespan:
     """The app's lifespan: it yields the `Services` every request shares, with what
@@ -69,7 +71,9 @@ def lifespan(
                 feed=feed,
                 max_response_bytes=settings.max_response_bytes,
             )
-            anchor = asyncio.create_task(anchor_every(pool, settings.checkpoint_seconds, signer))
+            tasks = [asyncio.create_task(anchor_every(pool, settings.checkpoint_seconds, signer))]
+            if metrics is not None:
+                tasks.append(asyncio.create_task(metrics.sample_every(services)))
             settle_heap()
             try:
                 async with AsyncExitStack() as running:
@@ -77,9 +81,10 @@ def lifespan(
                         await running.enter_async_context(start())
                     yield {"services": services}
             finally:
-                anchor.cancel()
-                with suppress(asyncio.CancelledError):
-                    await anchor
+                for task in tasks:
+                    task.cancel()
+                    with suppress(asyncio.CancelledError):
+                        await task
                 await feed.stop()
         finally:
             await pool.close()

@@ -72,6 +72,7 @@ class RawAgent(TypedDict, total=False):
     read: list[str]
     write: list[str]
     apply_policy: bool
+    read_metrics: bool
 
 
 class RawPolicy(TypedDict, total=False):
@@ -436,6 +437,7 @@ class _Reader:
             read=self.lane_refs(fields.get("read", []), f"{key}.read", declared),
             write=self.lane_refs(fields.get("write", []), f"{key}.write", declared),
             apply_policy=self.flag(fields.get("apply_policy", False), f"{key}.apply_policy"),
+            read_metrics=self.flag(fields.get("read_metrics", False), f"{key}.read_metrics"),
         )
 
     def lane_refs(self, value: object, key: str, declared: list[str]) -> tuple[str, ...]:

@@ -110,12 +110,14 @@ class Lane:
 
 @dataclass(frozen=True)
 class AgentProfile:
-    """What one agent may read, write, and whether it may apply a policy."""
+    """What one agent may read, write, whether it may apply a policy, and whether its
+    token may scrape /metrics from a non-loopback address."""
 
     name: str
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
     apply_policy: bool = False
+    read_metrics: bool = False
 
     def can_read(self, lane: str) -> bool:
         """Whether the profile names `lane` (or every lane) for reading."""

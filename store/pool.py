@@ -103,6 +103,10 @@ class Pool:
     def get_max_size(self) -> int:
         return self._size
 
+    def usage(self) -> tuple[int, int]:
+        """Connections handed out now, and the pool's size."""
+        return self._size - len(self._idle) - self._empty, self._size
+
     def acquire(self) -> _Acquire:
         """A connection: `async with pool.acquire() as conn`, or `await` and `release`."""
         return _Acquire(self)

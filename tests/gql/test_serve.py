@@ -7,6 +7,7 @@ before anything binds (gql/cli.py decides them before uvicorn starts).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -17,9 +18,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from gql.auth import NO_TOKEN
 from store.database import create_engine
@@ -389,3 +392,58 @@ async def test_a_gateway_starts_while_a_killed_server_is_still_a_zombie(tmp_path
                 assert postmaster_pid(data_dir) != zombie.pid
         finally:
             zombie.wait()
+
+
+async def test_serve_with_workers_sums_metrics_and_logs_each_request(
+    databases: Databases, tmp_path: Path
+) -> None:
+    """Under --workers the processes' metrics are summed whichever one answers the scrape,
+    and each request's JSON line is on stderr."""
+    database_url = await databases.create()
+
+    async def profiles(count: int) -> None:
+        # A connection each, at once, so that both processes take some.
+        async def one() -> None:
+            async with httpx.AsyncClient(timeout=10, headers={"connection": "close"}) as client:
+                body = await call(client, served.url, "{ profile { agent } }")
+                assert body == {"data": {"profile": {"agent": "dev"}}}, body
+
+        await asyncio.gather(*(one() for _ in range(count)))
+
+    def logged() -> list[dict[str, Any]]:
+        lines = served.log.read_text().splitlines()
+        return [json.loads(line) for line in lines if line.startswith("{")]
+
+    def processes(operation: str) -> set[str]:
+        # Request ids begin with their process's prefix.
+        return {
+            line["requestId"].split("-")[0] for line in logged() if line["operation"] == operation
+        }
+
+    async with serving(database_url, tmp_path, "--workers", "2", "--log-level", "info") as served:
+        calls = 0
+        for _ in range(40):
+            await profiles(8)
+            calls += 8
+            await asyncio.sleep(0.3)  # lines are gathered for a fifth of a second
+            if len(processes("profile")) == 2:
+                break
+        assert len(processes("profile")) == 2, "one process answered every call"
+        refused_call = await call(served.client, served.url, '{ record(id: "x") { id } }')
+        [error] = refused_call["errors"]  # type: ignore[misc]
+        request_id = error["extensions"]["requestId"]
+        base = served.url.removesuffix("/graphql")
+        for _ in range(3):  # answered by either process, the same sums
+            text = (await served.client.get(base + "/metrics")).text
+            [requests] = [
+                s.value
+                for f in text_string_to_metric_families(text)
+                for s in f.samples
+                if s.name == "edgeloom_requests_total" and s.labels["operation"] == "profile"
+            ]
+            assert requests == calls, text
+        await asyncio.sleep(0.5)
+        lines = logged()
+    [line] = [line for line in lines if line["requestId"] == request_id]
+    assert line["code"] == "BAD_USER_INPUT" and line["operation"] == "record", line
+    assert sum(1 for line in lines if line["operation"] == "profile") == calls

@@ -235,7 +235,7 @@ def test_required_keys_with_text_format_refused() -> None:
         (
             "lanes: {n: {}}\nagents: {a: {admin: true}}",
             "agents.a",
-            "['apply_policy', 'read', 'write']",
+            "['apply_policy', 'read', 'read_metrics', 'write']",
         ),
         ("lanes: {n: {}}\nagents: {a: {read: n}}", "agents.a.read", "allowed: ['*', 'n']"),
         (

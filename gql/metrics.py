@@ -1,0 +1,266 @@
+"""`/metrics` in the Prometheus text format: what the gateway does, for a scraper.
+
+Per request (`request_done`, called by `gql.front.Front`): requests by operation and the
+path that answered, errors by operation and code, latency by operation. Sampled from the
+process every few seconds and at each scrape (`sample`): the read pool's connections,
+the feed's subscribers, groups, deliveries, lag and slow consumers closed. Read from the
+database at each scrape: the ledger's position and entries per second, the newest
+checkpoint's age; the same whichever process answers.
+
+Under `serve --workers N` the processes write their values to files in
+`PROMETHEUS_MULTIPROC_DIR` (set by `serve`), and the process that answers a scrape sums
+them (prometheus-client's multiprocess mode); gauges of processes that are gone are left
+out. Served to loopback clients, and to others whose bearer token names an agent with
+`read_metrics: true` in the policy in force (README, "Operations").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import suppress
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+from starlette.requests import Request
+from starlette.responses import Response
+
+from gql.auth import authorize
+from gql.errors import refusal_response
+from gql.loopback import is_loopback
+from gql.observe import RequestNote
+from gql.session import Services, policy_in_force
+
+MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
+GRAPHQL_PATH = "/graphql"
+SAMPLE_SECONDS = 5.0
+# The window the ledger's entries per second are measured over.
+RATE_SECONDS = 60.0
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+NOT_ALLOWED = (
+    "/metrics is served to loopback clients, and to others with a bearer token whose agent "
+    "has 'read_metrics: true' in the policy in force"
+)
+_DATABASE = """
+SELECT (SELECT coalesce(max(seq), 0) FROM ledger) AS position,
+       (SELECT extract(epoch FROM now() - max(at))::float8 FROM checkpoints) AS checkpoint_age
+"""
+
+
+class Metrics:
+    """The metrics of one gateway process (one app)."""
+
+    def __init__(self, multiprocess_dir: str | None = None) -> None:
+        self.multiprocess_dir = multiprocess_dir
+        # Each app has a registry of its own (tests run several in one process); in
+        # multiprocess mode the values live in files and a scrape reads those.
+        self.registry = CollectorRegistry(auto_describe=True)
+        registry = None if multiprocess_dir else self.registry
+        self.requests = Counter(
+            "edgeloom_requests",
+            "GraphQL requests answered, by root field (operation) and the path that answered "
+            "(route: compiled, ordinary; refused: before either ran; websocket: connections)",
+            ["operation", "route"],
+            registry=registry,
+        )
+        self.errors = Counter(
+            "edgeloom_errors",
+            "GraphQL requests answered with an error, by operation and the first error's code",
+            ["operation", "code"],
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "edgeloom_request_duration_seconds",
+            "Time from a GraphQL request's arrival to the end of its answer, by operation",
+            ["operation"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.pool = Gauge(
+            "edgeloom_pool_connections",
+            "Connections of the read and write pool: in use, and in all (size)",
+            ["state"],
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
+        self.subscribers = Gauge(
+            "edgeloom_feed_subscribers",
+            "Live feed subscriptions open",
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
+        self.groups = Gauge(
+            "edgeloom_feed_groups",
+            "Groups of subscriptions sharing one rendering (same operation, same rights)",
+            multiprocess_mode="livesum",
+            registry=registry,
+        )
+        self.deliveries = Counter(
+            "edgeloom_feed_deliveries",
+            "Batches of feed events handed to subscriptions",
+            registry=registry,
+        )
+        self.slow_closed = Counter(
+            "edgeloom_feed_slow_consumers_closed",
+            "Subscriptions closed for falling too far behind (they resume from their cursor)",
+            registry=registry,
+        )
+        self.lag = Gauge(
+            "edgeloom_feed_lag_seconds",
+            "Time from the newest event's write to its hand-out by the feed reader",
+            multiprocess_mode="livemax",
+            registry=registry,
+        )
+        self._requests: dict[tuple[str, str], Counter] = {}
+        self._errors: dict[tuple[str, str], Counter] = {}
+        self._latency: dict[str, Histogram] = {}
+        self._delivered = 0
+        self._closed = 0
+        self._positions: deque[tuple[float, int]] = deque()
+
+    def request_done(self, note: RequestNote, seconds: float) -> None:
+        """Count a request that ended (every path but /graphql is left out)."""
+        if note.path != GRAPHQL_PATH:
+            return
+        operation = note.operation or "none"
+        route = "websocket" if note.status == 101 else note.route or "refused"
+        key = (operation, route)
+        counter = self._requests.get(key)
+        if counter is None:
+            counter = self._requests[key] = self.requests.labels(operation, route)
+        counter.inc()
+        if note.code is not None:
+            failed = (operation, note.code)
+            errors = self._errors.get(failed)
+            if errors is None:
+                errors = self._errors[failed] = self.errors.labels(operation, note.code)
+            errors.inc()
+        if route == "websocket":
+            return  # a connection's life is not a request's latency
+        histogram = self._latency.get(operation)
+        if histogram is None:
+            histogram = self._latency[operation] = self.latency.labels(operation)
+        histogram.observe(seconds)
+
+    def sample(self, services: Services) -> None:
+        """This process's pool and feed, now."""
+        in_use, size = services.pool.usage()
+        self.pool.labels("in_use").set(in_use)
+        self.pool.labels("size").set(size)
+        feed = services.feed
+        if feed is None:
+            return
+        stats = feed.stats()
+        self.subscribers.set(stats.subscribers)
+        self.groups.set(stats.groups)
+        self.lag.set(stats.lag_seconds)
+        self.deliveries.inc(stats.deliveries - self._delivered)
+        self.slow_closed.inc(stats.closed_slow - self._closed)
+        self._delivered, self._closed = stats.deliveries, stats.closed_slow
+
+    async def sample_every(self, services: Services, seconds: float = SAMPLE_SECONDS) -> None:
+        """`sample` for as long as the process serves (the lifespan's task)."""
+        while True:
+            with suppress(Exception):
+                self.sample(services)
+            await asyncio.sleep(seconds)
+
+    async def exposition(self, services: Services) -> bytes:
+        """The text a scrape gets."""
+        self.sample(services)
+        async with services.pool.acquire() as conn:
+            row = await conn.fetchrow(_DATABASE)
+        assert row is not None
+        now = time.monotonic()
+        positions = self._positions
+        positions.append((now, int(row["position"])))
+        while len(positions) > 2 and now - positions[1][0] >= RATE_SECONDS:
+            positions.popleft()
+        (then, first), last = positions[0], positions[-1][1]
+        rate = (last - first) / (now - then) if now > then else 0.0
+        database = _Database(last, rate, row["checkpoint_age"])
+        if self.multiprocess_dir:
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(  # type: ignore[no-untyped-call]
+                registry, path=self.multiprocess_dir
+            )
+            text = generate_latest(registry)
+        else:
+            text = generate_latest(self.registry)
+        own = CollectorRegistry()
+        own.register(database)
+        return text + generate_latest(own)
+
+
+class _Database(Collector):
+    """What the database says at a scrape."""
+
+    def __init__(self, position: int, rate: float, checkpoint_age: float | None) -> None:
+        self.position = position
+        self.rate = rate
+        self.checkpoint_age = checkpoint_age
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        yield GaugeMetricFamily(
+            "edgeloom_ledger_position",
+            "The newest ledger entry's position (seq); positions of rolled-back writes are "
+            "skipped, so it may grow faster than the entries",
+            value=self.position,
+        )
+        yield GaugeMetricFamily(
+            "edgeloom_ledger_entries_per_second",
+            "Ledger entries written per second by every gateway, over about the last minute "
+            "of this process's scrapes",
+            value=self.rate,
+        )
+        age = GaugeMetricFamily(
+            "edgeloom_checkpoint_age_seconds",
+            "Seconds since the newest checkpoint was taken (absent: none yet)",
+        )
+        if self.checkpoint_age is not None:
+            age.add_metric([], self.checkpoint_age)
+        yield age
+
+
+def multiprocess_dir() -> str | None:
+    """Where the processes of `serve --workers` keep their values, when they do."""
+    return os.environ.get(MULTIPROCESS_DIR) or None
+
+
+def metrics_route(metrics: Metrics) -> Callable[[Request], Awaitable[Response]]:
+    """The `/metrics` endpoint of an app."""
+
+    async def endpoint(request: Request) -> Response:
+        services: Services = request.state.services
+        if not await _allowed(request, services):
+            return refusal_response(403, NOT_ALLOWED, code="FORBIDDEN")
+        return Response(await metrics.exposition(services), media_type=CONTENT_TYPE_LATEST)
+
+    return endpoint
+
+
+async def _allowed(request: Request, services: Services) -> bool:
+    client = request.client
+    if client is not None and is_loopback(client.host):
+        return True
+    authorization = request.headers.get("authorization")
+    if not authorization:
+        return False
+    # Never the development agent: that one is for loopback alone.
+    caller = await authorize(authorization, services, None)
+    if caller.agent is None:
+        return False
+    in_force = await policy_in_force(services)
+    return in_force is not None and in_force.policy.agent(caller.agent).read_metrics
