@@ -4,6 +4,7 @@ the policy in force declares it. One function decides it for every transport."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
 from gql.observe import note_agent
 from gql.session import Caller, Services
@@ -56,10 +57,20 @@ async def authenticate(
     scheme, _, secret = authorization.strip().partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():
         return Caller(agent=None, problem=BAD_SCHEME)
-    agent = await tokens.agent_for(services.engine, secret.strip())
-    if agent is None:
+    checked = await tokens.check(services.engine, secret.strip())
+    if checked.expired_at is not None:
+        return Caller(agent=None, problem=expired(checked.expired_at))
+    if checked.agent is None:
         return Caller(agent=None, problem=BAD_TOKEN)
-    return Caller(agent=agent)
+    return Caller(agent=checked.agent)
+
+
+def expired(at: datetime) -> str:
+    when = at.astimezone(UTC).isoformat(timespec="seconds")
+    return (
+        f"the bearer token expired at {when}; an operator mints a new one with "
+        "'edgeloom token create --agent NAME' (or 'edgeloom token rotate ID' before it expires)"
+    )
 
 
 def socket_authorization(params: Mapping[str, object] | None) -> str | None:

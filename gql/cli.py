@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 from sqlalchemy.exc import DBAPIError
 
+from gql import token_commands
 from gql.loopback import is_loopback
 from gql.progress import ProgressBar
 from policies.errors import PolicyError
-from policies.loader import DEV_POLICY_YAML, is_valid_name, load_policy
+from policies.loader import DEV_POLICY_YAML, load_policy
 from store.database import DEFAULT_DATA_DIR, Database, create_engine, open_database
 from store.errors import StoreError
-from store.kinds.policy import in_force as policy_store
 from store.kinds.policy.in_force import PolicyCache, PolicyVersion
 from store.ledger.executor import Executor
 from store.operations import backup, checkpoints, signing, tokens
@@ -203,21 +203,7 @@ def _parser() -> argparse.ArgumentParser:
         help="the gateway --print-config names for HTTP (default http://127.0.0.1:4000)",
     )
 
-    token = commands.add_parser("token", help="manage bearer tokens")
-    token_commands = token.add_subparsers(dest="token_command", required=True, metavar="ACTION")
-    create = token_commands.add_parser(
-        "create",
-        parents=[data_dir],
-        help="mint a token for an agent; printed once, alone on the last line",
-    )
-    create.add_argument("--agent", required=True, help="agent name as declared in the policy")
-    token_commands.add_parser(
-        "list", parents=[data_dir], help="list tokens (ids, agents, state; never the secrets)"
-    )
-    revoke = token_commands.add_parser(
-        "revoke", parents=[data_dir], help="revoke a token by its id (tok_...)"
-    )
-    revoke.add_argument("id", help="the token id, as 'token list' shows it")
+    token_commands.add_parser(commands, data_dir)
     return parser
 
 
@@ -302,45 +288,9 @@ async def _run(args: argparse.Namespace) -> int:
                 f"in {database.description}"
             )
             return 0 if report.ok else 1
-        return await _token(args, engine)
+        return await token_commands.run(args, engine)
     finally:
         await engine.dispose()
-
-
-async def _token(args: argparse.Namespace, engine: object) -> int:
-    from sqlalchemy.ext.asyncio import AsyncEngine
-
-    assert isinstance(engine, AsyncEngine)
-    if args.token_command == "create":
-        if not is_valid_name(args.agent):
-            print(
-                f"edgeloom: agent name {args.agent!r} is not valid; "
-                "use lower-case letters, digits and _ (starting with a letter)",
-                file=sys.stderr,
-            )
-            return 2
-        in_force = await policy_store.in_force_at(engine.url.render_as_string(hide_password=False))
-        if in_force is not None and args.agent not in in_force.policy.agents:
-            print(
-                f"edgeloom: agent {args.agent!r} is not declared by policy version "
-                f"{in_force.version}, so its token would be refused; declared agents: "
-                f"{sorted(in_force.policy.agents)}. Add it to the policy first (applyPolicy, "
-                "or serve --policy FILE)",
-                file=sys.stderr,
-            )
-            return 2
-        info, secret = await tokens.create(engine, args.agent)
-        print(f"token {info.id} for agent {info.agent} (shown once; store it now):")
-        print(secret)
-        return 0
-    if args.token_command == "list":
-        for info in await tokens.list_all(engine):
-            state = f"revoked {info.revoked_at.isoformat()}" if info.revoked_at else "active"
-            print(f"{info.id}\t{info.agent}\t{info.created_at.isoformat()}\t{state}")
-        return 0
-    info = await tokens.revoke(engine, args.id)
-    print(f"token {info.id} for agent {info.agent} revoked")
-    return 0
 
 
 def _counted(counts: dict[str, int]) -> str:

@@ -8,6 +8,7 @@ from sqlalchemy import (
     Computed,
     DateTime,
     Float,
+    ForeignKey,
     Index,
     Integer,
     MetaData,
@@ -253,6 +254,19 @@ tokens = Table(
     Column("token_hash", Text, nullable=False, unique=True),
     Column("created_at", TZ, nullable=False),
     Column("revoked_at", TZ, nullable=True),
+    # Refused from this instant on (None: never); a rotated token's is the end of its grace.
+    Column("expires_at", TZ, nullable=True),
+    # The token `token rotate` made in its place.
+    Column("rotated_to", Text, nullable=True),
+)
+
+# When each token was last used, at most once a minute: kept apart from `tokens` so that
+# the gateway's role, which records it, cannot change a token's revocation or expiry.
+token_uses = Table(
+    "token_uses",
+    metadata,
+    Column("token_id", Text, ForeignKey("tokens.id"), primary_key=True),
+    Column("last_used_at", TZ, nullable=False),
 )
 
 # Projection of the ledger's "correction" entries: a correction is its own object

@@ -135,6 +135,8 @@ def test_every_command_takes_data_dir_after_its_own_arguments() -> None:
         ["token", "create", "--agent", "sales", "--data-dir", "d"],
         ["token", "list", "--data-dir", "d"],
         ["token", "revoke", "tok_1", "--data-dir", "d"],
+        ["token", "rotate", "tok_1", "--grace", "5m", "--data-dir", "d"],
+        ["token", "create", "--agent", "sales", "--expires-in", "30d", "--data-dir", "d"],
     ):
         assert _parser().parse_args(argv).data_dir == Path("d"), argv
 

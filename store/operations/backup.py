@@ -75,7 +75,8 @@ _SOURCES: dict[str, tuple[str, str]] = {
     ),
     "token": (
         "SELECT count(*) FROM tokens",
-        "SELECT id, agent, token_hash, created_at, revoked_at FROM tokens ORDER BY id",
+        "SELECT id, agent, token_hash, created_at, revoked_at, expires_at, rotated_to "
+        "FROM tokens ORDER BY id",
     ),
 }
 
@@ -362,7 +363,15 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
         "object_kind",
         "object_id",
     ),
-    "tokens": ("id", "agent", "token_hash", "created_at", "revoked_at"),
+    "tokens": (
+        "id",
+        "agent",
+        "token_hash",
+        "created_at",
+        "revoked_at",
+        "expires_at",
+        "rotated_to",
+    ),
 }
 
 _EMPTY = """
@@ -587,6 +596,9 @@ async def _take(importer: _Importer, number: int, kind: str, line: dict[str, Any
             **line,
             "created_at": _at(line["created_at"]),
             "revoked_at": _at(line["revoked_at"]) if line["revoked_at"] else None,
+            # Exports made before tokens could expire or rotate hold neither.
+            "expires_at": _at(line["expires_at"]) if line.get("expires_at") else None,
+            "rotated_to": line.get("rotated_to"),
         }
         await importer.add("tokens", tuple(row[c] for c in _COLUMNS["tokens"]))
     else:

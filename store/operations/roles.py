@@ -25,6 +25,8 @@ RUNTIME_ROLE = "edgeloom_runtime"
 # The kinds' tables join these (each kind declares what the role may do on its own).
 APPEND_ONLY_TABLES = ("ledger", "audit_events", "checkpoints")
 READ_ONLY_TABLES = ("tokens", "alembic_version")
+# Kept up to date by the gateway (when each token was last used).
+RECORDED_TABLES = ("token_uses",)
 
 
 def tables(grant: str) -> tuple[str, ...]:
@@ -63,7 +65,7 @@ def grant_runtime(connection: Connection) -> bool:
     role = RUNTIME_ROLE
     granted = {
         "SELECT, INSERT": (*APPEND_ONLY_TABLES, *tables("append")),
-        "SELECT, INSERT, UPDATE": tables("projection"),
+        "SELECT, INSERT, UPDATE": (*tables("projection"), *RECORDED_TABLES),
         "SELECT, INSERT, DELETE": tables("folded"),
         "SELECT": READ_ONLY_TABLES,
     }

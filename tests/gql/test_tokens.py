@@ -140,7 +140,7 @@ async def run_cli(database_url: str, *args: str) -> tuple[int, str, str]:
 
 
 def token_rows(listing: str) -> dict[str, list[str]]:
-    """`token list` output by token id: agent, created at, state."""
+    """`token list` output by token id: agent, created, expires, last used, state."""
     rows = [line.split("\t") for line in listing.strip().splitlines()]
     return {row[0]: row[1:] for row in rows}
 
@@ -161,7 +161,7 @@ async def test_token_commands_create_list_and_revoke(crm: Gateway) -> None:
     after = token_rows(out)
     [token_id] = after.keys() - before.keys()
     assert token_id.startswith("tok_")
-    assert (after[token_id][0], after[token_id][2]) == ("planner", "active")
+    assert (after[token_id][0], after[token_id][4]) == ("planner", "active")
 
     code, out, err = await run_cli(crm.database_url, "token", "revoke", token_id)
     assert code == 0, err
@@ -170,7 +170,7 @@ async def test_token_commands_create_list_and_revoke(crm: Gateway) -> None:
 
     code, out, err = await run_cli(crm.database_url, "token", "list")
     assert code == 0, err
-    assert token_rows(out)[token_id][2].startswith("revoked ")
+    assert token_rows(out)[token_id][4].startswith("revoked ")
 
 
 async def test_token_create_refuses_an_agent_the_policy_does_not_declare(crm: Gateway) -> None:
