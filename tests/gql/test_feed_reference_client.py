@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-
-import pytest
 
 from tests.conftest import GatewayFactory
 from tests.gql._feed import newest_cursor
+from tests.gql._node import node_or_skip
 from tests.gql._policy_support import mint
 from tests.support import REPO
 
-NODE = shutil.which("node")
-NPM = shutil.which("npm")
 CLIENT = REPO / "tests" / "js"
 TIMEOUT = 60
 
@@ -28,26 +24,25 @@ async def run(*args: str, cwd: str) -> tuple[int, str, str]:
     return process.returncode, out.decode(), err.decode()
 
 
-async def installed() -> None:
-    """graphql-ws and ws from npm, into the client's own folder (once)."""
+async def installed() -> str:
+    """graphql-ws and ws from npm, into the client's own folder (once); node's path."""
+    node, npm = node_or_skip("the reference client runs on Node")
     if (CLIENT / "node_modules" / "graphql-ws").is_dir():
-        return
-    assert NPM is not None, "node is installed but npm is not"
-    code, out, err = await run(NPM, "install", "--no-audit", "--no-fund", cwd=str(CLIENT))
+        return node
+    code, out, err = await run(npm, "install", "--no-audit", "--no-fund", cwd=str(CLIENT))
     assert code == 0, out + err
+    return node
 
 
 async def test_the_graphql_ws_client_receives_events(
     start_gateway: GatewayFactory, crm_yaml: str
 ) -> None:
-    if NODE is None:
-        pytest.skip("node is not installed (CI installs it; the reference client runs on Node)")
-    await installed()
+    node = await installed()
     gateway = await start_gateway(policy_yaml=crm_yaml)
     planner = (await mint(gateway, "planner"))["planner"]
     start = await newest_cursor(gateway)
     client = asyncio.create_task(
-        run(NODE, "subscribe.mjs", gateway.ws_url, start, "2", planner, cwd=str(CLIENT))
+        run(node, "subscribe.mjs", gateway.ws_url, start, "2", planner, cwd=str(CLIENT))
     )
     written = []
     for content in ("first for node", "second for node"):

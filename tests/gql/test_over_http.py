@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.gql._node import node_or_skip
 from tests.support import Gateway
 
 AUDIT = """
@@ -41,8 +41,7 @@ async def run(*command: str, cwd: Path) -> str:
 @pytest.fixture(scope="module")
 async def auditor(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The graphql-http package, installed from npm into a folder of this test's own."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node and npm are needed for the graphql-http audit (CI has node 20)")
+    node_or_skip("the graphql-http audit runs on Node")
     folder = tmp_path_factory.mktemp("graphql-http")
     await run(
         "npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "graphql-http@1",
