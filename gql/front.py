@@ -8,14 +8,13 @@ adds a call per message to every response, which the smallest answers feel
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gql.headers import with_security_headers
-from gql.observe import RequestNote, log, log_line, new_note
+from gql.observe import RequestNote, new_note, write_line
 
 Done = Callable[[RequestNote, float], None]
 
@@ -64,7 +63,6 @@ class Front:
             raise
         finally:
             seconds = time.perf_counter() - started
-            if log.isEnabledFor(logging.INFO):
-                log.info(log_line(note, seconds))
+            write_line(note, seconds)
             if self.done is not None:
                 self.done(note, seconds)

@@ -10,14 +10,15 @@ the one log line (`log_line`) and the metrics.
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import itertools
 import logging
 import os
 import sys
-from collections.abc import Callable
+import time
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import IO
 
 import orjson
@@ -44,7 +45,7 @@ MULTIPLE = "multiple"
 class RequestNote:
     """One request, as its log line and its metrics tell it."""
 
-    id: str
+    number: int
     path: str
     started: float
     agent: str | None = None
@@ -57,6 +58,11 @@ class RequestNote:
     code: str | None = None
     status: int = 0
 
+    @property
+    def id(self) -> str:
+        """The request's id (made when asked for: most requests never need it)."""
+        return f"{_PREFIX}-{self.number:x}"
+
 
 _NOTE: ContextVar[RequestNote | None] = ContextVar("edgeloom_request", default=None)
 # Unique across the processes of one gateway and its restarts (random prefix), and
@@ -67,7 +73,7 @@ _COUNTER = itertools.count(1)
 
 def new_note(path: str, started: float) -> RequestNote:
     """The note of a request starting now; `current` returns it while it runs."""
-    note = RequestNote(f"{_PREFIX}-{next(_COUNTER):x}", path, started)
+    note = RequestNote(next(_COUNTER), path, started)
     _NOTE.set(note)
     return note
 
@@ -154,11 +160,28 @@ def operation_label(schema: GraphQLSchema, document: DocumentNode, name: str | N
     return MULTIPLE if fields else UNKNOWN
 
 
-def log_line(note: RequestNote, seconds: float) -> str:
-    """The request's log line: never its variables, content or token."""
+_second = -1
+_second_text = ""
+
+
+def _stamp(now: float) -> str:
+    """`now` (time.time()) in ISO 8601, UTC, to the millisecond; the date and time of day
+    are formatted once a second (a datetime's isoformat per request costs more than the
+    rest of the line)."""
+    global _second, _second_text
+    second = int(now)
+    if second != _second:
+        _second_text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        _second = second
+    return f"{_second_text}.{int((now - second) * 1000):03d}Z"
+
+
+def log_line(note: RequestNote, seconds: float, now: float | None = None) -> bytes:
+    """The request's log line (ended at `now`, time.time()): never its variables, content
+    or token."""
     return orjson.dumps(
         {
-            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "time": _stamp(time.time() if now is None else now),
             "requestId": note.id,
             "operation": note.operation,
             "operationName": note.operation_name,
@@ -169,30 +192,24 @@ def log_line(note: RequestNote, seconds: float) -> str:
             "status": note.status,
             "code": note.code,
         }
-    ).decode()
+    )
 
 
-class LineHandler(logging.Handler):
-    """Writes each record's message as one line, gathered for a fifth of a second so
-    that a busy gateway makes one write for many requests, not one each."""
+class LineSink:
+    """Writes the request log's lines, gathered for a fifth of a second so that a busy
+    gateway makes one write for many requests, not one each, and made then, off the
+    requests' way. Lines reach it without the logging module, whose records cost
+    several times the line itself."""
 
-    def __init__(self, stream: IO[str] | None = None, delay: float = 0.2) -> None:
-        super().__init__()
-        self.stream = stream or sys.stderr
+    def __init__(self, stream: IO[bytes], delay: float = 0.2) -> None:
+        self.stream = stream
         self.delay = delay
-        self._lines: list[str] = []
-        self._later: Callable[[], None] | None = None
+        self._ended: list[tuple[RequestNote, float, float]] = []
 
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            self._lines.append(self.format(record))
-        except Exception:
-            self.handleError(record)
+    def add(self, note: RequestNote, seconds: float) -> None:
+        self._ended.append((note, seconds, time.time()))
+        if len(self._ended) > 1:
             return
-        if len(self._lines) > 1:
-            return
-        import asyncio
-
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -201,22 +218,36 @@ class LineHandler(logging.Handler):
         loop.call_later(self.delay, self.flush)
 
     def flush(self) -> None:
-        lines, self._lines = self._lines, []
-        if lines:
-            self.stream.write("\n".join(lines) + "\n")
-            self.stream.flush()
+        ended, self._ended = self._ended, []
+        if ended:
+            lines = [log_line(note, seconds, now) for note, seconds, now in ended]
+            try:
+                self.stream.write(b"\n".join(lines) + b"\n")
+                self.stream.flush()
+            except (OSError, ValueError):  # stderr closed: nowhere left to write
+                pass
 
 
-def configure_request_log(stream: IO[str] | None = None) -> None:
-    """Send the request log, one JSON object a line, to `stream` (stderr), at info.
+sink: LineSink | None = None
+"""Where `edgeloom serve` sends the request log (stderr); None: to the logger
+`edgeloom.requests` at info, like any log (tests read it there)."""
+
+
+def write_line(note: RequestNote, seconds: float) -> None:
+    """Log the request's line, to the sink or the logger."""
+    if sink is not None:
+        sink.add(note, seconds)
+    elif log.isEnabledFor(logging.INFO):
+        log.info(log_line(note, seconds).decode())
+
+
+def configure_request_log(stream: IO[bytes] | None = None) -> None:
+    """Send the request log, one JSON object a line, to `stream` (stderr).
 
     Once per process (each worker of `serve --workers` calls it); the lines go out
     bare, without the level and logger name the other logs carry.
     """
-    if any(isinstance(h, LineHandler) for h in log.handlers):
-        return
-    handler = LineHandler(stream)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    log.propagate = False
+    global sink
+    if sink is None:
+        sink = LineSink(stream or sys.stderr.buffer)
+        atexit.register(sink.flush)

@@ -25,6 +25,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gql.auth import NO_TOKEN
+from gql.metrics import SAMPLE_SECONDS
 from store.database import create_engine
 from store.operations import tokens
 from tests.gql._policy_support import INGEST, POLICY
@@ -433,6 +434,7 @@ async def test_serve_with_workers_sums_metrics_and_logs_each_request(
         [error] = refused_call["errors"]  # type: ignore[misc]
         request_id = error["extensions"]["requestId"]
         base = served.url.removesuffix("/graphql")
+        await asyncio.sleep(SAMPLE_SECONDS + 0.5)  # each process hands its counts over
         for _ in range(3):  # answered by either process, the same sums
             text = (await served.client.get(base + "/metrics")).text
             [requests] = [
