@@ -65,9 +65,21 @@ class BoundedValidation(ValidationCache):
             context.pre_execution_errors = [refusal]
             yield
             return
-        errors: list[GraphQLError] = self.cached_validate_document(
-            context.schema._schema, document, context.validation_rules
-        )
+        try:
+            errors: list[GraphQLError] = self.cached_validate_document(
+                context.schema._schema, document, context.validation_rules
+            )
+        except Exception:
+            # A rule that fails on an odd document (strawberry's depth limiter on `{}`):
+            # the document is refused like any invalid one, not answered as a failure
+            # without a code, and the same way on every path.
+            errors = [
+                GraphQLError(
+                    "this document cannot be validated (a validation rule failed on it); "
+                    "send an operation whose every selection set selects at least one field",
+                    extensions={"code": "BAD_USER_INPUT"},
+                )
+            ]
         # The cached list is shared by every request with this document: replaced, not edited.
         context.pre_execution_errors = [_said_as_a_limit(error) for error in errors]
         yield
