@@ -6,7 +6,7 @@ place. `token_uses` holds each token's last use, at most once a minute, in a tab
 its own: the gateway's role writes it and may still only read `tokens`.
 
 Revision ID: 0013
-Revises: 0010
+Revises: 0011
 Create Date: 2026-12-01
 """
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0013"
-down_revision = "0010"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
