@@ -18,7 +18,7 @@ from tests.conftest import GatewayFactory
 from tests.gql._api import unique
 from tests.gql._mcp import call, over_http, refused
 from tests.gql._policy_support import mint
-from tests.support import Gateway
+from tests.support import Gateway, no_request_id
 
 TOOLS = {
     *("e_ingest", "e_gather", "e_read", "e_update", "e_property", "e_audit", "e_system"),
@@ -96,7 +96,8 @@ async def test_a_refusal_is_a_tool_error_with_the_graphql_message_and_code(
     )
     assert on_graphql["message"] == error["error"]
     assert on_graphql["extensions"]["code"] == error["code"]
-    assert {k: v for k, v in error.items() if k not in ("error", "code")} == {
+    assert isinstance(error.get("requestId"), str)  # the id of this call's log line
+    assert {k: v for k, v in error.items() if k not in ("error", "code", "requestId")} == {
         k: v for k, v in on_graphql["extensions"].items() if k != "code"
     }
 
@@ -159,7 +160,7 @@ async def test_without_a_valid_token_mcp_is_refused_as_graphql_is(
         )
         assert response.status_code == 401
         assert response.headers["www-authenticate"] == "Bearer"
-        assert response.json()["errors"][0] == {
+        assert no_request_id(response.json()["errors"][0]) == {
             "message": message,
             "extensions": {"code": "UNAUTHENTICATED"},
         }
