@@ -11,7 +11,8 @@ from starlette.responses import JSONResponse
 from strawberry.extensions import ParserCache, SchemaExtension
 from strawberry.types.execution import StreamExecutionResult
 
-from gql.observe import label_of, note_error, note_operation, request_id
+from gql.observe import note_error, note_operation, request_id
+from gql.operation_label import label_of
 from gql.session import UnauthenticatedError
 from policies.errors import PolicyError
 from store.errors import StoreError, refusal_for

@@ -42,7 +42,8 @@ from gql.compiled.plan import Declined, Operation, compile_operation
 from gql.compiled.writes import Write, compile_write
 from gql.errors import error_extensions, parse_cached
 from gql.limits import check_variables, too_many_fields
-from gql.observe import note_operation, operation_label
+from gql.observe import note_operation
+from gql.operation_label import operation_label
 from gql.session import Services, Session
 from policies.errors import UnknownAgentError
 from store.errors import NoPolicyError, ResponseTooLargeError, StoreError
