@@ -35,8 +35,8 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
 
 from gql import sockets
 from gql.context import Context
-from gql.frames import RawSocket, raw_socket
 from gql.errors import error_extensions
+from gql.frames import RawSocket, raw_socket
 from gql.limits import RequestLimitError, check_variables
 
 _OPTIONAL_OBJECTS = ("variables", "extensions")
