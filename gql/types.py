@@ -379,6 +379,12 @@ class LabelCount:
     )
 
 
+@strawberry.type(description="A #tag found in record content, with how many records hold it.")
+class TagCount:
+    tag: str
+    record_count: int
+
+
 @strawberry.type(description="What addProperties or removeProperties did, value by value.")
 class PropertyChange:
     record: Record = strawberry.field(

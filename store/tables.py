@@ -17,7 +17,7 @@ from sqlalchemy import (
     Text,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.dialects.postgresql.base import ischema_names
 from sqlalchemy.types import UserDefinedType
 
@@ -402,4 +402,17 @@ member_deltas = Table(
     Column("value", Text, nullable=False),
     Column("delta", Integer, nullable=False),
     Index("ix_member_deltas_value", "label", "value_key"),
+)
+
+# Projection: the tags (`#word`s) of each record's current content, an index over the
+# content and never in the ledger (store.kinds.record.tags). A record has a row once
+# its content has held a tag; `records(tag:)` reads the GIN index.
+record_tags = Table(
+    "record_tags",
+    metadata,
+    Column("record_id", RECORD_ID, primary_key=True),
+    Column("lane", Text, nullable=False),
+    Column("tags", ARRAY(Text), nullable=False),
+    Index("ix_record_tags_tags", "tags", postgresql_using="gin"),
+    Index("ix_record_tags_lane", "lane"),
 )

@@ -41,6 +41,7 @@ from store.errors import StoreError
 from store.ids import RECORD_ID
 from store.kinds.record.queries import GatherMode, gather_properties
 from store.kinds.record.resolve import check_record_ident
+from store.kinds.record.tags import normal_tag
 from store.reads.compiled_sql import Compiler, NotCompilable, Sel, Shape, typename
 from store.reads.pages import id_cursor, page_size, time_cursor
 from store.reads.visibility import RULE
@@ -223,10 +224,12 @@ def bind_records(
     # Each lane is read on its own (unnest): once each.
     values[prefix + "lanes"] = list(dict.fromkeys(chosen))
     values[prefix + "source_type"] = source_type
+    tag = args.get("tag")
+    values[prefix + "tag"] = None if tag is None else normal_tag(tag)
     key = time_cursor(args.get("after"))
     if key is not None:
         values[prefix + "after_at"], values[prefix + "after_id"] = key
-    return Shape(after=key is not None, source_type=source_type is not None)
+    return Shape(after=key is not None, source_type=source_type is not None, tag=tag is not None)
 
 
 def bind_gather(

@@ -27,6 +27,7 @@ from gql.types import (
     LabelCount,
     Record,
     RecordPage,
+    TagCount,
     Traversal,
     asks_for,
     page_info,
@@ -39,6 +40,7 @@ from store.feed import audit as audit_reads
 from store.kinds.record import queries
 from store.kinds.record.labels import label_counts
 from store.kinds.record.resolve import resolve_id
+from store.kinds.record.tags import tag_counts
 from store.kinds.record.traverse import check
 from store.kinds.record.traverse import traverse as walk
 from store.reads import compiled_sql as sql
@@ -86,11 +88,14 @@ class Query(EdgeQuery):
         ] = None,
         first: Annotated[int | None, _arg(d.FIRST)] = None,
         after: Annotated[str | None, _arg(d.AFTER)] = None,
+        tag: Annotated[
+            str | None, _arg("Only records whose content holds this #tag (with or without #).")
+        ] = None,
     ) -> RecordPage:
         count = asks_for(info, "totalCount")
         async with info.context.read() as (db, lanes):
             chosen = RULE.chosen(lanes, None if lane is None else [lane])
-            page = await queries.browse(db, chosen, source_type, first, after, count)
+            page = await queries.browse(db, chosen, source_type, first, after, count, tag)
         return await record_page(info, page)
 
     @strawberry.field(
@@ -142,6 +147,17 @@ class Query(EdgeQuery):
         async with info.context.read() as (db, lanes):
             counts = await label_counts(db, lanes, lane, as_of)
         return [LabelCount(label=c.label, record_count=c.record_count) for c in counts]
+
+    @strawberry.field(
+        description="#tags in the content of readable records, with how many records hold "
+        "each; an index over the content, never edge properties."
+    )
+    async def tags(
+        self, info: Info, lane: Annotated[str | None, _arg(d.LANE_FILTER)] = None
+    ) -> list[TagCount]:
+        async with info.context.read() as (db, lanes):
+            counts = await tag_counts(db, lanes, lane)
+        return [TagCount(tag=c.tag, record_count=c.record_count) for c in counts]
 
     @strawberry.field(
         description="Walk breadth first from one record over the edges it shares: edge "

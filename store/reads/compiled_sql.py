@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from store.kinds.record import counts
 from store.kinds.record.queries import GatherMode, carries, members_sql
+from store.kinds.record.tags import tagged
 from store.reads.json_sql import (
     MAX_KEYS,
     Build,
@@ -150,6 +151,8 @@ class Compiler:
         where = (
             f"AND q.source_type = {self.arg(sel.site, 'source_type')}" if shape.source_type else ""
         )
+        if shape.tag:
+            where += f" AND {tagged('q', self.arg(sel.site, 'tag'))}"
         limit = self.arg(sel.site, "limit")
         keyed = ""
         if shape.after:

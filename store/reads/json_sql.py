@@ -40,6 +40,7 @@ class Shape:
     as_of: bool = False
     after: bool = False
     source_type: bool = False
+    tag: bool = False
     mode: GatherMode = GatherMode.INTERSECT
     properties: int = 0
     # A record id given as a prefix rather than whole.

@@ -84,7 +84,10 @@ async def write(world: World, hidden: bool, lane: str = "hidden") -> None:
     async def ingest(name: str, into: str, props: list[str], adjusts: list[str] = ()) -> None:
         agent = "reader" if name.startswith("v") else "curator"
         into = lane if into == "hidden" else into
-        fields: dict[str, Any] = {"content": f"{name} content", "lane": into, "properties": props}
+        # Tags shared by both parts, and one only the hidden part holds.
+        tagged = "#common #" + ("plain" if name.startswith("v") else "secret")
+        content = f"{name} content {tagged}"
+        fields: dict[str, Any] = {"content": content, "lane": into, "properties": props}
         if adjusts:
             fields["adjusts"] = [world.ids[a] for a in adjusts]
         world.ids[name] = (await world.as_agent(agent, INGEST, {"input": fields}))["ingest"]["id"]
@@ -211,6 +214,7 @@ def arguments(world: World, name: str, gfield: GraphQLField, nested: bool) -> It
         "status": ["ALL", "RESOLVED"],
         "includeExpired": [True],
         "namespace": ["default"],
+        "tag": ["common", "secret"],
     }
     if name == "auditEvent":
         pools["id"] = world.events

@@ -11,6 +11,7 @@ import asyncpg
 
 from store.ids import RECORD_KIND
 from store.kinds import Copy, Cte, KindDefaults, Rows, Table
+from store.kinds.record import tags
 from store.kinds.record.counts import LABEL_DELTAS, MEMBER_DELTAS, RECORD_DELTAS
 from store.kinds.record.model import Record
 from store.kinds.record.projection import (
@@ -117,6 +118,7 @@ _CTES = (
         "  SELECT label, edgeloom_value_key(value), lane, value, delta FROM {rows}",
         (("label", "text"), ("lane", "text"), ("value", "text"), ("delta", "int")),
     ),
+    tags.CTE,
 )
 
 _RECORDS = """
@@ -177,6 +179,7 @@ class _Writer:
             for ep in delta.closed
         )
         rows.part("opened_memberships").extend(m.row() for m in delta.opened)
+        tags.add(was, delta.record, rows)
         return delta.record
 
     def finish(self, rows: Rows) -> None:
@@ -229,6 +232,7 @@ class _Replay:
             self.records[record.id] = record
         row = record_row(record)
         yield "records", tuple(row[c] for c in RECORD_COLUMNS)
+        yield from tags.rows_of(record)
 
     def _membership(self, m: Membership) -> tuple[str, tuple[Any, ...]]:
         if self.keep:
@@ -242,6 +246,7 @@ class _Replay:
         await self._compare_label_counts(conn, report)
         await self._compare_record_counts(conn, report)
         await self._compare_member_counts(conn, report)
+        await tags.compare(conn, self.records, report)
 
     async def _compare_records(self, conn: Conn, report: Report) -> None:
         live: dict[str, asyncpg.Record] = {}
@@ -343,6 +348,7 @@ class RecordKind(KindDefaults):
         Table("record_deltas", grant="folded"),
         Table("member_counts", ("label", "value_key", "lane", "value", "records")),
         Table("member_deltas", grant="folded"),
+        tags.TABLE,
     )
     event_kinds: tuple[str, ...] = (*RECORD_EVENT_KINDS, *ASSERTED_EVENT_KINDS)
     unique_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

@@ -20,6 +20,7 @@ from policies.properties import Property, parse_property
 from store.errors import InvalidInputError, ResponseTooLargeError
 from store.kinds.record import counts
 from store.kinds.record.model import Record, RecordState, Version
+from store.kinds.record.tags import normal_tag, tagged
 from store.reads.pages import Page, encode_cursor, id_cursor, page_size, time_cursor
 from store.reads.snapshot import Reader
 from store.reads.statements import Params, Statement
@@ -180,10 +181,12 @@ async def versions_of(
 
 
 @functools.cache
-def _browse_statement(source_type: bool, after: bool, count: bool) -> Statement:
+def _browse_statement(source_type: bool, after: bool, count: bool, tag: bool = False) -> Statement:
     p = Params()
     lanes = p("lanes", "text[]")
     where = f"AND r.source_type = {p('source_type')}" if source_type else ""
+    if tag:
+        where += f" AND {tagged('r', p('tag'))}"
     # Each lane's first rows come from the (lane, created_at, id) index in order;
     # the merged top rows of all lanes are the page, without sorting whole lanes.
     keyed = f"AND (r.created_at, r.id) > ({p('after_at')}, {p('after_id')})" if after else ""
@@ -211,8 +214,9 @@ async def browse(
     first: int | None,
     after: str | None,
     count: bool = True,
+    tag: str | None = None,
 ) -> Page[str]:
-    """Record ids in order of writing, optionally of one source type."""
+    """Record ids in order of writing, optionally of one source type, or holding a tag."""
     size = page_size(first)
     key = time_cursor(after)
     # Each lane is read on its own (unnest): once each.
@@ -220,10 +224,11 @@ async def browse(
         "lanes": list(dict.fromkeys(lanes)),
         "source_type": source_type,
         "limit": size + 1,
+        "tag": None if tag is None else normal_tag(tag),
     }
     if key is not None:
         values["after_at"], values["after_id"] = key
-    statement = _browse_statement(source_type is not None, key is not None, count)
+    statement = _browse_statement(source_type is not None, key is not None, count, tag is not None)
     rows = await db.fetch(statement.text, *statement.args(values))
     return _keyed_page(rows, size, count, by_time=True)
 
