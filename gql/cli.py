@@ -1,4 +1,4 @@
-"""The `edgeloom` command: serve, mcp, migrate, verify, and bearer tokens."""
+"""The `edgeloom` command: serve, mcp, migrate, verify, intake, and bearer tokens."""
 
 from __future__ import annotations
 
@@ -27,12 +27,16 @@ from policies.errors import PolicyError
 from policies.loader import DEV_POLICY_YAML, load_policy
 from store.database import DEFAULT_DATA_DIR, Database, create_engine, open_database
 from store.errors import StoreError
+from store.intake.run import Intake
+from store.intake.sources import FolderSource
+from store.kinds.policy import in_force as policy_store
 from store.kinds.policy.in_force import PolicyCache, PolicyVersion
 from store.ledger.executor import Executor
 from store.operations import backup, checkpoints, signing, tokens
 from store.operations.migrate import migrate
 from store.operations.verify import verify
 from store.pool import connect, create_pool
+from store.reads.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from gql.settings import Settings
@@ -203,6 +207,31 @@ def _parser() -> argparse.ArgumentParser:
         help="the gateway --print-config names for HTTP (default http://127.0.0.1:4000)",
     )
 
+    intake = commands.add_parser(
+        "intake",
+        parents=[data_dir],
+        help="build or refresh memory from a folder of notes",
+        description=(
+            "One record for the folder, one per file and one per part of a file, with the "
+            "links the files state and their layout implies as detected edges. A re-run "
+            "writes only what changed. Runs as --agent under the policy in force."
+        ),
+    )
+    intake.add_argument("path", type=Path, help="the folder")
+    intake.add_argument("--lane", required=True, help="the lane to write in")
+    intake.add_argument(
+        "--dry-run", action="store_true", help="write nothing; print what would be written"
+    )
+    intake.add_argument(
+        "--folder",
+        default=None,
+        help="the folder's name in memory, which a later run finds it by "
+        "(default: the folder's own name)",
+    )
+    intake.add_argument(
+        "--agent", default=DEV_AGENT, help=f"the agent that writes (default {DEV_AGENT})"
+    )
+
     token_commands.add_parser(commands, data_dir)
     return parser
 
@@ -273,6 +302,8 @@ async def _run(args: argparse.Namespace) -> int:
             for warning in taken.warnings():
                 print(f"edgeloom: {warning}", file=sys.stderr)
             return 1 if taken.strays else 0
+        if args.command == "intake":
+            return await _intake(args, database.url)
         if args.command == "verify":
             where = key_path(args)
             signer = signing.load(where, signing.memory_of(database.url))
@@ -291,6 +322,46 @@ async def _run(args: argparse.Namespace) -> int:
         return await token_commands.run(args, engine)
     finally:
         await engine.dispose()
+
+
+async def _intake(args: argparse.Namespace, url: str) -> int:
+    root = Path(args.path)
+    if not root.is_dir():
+        print(f"edgeloom: {root} is not a folder", file=sys.stderr)
+        return 2
+    name = args.folder or root.resolve().name
+    pool = await create_pool(url, 2)
+    try:
+        cache = PolicyCache.empty()
+        in_force = await policy_store.current(pool, cache)
+        if in_force is None:
+            print(
+                "edgeloom: no policy is in force; start the gateway once ('edgeloom serve') "
+                "or apply one",
+                file=sys.stderr,
+            )
+            return 2
+        executor = Executor(pool, cache)
+        snapshot = Snapshot(pool)
+        try:
+            report = await Intake(
+                FolderSource(root),
+                args.lane,
+                name,
+                args.agent,
+                in_force,
+                snapshot,
+                lambda command: executor.execute(args.agent, command),
+                dry_run=args.dry_run,
+                progress=ProgressBar("intake", unit="files", quiet_elsewhere=True),
+            ).run()
+        finally:
+            await snapshot.close()
+    finally:
+        await pool.close()
+    for line in report.summary():
+        print(line)
+    return 0
 
 
 def _counted(counts: dict[str, int]) -> str:

@@ -24,7 +24,7 @@ class Found:
 
     path: str  # relative to the folder, with `/`
     size: int
-    modified_at: datetime
+    modified_at: datetime | None  # None: the sender gave no time
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,150 @@
+"""What intake writes on records: the folder's, each file's and each part's.
+
+The folder's record carries `folder:<name>` (how a later run finds it) and
+`folder_id:<id>`; a file's record `folder_id`, `file_id`, and its path, size, modified
+time and content hash; a part's record `file_id`, its index and its character offset in
+the file. A file's record holds, as JSON content, what a later run needs without
+reading the file again: its title, its parts' headings, and the links it states as
+written, resolved or not, so a link resolves on a later run once its target exists.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from store.ids import random_hex
+from store.intake.detect import DETECTORS, Detector, FileInfo, Link
+from store.kinds.record.model import Record
+
+FOLDER = "folder"
+FOLDER_ID = "folder_id"
+FILE_ID = "file_id"
+PATH = "path"
+SIZE = "size"
+MODIFIED = "modified"
+SHA256 = "sha256"
+PART = "part"
+OFFSET = "offset"
+LABELS = (FOLDER, FOLDER_ID, FILE_ID, PATH, SIZE, MODIFIED, SHA256, PART, OFFSET)
+# A file's record keeps at most this many links (the rest are still detected and
+# written whenever the file itself is read).
+MAX_KEPT_LINKS = 2000
+_BY_NAME: Mapping[str, Detector] = {d.name: d for d in DETECTORS}
+
+
+def new_folder_id() -> str:
+    return "fo_" + random_hex()
+
+
+def new_file_id() -> str:
+    return "fi_" + random_hex()
+
+
+def values(record: Record, label: str) -> list[str]:
+    return [p.value for p in record.state.properties if p.label == label]
+
+
+def value(record: Record, label: str) -> str | None:
+    found = values(record, label)
+    return found[0] if found else None
+
+
+def folder_properties(name: str, folder_id: str) -> tuple[str, ...]:
+    return (f"{FOLDER}:{name}", f"{FOLDER_ID}:{folder_id}")
+
+
+def folder_content(name: str) -> str:
+    return json.dumps({"folder": name}, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class FileMeta:
+    """A file as its record describes it."""
+
+    path: str
+    size: int
+    modified_at: datetime | None
+    sha256: str
+
+    def properties(self, folder_id: str, file_id: str) -> tuple[str, ...]:
+        modified = "" if self.modified_at is None else self.modified_at.isoformat()
+        return (
+            f"{FOLDER_ID}:{folder_id}",
+            f"{FILE_ID}:{file_id}",
+            f"{PATH}:{self.path}",
+            f"{SIZE}:{self.size}",
+            f"{MODIFIED}:{modified}",
+            f"{SHA256}:{self.sha256}",
+        )
+
+
+def part_properties(file_id: str, index: int, offset: int) -> tuple[str, ...]:
+    return (f"{FILE_ID}:{file_id}", f"{PART}:{index}", f"{OFFSET}:{offset}")
+
+
+@dataclass(frozen=True)
+class Described:
+    """A file's record read back: what it says of the file."""
+
+    record: Record
+    file_id: str
+    meta: FileMeta
+    info: FileInfo
+    parts: int
+    links: tuple[Link, ...]
+
+
+def file_content(info: FileInfo, parts: int, links: Sequence[Link]) -> str:
+    kept = [
+        {
+            "detector": link.detector.name,
+            "target": link.target,
+            "heading": link.heading,
+            "offset": link.offset,
+            "line": link.line,
+            "quote": link.quote,
+            "part": link.part,
+        }
+        for link in links[:MAX_KEPT_LINKS]
+    ]
+    body: dict[str, Any] = {
+        "file": info.path,
+        "title": info.title,
+        "parts": parts,
+        "headings": list(info.headings),
+        "links": kept,
+    }
+    return json.dumps(body, ensure_ascii=False)
+
+
+def described(record: Record) -> Described | None:
+    """A file's record as intake wrote it; None for any other record."""
+    file_id, path, sha = value(record, FILE_ID), value(record, PATH), value(record, SHA256)
+    if file_id is None or path is None or sha is None:
+        return None
+    try:
+        body = json.loads(record.state.content)
+        links = tuple(
+            Link(
+                _BY_NAME[x["detector"]],
+                x["target"],
+                x["heading"],
+                int(x["offset"]),
+                int(x["line"]),
+                x["quote"],
+                int(x["part"]),
+            )
+            for x in body["links"]
+        )
+        info = FileInfo(path, str(body["title"]), tuple(body["headings"]))
+        parts = int(body["parts"])
+        size = int(value(record, SIZE) or "0")
+    except (ValueError, KeyError, TypeError):
+        return None
+    modified = value(record, MODIFIED)
+    meta = FileMeta(path, size, datetime.fromisoformat(modified) if modified else None, sha)
+    return Described(record, file_id, meta, info, parts, links)

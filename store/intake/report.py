@@ -1,0 +1,69 @@
+"""What one intake run did (or, with dry run, would do), and its summary."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from store.intake.detect import DETECTORS, Unresolved
+from store.intake.walk import Skipped
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A file the policy (or a limit) refused; the run went on without it."""
+
+    path: str
+    message: str
+
+
+@dataclass
+class IntakeReport:
+    lane: str
+    folder: str
+    dry_run: bool
+    folder_id: str | None = None
+    files: int = 0  # files of the folder intake could read
+    records_written: int = 0  # records given a new version (or, dry, that would be)
+    unchanged: int = 0  # files nothing was written for
+    not_read: int = 0  # of them, files whose size and modified time matched
+    created: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    moved: list[tuple[str, str]] = field(default_factory=list)  # (from, to)
+    removed: list[str] = field(default_factory=list)
+    retired: int = 0  # records retired
+    skipped: list[Skipped] = field(default_factory=list)
+    notes: list[Skipped] = field(default_factory=list)  # read, with a remark
+    refused: list[Refused] = field(default_factory=list)
+    edges: Counter[str] = field(default_factory=Counter)  # detected, by detector id
+    edges_written: int = 0
+    edges_retired: int = 0
+    unresolved: list[Unresolved] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)  # what this engine cannot write yet
+
+    def summary(self) -> list[str]:
+        """The lines the CLI prints at the end."""
+        would = "would be " if self.dry_run else ""
+        lines = [
+            f"{'dry run: ' if self.dry_run else ''}folder '{self.folder}' in lane '{self.lane}': "
+            f"{self.files} files",
+            f"records {would}written: {self.records_written}; files unchanged: {self.unchanged} "
+            f"({self.not_read} not read); records {would}retired: {self.retired}",
+            f"files new: {len(self.created)}, changed: {len(self.changed)}, "
+            f"moved: {len(self.moved)}, removed: {len(self.removed)}",
+            "edges detected: "
+            + ", ".join(f"{d.id} {self.edges.get(d.id, 0)}" for d in DETECTORS)
+            + f"; {would}written {self.edges_written}, {would}retired {self.edges_retired}",
+        ]
+        for old, new in self.moved:
+            lines.append(f"moved: {old} -> {new}")
+        for s in self.skipped:
+            lines.append(f"skipped: {s.path}: {s.reason}")
+        for n in self.notes:
+            lines.append(f"note: {n.path}: {n.reason}")
+        for r in self.refused:
+            lines.append(f"refused: {r.path}: {r.message}")
+        for u in self.unresolved:
+            lines.append(f"unresolved: {u.path}:{u.line}: {u.target} ({u.reason})")
+        lines += [f"not written: {p}" for p in self.pending]
+        return lines

@@ -1,0 +1,313 @@
+"""One intake run: a folder's files become records, through the one executor.
+
+Intake is one more client of the record commands (ingest, update, retire) and the
+typed-edge commands: each file's record and its parts are decided and written together
+(`Together`), one transaction per file, so a run stopped at any point (Ctrl-C, kill -9)
+leaves every file written whole or not at all and the next run completes the rest. A
+dry run asks each command for its decision and writes nothing, so it reports what a
+run would write, refusals included.
+
+Re-runs are incremental: a file whose size and modified time match its record is not
+read; one whose content hash matches writes nothing; a changed file gets a new version
+of its record and its parts are updated, added or retired; a file whose content moved
+to a new path keeps its record; a removed file's records are retired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from policies.errors import PolicyError
+from policies.model import Policy
+from store.errors import BatchItemError, StoreError
+from store.intake.detect import Edge, FileInfo, Link, Resolver, link_edges, links, structure_edges
+from store.intake.parts import Part, split, title_of
+from store.intake.records import (
+    LABELS,
+    OFFSET,
+    Described,
+    FileMeta,
+    file_content,
+    folder_content,
+    folder_properties,
+    new_file_id,
+    new_folder_id,
+    part_properties,
+    value,
+)
+from store.intake.report import IntakeReport, Refused
+from store.intake.seams import KINDS, Kinds
+from store.intake.sources import Source
+from store.intake.state import FolderState, folder_state, parts_of
+from store.intake.together import Together, Written
+from store.intake.walk import Found, Skipped, Text
+from store.kinds.policy.in_force import PolicyVersion
+from store.kinds.record.commands import Ingest, NewRecord, Update
+from store.kinds.record.model import Record
+from store.ledger.command import Command, Current, Txn
+from store.limits import MAX_BATCH
+from store.reads.snapshot import Reader
+
+Execute = Callable[[Command[Any]], Awaitable[Any]]
+Progress = Callable[[int, int], None]
+DEFAULT_SOURCE_TYPE = "documentary"
+
+
+@dataclass(frozen=True)
+class Fresh:
+    """A file read in this run."""
+
+    found: Found
+    text: Text
+    parts: tuple[Part, ...]
+    info: FileInfo
+    links: tuple[Link, ...]
+
+    @property
+    def meta(self) -> FileMeta:
+        f = self.found
+        return FileMeta(f.path, f.size, f.modified_at, self.text.sha256)
+
+
+def fresh(found: Found, text: Text) -> Fresh:
+    parts = split(found.path, text.content)
+    info = FileInfo(found.path, title_of(found.path, text.content), tuple(p.title for p in parts))
+    return Fresh(found, text, parts, info, tuple(links(found.path, text.content, parts)))
+
+
+def source_type_for(policy: Policy, lane: str) -> str:
+    """`documentary`, unless the lane is closed to it: then the first enabled source type
+    that allows every label intake writes (the guard refuses any other choice)."""
+    declared = policy.lanes.get(lane)
+    if declared is None or declared.is_open or declared.enabled_source_type(DEFAULT_SOURCE_TYPE):
+        return DEFAULT_SOURCE_TYPE
+    for name in declared.enabled_source_types():
+        allowed = set(declared.source_types[name].allowed_labels())
+        if allowed.issuperset(LABELS):
+            return name
+    return DEFAULT_SOURCE_TYPE
+
+
+def refusal(exc: Exception) -> str:
+    cause = exc.cause if isinstance(exc, BatchItemError) else exc
+    return str(getattr(cause, "message", cause))
+
+
+def _same_stat(meta: FileMeta, found: Found) -> bool:
+    return (
+        found.modified_at is not None
+        and meta.modified_at == found.modified_at
+        and meta.size == found.size
+    )
+
+
+@dataclass
+class Intake:
+    """One run over one folder of one lane, as one agent."""
+
+    source: Source
+    lane: str
+    folder: str
+    agent: str
+    policy: PolicyVersion
+    db: Reader
+    execute: Execute
+    dry_run: bool = False
+    progress: Progress | None = None
+    kinds: Kinds = KINDS
+    report: IntakeReport = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.report = IntakeReport(self.lane, self.folder, self.dry_run)
+        self.source_type = source_type_for(self.policy.policy, self.lane)
+
+    async def run(self) -> IntakeReport:
+        report = self.report
+        listing = self.source.listing()
+        report.skipped += listing.skipped
+        state = await folder_state(self.db, self.lane, self.folder)
+        kept, read = self._read(listing.files, state)
+        report.files = len(kept) + len(read)
+        report.unchanged = len(kept)
+        listed = {f.path for f in listing.files} | {s.path for s in listing.skipped}
+        gone = {p: d for p, d in state.files.items() if p not in listed}
+        moves = self._moves(read, state, gone)
+        removed = sorted(p for p in gone if p not in {d.meta.path for d in moves.values()})
+        self._detect(kept, read)
+
+        folder_id = state.folder_id or await self._new_folder()
+        report.folder_id = folder_id
+        total, done = len(read) + len(removed), 0
+        for path in sorted(read):
+            known = state.files.get(path) or moves.get(path)
+            try:
+                report.records_written += await self._write_file(read[path], known, folder_id)
+            except (PolicyError, StoreError) as exc:
+                report.refused.append(Refused(path, refusal(exc)))
+            else:
+                if known is None:
+                    report.created.append(path)
+                elif known.meta.path != path:
+                    report.moved.append((known.meta.path, path))
+                else:
+                    report.changed.append(path)
+            done += 1
+            self._progress(done, total)
+        for path in removed:
+            report.removed.append(path)
+            await self._retire_file(gone[path])
+            done += 1
+            self._progress(done, total)
+        detected = sum(report.edges.values())
+        if detected and not self.kinds.edges:
+            report.pending.append(
+                f"{detected} detected edges: this engine has no typed edges yet; a later run "
+                "writes them"
+            )
+        return report
+
+    def _progress(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(done, total)
+
+    def _read(
+        self, files: Sequence[Found], state: FolderState
+    ) -> tuple[dict[str, Described], dict[str, Fresh]]:
+        """The files left as they were, and those read (new or changed)."""
+        kept: dict[str, Described] = {}
+        read: dict[str, Fresh] = {}
+        for found in files:
+            known = state.files.get(found.path)
+            if known is not None and _same_stat(known.meta, found):
+                kept[found.path] = known
+                self.report.not_read += 1
+                continue
+            text = self.source.read(found)
+            if isinstance(text, Skipped):
+                self.report.skipped.append(text)
+                continue
+            if text.note is not None:
+                self.report.notes.append(Skipped(found.path, text.note))
+            if known is not None and known.meta.sha256 == text.sha256:
+                kept[found.path] = known
+                continue
+            read[found.path] = fresh(found, text)
+        return kept, read
+
+    @staticmethod
+    def _moves(
+        read: dict[str, Fresh], state: FolderState, gone: dict[str, Described]
+    ) -> dict[str, Described]:
+        """New paths whose content is that of a file no longer at its path: moved."""
+        by_hash: dict[str, list[Described]] = {}
+        for path in sorted(gone):
+            by_hash.setdefault(gone[path].meta.sha256, []).append(gone[path])
+        moves = {}
+        for path in sorted(read):
+            candidates = by_hash.get(read[path].text.sha256)
+            if path not in state.files and candidates:
+                moves[path] = candidates.pop(0)
+        return moves
+
+    def _detect(self, kept: dict[str, Described], read: dict[str, Fresh]) -> list[Edge]:
+        """Every edge the folder states or implies now; unresolved links reported."""
+        infos = [d.info for d in kept.values()] + [f.info for f in read.values()]
+        resolver = Resolver(infos)
+        edges: list[Edge] = []
+        counts: dict[str, int] = {}
+        for path in sorted({*kept, *read}):
+            if path in read:
+                stated, counts[path] = read[path].links, len(read[path].parts)
+            else:
+                stated, counts[path] = kept[path].links, kept[path].parts
+            found, unresolved = link_edges(path, stated, resolver)
+            edges += found
+            self.report.unresolved += unresolved
+        edges += structure_edges(counts)
+        self.report.edges.update(e.detector.id for e in edges)
+        return edges
+
+    async def _new_folder(self) -> str:
+        folder_id = new_folder_id()
+        record = NewRecord(
+            folder_content(self.folder),
+            folder_properties(self.folder, folder_id),
+            self.source_type,
+            self.lane,
+        )
+        self.report.records_written += await self._run(Together((Ingest((record,)),)), {})
+        return folder_id
+
+    async def _write_file(self, f: Fresh, known: Described | None, folder_id: str) -> int:
+        """A file's record and parts, in one transaction; how many records it writes."""
+        content = file_content(f.info, len(f.parts), f.links)
+        if known is None:
+            file_id = new_file_id()
+            inputs = [NewRecord(content, f.meta.properties(folder_id, file_id), *self._where)]
+            inputs += [self._new_part(file_id, p) for p in f.parts]
+            return await self._run(Together(_ingests(inputs)), {})
+        file_id = known.file_id
+        commands: list[Command[Any]] = [
+            Update(known.record.id, content, f.meta.properties(folder_id, file_id))
+        ]
+        records = {known.record.id: known.record}
+        held = await parts_of(self.db, self.lane, file_id)
+        added = []
+        for part in f.parts:
+            old = held.get(part.index)
+            if old is None:
+                added.append(self._new_part(file_id, part))
+            elif old.state.content != part.text or value(old, OFFSET) != str(part.start):
+                props = part_properties(file_id, part.index, part.start)
+                commands.append(Update(old.id, part.text, props))
+                records[old.id] = old
+        commands += _ingests(added)
+        extra = [r for n, r in sorted(held.items()) if n >= len(f.parts)]
+        commands += self._retirements(f.meta.path, extra, records)
+        return await self._run(Together(tuple(commands)), records)
+
+    @property
+    def _where(self) -> tuple[str, str]:
+        return (self.source_type, self.lane)
+
+    def _new_part(self, file_id: str, part: Part) -> NewRecord:
+        props = part_properties(file_id, part.index, part.start)
+        return NewRecord(part.text, props, *self._where)
+
+    def _retirements(
+        self, path: str, gone: Sequence[Record], records: dict[str, Record]
+    ) -> list[Command[Any]]:
+        if not gone:
+            return []
+        if not self.kinds.retirement:
+            self.report.pending.append(
+                f"{len(gone)} records of {path}: this engine cannot retire records yet"
+            )
+            return []
+        self.report.retired += len(gone)
+        records.update((r.id, r) for r in gone)
+        return [self.kinds.retire_record(r.id, f"intake: {path} no longer holds it") for r in gone]
+
+    async def _retire_file(self, known: Described) -> None:
+        records = {known.record.id: known.record}
+        held = await parts_of(self.db, self.lane, known.file_id)
+        commands = self._retirements(known.meta.path, [known.record, *held.values()], records)
+        if commands:
+            await self._run(Together(tuple(commands)), records)
+
+    async def _run(self, command: Together, records: dict[str, Record]) -> int:
+        """Write `command` (dry: only decide it, as the executor would); how many
+        records it writes."""
+        if not self.dry_run:
+            written: Written = await self.execute(command)
+            return written.count
+        txn = Txn(self.agent, self.policy, datetime.now(UTC))
+        plan = command.decide(txn, Current(records=records, first_writes={}, heads={}))
+        return len(plan.writes)
+
+
+def _ingests(inputs: Sequence[NewRecord]) -> tuple[Command[Any], ...]:
+    return tuple(Ingest(tuple(inputs[n : n + MAX_BATCH])) for n in range(0, len(inputs), MAX_BATCH))

@@ -1,0 +1,66 @@
+"""What an earlier intake of a folder wrote: its folder record, file records, parts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from store.intake.records import FILE_ID, FOLDER, FOLDER_ID, PART, Described, described, value
+from store.kinds.record import queries
+from store.kinds.record.model import Record
+from store.reads.pages import MAX_PAGE
+from store.reads.snapshot import Reader
+
+
+@dataclass
+class FolderState:
+    """A folder as intake last left it (an empty one before its first intake)."""
+
+    folder: Record | None = None
+    files: dict[str, Described] = field(default_factory=dict)  # by path
+
+    @property
+    def folder_id(self) -> str | None:
+        return None if self.folder is None else value(self.folder, FOLDER_ID)
+
+
+async def members(db: Reader, lanes: Sequence[str], prop: str) -> list[Record]:
+    """Every readable record carrying `prop` now, oldest id first."""
+    ids: list[str] = []
+    after = None
+    while True:
+        page = await queries.gather(
+            db, [prop], queries.GatherMode.UNION, lanes, None, MAX_PAGE, after, False
+        )
+        ids += page.items
+        if not page.has_next_page:
+            break
+        after = page.end_cursor
+    found: dict[str, Record] = {}
+    for n in range(0, len(ids), MAX_PAGE):
+        found |= await queries.records_by_id(db, ids[n : n + MAX_PAGE], lanes)
+    return [found[i] for i in ids if i in found]
+
+
+async def folder_state(db: Reader, lane: str, name: str) -> FolderState:
+    """The folder `name` of `lane` and its files as their records describe them."""
+    folders = [r for r in await members(db, [lane], f"{FOLDER}:{name}") if value(r, FOLDER_ID)]
+    if not folders:
+        return FolderState()
+    folder = min(folders, key=lambda r: (r.created_at, r.id))
+    state = FolderState(folder)
+    for record in await members(db, [lane], f"{FOLDER_ID}:{state.folder_id}"):
+        found = described(record)
+        if found is not None:
+            state.files[found.meta.path] = found
+    return state
+
+
+async def parts_of(db: Reader, lane: str, file_id: str) -> dict[int, Record]:
+    """A file's part records by index."""
+    parts: dict[int, Record] = {}
+    for record in await members(db, [lane], f"{FILE_ID}:{file_id}"):
+        index = value(record, PART)
+        if index is not None and index.isdigit():
+            parts[int(index)] = record
+    return parts

@@ -1,0 +1,52 @@
+"""The fixture folder the intake tests build a memory from, written in the test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+OVERVIEW = """# Overview
+The service in one page. #ops
+
+## Goals
+Keep it running.
+"""
+RUNBOOK = """# Runbook
+See [[00-overview]] for context.
+Then read [[Overview|the overview]] and [[00-overview#Goals]].
+
+## Steps
+Follow [the guide](sub/guide.md) and [[later-note]].
+Ambiguous: [[notes]].
+"""
+GUIDE = """# Guide
+Back to the [runbook](../01-runbook.md). Not [outside](../../etc/passwd.md).
+"""
+NOTES_A = "# Notes A\nfirst\n"
+NOTES_B = "# Notes B\nsecond\n"
+PLAIN = "plain text file without headings\n\nsecond paragraph\n"
+
+FILES: dict[str, bytes] = {
+    "00-overview.md": OVERVIEW.encode(),
+    "01-runbook.md": RUNBOOK.encode(),
+    "sub/guide.md": GUIDE.encode(),
+    "sub/notes.md": NOTES_A.encode(),
+    "other/notes.md": NOTES_B.encode(),
+    "plain.txt": PLAIN.encode(),
+    "image.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+    "latin1.txt": "caf\xe9 au lait\n".encode("latin-1"),
+}
+# Paths whose records intake writes (the others are skipped).
+TEXT_FILES = sorted(p for p in FILES if p != "image.png")
+
+
+def write_folder(root: Path, outside: Path) -> Path:
+    """The fixture folder under `root`, with a link to `outside` it must not follow."""
+    folder = root / "notes"
+    for rel, data in FILES.items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    outside.mkdir(parents=True, exist_ok=True)
+    (outside / "secret.md").write_text("# Secret\nnot for memory\n")
+    (folder / "leak.md").symlink_to(outside / "secret.md")
+    return folder

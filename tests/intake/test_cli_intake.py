@@ -1,0 +1,157 @@
+"""`edgeloom intake`: a fixture folder becomes records, and re-runs write only changes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import GatewayFactory
+from tests.intake._folder import FILES, RUNBOOK, TEXT_FILES, write_folder
+from tests.support import Gateway, sql
+from tests.test_cli import edgeloom
+
+POLICY = """
+lanes:
+  notes: {}
+  other: {}
+agents:
+  writer: { read: [notes], write: [notes] }
+  curator: { read: ["*"], write: ["*"] }
+"""
+RECORDS = """
+query($tag: String, $after: String) {
+  records(lane: "notes", first: 500, tag: $tag, after: $after) {
+    totalCount items { id content properties version sourceType }
+  }
+}
+"""
+
+
+async def records(gateway: Gateway, token: str) -> list[dict[str, Any]]:
+    found = (await gateway.data(RECORDS, {}, token))["records"]
+    assert found["totalCount"] <= 500
+    items: list[dict[str, Any]] = found["items"]
+    return items
+
+
+def props(record: dict[str, Any], label: str) -> list[str]:
+    return [p.split(":", 1)[1] for p in record["properties"] if p.split(":", 1)[0] == label]
+
+
+def by_path(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {props(r, "path")[0]: r for r in items if props(r, "path")}
+
+
+async def intake(url: str, folder: Path, *extra: str) -> tuple[int, str, str]:
+    return await edgeloom(
+        url, "intake", str(folder), "--lane", "notes", "--agent", "writer", *extra
+    )
+
+
+async def test_a_folder_becomes_records_and_reruns_write_only_changes(
+    start_gateway: GatewayFactory, tmp_path: Path
+) -> None:
+    from tests.gql._policy_support import mint
+
+    gateway = await start_gateway(policy_yaml=POLICY)
+    token = (await mint(gateway, "curator"))["curator"]
+    url = gateway.database_url
+    folder = write_folder(tmp_path, tmp_path / "outside")
+
+    # A dry run writes nothing and says what a run would write.
+    status, out, err = await intake(url, folder, "--dry-run")
+    assert status == 0, (out, err)
+    assert await records(gateway, token) == []
+    dry = out
+
+    status, out, err = await intake(url, folder)
+    assert status == 0, (out, err)
+    assert "Traceback" not in err
+    # The same summary as the dry run's.
+    assert out.splitlines()[1:] == dry.replace("would be ", "").splitlines()[1:], (out, dry)
+    items = await records(gateway, token)
+    files = by_path(items)
+    assert sorted(files) == TEXT_FILES
+    [folder_record] = [r for r in items if props(r, "folder")]
+    assert props(folder_record, "folder") == ["notes"]
+    folder_id = props(folder_record, "folder_id")[0]
+    assert folder_id.startswith("fo_")
+    for path, record in files.items():
+        assert props(record, "folder_id") == [folder_id]
+        assert record["sourceType"] == "documentary"
+        assert props(record, "size") == [str(len(FILES[path]))]
+        assert len(props(record, "sha256")[0]) == 64
+        assert props(record, "modified")[0].endswith("+00:00")
+        file_id = props(record, "file_id")[0]
+        parts = sorted(
+            (r for r in items if props(r, "file_id") == [file_id] and not props(r, "path")),
+            key=lambda r: int(props(r, "part")[0]),
+        )
+        text = (folder / path).read_bytes().decode("utf-8", errors="replace")
+        # The parts, in order, are the file; each keeps its offset.
+        assert "".join(p["content"] for p in parts) == text
+        for p in parts:
+            assert text[int(props(p, "offset")[0]) :].startswith(p["content"])
+        body = json.loads(record["content"])
+        assert body["file"] == path and body["parts"] == len(parts)
+    assert json.loads(files["01-runbook.md"]["content"])["title"] == "Runbook"
+    assert len(items) == 1 + len(TEXT_FILES) + 9
+    assert "skipped: image.png: binary" in out
+    assert "skipped: leak.md: a link pointing outside the folder (not followed)" in out
+    assert "note: latin1.txt: not valid UTF-8 (first bad byte at 3)" in out
+    line = RUNBOOK.splitlines().index("Ambiguous: [[notes]].") + 1
+    assert (
+        f"unresolved: 01-runbook.md:{line}: notes (ambiguous: the file name of other/notes.md, "
+        "sub/notes.md)"
+    ) in out
+    assert "unresolved: sub/guide.md:2: ../../etc/passwd.md (leaves the folder)" in out
+    assert "unresolved: 01-runbook.md:6: later-note (no file has this path" in out
+
+    # Nothing changed: nothing is read, nothing written.
+    status, out, err = await intake(url, folder)
+    assert status == 0, (out, err)
+    assert (
+        f"records written: 0; files unchanged: {len(TEXT_FILES)} ({len(TEXT_FILES)} not read)"
+        in out
+    )
+    assert await records(gateway, token) == items
+
+    # A touched file with the same content is read and writes nothing.
+    os.utime(folder / "plain.txt", (1_700_000_000, 1_700_000_000))
+    status, out, err = await intake(url, folder)
+    assert (
+        f"records written: 0; files unchanged: {len(TEXT_FILES)} ({len(TEXT_FILES) - 1} not read)"
+        in out
+    )
+
+    # An edited file: a new version of its record, parts updated, added; no new record.
+    edited = RUNBOOK.replace("## Steps", "## Checks\nNew section.\n\n## Steps")
+    (folder / "01-runbook.md").write_text(edited)
+    status, out, err = await intake(url, folder)
+    assert status == 0, (out, err)
+    assert "files new: 0, changed: 1, moved: 0, removed: 0" in out
+    after = await records(gateway, token)
+    runbook = by_path(after)["01-runbook.md"]
+    assert runbook["id"] == files["01-runbook.md"]["id"] and runbook["version"] == 2
+    file_id = props(runbook, "file_id")[0]
+    parts = sorted(
+        (r for r in after if props(r, "file_id") == [file_id] and not props(r, "path")),
+        key=lambda r: int(props(r, "part")[0]),
+    )
+    assert "".join(p["content"] for p in parts) == edited
+    assert len(after) == len(items) + 1
+
+    # A moved file keeps its record.
+    (folder / "plain.txt").rename(folder / "sub" / "plain-moved.txt")
+    status, out, err = await intake(url, folder)
+    assert status == 0, (out, err)
+    assert "moved: plain.txt -> sub/plain-moved.txt" in out
+    moved = by_path(await records(gateway, token))
+    assert "plain.txt" not in moved
+    assert moved["sub/plain-moved.txt"]["id"] == files["plain.txt"]["id"]
+    async with sql(url) as conn:
+        assert await conn.fetchval("SELECT count(*) FROM records WHERE lane = 'notes'") == len(
+            after
+        )
