@@ -8,6 +8,7 @@ import strawberry
 
 from gql import descriptions as d
 from gql.inputs import IngestInput, ingest_command
+from gql.intake_types import FileInput, IntakeReport
 from gql.policy_types import PolicyVersion
 from gql.resolvers.edges import EdgeMutation
 from gql.types import (
@@ -20,6 +21,8 @@ from gql.types import (
     Record,
     load_one,
 )
+from store.intake.run import DEFAULT_FOLDER, Intake
+from store.intake.sources import SentSource
 from store.kinds.correction.commands import Correct
 from store.kinds.policy.commands import ApplyPolicy
 from store.kinds.record import asserted_commands, commands, retire
@@ -251,6 +254,45 @@ class Mutation(EdgeMutation):
         ],
     ) -> Record:
         return Record.from_domain(await info.context.execute(retire.RestoreRecord(id)))
+
+    @strawberry.mutation(
+        description="Build or refresh memory from a folder's files, as `edgeloom intake` does: "
+        "one record for the folder, one per file and per part, detected edges; a file the "
+        "policy refuses is reported and the others are written."
+    )
+    async def intake_folder(
+        self,
+        info: Info,
+        lane: Annotated[str, _arg("The lane to write in; you must read and write it.")],
+        files: Annotated[
+            list[FileInput], _arg("The folder's files (at most 1,000 a call), paths relative.")
+        ],
+        dry_run: Annotated[
+            bool | None, _arg("Write nothing; report what a call would write.")
+        ] = False,
+        folder: Annotated[
+            str | None,
+            _arg(
+                "The folder's name, which a later call finds it by "
+                f"(default '{DEFAULT_FOLDER}'); the CLI uses the folder's own name."
+            ),
+        ] = None,
+    ) -> IntakeReport:
+        source = SentSource([f.to_domain() for f in files])
+        ctx = info.context
+        version = await ctx.policy()
+        async with ctx.read() as (db, _):
+            done = await Intake(
+                source,
+                lane,
+                folder or DEFAULT_FOLDER,
+                ctx.agent_name(),
+                version,
+                db,
+                ctx.execute,
+                dry_run=bool(dry_run),
+            ).run()
+        return IntakeReport.from_domain(done)
 
     @strawberry.mutation(
         description="Apply a new policy version (agents with apply_policy only; others are "

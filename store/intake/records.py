@@ -71,13 +71,16 @@ class FileMeta:
     sha256: str
 
     def properties(self, folder_id: str, file_id: str) -> tuple[str, ...]:
-        modified = "" if self.modified_at is None else self.modified_at.isoformat()
+        # A file sent without a time has none to keep.
+        modified = (
+            () if self.modified_at is None else (f"{MODIFIED}:{self.modified_at.isoformat()}",)
+        )
         return (
             f"{FOLDER_ID}:{folder_id}",
             f"{FILE_ID}:{file_id}",
             f"{PATH}:{self.path}",
             f"{SIZE}:{self.size}",
-            f"{MODIFIED}:{modified}",
+            *modified,
             f"{SHA256}:{self.sha256}",
         )
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from policies.errors import PolicyError
+from policies.errors import LaneForbiddenError, PolicyError
 from policies.model import Policy
 from store.errors import BatchItemError, StoreError
 from store.intake.detect import Edge, FileInfo, Link, Resolver, link_edges, links, structure_edges
@@ -54,6 +54,8 @@ from store.reads.snapshot import Reader
 Execute = Callable[[Command[Any]], Awaitable[Any]]
 Progress = Callable[[int, int], None]
 DEFAULT_SOURCE_TYPE = "documentary"
+# The name of a folder sent without one (the CLI names it after the folder itself).
+DEFAULT_FOLDER = "folder"
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,7 @@ class Intake:
         self.source_type = source_type_for(self.policy.policy, self.lane)
 
     async def run(self) -> IntakeReport:
+        self._check_access()
         report = self.report
         listing = self.source.listing()
         report.skipped += listing.skipped
@@ -139,7 +142,8 @@ class Intake:
         self._detect(kept, read)
 
         folder_id = state.folder_id or await self._new_folder()
-        report.folder_id = folder_id
+        # A dry run of a new folder makes up an id it never writes: it is not reported.
+        report.folder_id = state.folder_id if self.dry_run else folder_id
         total, done = len(read) + len(removed), 0
         for path in sorted(read):
             known = state.files.get(path) or moves.get(path)
@@ -168,6 +172,16 @@ class Intake:
                 "writes them"
             )
         return report
+
+    def _check_access(self) -> None:
+        """Intake reads what it wrote before: it needs to read and write the lane."""
+        rules = self.policy.policy
+        rules.lane(self.lane)
+        profile = rules.agent(self.agent)
+        if not profile.can_read(self.lane):
+            raise LaneForbiddenError(self.agent, self.lane, "read", profile.readable_lanes(rules))
+        if not profile.can_write(self.lane):
+            raise LaneForbiddenError(self.agent, self.lane, "write", profile.writable_lanes(rules))
 
     def _progress(self, done: int, total: int) -> None:
         if self.progress is not None:

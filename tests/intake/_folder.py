@@ -39,13 +39,18 @@ FILES: dict[str, bytes] = {
 TEXT_FILES = sorted(p for p in FILES if p != "image.png")
 
 
-def write_folder(root: Path, outside: Path) -> Path:
-    """The fixture folder under `root`, with a link to `outside` it must not follow."""
+def write_folder(root: Path, outside: Path | None = None) -> Path:
+    """The fixture folder under `root`, with a link to `outside` it must not follow;
+    without `outside`, only its files of valid UTF-8 text (what a remote agent sends)."""
     folder = root / "notes"
     for rel, data in FILES.items():
+        if outside is None and rel in ("image.png", "latin1.txt"):
+            continue
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+    if outside is None:
+        return folder
     outside.mkdir(parents=True, exist_ok=True)
     (outside / "secret.md").write_text("# Secret\nnot for memory\n")
     (folder / "leak.md").symlink_to(outside / "secret.md")
