@@ -244,6 +244,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "mcp":
             return _mcp(args)
         return asyncio.run(_run(args))
+    except KeyboardInterrupt:
+        # Every write is one transaction: what was committed stays whole, the one in
+        # flight rolls back, and running the command again completes the rest.
+        print(f"edgeloom: {args.command} interrupted; run it again to complete it", file=sys.stderr)
+        return 130
     except (PolicyError, StoreError, ValueError) as exc:
         print(f"edgeloom: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,95 @@
+"""An interrupted intake (kill -9, Ctrl-C) leaves no half-written file; the next run
+completes it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import GatewayFactory
+from tests.intake.test_cli_intake import POLICY, intake
+from tests.support import EDGELOOM, REPO, sql
+
+FILES = 150
+
+
+def many(root: Path) -> Path:
+    folder = root / "many"
+    for n in range(FILES):
+        path = folder / f"d{n % 7}" / f"{n:03d}-note.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        body = "".join(
+            f"## Section {s}\nText {n}.{s} links [[{(n + 1) % FILES:03d}-note]]\n" for s in range(3)
+        )
+        path.write_text(f"# Note {n}\n{body}")
+    return folder
+
+
+async def whole_files(url: str) -> Counter[str]:
+    """Each file record's path, checking that it has every part its record names."""
+    async with sql(url) as conn:
+        rows = await conn.fetch("SELECT content, properties FROM records WHERE lane = 'notes'")
+    files: dict[str, tuple[str, int]] = {}
+    parts: Counter[str] = Counter()
+    paths: Counter[str] = Counter()
+    for row in rows:
+        props = dict(json.loads(row["properties"]))
+        held = json.loads(row["properties"])
+        if any(label == "path" for label, _ in held):
+            files[props["file_id"]] = (props["path"], json.loads(row["content"])["parts"])
+            paths[props["path"]] += 1
+        elif "file_id" in props:
+            parts[props["file_id"]] += 1
+    for file_id, (path, count) in files.items():
+        assert parts[file_id] == count, f"{path}: {parts[file_id]} of {count} parts written"
+    assert sum(parts.values()) == sum(c for _, c in files.values()), "parts without a file"
+    return paths
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+async def test_an_interrupted_run_leaves_whole_files_and_the_next_completes_it(
+    start_gateway: GatewayFactory, tmp_path: Path, how: signal.Signals
+) -> None:
+    gateway = await start_gateway(policy_yaml=POLICY)
+    url = gateway.database_url
+    folder = many(tmp_path)
+    process = await asyncio.create_subprocess_exec(
+        str(EDGELOOM),
+        "intake",
+        str(folder),
+        "--lane",
+        "notes",
+        "--agent",
+        "writer",
+        env={**os.environ, "DATABASE_URL": url},
+        cwd=REPO,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    written = Counter[str]()
+    for _ in range(600):
+        written = await whole_files(url)
+        if len(written) >= 10:
+            break
+        await asyncio.sleep(0.05)
+    process.send_signal(how)
+    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode != 0, (out, err)
+    if how == signal.SIGINT:
+        assert "Traceback" not in err.decode()
+        assert "interrupted" in err.decode()
+    stopped = await whole_files(url)
+    assert 10 <= len(stopped) < FILES, len(stopped)
+    assert set(stopped.values()) == {1}
+
+    status, out_text, err_text = await intake(url, folder)
+    assert status == 0, (out_text, err_text)
+    done = await whole_files(url)
+    assert len(done) == FILES and set(done.values()) == {1}
+    assert f"files new: {FILES - len(stopped)}, changed: 0" in out_text
