@@ -335,7 +335,8 @@ async def _intake(args: argparse.Namespace, url: str) -> int:
         print(f"edgeloom: {root} is not a folder", file=sys.stderr)
         return 2
     name = args.folder or root.resolve().name
-    pool = await create_pool(url, 2)
+    # One connection for the reads, the others for the files written at once.
+    pool = await create_pool(url, 4)
     try:
         cache = PolicyCache.empty()
         in_force = await policy_store.current(pool, cache)

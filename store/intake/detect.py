@@ -190,15 +190,38 @@ class Resolver:
             self.by_name[name].add(f.path)
             self.by_name[posixpath.splitext(name)[0]].add(f.path)
             self.by_title[f.title].add(f.path)
+        self._seen: dict[tuple[str, str, str], str | Unresolved] = {}
 
     def wikilink(self, source: str, target: str) -> str | Unresolved:
         """The path a wikilink's target names, or why it names none."""
         if not target:
             return source
+        return self._cached("w", source, target)
+
+    def mdlink(self, source: str, target: str) -> str | Unresolved:
+        """The path a relative Markdown link names, inside the folder, or why none."""
+        return self._cached("m", source, target)
+
+    def _cached(self, kind: str, source: str, target: str) -> str | Unresolved:
+        # Files of one folder link to the same targets: each is resolved once per folder.
         here = posixpath.dirname(source)
+        key = (kind, here, target)
+        found = self._seen.get(key)
+        if found is None:
+            resolve = self._wikilink if kind == "w" else self._mdlink
+            found = self._seen[key] = resolve(here, target)
+        if isinstance(found, Unresolved):
+            return Unresolved(source, 0, target, found.reason)
+        return found
+
+    def _wikilink(self, here: str, target: str) -> str | Unresolved:
+        simple = "/" not in target and not target.startswith(".")
         for base in ("", here):
             for candidate in (target, target + ".md"):
-                path = _inside(posixpath.join(base, candidate))
+                if simple:
+                    path: str | None = f"{base}/{candidate}" if base else candidate
+                else:
+                    path = _inside(posixpath.join(base, candidate))
                 if path in self.files:
                     return path
         for index, what in ((self.by_name, "file name"), (self.by_title, "title")):
@@ -207,17 +230,16 @@ class Resolver:
                 return next(iter(found))
             if found:
                 listed = ", ".join(sorted(found)[:5])
-                return Unresolved(source, 0, target, f"ambiguous: the {what} of {listed}")
-        return Unresolved(source, 0, target, "no file has this path, file name or title")
+                return Unresolved("", 0, target, f"ambiguous: the {what} of {listed}")
+        return Unresolved("", 0, target, "no file has this path, file name or title")
 
-    def mdlink(self, source: str, target: str) -> str | Unresolved:
-        """The path a relative Markdown link names, inside the folder, or why none."""
-        path = _inside(posixpath.join(posixpath.dirname(source), target))
+    def _mdlink(self, here: str, target: str) -> str | Unresolved:
+        path = _inside(posixpath.join(here, target))
         if path is None:
-            return Unresolved(source, 0, target, "leaves the folder")
+            return Unresolved("", 0, target, "leaves the folder")
         if path in self.files:
             return path
-        return Unresolved(source, 0, target, "no file has this path")
+        return Unresolved("", 0, target, "no file has this path")
 
     def part(self, path: str, heading: str | None) -> int | None:
         """The part of `path` that a `#heading` names, when exactly one does."""

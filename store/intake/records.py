@@ -10,14 +10,16 @@ written, resolved or not, so a link resolves on a later run once its target exis
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from store.ids import random_hex
-from store.intake.detect import DETECTORS, Detector, FileInfo, Link
+from store.intake.detect import DETECTORS, Detector, FileInfo, Link, Unresolved
 from store.kinds.record.model import Record
 
 FOLDER = "folder"
@@ -57,8 +59,49 @@ def folder_properties(name: str, folder_id: str) -> tuple[str, ...]:
     return (f"{FOLDER}:{name}", f"{FOLDER_ID}:{folder_id}")
 
 
-def folder_content(name: str) -> str:
-    return json.dumps({"folder": name}, ensure_ascii=False)
+def folder_content(name: str, summary: Summary | None = None) -> str:
+    body: dict[str, Any] = {"folder": name}
+    if summary is not None:
+        body |= summary.to_json()
+    return json.dumps(body, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What the folder's last complete run detected, and over which files (a hash of
+    their paths and content hashes): a run that finds the same files needs not detect
+    again."""
+
+    fingerprint: str
+    edges: Mapping[str, int]
+    unresolved: tuple[Unresolved, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fingerprint": self.fingerprint,
+            "edges": dict(sorted(self.edges.items())),
+            "unresolved": [[u.path, u.line, u.target, u.reason] for u in self.unresolved],
+        }
+
+
+def fingerprint(files: Iterable[tuple[str, str]]) -> str:
+    """Of a folder's files by (path, content hash)."""
+    digest = hashlib.sha256()
+    for path, sha in sorted(files):
+        digest.update(f"{path}\x1f{sha}\n".encode())
+    return digest.hexdigest()
+
+
+def summary_of(folder: Record) -> Summary | None:
+    try:
+        body = json.loads(folder.state.content)
+        return Summary(
+            str(body["fingerprint"]),
+            {str(k): int(v) for k, v in body["edges"].items()},
+            tuple(Unresolved(str(p), int(n), str(t), str(r)) for p, n, t, r in body["unresolved"]),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -98,7 +141,22 @@ class Described:
     meta: FileMeta
     info: FileInfo
     parts: int
-    links: tuple[Link, ...]
+    stated: tuple[Mapping[str, Any], ...]  # its links as kept, read when needed
+
+    @functools.cached_property
+    def links(self) -> tuple[Link, ...]:
+        return tuple(
+            Link(
+                _BY_NAME[x["detector"]],
+                x["target"],
+                x["heading"],
+                int(x["offset"]),
+                int(x["line"]),
+                x["quote"],
+                int(x["part"]),
+            )
+            for x in self.stated
+        )
 
 
 def file_content(info: FileInfo, parts: int, links: Sequence[Link]) -> str:
@@ -131,18 +189,7 @@ def described(record: Record) -> Described | None:
         return None
     try:
         body = json.loads(record.state.content)
-        links = tuple(
-            Link(
-                _BY_NAME[x["detector"]],
-                x["target"],
-                x["heading"],
-                int(x["offset"]),
-                int(x["line"]),
-                x["quote"],
-                int(x["part"]),
-            )
-            for x in body["links"]
-        )
+        stated = tuple(body["links"])
         info = FileInfo(path, str(body["title"]), tuple(body["headings"]))
         parts = int(body["parts"])
         size = int(value(record, SIZE) or "0")
@@ -150,4 +197,4 @@ def described(record: Record) -> Described | None:
         return None
     modified = value(record, MODIFIED)
     meta = FileMeta(path, size, datetime.fromisoformat(modified) if modified else None, sha)
-    return Described(record, file_id, meta, info, parts, links)
+    return Described(record, file_id, meta, info, parts, stated)

@@ -15,6 +15,7 @@ to a new path keeps its record; a removed file's records are retired.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,12 +31,15 @@ from store.intake.records import (
     OFFSET,
     Described,
     FileMeta,
+    Summary,
     file_content,
+    fingerprint,
     folder_content,
     folder_properties,
     new_file_id,
     new_folder_id,
     part_properties,
+    summary_of,
     value,
 )
 from store.intake.report import IntakeReport, Refused
@@ -54,6 +58,8 @@ from store.reads.snapshot import Reader
 Execute = Callable[[Command[Any]], Awaitable[Any]]
 Progress = Callable[[int, int], None]
 DEFAULT_SOURCE_TYPE = "documentary"
+# Files written at once: enough to fill the executor's group commits.
+WRITERS = 8
 # The name of a folder sent without one (the CLI names it after the folder itself).
 DEFAULT_FOLDER = "folder"
 
@@ -121,6 +127,7 @@ class Intake:
     progress: Progress | None = None
     kinds: Kinds = KINDS
     report: IntakeReport = field(init=False)
+    folder_record: Record | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.report = IntakeReport(self.lane, self.folder, self.dry_run)
@@ -139,32 +146,54 @@ class Intake:
         gone = {p: d for p, d in state.files.items() if p not in listed}
         moves = self._moves(read, state, gone)
         removed = sorted(p for p in gone if p not in {d.meta.path for d in moves.values()})
-        self._detect(kept, read)
+        stored = None if state.folder is None else summary_of(state.folder)
+        same = fingerprint((p, d.meta.sha256) for p, d in kept.items())
+        if not read and not removed and stored is not None and stored.fingerprint == same:
+            # The files the last complete run saw, unchanged: so is what it detected.
+            report.edges.update(stored.edges)
+            report.unresolved += stored.unresolved
+        else:
+            self._detect(kept, read)
 
         folder_id = state.folder_id or await self._new_folder()
         # A dry run of a new folder makes up an id it never writes: it is not reported.
         report.folder_id = state.folder_id if self.dry_run else folder_id
         total, done = len(read) + len(removed), 0
-        for path in sorted(read):
+        # Files are written side by side (each in its own transaction; those that only
+        # add records share the executor's group commits) and reported in path order.
+        gate = asyncio.Semaphore(WRITERS)
+
+        async def write(path: str) -> int | Refused:
+            nonlocal done
+            async with gate:
+                known = state.files.get(path) or moves.get(path)
+                try:
+                    return await self._write_file(read[path], known, folder_id)
+                except (PolicyError, StoreError) as exc:
+                    return Refused(path, refusal(exc))
+                finally:
+                    done += 1
+                    self._progress(done, total)
+
+        outcomes = await asyncio.gather(*(write(path) for path in sorted(read)))
+        for path, outcome in zip(sorted(read), outcomes, strict=True):
             known = state.files.get(path) or moves.get(path)
-            try:
-                report.records_written += await self._write_file(read[path], known, folder_id)
-            except (PolicyError, StoreError) as exc:
-                report.refused.append(Refused(path, refusal(exc)))
+            if isinstance(outcome, Refused):
+                report.refused.append(outcome)
+                continue
+            report.records_written += outcome
+            if known is None:
+                report.created.append(path)
+            elif known.meta.path != path:
+                report.moved.append((known.meta.path, path))
             else:
-                if known is None:
-                    report.created.append(path)
-                elif known.meta.path != path:
-                    report.moved.append((known.meta.path, path))
-                else:
-                    report.changed.append(path)
-            done += 1
-            self._progress(done, total)
+                report.changed.append(path)
         for path in removed:
             report.removed.append(path)
             await self._retire_file(gone[path])
             done += 1
             self._progress(done, total)
+        await self._summarise(state, kept, read)
         detected = sum(report.edges.values())
         if detected and not self.kinds.edges:
             report.pending.append(
@@ -252,8 +281,38 @@ class Intake:
             self.source_type,
             self.lane,
         )
-        self.report.records_written += await self._run(Together((Ingest((record,)),)), {})
+        command = Together((Ingest((record,)),))
+        if self.dry_run:
+            self.report.records_written += await self._run(command, {})
+        else:
+            written: Written = await self.execute(command)
+            self.report.records_written += written.count
+            [[self.folder_record]] = written.results
         return folder_id
+
+    async def _summarise(
+        self, state: FolderState, kept: dict[str, Described], read: dict[str, Fresh]
+    ) -> None:
+        """Keep on the folder's record what this run detected, over which files."""
+        refused = {r.path for r in self.report.refused}
+        written = [(p, f.text.sha256) for p, f in read.items() if p not in refused]
+        summary = Summary(
+            fingerprint([*((p, d.meta.sha256) for p, d in kept.items()), *written]),
+            dict(self.report.edges),
+            tuple(self.report.unresolved),
+        )
+        content = folder_content(self.folder, summary)
+        if state.folder is None:
+            # A new folder's record is written first; its summary follows, as a new version.
+            if self.dry_run:
+                self.report.records_written += 1
+                return
+            assert self.folder_record is not None
+            folder = self.folder_record
+        else:
+            folder = state.folder
+        command = Together((Update(folder.id, content),))
+        self.report.records_written += await self._run(command, {folder.id: folder})
 
     async def _write_file(self, f: Fresh, known: Described | None, folder_id: str) -> int:
         """A file's record and parts, in one transaction; how many records it writes."""

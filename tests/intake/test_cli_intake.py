@@ -97,6 +97,17 @@ async def test_a_folder_becomes_records_and_reruns_write_only_changes(
         body = json.loads(record["content"])
         assert body["file"] == path and body["parts"] == len(parts)
     assert json.loads(files["01-runbook.md"]["content"])["title"] == "Runbook"
+    # Every link a file states is kept with its quote, found verbatim at its offset.
+    stated = 0
+    for path, record in files.items():
+        text = (folder / path).read_bytes().decode("utf-8", errors="replace")
+        for link in json.loads(record["content"])["links"]:
+            assert text[link["offset"] :].startswith("[")
+            assert link["quote"] == text.splitlines()[link["line"] - 1].strip()
+            assert text.index(link["quote"]) <= link["offset"]
+            stated += 1
+    assert stated == 8
+    assert "edges detected: wikilink@1 2, mdlink@1 2, sequence@1 3, same_dir@1 4" in out
     assert len(items) == 1 + len(TEXT_FILES) + 9
     assert "skipped: image.png: binary" in out
     assert "skipped: leak.md: a link pointing outside the folder (not followed)" in out
@@ -155,3 +166,10 @@ async def test_a_folder_becomes_records_and_reruns_write_only_changes(
         assert await conn.fetchval("SELECT count(*) FROM records WHERE lane = 'notes'") == len(
             after
         )
+
+    # A broken link resolves once its target exists.
+    (folder / "later-note.md").write_text("# Later\n")
+    status, out, err = await intake(url, folder)
+    assert status == 0, (out, err)
+    assert "later-note" not in out and "files new: 1," in out
+    assert "wikilink@1 3," in out

@@ -89,7 +89,7 @@ async def test_the_mutation_gives_what_the_cli_gives(
         k: v for k, v in dry.items() if k not in ("dryRun", "folderId")
     }
     assert report["folderId"].startswith("fo_")
-    assert report["recordsWritten"] == 15 and report["created"] == [
+    assert report["recordsWritten"] == 16 and report["created"] == [
         "00-overview.md",
         "01-runbook.md",
         "other/notes.md",
