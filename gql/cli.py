@@ -349,6 +349,16 @@ async def _intake(args: argparse.Namespace, url: str) -> int:
             return 2
         executor = Executor(pool, cache)
         snapshot = Snapshot(pool)
+        # Ctrl-C finishes the files being written and begins no other; a second one
+        # stops at once (what was committed stays whole either way).
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def stopping() -> None:
+            stop.set()
+            loop.remove_signal_handler(signal.SIGINT)
+
+        loop.add_signal_handler(signal.SIGINT, stopping)
         try:
             report = await Intake(
                 FolderSource(root),
@@ -360,13 +370,18 @@ async def _intake(args: argparse.Namespace, url: str) -> int:
                 lambda command: executor.execute(args.agent, command),
                 dry_run=args.dry_run,
                 progress=ProgressBar("intake", unit="files", quiet_elsewhere=True),
+                stop=stop,
             ).run()
         finally:
+            loop.remove_signal_handler(signal.SIGINT)
             await snapshot.close()
     finally:
         await pool.close()
     for line in report.summary():
         print(line)
+    if report.interrupted:
+        print("edgeloom: intake interrupted; run it again to complete it", file=sys.stderr)
+        return 130
     return 0
 
 

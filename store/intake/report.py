@@ -40,6 +40,7 @@ class IntakeReport:
     edges_retired: int = 0
     unresolved: list[Unresolved] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)  # what this engine cannot write yet
+    interrupted: bool = False  # stopped before every file was written
 
     def summary(self) -> list[str]:
         """The lines the CLI prints at the end."""
@@ -66,4 +67,6 @@ class IntakeReport:
         for u in self.unresolved:
             lines.append(f"unresolved: {u.path}:{u.line}: {u.target} ({u.reason})")
         lines += [f"not written: {p}" for p in self.pending]
+        if self.interrupted:
+            lines.append("interrupted: the files above were written whole; run again to complete")
         return lines

@@ -24,11 +24,24 @@ from typing import Any
 from policies.errors import LaneForbiddenError, PolicyError
 from policies.model import Policy
 from store.errors import BatchItemError, StoreError
-from store.intake.detect import Edge, FileInfo, Link, Resolver, link_edges, links, structure_edges
+from store.intake.detect import (
+    Edge,
+    FileInfo,
+    Link,
+    Ref,
+    Resolver,
+    link_edges,
+    links,
+    structure_edges,
+)
+from store.intake.edges import write_edges
 from store.intake.parts import Part, split, title_of
 from store.intake.records import (
+    FILE_ID,
     LABELS,
     OFFSET,
+    PART,
+    PATH,
     Described,
     FileMeta,
     Summary,
@@ -45,7 +58,7 @@ from store.intake.records import (
 from store.intake.report import IntakeReport, Refused
 from store.intake.seams import KINDS, Kinds
 from store.intake.sources import Source
-from store.intake.state import FolderState, folder_state, parts_of
+from store.intake.state import FolderState, folder_state, part_ids, parts_of
 from store.intake.together import Together, Written
 from store.intake.walk import Found, Skipped, Text
 from store.kinds.policy.in_force import PolicyVersion
@@ -126,8 +139,12 @@ class Intake:
     dry_run: bool = False
     progress: Progress | None = None
     kinds: Kinds = KINDS
+    # Set to stop: the files being written are finished, no other is begun.
+    stop: asyncio.Event | None = None
     report: IntakeReport = field(init=False)
     folder_record: Record | None = field(init=False, default=None)
+    retired_ids: set[str] = field(init=False, default_factory=set)
+    _parts_of: dict[str, tuple[Part, ...]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.report = IntakeReport(self.lane, self.folder, self.dry_run)
@@ -148,12 +165,13 @@ class Intake:
         removed = sorted(p for p in gone if p not in {d.meta.path for d in moves.values()})
         stored = None if state.folder is None else summary_of(state.folder)
         same = fingerprint((p, d.meta.sha256) for p, d in kept.items())
+        detected: list[Edge] | None = None
         if not read and not removed and stored is not None and stored.fingerprint == same:
             # The files the last complete run saw, unchanged: so is what it detected.
             report.edges.update(stored.edges)
             report.unresolved += stored.unresolved
         else:
-            self._detect(kept, read)
+            detected = self._detect(kept, read)
 
         folder_id = state.folder_id or await self._new_folder()
         # A dry run of a new folder makes up an id it never writes: it is not reported.
@@ -163,9 +181,11 @@ class Intake:
         # add records share the executor's group commits) and reported in path order.
         gate = asyncio.Semaphore(WRITERS)
 
-        async def write(path: str) -> int | Refused:
+        async def write(path: str) -> Written | Refused | None:
             nonlocal done
             async with gate:
+                if self.stopping():
+                    return None
                 known = state.files.get(path) or moves.get(path)
                 try:
                     return await self._write_file(read[path], known, folder_id)
@@ -176,12 +196,16 @@ class Intake:
                     self._progress(done, total)
 
         outcomes = await asyncio.gather(*(write(path) for path in sorted(read)))
+        written: list[Record] = []
         for path, outcome in zip(sorted(read), outcomes, strict=True):
             known = state.files.get(path) or moves.get(path)
+            if outcome is None:
+                continue
             if isinstance(outcome, Refused):
                 report.refused.append(outcome)
                 continue
-            report.records_written += outcome
+            report.records_written += outcome.count
+            written += records_in(outcome)
             if known is None:
                 report.created.append(path)
             elif known.meta.path != path:
@@ -189,17 +213,19 @@ class Intake:
             else:
                 report.changed.append(path)
         for path in removed:
+            if self.stopping():
+                break
             report.removed.append(path)
             await self._retire_file(gone[path])
             done += 1
             self._progress(done, total)
+        if self.stopping():
+            report.interrupted = True
+            return report
+        if detected is not None:
+            known_of = {p: k for p in read if (k := state.files.get(p) or moves.get(p))}
+            await self._edges(detected, known_of, kept, read, written)
         await self._summarise(state, kept, read)
-        detected = sum(report.edges.values())
-        if detected and not self.kinds.edges:
-            report.pending.append(
-                f"{detected} detected edges: this engine has no typed edges yet; a later run "
-                "writes them"
-            )
         return report
 
     def _check_access(self) -> None:
@@ -211,6 +237,9 @@ class Intake:
             raise LaneForbiddenError(self.agent, self.lane, "read", profile.readable_lanes(rules))
         if not profile.can_write(self.lane):
             raise LaneForbiddenError(self.agent, self.lane, "write", profile.writable_lanes(rules))
+
+    def stopping(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
 
     def _progress(self, done: int, total: int) -> None:
         if self.progress is not None:
@@ -283,12 +312,75 @@ class Intake:
         )
         command = Together((Ingest((record,)),))
         if self.dry_run:
-            self.report.records_written += await self._run(command, {})
+            self.report.records_written += (await self._run(command, {})).count
         else:
             written: Written = await self.execute(command)
             self.report.records_written += written.count
             [[self.folder_record]] = written.results
         return folder_id
+
+    async def _edges(
+        self,
+        detected: list[Edge],
+        known_of: dict[str, Described],
+        kept: dict[str, Described],
+        read: dict[str, Fresh],
+        written: list[Record],
+    ) -> None:
+        """Make the live detected edges those detected now (when this engine has them)."""
+        if not self.kinds.edges:
+            if detected:
+                self.report.pending.append(
+                    f"{len(detected)} detected edges: this engine has no typed edges yet; a "
+                    "later run writes them"
+                )
+            return
+        refused = {r.path for r in self.report.refused}
+        ids = await self._ids(known_of, kept, [p for p in read if p not in refused], written)
+        live = await self.kinds.live_edges(self.db, [self.lane], sorted(set(ids.values())))
+
+        async def write(command: Together) -> object:
+            return await self.execute(command)
+
+        await write_edges(
+            detected, ids, live, self.retired_ids, self.kinds, write, self.report, self.dry_run
+        )
+
+    async def _ids(
+        self,
+        known_of: dict[str, Described],
+        kept: dict[str, Described],
+        read: list[str],
+        written: list[Record],
+    ) -> dict[Ref, str]:
+        """The record of each file and part of the folder as it is after this run (a dry
+        run names the records it would make by what they would hold)."""
+        paths = {d.file_id: p for p, d in kept.items()}
+        ids: dict[Ref, str] = {Ref(p): d.record.id for p, d in kept.items()}
+        for path in read:
+            known = known_of.get(path)
+            if known is not None:
+                paths[known.file_id] = path
+                ids[Ref(path)] = known.record.id
+        for record in written:
+            of, where = value(record, FILE_ID), value(record, PATH)
+            if of is not None and where is not None:
+                paths[of] = where
+                ids[Ref(where)] = record.id
+        held = await part_ids(self.db, self.lane, list(paths))
+        for (of, index), record_id in held.items():
+            if record_id not in self.retired_ids:
+                ids[Ref(paths[of], index)] = record_id
+        for record in written:
+            of, number = value(record, FILE_ID), value(record, PART)
+            if of in paths and number is not None:
+                ids[Ref(paths[of], int(number))] = record.id
+        if self.dry_run:
+            for path in read:
+                ids.setdefault(Ref(path), f"new:{path}")
+                for piece in self._parts_of.get(path, ()):
+                    ids.setdefault(Ref(path, piece.index), f"new:{path}#{piece.index}")
+        return ids
 
     async def _summarise(
         self, state: FolderState, kept: dict[str, Described], read: dict[str, Fresh]
@@ -312,11 +404,12 @@ class Intake:
         else:
             folder = state.folder
         command = Together((Update(folder.id, content),))
-        self.report.records_written += await self._run(command, {folder.id: folder})
+        self.report.records_written += (await self._run(command, {folder.id: folder})).count
 
-    async def _write_file(self, f: Fresh, known: Described | None, folder_id: str) -> int:
+    async def _write_file(self, f: Fresh, known: Described | None, folder_id: str) -> Written:
         """A file's record and parts, in one transaction; how many records it writes."""
         content = file_content(f.info, len(f.parts), f.links)
+        self._parts_of[f.meta.path] = f.parts
         if known is None:
             file_id = new_file_id()
             inputs = [NewRecord(content, f.meta.properties(folder_id, file_id), *self._where)]
@@ -361,6 +454,7 @@ class Intake:
             )
             return []
         self.report.retired += len(gone)
+        self.retired_ids.update(r.id for r in gone)
         records.update((r.id, r) for r in gone)
         return [self.kinds.retire_record(r.id, f"intake: {path} no longer holds it") for r in gone]
 
@@ -371,15 +465,25 @@ class Intake:
         if commands:
             await self._run(Together(tuple(commands)), records)
 
-    async def _run(self, command: Together, records: dict[str, Record]) -> int:
-        """Write `command` (dry: only decide it, as the executor would); how many
-        records it writes."""
+    async def _run(self, command: Together, records: dict[str, Record]) -> Written:
+        """Write `command` (dry: only decide it, as the executor would)."""
         if not self.dry_run:
             written: Written = await self.execute(command)
-            return written.count
+            return written
         txn = Txn(self.agent, self.policy, datetime.now(UTC))
         plan = command.decide(txn, Current(records=records, first_writes={}, heads={}))
-        return len(plan.writes)
+        return Written(sum(w.kind == "record" for w in plan.writes), [])
+
+
+def records_in(written: Written) -> list[Record]:
+    """The records a `Together` wrote, as they now are."""
+    found: list[Record] = []
+    for result in written.results:
+        if isinstance(result, Record):
+            found.append(result)
+        elif isinstance(result, list):
+            found += [r for r in result if isinstance(r, Record)]
+    return found
 
 
 def _ingests(inputs: Sequence[NewRecord]) -> tuple[Command[Any], ...]:

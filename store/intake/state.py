@@ -10,6 +10,8 @@ from store.kinds.record import queries
 from store.kinds.record.model import Record
 from store.reads.pages import MAX_PAGE
 from store.reads.snapshot import Reader
+from store.reads.statements import Params
+from store.reads.visibility import RULE
 
 
 @dataclass
@@ -64,3 +66,22 @@ async def parts_of(db: Reader, lane: str, file_id: str) -> dict[int, Record]:
         if index is not None and index.isdigit():
             parts[int(index)] = record
     return parts
+
+
+_PART_IDS = Params()
+_PART_IDS_SQL = _PART_IDS.statement(
+    f"""SELECT f.value AS file_id, f.record_id, p.value AS part FROM edge_properties f
+    JOIN edge_properties p ON p.record_id = f.record_id AND p.label = '{PART}'
+      AND {RULE.held("p", None)}
+    WHERE {RULE.member("f", _PART_IDS("lanes", "text[]"), None)} AND f.label = '{FILE_ID}'
+      AND f.value = ANY({_PART_IDS("file_ids", "text[]")})"""
+)
+
+
+async def part_ids(db: Reader, lane: str, file_ids: Sequence[str]) -> dict[tuple[str, int], str]:
+    """The record of each part of these files, by (file id, part index), in one read."""
+    if not file_ids:
+        return {}
+    args = _PART_IDS_SQL.args({"lanes": [lane], "file_ids": list(file_ids)})
+    rows = await db.fetch(_PART_IDS_SQL.text, *args)
+    return {(r["file_id"], int(r["part"])): r["record_id"] for r in rows if r["part"].isdigit()}

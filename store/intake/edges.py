@@ -1,0 +1,85 @@
+"""Which detected edges a run writes and which it retires: the folder's edges now against
+those intake wrote before, by their ends' records and detector.
+
+Pure: given the edges detected now (ends as files and parts), the record of each end,
+and the live detected edges, it says what to upsert and what to retire. An edge whose
+end has no record (a refused file) is left out; one whose evidence changed (the link
+moved within its line or file) is upserted again, so it keeps its id and gains a
+version; one no longer detected is retired as a tombstone, never deleted.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from store.intake.detect import Edge, Ref
+from store.intake.report import IntakeReport
+from store.intake.seams import Kinds, LiveEdge
+from store.intake.together import Together
+from store.ledger.command import Command
+
+
+@dataclass(frozen=True)
+class Upsert:
+    from_id: str
+    to_id: str
+    edge: Edge
+
+
+@dataclass
+class EdgePlan:
+    upserts: list[Upsert] = field(default_factory=list)
+    retires: list[LiveEdge] = field(default_factory=list)
+
+
+def plan_edges(
+    detected: Sequence[Edge], ids: Mapping[Ref, str], live: Sequence[LiveEdge]
+) -> EdgePlan:
+    """What to write so that the live detected edges are exactly `detected`."""
+    plan = EdgePlan()
+    held = {(e.from_id, e.to_id, e.detector): e for e in live}
+    wanted: set[tuple[str, str, str]] = set()
+    for edge in detected:
+        start, end = ids.get(edge.source), ids.get(edge.target)
+        if start is None or end is None or start == end:
+            continue
+        key = (start, end, edge.detector.id)
+        if key in wanted:
+            continue
+        wanted.add(key)
+        found = held.get(key)
+        if found is None or found.evidence != dict(edge.evidence):
+            plan.upserts.append(Upsert(start, end, edge))
+    plan.retires = [e for key, e in sorted(held.items()) if key not in wanted]
+    return plan
+
+
+async def write_edges(
+    detected: Sequence[Edge],
+    ids: Mapping[Ref, str],
+    live: Sequence[LiveEdge],
+    retired: set[str],
+    kinds: Kinds,
+    write: Callable[[Together], Awaitable[object]],
+    report: IntakeReport,
+    dry_run: bool,
+) -> None:
+    """Upsert and retire detected edges, one transaction per file they start from.
+    Edges of records retired in this run were retired with them."""
+    kept = [e for e in live if e.from_id not in retired and e.to_id not in retired]
+    plan = plan_edges(detected, ids, kept)
+    path_of = {record_id: ref.path for ref, record_id in ids.items()}
+    by_file: dict[str, list[Command[Any]]] = defaultdict(list)
+    for gone in plan.retires:
+        by_file[path_of.get(gone.from_id, "")].append(kinds.retire_edge(gone.id))
+    for new in plan.upserts:
+        by_file[new.edge.source.path].append(kinds.upsert_edge(new.from_id, new.to_id, new.edge))
+    report.edges_written += len(plan.upserts)
+    report.edges_retired += len(plan.retires)
+    if dry_run:
+        return
+    for path in sorted(by_file):
+        await write(Together(tuple(by_file[path])))
