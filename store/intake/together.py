@@ -51,7 +51,13 @@ class Together:
         count = sum(w.kind == RECORD_KIND for w in writes)
 
         def result(applied: Applied) -> Written:
-            return Written(count, [plan.result(applied) for plan in plans])
+            # Each command's result sees its own entries (they come in plan order).
+            results, at = [], 0
+            for plan in plans:
+                mine = applied.entries[at : at + len(plan.writes)]
+                at += len(plan.writes)
+                results.append(plan.result(Applied(entries=mine, records=applied.records)))
+            return Written(count, results)
 
         return Plan(
             writes,
