@@ -432,7 +432,10 @@ class Intake:
                 records[old.id] = old
         commands += _ingests(added)
         extra = [r for n, r in sorted(held.items()) if n >= len(f.parts)]
-        commands += self._retirements(f.meta.path, extra, records)
+        # Parts the file no longer has go first, each on its own (a retirement takes along
+        # whatever is attached to the records its command locks): a run stopped after
+        # them reads the file again and finishes it.
+        await self._retire(f.meta.path, extra)
         return await self._run(Together(tuple(commands)), records)
 
     @property
@@ -443,27 +446,27 @@ class Intake:
         props = part_properties(file_id, part.index, part.start)
         return NewRecord(part.text, props, *self._where)
 
-    def _retirements(
-        self, path: str, gone: Sequence[Record], records: dict[str, Record]
-    ) -> list[Command[Any]]:
+    async def _retire(self, path: str, gone: Sequence[Record]) -> None:
+        """Retire records (and, with each, its typed edges), one command each."""
         if not gone:
-            return []
+            return
         if not self.kinds.retirement:
             self.report.pending.append(
                 f"{len(gone)} records of {path}: this engine cannot retire records yet"
             )
-            return []
+            return
         self.report.retired += len(gone)
         self.retired_ids.update(r.id for r in gone)
-        records.update((r.id, r) for r in gone)
-        return [self.kinds.retire_record(r.id, f"intake: {path} no longer holds it") for r in gone]
+        for record in gone:
+            command = self.kinds.retire_record(record.id, f"intake: {path} no longer holds it")
+            if not self.dry_run:
+                await self.execute(command)
 
     async def _retire_file(self, known: Described) -> None:
-        records = {known.record.id: known.record}
+        """A removed file: its parts, then its record (so a run stopped between them
+        finds the file removed again and finishes)."""
         held = await parts_of(self.db, self.lane, known.file_id)
-        commands = self._retirements(known.meta.path, [known.record, *held.values()], records)
-        if commands:
-            await self._run(Together(tuple(commands)), records)
+        await self._retire(known.meta.path, [*held.values(), known.record])
 
     async def _run(self, command: Together, records: dict[str, Record]) -> Written:
         """Write `command` (dry: only decide it, as the executor would)."""

@@ -2,9 +2,7 @@
 
 Intake writes detected edges with the typed-edge kind's commands (upsert, retire) and
 retires the records of removed files and parts with the record kind's retirement; this
-module is the one place that names them. Until record retirement exists, `Kinds` says
-so (`retirement` False): intake then reports removed files and parts, retires none, and
-a later run retires them.
+module is the one place that names them.
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ from typing import Any
 
 from store.intake.detect import Edge
 from store.kinds.edge.commands import RetireEdge, UpsertEdge
+from store.kinds.record.retire import RetireRecord
 from store.ledger.command import Command
 from store.reads.snapshot import Reader
 from store.reads.statements import Params
@@ -50,7 +49,7 @@ class Kinds:
     """The commands and reads intake uses from other kinds."""
 
     edges = True
-    retirement = False
+    retirement = True
 
     async def live_edges(
         self, db: Reader, lanes: Sequence[str], record_ids: Sequence[str]
@@ -90,7 +89,8 @@ class Kinds:
         return RetireEdge(edge_id)
 
     def retire_record(self, record_id: str, reason: str) -> Command[Any]:
-        raise NotImplementedError("retiring records is not available")
+        # Its typed edges are retired with it, in the same transaction.
+        return RetireRecord(record_id, reason)
 
 
 KINDS = Kinds()

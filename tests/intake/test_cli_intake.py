@@ -173,3 +173,29 @@ async def test_a_folder_becomes_records_and_reruns_write_only_changes(
     assert status == 0, (out, err)
     assert "later-note" not in out and "files new: 1," in out
     assert "wikilink@1 3," in out
+
+    # A removed file's record and parts are retired, never deleted.
+    before = by_path(await records(gateway, token))
+    gone = before["sub/notes.md"]
+    (folder / "sub" / "notes.md").unlink()
+    status, out, err = await intake(url, folder)
+    assert status == 0, (out, err)
+    assert "removed: 1" in out and "records retired: 2" in out, out
+    left = await records(gateway, token)
+    assert "sub/notes.md" not in by_path(left)
+    assert not [r for r in left if props(r, "file_id") == props(gone, "file_id")]
+    async with sql(url) as conn:
+        kept = await conn.fetchval(
+            "SELECT count(*) FROM ledger WHERE kind = 'record' AND object_id = $1", gone["id"]
+        )
+    assert kept == gone["version"] + 1
+
+    # An edit that leaves a file fewer parts retires the parts it no longer has.
+    (folder / "01-runbook.md").write_text("# Runbook\nShort now.\n")
+    status, out, err = await intake(url, folder)
+    assert status == 0, (out, err)
+    assert "records retired: 2" in out, out
+    runbook = by_path(await records(gateway, token))["01-runbook.md"]
+    file_id = props(runbook, "file_id")
+    parts = [r for r in await records(gateway, token) if props(r, "file_id") == file_id]
+    assert sorted(r["content"] for r in parts if props(r, "part")) == ["# Runbook\nShort now.\n"]
