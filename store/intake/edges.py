@@ -10,6 +10,7 @@ version; one no longer detected is retired as a tombstone, never deleted.
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -66,6 +67,7 @@ async def write_edges(
     write: Callable[[Together], Awaitable[object]],
     report: IntakeReport,
     dry_run: bool,
+    writers: int = 8,
 ) -> None:
     """Upsert and retire detected edges, one transaction per file they start from.
     Edges of records retired in this run were retired with them."""
@@ -81,5 +83,11 @@ async def write_edges(
     report.edges_retired += len(plan.retires)
     if dry_run:
         return
-    for path in sorted(by_file):
-        await write(Together(tuple(by_file[path])))
+    # Side by side, as the files are: each command locks its records in the one order.
+    gate = asyncio.Semaphore(writers)
+
+    async def one(path: str) -> None:
+        async with gate:
+            await write(Together(tuple(by_file[path])))
+
+    await asyncio.gather(*(one(path) for path in sorted(by_file)))

@@ -69,12 +69,12 @@ async def parts_of(db: Reader, lane: str, file_id: str) -> dict[int, Record]:
 
 
 _PART_IDS = Params()
+# The lane's current `file_id` and `part` memberships, joined here by record: two index
+# ranges, whatever the planner's statistics say of a join.
 _PART_IDS_SQL = _PART_IDS.statement(
-    f"""SELECT f.value AS file_id, f.record_id, p.value AS part FROM edge_properties f
-    JOIN edge_properties p ON p.record_id = f.record_id AND p.label = '{PART}'
-      AND {RULE.held("p", None)}
-    WHERE {RULE.member("f", _PART_IDS("lanes", "text[]"), None)} AND f.label = '{FILE_ID}'
-      AND f.value = ANY({_PART_IDS("file_ids", "text[]")})"""
+    f"""SELECT f.label, f.value, f.record_id FROM edge_properties f
+    WHERE {RULE.member("f", _PART_IDS("lanes", "text[]"), None)}
+      AND f.label IN ('{FILE_ID}', '{PART}')"""
 )
 
 
@@ -82,6 +82,17 @@ async def part_ids(db: Reader, lane: str, file_ids: Sequence[str]) -> dict[tuple
     """The record of each part of these files, by (file id, part index), in one read."""
     if not file_ids:
         return {}
-    args = _PART_IDS_SQL.args({"lanes": [lane], "file_ids": list(file_ids)})
-    rows = await db.fetch(_PART_IDS_SQL.text, *args)
-    return {(r["file_id"], int(r["part"])): r["record_id"] for r in rows if r["part"].isdigit()}
+    wanted = set(file_ids)
+    rows = await db.fetch(_PART_IDS_SQL.text, *_PART_IDS_SQL.args({"lanes": [lane]}))
+    of: dict[str, str] = {}
+    index: dict[str, int] = {}
+    for r in rows:
+        if r["label"] == FILE_ID:
+            of[r["record_id"]] = r["value"]
+        elif r["value"].isdigit():
+            index[r["record_id"]] = int(r["value"])
+    return {
+        (of[record_id], n): record_id
+        for record_id, n in index.items()
+        if of.get(record_id) in wanted
+    }
