@@ -4,7 +4,7 @@ The rule that finds a content's tags is the projection's (store.kinds.record.tag
 so the rows written here are those the write path and `verify` agree on.
 
 Revision ID: 0015
-Revises: 0011
+Revises: 0012
 Create Date: 2026-12-01
 """
 
@@ -17,7 +17,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from store.kinds.record.tags import tags_of
 
 revision = "0015"
-down_revision = "0011"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
