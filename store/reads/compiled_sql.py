@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from store.kinds.record import counts
 from store.kinds.record.queries import GatherMode, carries, members_sql
-from store.kinds.record.tags import tagged
+from store.kinds.record.tags import tagged, tagged_count
 from store.reads.json_sql import (
     MAX_KEYS,
     Build,
@@ -168,7 +168,10 @@ class Compiler:
               ORDER BY q.created_at, q.id LIMIT {limit}) pg
             ORDER BY pg.created_at, pg.id LIMIT {limit}"""
         source_type = self.arg(sel.site, "source_type") if shape.source_type else None
-        count = counts.records_count(lanes, source_type)
+        if shape.tag:
+            count = tagged_count(lanes, self.arg(sel.site, "tag"), source_type)
+        else:
+            count = counts.records_count(lanes, source_type)
         return self.page(sel, page, count, None, by_time=True, whole_rows=True)
 
     def gather_root(self, sel: Sel, _: None) -> str:

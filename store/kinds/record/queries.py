@@ -20,7 +20,7 @@ from policies.properties import Property, parse_property
 from store.errors import InvalidInputError, ResponseTooLargeError
 from store.kinds.record import counts
 from store.kinds.record.model import Record, RecordState, Version
-from store.kinds.record.tags import normal_tag, tagged
+from store.kinds.record.tags import normal_tag, tagged, tagged_count
 from store.reads.pages import Page, encode_cursor, id_cursor, page_size, time_cursor
 from store.reads.snapshot import Reader
 from store.reads.statements import Params, Statement
@@ -201,7 +201,9 @@ def _browse_statement(source_type: bool, after: bool, count: bool, tag: bool = F
     if not count:
         return p.statement(f"SELECT NULL::bigint AS total, q.* FROM ({page}) q")
     # The count the write path keeps for the lanes (and source type): a few rows.
-    total = counts.records_count(lanes, p("source_type") if source_type else None)
+    kind = p("source_type") if source_type else None
+    # A tag's records are counted from the tag index (no count is kept of them).
+    total = tagged_count(lanes, p("tag"), kind) if tag else counts.records_count(lanes, kind)
     return p.statement(
         f"SELECT ({total}) AS total, q.* FROM (SELECT 1) c LEFT JOIN LATERAL ({page}) q ON true"
     )

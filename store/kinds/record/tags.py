@@ -169,3 +169,14 @@ async def tag_counts(db: Reader, lanes: Sequence[str], lane: str | None) -> list
         return []
     rows = await db.fetch(_COUNTS.text, *_COUNTS.args({"lanes": chosen}))
     return [TagCount(row["tag"], int(row["n"])) for row in rows]
+
+
+def tagged_count(lanes: str, tag: str, source_type: str | None = None) -> str:
+    """SQL: how many readable records of `lanes` hold `tag` now (of `source_type` if
+    given): counted from the tag index, which keeps no count."""
+    kind = "" if source_type is None else f" AND r.source_type = {source_type}"
+    return (
+        f"SELECT count(*) FROM record_tags g JOIN records r ON r.id = g.record_id "
+        f"WHERE {RULE.lane('g', lanes)} AND g.tags @> ARRAY[{tag}]::text[] "
+        f"AND {RULE.record('r', lanes)}{kind}"
+    )
