@@ -17,7 +17,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from store.kinds.record.tags import tags_of
 
 revision = "0015"
-down_revision = "0012"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 
