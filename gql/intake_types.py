@@ -13,7 +13,10 @@ from store.intake.sources import SentFile
 @strawberry.input(description="One file of a folder, sent as text.")
 class FileInput:
     path: str = strawberry.field(description="Relative to the folder, e.g. 'notes/a.md'.")
-    content: str
+    content: str = strawberry.field(
+        description="The file's whole text (UTF-8); split into parts by heading, or by "
+        "size for plain text."
+    )
     modified_at: datetime | None = strawberry.field(
         default=None,
         description="When the file last changed; with its size, what lets a later call "
@@ -26,60 +29,87 @@ class FileInput:
 
 @strawberry.type(description="A file intake did not read, and why.")
 class IntakeSkipped:
-    path: str
-    reason: str
+    path: str = strawberry.field(description="The file's path relative to the folder.")
+    reason: str = strawberry.field(
+        description="Why it was not read: binary, unreadable, or a link leaving the folder."
+    )
 
 
 @strawberry.type(description="A file the policy or a limit refused; the others were written.")
 class IntakeRefused:
-    path: str
-    message: str
+    path: str = strawberry.field(description="The file's path relative to the folder.")
+    message: str = strawberry.field(
+        description="The refusal, naming what is allowed (as the write itself would answer)."
+    )
 
 
 @strawberry.type(description="A file whose content moved to a new path: it kept its record.")
 class IntakeMove:
-    from_: str = strawberry.field(name="from")
-    to: str
+    from_: str = strawberry.field(name="from", description="The path the file had before.")
+    to: str = strawberry.field(description="The file's new path; its record is the same.")
 
 
 @strawberry.type(description="How many edges one detector found.")
 class DetectorCount:
     detector: str = strawberry.field(description="name@version, e.g. wikilink@1.")
-    count: int
+    count: int = strawberry.field(description="How many edges it detected in this run.")
 
 
 @strawberry.type(description="A link that names no file, or several: no edge was made.")
 class UnresolvedLink:
-    path: str
-    line: int
-    target: str
-    reason: str
+    path: str = strawberry.field(description="The file the link is in, relative to the folder.")
+    line: int = strawberry.field(description="The line of the link in that file, from 1.")
+    target: str = strawberry.field(description="The link's target as written.")
+    reason: str = strawberry.field(
+        description="missing (no file matches) or ambiguous (several do); a later run "
+        "resolves it once one file matches."
+    )
 
 
 @strawberry.type(
     description="What one intake did (with dryRun, would do): records, files and edges."
 )
 class IntakeReport:
-    lane: str
-    folder: str
+    lane: str = strawberry.field(description="The lane written in.")
+    folder: str = strawberry.field(
+        description="The folder's name in memory, which later runs find it by."
+    )
     folder_id: str | None = strawberry.field(description="None on a dry run of a new folder.")
-    dry_run: bool
+    dry_run: bool = strawberry.field(
+        description="True when nothing was written and the report says what would be."
+    )
     files: int = strawberry.field(description="Files read or left unchanged.")
-    records_written: int
+    records_written: int = strawberry.field(
+        description="Records created or given a new version (folder, files, parts)."
+    )
     unchanged: int = strawberry.field(description="Files nothing was written for.")
     not_read: int = strawberry.field(description="Unchanged files whose size and time matched.")
-    created: list[str]
-    changed: list[str]
-    moved: list[IntakeMove]
-    removed: list[str]
+    created: list[str] = strawberry.field(description="Paths of files new to memory.")
+    changed: list[str] = strawberry.field(
+        description="Paths of files whose content changed: a new version of their record."
+    )
+    moved: list[IntakeMove] = strawberry.field(
+        description="Files found under a new path with the same content: each kept its record."
+    )
+    removed: list[str] = strawberry.field(
+        description="Paths of files gone from the folder: their records and parts retired."
+    )
     retired: int = strawberry.field(description="Records retired (of removed files and parts).")
-    skipped: list[IntakeSkipped]
+    skipped: list[IntakeSkipped] = strawberry.field(description="Files not read, each with why.")
     notes: list[IntakeSkipped] = strawberry.field(description="Files read with a remark.")
-    refused: list[IntakeRefused]
+    refused: list[IntakeRefused] = strawberry.field(
+        description="Files the policy or a limit refused; the others were written."
+    )
     edges: list[DetectorCount] = strawberry.field(description="Detected edges by detector.")
-    edges_written: int
-    edges_retired: int
-    unresolved: list[UnresolvedLink]
+    edges_written: int = strawberry.field(
+        description="Detected typed edges written (new or changed)."
+    )
+    edges_retired: int = strawberry.field(
+        description="Detected edges retired because the link or layout that taught them is gone."
+    )
+    unresolved: list[UnresolvedLink] = strawberry.field(
+        description="Links that name no file or several: no edge made for them."
+    )
     pending: list[str] = strawberry.field(description="What this engine could not write yet.")
 
     @classmethod

@@ -381,8 +381,10 @@ class LabelCount:
 
 @strawberry.type(description="A #tag found in record content, with how many records hold it.")
 class TagCount:
-    tag: str
-    record_count: int
+    tag: str = strawberry.field(description="The tag as found in content, lower case, without '#'.")
+    record_count: int = strawberry.field(
+        description="How many current records you may read hold it in their content."
+    )
 
 
 @strawberry.type(description="What addProperties or removeProperties did, value by value.")
