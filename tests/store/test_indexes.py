@@ -21,7 +21,6 @@ import pytest
 
 from store.kinds.record.queries import (
     _MEMBER_COUNTS_AT,
-    _MEMBER_COUNTS_NOW,
     GatherMode,
     _gather_statement,
 )
@@ -168,7 +167,7 @@ def _membership_lookups(value: str) -> dict[str, tuple[str, list[object]]]:
                 statement.text,
                 statement.args(values),
             )
-    found["member counts"] = (_MEMBER_COUNTS_NOW, [["org"], [value], ["default"]])
+    # (Current member counts read the counts the write path keeps, not the memberships.)
     found["member counts as of"] = (
         _MEMBER_COUNTS_AT,
         [["org"], [value], ["default"], datetime.now(UTC)],

@@ -9,6 +9,13 @@ so what was recorded after T stays unseen, and the validity of that state (`vali
 <= T < invalid_at`) decides whether it held then. No second history table to keep in
 step: the entries are the history, and `verify` checks them.
 
+A past read stays an index lookup however long the ledger grows: the projection keeps
+every edge ever made (retiring one is a new version, never a delete) and an edge's key
+`(from_id, to_id, type, namespace)` is the same in all its versions, so the read finds
+its edges on the projection's indexes by those columns and then each edge's entry as of
+T on the ledger's `(kind, object_id, version)` index, newest version first. Its cost is
+the edges it reads (and their versions written after T), never the kind's entries.
+
 Its unique key `live` is `(from_id, to_id, type, namespace)` among edges not retired;
 an upsert locks it (`Locks.keys`), so two upserts of one key make one edge.
 """

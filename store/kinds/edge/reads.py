@@ -3,7 +3,7 @@ neighbourhood of some records (`ego`), each now or as of an instant.
 
 Every statement takes its predicate from the visibility rule (`RULE.edge`). Now, the
 edges are the projection's rows; as of T they are each edge's newest ledger entry
-written by T (`_AS_OF`), so a read of the past sees the state recorded then.
+written by T (`_source`), so a read of the past sees the state recorded then.
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ from store.reads.snapshot import Reader
 from store.reads.statements import Params, Statement
 from store.reads.visibility import RULE
 
+# The state an entry holds beyond the edge's key, which never changes: an upsert of a
+# live key updates the edge holding it, and one after its retirement makes a new edge.
 _STATE_COLUMNS = (
-    "from_id text, to_id text, type text, namespace text, lane text, to_lane text, "
+    "lane text, to_lane text, "
     "weight float8, confidence float8, provenance_actor text, provenance_type text, "
     "evidence jsonb, detector text, conflict_state text, resolution text, resolver text, "
     "winner_id text, valid_at timestamptz, invalid_at timestamptz, expired_at timestamptz, "
@@ -32,14 +34,19 @@ _STATE_COLUMNS = (
 
 
 def _source(p: Params, as_of: bool) -> str:
-    """The edges as a FROM item aliased `g`: the projection now, the ledger as of T."""
+    """The edges as a FROM item aliased `g`: the projection now; as of T each edge's
+    newest ledger entry written by T. The projection keeps every edge ever made, and its
+    key columns hold for all its versions, so a filter on them is an index condition on
+    `edges` (the subquery is pulled up) and each edge then costs one backward step on
+    the ledger's `(kind, object_id, version)` index: nothing grows with the ledger."""
     if not as_of:
         return "edges g"
-    return f"""(SELECT DISTINCT ON (l.object_id) l.object_id AS id, s.*, l.at AS updated_at,
-          l.version, l.hash AS ledger_hash
-        FROM ledger l CROSS JOIN LATERAL jsonb_to_record(l.state) AS s({_STATE_COLUMNS})
-        WHERE l.kind = '{NAME}' AND l.at <= {p("as_of")}
-        ORDER BY l.object_id, l.version DESC) g"""
+    return f"""(SELECT e.id, e.from_id, e.to_id, e.type, e.namespace, s.*,
+          l.at AS updated_at, l.version, l.hash AS ledger_hash
+        FROM edges e CROSS JOIN LATERAL (SELECT v.state, v.at, v.version, v.hash
+          FROM ledger v WHERE v.kind = '{NAME}' AND v.object_id = e.id
+          AND v.at <= {p("as_of")} ORDER BY v.version DESC LIMIT 1) l
+        CROSS JOIN LATERAL jsonb_to_record(l.state) AS s({_STATE_COLUMNS})) g"""
 
 
 _SELECT = ", ".join(f"g.{c}" for c in COLUMNS)

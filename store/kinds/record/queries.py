@@ -266,11 +266,15 @@ def members_sql(p: Params, count: int, mode: GatherMode, at: bool) -> str:
     as_of = p("as_of", "timestamptz") if at else None
     if mode is GatherMode.INTERSECT:
         # A chain of self-joins lets the planner probe the rarer properties' index
-        # entries instead of reading every member of a popular one.
+        # entries instead of reading every member of a popular one. Each joined side
+        # names the caller's lanes too: when the planner hashes it rather than probing
+        # per record, the lane is still the index's leading condition, not a scan of
+        # every lane's members of the value.
         joins = " ".join(
             f"""JOIN edge_properties m{n} ON m{n}.record_id = m0.record_id
                 AND {carries(f"m{n}", p(f"label_{n}"), p(f"value_{n}"))}
-                AND {RULE.in_lane(f"m{n}", "m0.lane")} AND {RULE.held(f"m{n}", as_of)}"""
+                AND {RULE.in_lane(f"m{n}", "m0.lane")}
+                AND {RULE.member(f"m{n}", lanes, as_of)}"""
             for n in range(1, count)
         )
         # A record leaves and re-joins an edge over time; as of one instant it is a
