@@ -9,6 +9,7 @@ import re
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,12 @@ GATHER = (
     "query Gather($match: [String!]!, $first: Int) { gather(match: $match, mode: INTERSECT, "
     "first: $first) { totalCount pageInfo { hasNextPage endCursor } "
     "items { id content properties createdAt } } }"
+)
+# The same gather as the memory was at an instant: served from the membership history.
+GATHER_AS_OF = (
+    "query Gather($match: [String!]!, $first: Int, $asOf: DateTime) { gather(match: $match, "
+    "mode: INTERSECT, first: $first, asOf: $asOf) { totalCount pageInfo { hasNextPage "
+    "endCursor } items { id content properties createdAt } } }"
 )
 MANY_BATCH = 500
 
@@ -185,11 +192,21 @@ async def _gather(bench: Bench, name: str, pairs: list[tuple[str, str]]) -> dict
         f"{len(traces[0])} transactions per call"
     )
     explain = await _explain(bench, traces, totals)
+    # An instant after everything loaded: the same members, found by the history index.
+    at = datetime.now(UTC).isoformat()
+    past = [{**v, "asOf": at} for v in variables]
     callers = bench.callers(1)
     caller = callers.items[0]
+    for v, total in zip(past[:5], totals[:5], strict=True):
+        got = (await caller.call(GATHER_AS_OF, v))["gather"]["totalCount"]
+        if got != total:
+            raise RuntimeError(f"gather asOf {at} counts {got}, now {total}")
 
     async def gw_one(v: dict[str, Any]) -> Any:
         return await caller.call(GATHER, v)
+
+    async def gw_past(v: dict[str, Any]) -> Any:
+        return await caller.call(GATHER_AS_OF, v)
 
     async def raw_one(trace: Trace) -> None:
         rows = await replay(bench.pool, trace)
@@ -201,6 +218,7 @@ async def _gather(bench: Bench, name: str, pairs: list[tuple[str, str]]) -> dict
     sides = {
         "gateway": lambda: latencies(variables, gw_one),
         "raw": lambda: latencies(traces, raw_one),
+        "gateway asOf": lambda: latencies(past, gw_past),
     }
     async with contextlib.AsyncExitStack() as stack:
         stack.push_async_callback(callers.close)
@@ -226,7 +244,13 @@ async def _gather(bench: Bench, name: str, pairs: list[tuple[str, str]]) -> dict
         "shared_members": {"min": min(totals), "median": median(totals), "max": max(totals)},
         "explain": explain,
     }
-    for side, key in (("gateway", "gateway"), ("raw", "raw"), ("HTTP floor", "floor")):
+    pairs_of_sides = (
+        ("gateway", "gateway"),
+        ("raw", "raw"),
+        ("HTTP floor", "floor"),
+        ("gateway asOf", "as_of"),
+    )
+    for side, key in pairs_of_sides:
         if side in got:
             out[f"{key}_p50_ms"] = [percentile(x, 0.5) * 1000 for x in got[side]]
             out[f"{key}_p90_ms"] = [percentile(x, 0.9) * 1000 for x in got[side]]

@@ -32,6 +32,7 @@ TARGET_INGEST = 0.6
 TARGET_MANY = 0.8
 TARGET_GATHER = 1.3
 TARGET_SCALE = 2.0
+TARGET_AS_OF = 2.0
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -192,6 +193,19 @@ def rows(results: dict[str, Any]) -> list[Row]:
             out.append(
                 Row(f"gather {name} INTERSECT p90 ms {at}", gw90, raw90, gw90 / raw90, "", None)
             )
+            if "as_of_p50_ms" in g:
+                # The same gather as of an instant, against itself now (not against raw).
+                past = median(g["as_of_p50_ms"])
+                out.append(
+                    Row(
+                        f"gather {name} asOf p50 ms (vs now) {at}",
+                        past,
+                        gw,
+                        past / gw,
+                        f"<={TARGET_AS_OF}",
+                        past / gw <= TARGET_AS_OF,
+                    )
+                )
             if "floor_p50_ms" in g:
                 # No GraphQL at all, the same statement over HTTP: the hop's share of the ratio.
                 fl = median(g["floor_p50_ms"])

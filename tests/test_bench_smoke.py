@@ -41,6 +41,7 @@ def test_bench_run_on_a_tiny_load(tmp_path: Path) -> None:
         *("--json", str(out)),
     )
     assert "gather zipf INTERSECT p50" in stdout
+    assert "gather zipf asOf p50 ms (vs now)" in stdout
     [stage] = json.loads(out.read_text())["stages"]
     assert stage["records"] >= 1000
     for key in ("ingest", "ingest_many"):
