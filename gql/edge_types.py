@@ -8,11 +8,14 @@ from datetime import datetime
 
 import strawberry
 
+from gql.compiled.fields import compiled
 from gql.scalars import JSON
 from gql.types import Info, PageInfo, Record, page_info
+from store.kinds.edge import compiled as edge_sql
 from store.kinds.edge import model as domain
 from store.kinds.edge.commands import UpsertEdge
 from store.kinds.edge.reads import Ego
+from store.reads import compiled_sql as sql
 from store.reads.pages import Page
 
 
@@ -48,57 +51,87 @@ class Direction(enum.Enum):
     "state when it is a contradiction, and when it held (validAt until invalidAt)."
 )
 class Edge:
-    id: strawberry.ID = strawberry.field(description="The edge's id: edge_ + 32 hex.")
-    from_id: strawberry.ID = strawberry.field(description="The record the edge goes from.")
-    to_id: strawberry.ID = strawberry.field(description="The record the edge goes to.")
-    type: str = strawberry.field(
-        description="What the edge says, e.g. supports, contradicts, derived_from, related_to."
+    id: strawberry.ID = strawberry.field(
+        description="The edge's id: edge_ + 32 hex.", metadata=compiled(sql.column("id"))
     )
-    weight: float = strawberry.field(description="How strong the edge is, 0 to 1.")
+    from_id: strawberry.ID = strawberry.field(
+        description="The record the edge goes from.", metadata=compiled(sql.column("from_id"))
+    )
+    to_id: strawberry.ID = strawberry.field(
+        description="The record the edge goes to.", metadata=compiled(sql.column("to_id"))
+    )
+    type: str = strawberry.field(
+        description="What the edge says, e.g. supports, contradicts, derived_from, related_to.",
+        metadata=compiled(sql.column("type")),
+    )
+    weight: float = strawberry.field(
+        description="How strong the edge is, 0 to 1.", metadata=compiled(edge_sql.number("weight"))
+    )
     namespace: str = strawberry.field(
         description="The namespace the edge belongs to; part of its key with both ends and "
-        "the type."
+        "the type.",
+        metadata=compiled(sql.column("namespace")),
     )
     confidence: float | None = strawberry.field(
-        description="How sure whoever wrote it is, 0 to 1; null when not stated."
+        description="How sure whoever wrote it is, 0 to 1; null when not stated.",
+        metadata=compiled(edge_sql.number("confidence")),
     )
     detector: str = strawberry.field(
         description="What found or made the edge, with its version; manual@1 for one "
-        "asserted by hand."
+        "asserted by hand.",
+        metadata=compiled(sql.column("detector")),
     )
     provenance_actor: str = strawberry.field(
-        description="The agent, person or rule that wrote the edge."
+        description="The agent, person or rule that wrote the edge.",
+        metadata=compiled(sql.column("provenance_actor")),
     )
     provenance_type: str = strawberry.field(
         description="How the edge came to be: human, agent, rule, frontmatter, inferred or "
-        "detected."
+        "detected.",
+        metadata=compiled(sql.column("provenance_type")),
     )
     evidence: JSON | None = strawberry.field(
         description="What shows the edge: an object or a list of objects (quote, source, "
-        "offset when it quotes a text); null for an edge asserted without evidence."
+        "offset when it quotes a text); null for an edge asserted without evidence.",
+        metadata=compiled(edge_sql.evidence),
     )
     conflict_state: str | None = strawberry.field(
-        description="For a contradicts edge: unresolved or resolved; null for other types."
+        description="For a contradicts edge: unresolved or resolved; null for other types.",
+        metadata=compiled(sql.column("conflict_state")),
     )
     resolution: ConflictResolution | None = strawberry.field(
-        description="How the contradiction was resolved; null while unresolved."
+        description="How the contradiction was resolved; null while unresolved.",
+        metadata=compiled(sql.column("resolution")),
     )
     resolver: str | None = strawberry.field(
-        description="Who resolved the contradiction; null while unresolved."
+        description="Who resolved the contradiction; null while unresolved.",
+        metadata=compiled(sql.column("resolver")),
     )
     winner_id: strawberry.ID | None = strawberry.field(
-        description="The record that superseded the other (resolution SUPERSEDED)."
+        description="The record that superseded the other (resolution SUPERSEDED).",
+        metadata=compiled(sql.column("winner_id")),
     )
-    valid_at: datetime = strawberry.field(description="When the edge began to hold.")
+    valid_at: datetime = strawberry.field(
+        description="When the edge began to hold.", metadata=compiled(sql.time("valid_at"))
+    )
     invalid_at: datetime | None = strawberry.field(
-        description="When the edge stopped holding (set by retireEdge); null: it still holds."
+        description="When the edge stopped holding (set by retireEdge); null: it still holds.",
+        metadata=compiled(sql.time("invalid_at")),
     )
     expired_at: datetime | None = strawberry.field(
-        description="When the edge was retired (recorded as no longer holding); null: live."
+        description="When the edge was retired (recorded as no longer holding); null: live.",
+        metadata=compiled(sql.time("expired_at")),
     )
-    created_at: datetime = strawberry.field(description="When the edge was first written.")
-    updated_at: datetime = strawberry.field(description="When the version read here was written.")
-    version: int = strawberry.field(description="The edge's version, from 1.")
+    created_at: datetime = strawberry.field(
+        description="When the edge was first written.", metadata=compiled(sql.time("created_at"))
+    )
+    updated_at: datetime = strawberry.field(
+        description="When the version read here was written.",
+        metadata=compiled(sql.time("updated_at")),
+    )
+    version: int = strawberry.field(
+        description="The edge's version, from 1.", metadata=compiled(sql.column("version"))
+    )
     as_of: strawberry.Private[datetime | None]
 
     @strawberry.field(description="The record the edge goes from, as it was at the read's asOf.")
@@ -144,9 +177,16 @@ async def _record(info: Info, record_id: str, as_of: datetime | None) -> Record 
 
 @strawberry.type(description="A page of typed edges, with the total size of the whole list.")
 class EdgePage:
-    items: list[Edge] = strawberry.field(description="The edges of this page.")
-    total_count: int = strawberry.field(description="How many edges the whole list holds.")
-    page_info: PageInfo = strawberry.field(description="Where the next page starts.")
+    items: list[Edge] = strawberry.field(
+        description="The edges of this page.", metadata=compiled(edge_sql.edge_items)
+    )
+    total_count: int = strawberry.field(
+        description="How many edges the whole list holds.",
+        metadata=compiled(sql.Compiler.total_count),
+    )
+    page_info: PageInfo = strawberry.field(
+        description="Where the next page starts.", metadata=compiled(sql.Compiler.page_info)
+    )
 
 
 def edge_page(page: Page[domain.Edge], as_of: datetime | None = None) -> EdgePage:

@@ -290,3 +290,35 @@ def bind_labels(
     values[prefix + "lanes"] = RULE.chosen(lanes, None if lane is None else [lane])
     values[prefix + "as_of"] = args.get("asOf")
     return Shape(as_of=args.get("asOf") is not None)
+
+
+def bind_edges(prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values) -> Shape:
+    _page(prefix, args.get("first"), values)
+    as_of = args.get("asOf")
+    values[prefix + "as_of"] = as_of
+    filters = []
+    for name, key in (
+        ("from_id", "fromId"),
+        ("to_id", "toId"),
+        ("type", "type"),
+        ("namespace", "namespace"),
+    ):
+        given = args.get(key)
+        if given is None:
+            continue
+        if name in ("from_id", "to_id"):
+            given = check_record_ident(given)
+            # A prefix is resolved, and a record then retired refused, the ordinary way.
+            if RECORD_ID.fullmatch(given) is None or as_of is not None:
+                raise ValueError(f"{key} is resolved by the ordinary path")
+        values[prefix + name] = given
+        filters.append(name)
+    keyed = time_cursor(args.get("after"))
+    if keyed is not None:
+        values[prefix + "after_at"], values[prefix + "after_id"] = keyed
+    return Shape(
+        as_of=as_of is not None,
+        after=keyed is not None,
+        filters=tuple(filters),
+        expired=bool(args.get("includeExpired")),
+    )

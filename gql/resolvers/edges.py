@@ -8,6 +8,8 @@ from typing import Annotated
 
 import strawberry
 
+from gql.compiled.fields import compiled
+from gql.compiled.plan import bind_edges
 from gql.edge_types import (
     ConflictResolution,
     ConflictStatus,
@@ -23,6 +25,7 @@ from gql.types import Info, PageInfo
 from store.errors import NotFoundError
 from store.kinds.edge import reads
 from store.kinds.edge.commands import ResolveConflict, RetireEdge
+from store.kinds.edge.compiled import edges_root
 from store.kinds.record.resolve import resolve_id
 from store.reads.visibility import RULE
 
@@ -35,7 +38,8 @@ _EXPIRED = "Also show edges no longer valid at asOf (retired ones), in their old
 class EdgeQuery:
     @strawberry.field(
         description="Typed edges, every given filter AND-ed, oldest first, with the total "
-        "count; for the edges around one record, related is shorter."
+        "count; for the edges around one record, related is shorter.",
+        metadata=compiled(edges_root, bind_edges),
     )
     async def edges(
         self,

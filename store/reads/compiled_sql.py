@@ -179,7 +179,7 @@ class Compiler:
         if shape.properties == 0:
             # No property left to match (only the adjustment label): an empty page.
             return self.page(sel, "SELECT NULL::text AS id WHERE false", "SELECT 0", None, False)
-        site_p = _SiteParams(self, sel.site)
+        site_p = SiteParams(self, sel.site)
         members = members_sql(site_p, shape.properties, shape.mode, shape.as_of)
         as_of = self.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
         limit = self.arg(sel.site, "limit")
@@ -542,7 +542,7 @@ class PageRow:
     whole_rows: bool
 
 
-class _SiteParams(Params):
+class SiteParams(Params):
     """Params whose names are one site's (label_0, lanes, as_of...) on a shared numbering."""
 
     def __init__(self, compiler: Compiler, site: int | None) -> None:

@@ -45,6 +45,9 @@ class Shape:
     properties: int = 0
     # A record id given as a prefix rather than whole.
     prefix: bool = False
+    # The optional filters given (by their parameters' names), and includeExpired.
+    filters: tuple[str, ...] = ()
+    expired: bool = False
 
 
 def iso(expr: str) -> str:

@@ -38,6 +38,7 @@ from tests.gql._differential import (
     refused_before_compiling,
     suite_operations,
 )
+from tests.gql._edges import EDGE_FIELDS, EDGES, RESOLVE, RETIRE, upsert
 from tests.gql._policy_support import ADD, UPDATE, ingest, mint
 from tests.support import Gateway
 
@@ -68,6 +69,8 @@ class World(Pair):
     instants: list[str | None] = field(default_factory=list)
     # Records retired (now): a read naming one is refused, so the compiled path declines it.
     retired: list[str] = field(default_factory=list)
+    # Instants before and between the changes of the typed edges.
+    edge_instants: list[str] = field(default_factory=list)
 
     async def both(self, query: str, variables: dict[str, Any], agent: str) -> None:
         token = self.tokens[agent]
@@ -112,6 +115,8 @@ async def world(start_gateway: GatewayFactory, crm_yaml: str) -> World:
     times.append(datetime.now(UTC).isoformat())
     await asserted_edges(plain, tokens, ids, times)
     retired = await retired_records(plain, tokens, ids, times)
+    edge_times: list[str] = []
+    edge_cursor = await typed_edges(plain, tokens, ids, retired, edge_times)
     first = await plain.data(
         '{ g: gather(match: ["org:Acme"], first: 2) { pageInfo { endCursor } } '
         "r: records(first: 2) { pageInfo { endCursor } } }",
@@ -147,11 +152,18 @@ async def world(start_gateway: GatewayFactory, crm_yaml: str) -> World:
         "lanes": [None, ["crm"], ["notes", "crm", "nope"], []],
         "property": ["org:Acme", "person:Sam", "org:Nobody", "bad label:x"],
         "lane": [None, "crm", "notes", "nope"],
+        "fromId": [None, ids[0], ids[1], ids[1][:10], "sr_" + "0" * 32, retired[0], "x"],
+        "toId": [None, ids[3], ids[0], retired[1]],
+        "type": [None, "supports", "contradicts", "nope"],
+        "namespace": [None, "default", "docs"],
+        "includeExpired": [None, True, False],
     }
+    pools["after"].append(edge_cursor)
+    pools["asOf"].extend(edge_times[:-1])
     compiled = await start_gateway(policy_yaml=crm_yaml, database_url=plain.database_url)
     instants = [None, times[0], *times[-13::2]]
     gone = [i for i in retired if i != retired[1]]  # the second one is restored
-    return World(compiled, plain, tokens, pools, ids, instants, gone)
+    return World(compiled, plain, tokens, pools, ids, instants, gone, [times[0], *edge_times])
 
 
 async def asserted_edges(
@@ -221,6 +233,72 @@ async def retired_records(
         await plain.data(mutation, {"id": record_id}, token)
         times.append(datetime.now(UTC).isoformat())
     return made
+
+
+async def typed_edges(
+    plain: Gateway, tokens: dict[str, str], ids: list[str], retired: list[str], times: list[str]
+) -> str:
+    """Typed edges within and across lanes (notes: sales cannot read it), with evidence,
+    updated, retired, a contradiction resolved, and one to a record retired and restored;
+    `times` gets an instant after each step. Returns the
+    cursor of a first page of edges."""
+    curator, sales = tokens["curator"], tokens["sales"]
+
+    def stamp() -> None:
+        times.append(datetime.now(UTC).isoformat())
+
+    evidence = {"quote": "it says so", "source": "doc 1", "offset": 3}
+    await upsert(
+        plain,
+        curator,
+        fromId=ids[0],
+        toId=ids[1],
+        type="supports",
+        weight=0.5,
+        confidence=0.25,
+        evidence=evidence,
+    )
+    stamp()
+    clash = await upsert(
+        plain,
+        sales,
+        fromId=ids[1],
+        toId=ids[3],
+        type="contradicts",
+        evidence=[evidence, {"quote": "no"}],
+        provenanceType="human",
+    )
+    stamp()
+    gone = await upsert(
+        plain,
+        sales,
+        fromId=ids[3],
+        toId=ids[5],
+        type="derived_from",
+        namespace="docs",
+        detector="wikilink@2",
+    )
+    changed = await upsert(plain, curator, fromId=ids[2], toId=ids[0], type="related_to")
+    stamp()
+    await upsert(plain, curator, fromId=ids[2], toId=ids[0], type="related_to", weight=0.7)
+    await plain.data(RETIRE, {"id": gone["id"]}, sales)
+    stamp()
+    await plain.data(
+        RESOLVE,
+        {
+            "edgeId": clash["id"],
+            "resolution": "SUPERSEDED",
+            "resolver": "sales",
+            "winnerId": ids[1],
+        },
+        sales,
+    )
+    await upsert(plain, sales, fromId=ids[1], toId=retired[1], type="supports", weight=0.125)
+    stamp()
+    assert changed["id"]
+    first = await plain.data(EDGES, {"first": 2}, curator)
+    cursor: str = first["edges"]["pageInfo"]["endCursor"]
+    return cursor
 
 
 ADJUSTMENTS = "query($id: ID!) { record(id: $id) { adjustments { id } } }"
@@ -332,6 +410,41 @@ async def test_asserted_edges_and_corrections_answer_the_same(world: World, agen
     assert path.answered - before == sent, (path.answered - before, sent)
 
 
+TYPED_EDGES = f"""
+query($fromId: ID, $toId: ID, $asOf: DateTime, $includeExpired: Boolean, $first: Int) {{
+  edges(fromId: $fromId, toId: $toId, asOf: $asOf, includeExpired: $includeExpired,
+        first: $first) {{ totalCount items {{ {EDGE_FIELDS} __typename }}
+    pageInfo {{ hasNextPage endCursor }} __typename }}
+  supports: edges(type: "supports", namespace: "default") {{ totalCount items {{ id weight }} }}
+  counted: edges(includeExpired: true) {{ totalCount }}
+}}
+"""
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+async def test_typed_edges_answer_the_same(world: World, agent: str) -> None:
+    """`edges(...)` from each record and none, now and as of instants between the edges'
+    changes, with and without the expired ones: all answered by the compiled path but a
+    record named as of an instant (resolved, and refused if retired then, the ordinary way)."""
+    path = compiled_path(world.compiled)
+    before, expected = path.answered, 0
+    for n, (from_id, as_of, expired) in enumerate(
+        itertools.product([None, *world.records[:6]], [None, *world.edge_instants], [False, True])
+    ):
+        variables = {
+            "fromId": from_id,
+            "asOf": as_of,
+            "includeExpired": expired,
+            "first": 1 + n % 3,
+        }
+        await world.both(TYPED_EDGES, variables, agent)
+        expected += from_id is None or as_of is None
+    for to_id in world.records:
+        await world.both(TYPED_EDGES, {"toId": to_id}, agent)
+        expected += 1
+    assert path.answered - before == expected, (path.answered - before, expected)
+
+
 async def test_reads_without_a_token_are_refused_before_compiling(world: World) -> None:
     sent = await refused_before_compiling(world, [*SUITE_DOCUMENTS, *EXTRA], world.pools)
     assert sent >= 40, sent
@@ -347,6 +460,8 @@ ARGUMENT_SCALARS = {
     "lane": "Lane",
     "sourceType": "Source",
     "first": "Page",
+    "fromId": "FullIdent",
+    "toId": "FullIdent",
 }
 
 
@@ -364,10 +479,12 @@ def restricted_sdl() -> str:
             )
             lines.append(f"  {name}{f'({args})' if args else ''}: {definition.type}")
         types.append(f"type {type_name} {{\n" + "\n".join(lines) + "\n}")
-    scalars = "".join(f"scalar {name}\n" for name in ("DateTime", "Ident", "Prop", "Props", "Lane"))
+    names = ("DateTime", "Ident", "FullIdent", "Prop", "Props", "Lane", "JSON")
+    scalars = "".join(f"scalar {name}\n" for name in names)
     return (
         f"{scalars}scalar Source\nscalar Page\n"
-        "enum GatherMode { INTERSECT UNION TIMELINE }\n" + "\n".join(types)
+        "enum GatherMode { INTERSECT UNION TIMELINE }\n"
+        "enum ConflictResolution { ACCEPTED_DUAL SUPERSEDED REFUTED MERGED }\n" + "\n".join(types)
     )
 
 
@@ -388,6 +505,7 @@ def generated_documents(world: World, count: int) -> list[str]:
             ["2000-01-01T00:00:00Z", "2030-01-01T00:00:00+02:00", datetime.now(UTC).isoformat()]
         ),
         "Ident": text(ids),
+        "FullIdent": text([i for i in ids if len(i) == 35]),
         "Prop": text(properties),
         # A gather needs one property at least; an empty match is refused, so declined.
         "Props": st.lists(text(properties), min_size=1, max_size=3).map(

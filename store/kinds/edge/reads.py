@@ -33,7 +33,7 @@ _STATE_COLUMNS = (
 )
 
 
-def _source(p: Params, as_of: bool) -> str:
+def edge_source(p: Params, as_of: bool) -> str:
     """The edges as a FROM item aliased `g`: the projection now; as of T each edge's
     newest ledger entry written by T. The projection keeps every edge ever made, and its
     key columns hold for all its versions, so a filter on them is an index condition on
@@ -61,17 +61,29 @@ def _edge(row: Any) -> Edge:
 _FILTERS = ("from_id", "to_id", "type", "namespace")
 
 
+def list_where(p: Params, filters: Sequence[str], as_of: bool, expired: bool) -> str:
+    """SQL over `edge_source`'s `g`: the edges `edges(...)` lists (the filters named are
+    the parameters of their names; `lanes`, `as_of` the reader's and the instant)."""
+    at = p("as_of", "timestamptz") if as_of else None
+    where = [RULE.edge("g", p("lanes", "text[]"), at, expired)]
+    where += [f"g.{name} = {p(name)}" for name in filters]
+    return " AND ".join(where)
+
+
+def list_after(p: Params) -> str:
+    """SQL to append to `list_where`: past the cursor's (created_at, id)."""
+    return f"AND (g.created_at, g.id) > ({p('after_at', 'timestamptz')}, {p('after_id')})"
+
+
 @functools.cache
 def _list_statement(filters: tuple[str, ...], as_of: bool, expired: bool, after: bool) -> Statement:
     p = Params()
-    at = p("as_of") if as_of else None
-    where = [RULE.edge("g", p("lanes", "text[]"), at, expired)]
-    where += [f"g.{name} = {p(name)}" for name in filters]
-    keyed = f"AND (g.created_at, g.id) > ({p('after_at')}, {p('after_id')})" if after else ""
-    source = _source(p, as_of)
+    where = [list_where(p, filters, as_of, expired)]
+    keyed = list_after(p) if after else ""
+    source = edge_source(p, as_of)
     text = f"""SELECT c.total, q.* FROM (SELECT count(*) AS total FROM {source}
         WHERE {" AND ".join(where)}) c
-      LEFT JOIN LATERAL (SELECT {_SELECT} FROM {_source(p, as_of)}
+      LEFT JOIN LATERAL (SELECT {_SELECT} FROM {edge_source(p, as_of)}
         WHERE {" AND ".join(where)} {keyed} ORDER BY g.created_at, g.id LIMIT {p("limit")}) q
       ON true"""
     return p.statement(text)
@@ -122,7 +134,7 @@ def _related_statement(namespace: bool, as_of: bool, expired: bool) -> Statement
     if namespace:
         where += f" AND g.namespace = {p('namespace')}"
     rid = p("record_id")
-    source = _source(p, as_of)
+    source = edge_source(p, as_of)
     return p.statement(
         f"""SELECT {_SELECT} FROM {source} WHERE (g.from_id = {rid} OR g.to_id = {rid})
         AND {where} ORDER BY g.created_at, g.id"""
@@ -253,7 +265,7 @@ def _ego_statement(as_of: bool, direction: str) -> Statement:
         "IN": f"g.to_id = ANY({nodes})",
         "BOTH": f"(g.from_id = ANY({nodes}) OR g.to_id = ANY({nodes}))",
     }[direction]
-    source = _source(p, as_of)
+    source = edge_source(p, as_of)
     return p.statement(
         f"SELECT {_SELECT}, ({valid}) AS valid FROM {source} WHERE {touching} AND {seen}"
     )
