@@ -134,11 +134,17 @@ class Edge:
     )
     as_of: strawberry.Private[datetime | None]
 
-    @strawberry.field(description="The record the edge goes from, as it was at the read's asOf.")
+    @strawberry.field(
+        description="The record the edge goes from, as it was at the read's asOf.",
+        metadata=compiled(edge_sql.from_record),
+    )
     async def from_record(self, info: Info) -> Record | None:
         return await _record(info, self.from_id, self.as_of)
 
-    @strawberry.field(description="The record the edge goes to, as it was at the read's asOf.")
+    @strawberry.field(
+        description="The record the edge goes to, as it was at the read's asOf.",
+        metadata=compiled(edge_sql.to_record),
+    )
     async def to_record(self, info: Info) -> Record | None:
         return await _record(info, self.to_id, self.as_of)
 
@@ -199,16 +205,22 @@ def edge_page(page: Page[domain.Edge], as_of: datetime | None = None) -> EdgePag
 
 @strawberry.type(description="The typed edges into and out of one record.")
 class Related:
-    record_id: strawberry.ID = strawberry.field(description="The record asked about (full id).")
+    record_id: strawberry.ID = strawberry.field(
+        description="The record asked about (full id).", metadata=compiled(edge_sql.related_id)
+    )
     outgoing: list[Edge] = strawberry.field(
-        description="Edges from the record, oldest first; each edge's toRecord is the other end."
+        description="Edges from the record, oldest first; each edge's toRecord is the other end.",
+        metadata=compiled(edge_sql.related_outgoing),
     )
     incoming: list[Edge] = strawberry.field(
-        description="Edges to the record, oldest first; each edge's fromRecord is the other end."
+        description="Edges to the record, oldest first; each edge's fromRecord is the other end.",
+        metadata=compiled(edge_sql.related_incoming),
     )
     as_of: strawberry.Private[datetime | None]
 
-    @strawberry.field(description="The record asked about.")
+    @strawberry.field(
+        description="The record asked about.", metadata=compiled(edge_sql.related_record)
+    )
     async def record(self, info: Info) -> Record | None:
         return await _record(info, self.record_id, self.as_of)
 

@@ -39,6 +39,7 @@ from policies.errors import PolicyError
 from policies.properties import parse_property
 from store.errors import StoreError
 from store.ids import RECORD_ID
+from store.kinds.edge.reads import CONFLICT_STATUSES, conflict_cursor
 from store.kinds.record.queries import GatherMode, gather_properties
 from store.kinds.record.resolve import check_record_ident
 from store.kinds.record.tags import normal_tag
@@ -322,3 +323,33 @@ def bind_edges(prefix: str, args: Mapping[str, Any], lanes: Sequence[str], value
         filters=tuple(filters),
         expired=bool(args.get("includeExpired")),
     )
+
+
+def bind_related(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    ident = check_record_ident(args["id"])
+    # A prefix is resolved, and a record retired then refused, the ordinary way.
+    if RECORD_ID.fullmatch(ident) is None or args.get("asOf") is not None:
+        raise ValueError("id is resolved by the ordinary path")
+    values[prefix + "id"] = ident
+    namespace = args.get("namespace")
+    values[prefix + "namespace"] = namespace
+    return Shape(namespace=namespace is not None, expired=bool(args.get("includeExpired")))
+
+
+def bind_conflicts(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    _page(prefix, args.get("first"), values)
+    status = args.get("status")
+    values[prefix + "states"] = list(
+        CONFLICT_STATUSES["UNRESOLVED" if status is None else status.name]
+    )
+    values[prefix + "chosen"] = RULE.chosen(lanes, args.get("lanes"))
+    key = conflict_cursor(args.get("after"))
+    if key is not None:
+        values[prefix + "after_rank"], values[prefix + "after_at"], values[prefix + "after_id"] = (
+            key
+        )
+    return Shape(after=key is not None)

@@ -9,7 +9,7 @@ from typing import Annotated
 import strawberry
 
 from gql.compiled.fields import compiled
-from gql.compiled.plan import bind_edges
+from gql.compiled.plan import bind_conflicts, bind_edges, bind_related
 from gql.edge_types import (
     ConflictResolution,
     ConflictStatus,
@@ -25,7 +25,7 @@ from gql.types import Info, PageInfo
 from store.errors import NotFoundError
 from store.kinds.edge import reads
 from store.kinds.edge.commands import ResolveConflict, RetireEdge
-from store.kinds.edge.compiled import edges_root
+from store.kinds.edge.compiled import conflicts_root, edges_root, related_root
 from store.kinds.record.resolve import resolve_id
 from store.reads.visibility import RULE
 
@@ -91,7 +91,8 @@ class EdgeQuery:
 
     @strawberry.field(
         description="The typed edges into and out of one record, with the records at their "
-        "ends (fromRecord, toRecord)."
+        "ends (fromRecord, toRecord).",
+        metadata=compiled(related_root, bind_related),
     )
     async def related(
         self,
@@ -123,7 +124,8 @@ class EdgeQuery:
     @strawberry.field(
         description="The review queue: contradicts edges with both records, who asserted "
         "each and the evidence, the unresolved first, oldest first. Nothing is resolved "
-        "on its own: resolve one with resolveConflict."
+        "on its own: resolve one with resolveConflict.",
+        metadata=compiled(conflicts_root, bind_conflicts),
     )
     async def conflicts(
         self,

@@ -531,6 +531,14 @@ class AssertedRow:
 
 
 @dataclass(frozen=True)
+class EdgeRow:
+    """A typed edge being read: the alias of its row, and the instant it is read at."""
+
+    alias: str
+    as_of: str | None
+
+
+@dataclass(frozen=True)
 class PageRow:
     s: str  # the page's rows, numbered
     r: str
@@ -540,6 +548,8 @@ class PageRow:
     record: RecordRow
     key: Sequence[str]
     whole_rows: bool
+    # The instant the page's items are read at (typed edges: their records then).
+    as_of: str | None = None
 
 
 class SiteParams(Params):
@@ -589,7 +599,7 @@ def asserted_on(label: str) -> Build:
 
 
 def _alias(row: object) -> str:
-    return row.alias if isinstance(row, AssertedRow) else str(row)
+    return row.alias if isinstance(row, (AssertedRow, EdgeRow)) else str(row)
 
 
 def edge_id(compiler: Compiler, sel: Sel, row: EdgePropertyRow) -> str:

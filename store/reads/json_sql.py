@@ -48,6 +48,7 @@ class Shape:
     # The optional filters given (by their parameters' names), and includeExpired.
     filters: tuple[str, ...] = ()
     expired: bool = False
+    namespace: bool = False
 
 
 def iso(expr: str) -> str:

@@ -10,7 +10,7 @@ import pytest
 from store.kinds.policy.in_force import HEAD_SQL
 from tests.conftest import GatewayFactory
 from tests.gql._api import GATHER, RECORD, ingest, unique
-from tests.gql._edges import EDGES, upsert
+from tests.gql._edges import CONFLICTS, EDGES, RELATED, upsert
 from tests.support import Gateway, pool_statements
 
 RECORDS = """
@@ -34,6 +34,7 @@ async def data(start_gateway: GatewayFactory) -> tuple[Gateway, Gateway, dict[st
     ids = [(await ingest(compiled, f"rt {n}", [tag, f"topic:t{n % 2}"]))["id"] for n in range(4)]
     for n in range(3):
         await upsert(compiled, fromId=ids[n], toId=ids[n + 1], type="supports", evidence={"n": n})
+    await upsert(compiled, fromId=ids[3], toId=ids[0], type="contradicts")
     return compiled, plain, {"id": ids[0], "match": [tag, "topic:t0"], "first": 2}
 
 
@@ -55,6 +56,8 @@ async def count(gateway: Gateway, query: str, variables: dict[str, Any]) -> int:
         ("records", RECORDS),
         ("page", RECORDS_PAGE),
         ("edges", EDGES),
+        ("related", RELATED),
+        ("conflicts", CONFLICTS),
     ],
 )
 async def test_a_compiled_read_is_one_statement(
@@ -75,7 +78,15 @@ async def test_nested_pages_and_versions_are_still_one_statement(
     ("query", "most"),
     # BEGIN, the statements, ROLLBACK: one snapshot, a fixed number whatever the data;
     # nested members pages are one statement each (two edge properties here).
-    [(RECORD, 4), (GATHER, 4), (RECORDS, 4), (NESTED, 11), (EDGES, 4)],
+    [
+        (RECORD, 4),
+        (GATHER, 4),
+        (RECORDS, 4),
+        (NESTED, 11),
+        (EDGES, 4),
+        (RELATED, 8),
+        (CONFLICTS, 6),
+    ],
 )
 async def test_the_ordinary_path_stays_within_a_few_statements(
     data: tuple[Gateway, Gateway, dict[str, Any]], query: str, most: int

@@ -126,13 +126,19 @@ def _page(rows: Sequence[Any], size: int, key: Any) -> Page[Edge]:
 # -- related(id) -----------------------------------------------------------------------
 
 
-@functools.cache
-def _related_statement(namespace: bool, as_of: bool, expired: bool) -> Statement:
-    p = Params()
-    at = p("as_of") if as_of else None
+def related_where(p: Params, namespace: bool, as_of: bool, expired: bool) -> str:
+    """SQL over `edge_source`'s `g`: the edges `related` may show (of any record)."""
+    at = p("as_of", "timestamptz") if as_of else None
     where = RULE.edge("g", p("lanes", "text[]"), at, expired)
     if namespace:
         where += f" AND g.namespace = {p('namespace')}"
+    return where
+
+
+@functools.cache
+def _related_statement(namespace: bool, as_of: bool, expired: bool) -> Statement:
+    p = Params()
+    where = related_where(p, namespace, as_of, expired)
     rid = p("record_id")
     source = edge_source(p, as_of)
     return p.statement(
@@ -164,26 +170,55 @@ CONFLICT_STATUSES = {
 }
 
 
-@functools.cache
-def _conflicts_statement(after: bool) -> Statement:
-    p = Params()
-    where = (
+# Unresolved first, each part oldest first.
+CONFLICT_RANK = f"(g.conflict_state = '{RESOLVED}')::int"
+
+
+def conflicts_where(p: Params) -> str:
+    """SQL over the `edges g` rows: the review queue's (`states`, `lanes`, `chosen`)."""
+    return (
         f"g.type = '{CONTRADICTS}' AND g.conflict_state = ANY({p('states', 'text[]')}) "
         f"AND {RULE.edge('g', p('lanes', 'text[]'), None)} "
         f"AND {RULE.lane('g', p('chosen', 'text[]'))}"
     )
-    # Unresolved first, each part oldest first.
-    rank = f"(g.conflict_state = '{RESOLVED}')::int"
-    keyed = (
-        f"AND ({rank}, g.created_at, g.id) > ({p('after_rank')}, {p('after_at')}, {p('after_id')})"
-        if after
-        else ""
+
+
+def conflicts_after(p: Params) -> str:
+    """SQL to append to `conflicts_where`: past the cursor's (rank, created_at, id)."""
+    return (
+        f"AND ({CONFLICT_RANK}, g.created_at, g.id) > ({p('after_rank', 'int')}, "
+        f"{p('after_at', 'timestamptz')}, {p('after_id')})"
     )
+
+
+@functools.cache
+def _conflicts_statement(after: bool) -> Statement:
+    p = Params()
+    where = conflicts_where(p)
+    keyed = conflicts_after(p) if after else ""
     return p.statement(
         f"""SELECT c.total, q.* FROM (SELECT count(*) AS total FROM edges g WHERE {where}) c
         LEFT JOIN LATERAL (SELECT {_SELECT} FROM edges g WHERE {where} {keyed}
-          ORDER BY {rank}, g.created_at, g.id LIMIT {p("limit")}) q ON true"""
+          ORDER BY {CONFLICT_RANK}, g.created_at, g.id LIMIT {p("limit")}) q ON true"""
     )
+
+
+def conflict_cursor(after: str | None) -> tuple[int, datetime, str] | None:
+    """The review queue's cursor (rank, created_at, id); refused if not one it gave out."""
+    key = key_cursor(after, 3)
+    if key is None:
+        return None
+    rank, at, ident = key
+    try:
+        when: datetime | None = datetime.fromisoformat(at).astimezone(UTC)
+    except (ValueError, OverflowError):
+        when = None
+    if rank not in ("0", "1") or when is None or when.tzinfo is None:
+        raise InvalidInputError(
+            f"cursor '{(after or '')[:40]}' is not one this list gave out; pass a page's "
+            "endCursor unchanged, or omit after"
+        )
+    return int(rank), when, ident
 
 
 async def conflicts(
@@ -197,7 +232,7 @@ async def conflicts(
     """The review queue: live contradicts edges of the chosen lanes (their from
     records'), unresolved ones first, each part oldest first."""
     size = page_size(first)
-    key = key_cursor(after, 3)
+    key = conflict_cursor(after)
     values: dict[str, Any] = {
         "states": list(CONFLICT_STATUSES[status]),
         "lanes": list(lanes),
@@ -205,21 +240,7 @@ async def conflicts(
         "limit": size + 1,
     }
     if key is not None:
-        rank, at, ident = key
-        try:
-            values["after_at"] = datetime.fromisoformat(at).astimezone(UTC)
-        except (ValueError, OverflowError):
-            values["after_at"] = None
-        if (
-            rank not in ("0", "1")
-            or values["after_at"] is None
-            or values["after_at"].tzinfo is None
-        ):
-            raise InvalidInputError(
-                f"cursor '{(after or '')[:40]}' is not one this list gave out; pass a page's "
-                "endCursor unchanged, or omit after"
-            )
-        values["after_rank"], values["after_id"] = int(rank), ident
+        values["after_rank"], values["after_at"], values["after_id"] = key
     statement = _conflicts_statement(key is not None)
     rows = await db.fetch(statement.text, *statement.args(values))
     return _page(
