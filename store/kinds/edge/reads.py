@@ -3,7 +3,7 @@ neighbourhood of some records (`ego`), each now or as of an instant.
 
 Every statement takes its predicate from the visibility rule (`RULE.edge`). Now, the
 edges are the projection's rows; as of T they are each edge's newest ledger entry
-written by T (`_source`), so a read of the past sees the state recorded then.
+written by T (`edge_source`), so a read of the past sees the state recorded then.
 """
 
 from __future__ import annotations
