@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from policies.properties import Property, property_of
+from store.ids import RECORD_KIND
 from store.kinds.record.model import AuditEvent
 from store.kinds.record.queries import carries, gather_properties
 from store.reads.snapshot import Reader
@@ -56,7 +57,7 @@ class Membership:
     def held(self, event: AuditEvent, version: int | None) -> bool:
         """Whether the record carried it in `version` of the record (a record event), or
         when `event` was written (an event of an object attached to the record)."""
-        if event.object_kind == "record":
+        if event.object_kind == RECORD_KIND:
             if version is None:
                 return False
             return self.from_version <= version and (

@@ -24,6 +24,7 @@ from typing import Any
 from policies.errors import LaneForbiddenError, PolicyError
 from policies.model import Policy
 from store.errors import BatchItemError, StoreError
+from store.ids import RECORD_KIND
 from store.intake.detect import (
     Edge,
     FileInfo,
@@ -475,7 +476,7 @@ class Intake:
             return written
         txn = Txn(self.agent, self.policy, datetime.now(UTC))
         plan = command.decide(txn, Current(records=records, first_writes={}, heads={}))
-        return Written(sum(w.kind == "record" for w in plan.writes), [])
+        return Written(sum(w.kind == RECORD_KIND for w in plan.writes), [])
 
 
 def records_in(written: Written) -> list[Record]:
