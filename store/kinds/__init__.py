@@ -58,6 +58,24 @@ class Table:
 Copy = Callable[[str, tuple[Any, ...]], Awaitable[None]]
 
 
+def compare_rows(
+    report: Report,
+    what: str,
+    table: str,
+    live: Mapping[str, object],
+    rebuilt: Mapping[str, object],
+    entries: str = "entry",
+) -> None:
+    """Name every object of a projection keyed by id that differs from its rebuild."""
+    for ident in sorted(rebuilt.keys() - live.keys()):
+        report.problems.append(f"{what} {ident}: in the ledger but missing from {table}")
+    for ident in sorted(live.keys() - rebuilt.keys()):
+        report.problems.append(f"{what} {ident}: in {table} but has no ledger entry")
+    for ident in sorted(live.keys() & rebuilt.keys()):
+        if live[ident] != rebuilt[ident]:
+            report.problems.append(f"{what} {ident}: differs from its ledger {entries}")
+
+
 class Writer(Protocol):
     """Moves a kind's projections for one command's writes (the write path)."""
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.kinds import Copy, Cte, KindDefaults, Rows, Table, insert
+from store.kinds import Copy, Cte, KindDefaults, Rows, Table, compare_rows, insert
 from store.kinds.record.model import Record
 from store.kinds.record.projection import CorrectionRow, Entry, project_correction
 from store.ledger.command import Write
@@ -58,15 +58,7 @@ class _Replay:
     async def compare(self, conn: Conn, report: Report) -> None:
         live = {row["id"]: CorrectionRow(**dict(row)) for row in await conn.fetch(_CORRECTIONS)}
         rebuilt = self.corrections
-        for ident in sorted(rebuilt.keys() - live.keys()):
-            report.problems.append(
-                f"correction {ident}: in the ledger but missing from corrections"
-            )
-        for ident in sorted(live.keys() - rebuilt.keys()):
-            report.problems.append(f"correction {ident}: in corrections but has no ledger entry")
-        for ident in sorted(live.keys() & rebuilt.keys()):
-            if live[ident] != rebuilt[ident]:
-                report.problems.append(f"correction {ident}: differs from its ledger entry")
+        compare_rows(report, "correction", "corrections", live, rebuilt)
 
     async def finish(self, conn: Conn, copy: Copy) -> None:
         pass

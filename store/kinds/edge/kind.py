@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.kinds import Copy, Cte, KindDefaults, Rows, Table
+from store.kinds import Copy, Cte, KindDefaults, Rows, Table, compare_rows
 from store.kinds.edge.model import COLUMNS, EVENT_KINDS, LIVE_KEY, Edge
 from store.kinds.edge.payloads import payload_for
 from store.kinds.record.model import Record
@@ -109,13 +109,7 @@ class _Replay:
     async def compare(self, conn: Conn, report: Report) -> None:
         live = {row["id"]: Edge.from_row(dict(row)) for row in await conn.fetch(_EDGES)}
         rebuilt = self.edges
-        for ident in sorted(rebuilt.keys() - live.keys()):
-            report.problems.append(f"edge {ident}: in the ledger but missing from edges")
-        for ident in sorted(live.keys() - rebuilt.keys()):
-            report.problems.append(f"edge {ident}: in edges but has no ledger entry")
-        for ident in sorted(live.keys() & rebuilt.keys()):
-            if live[ident] != rebuilt[ident]:
-                report.problems.append(f"edge {ident}: differs from its ledger entries")
+        compare_rows(report, "edge", "edges", live, rebuilt, entries="entries")
 
     async def finish(self, conn: Conn, copy: Copy) -> None:
         pass
