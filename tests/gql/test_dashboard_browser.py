@@ -192,13 +192,15 @@ async def test_the_neighbourhood_draws_typed_edges_with_their_evidence(gateway: 
             )
             shown = {}
             for edge_id in (contradicts["id"], related["id"]):
-                # Hover, then click: both say what shows the edge.
+                # Hover, then click: both say what shows the edge. The braces make the
+                # call return nothing: `emit` returns the cytoscape element, and Playwright
+                # serialising that whole graph of objects exhausts the page's heap.
                 await page.evaluate(
-                    f"() => window.edgeloomDashboard.cy.$id('{edge_id}').emit('mouseover')"
+                    f"() => {{ window.edgeloomDashboard.cy.$id('{edge_id}').emit('mouseover'); }}"
                 )
                 hovered = await page.text_content("#edge-info")
                 await page.evaluate(
-                    f"() => window.edgeloomDashboard.cy.$id('{edge_id}').emit('tap')"
+                    f"() => {{ window.edgeloomDashboard.cy.$id('{edge_id}').emit('tap'); }}"
                 )
                 shown[edge_id] = (hovered, await page.text_content("#edge-info"))
             info = await page.text_content("#graph-info")
