@@ -136,6 +136,18 @@ async def worker(spec: dict[str, Any]) -> None:
     print(json.dumps(report), flush=True)
 
 
+async def settle(pid: int, idle_share: float = 0.1, limit: float = 600.0) -> float:
+    """Seconds until the process `pid` spends under `idle_share` of a core for a second."""
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    while loop.time() - began < limit:
+        before = cpu_seconds(pid)
+        await asyncio.sleep(1.0)
+        if cpu_seconds(pid) - before < idle_share:
+            return loop.time() - began
+    raise RuntimeError(f"the serving gateway was still busy after {limit:.0f} s")
+
+
 def cpu_seconds(pid: int) -> float:
     """utime + stime of `pid` and its children now running (/proc)."""
     ticks = os.sysconf("SC_CLK_TCK")
@@ -247,7 +259,11 @@ async def _run(args: argparse.Namespace, database_url: str, serving: Any, writin
         line = await asyncio.wait_for(process.stdout.readline(), 600)
         if line.strip() != b"ready":
             raise RuntimeError(f"subscriber process failed: {line!r}")
-    await asyncio.sleep(3)  # every replay (empty) done, the gateway idle
+    # A client cannot tell when its subscription is live (the protocol does not answer a
+    # subscribe): wait until the gateway has set up every one (its resume check and empty
+    # replay) and is idle, so that the CPU measured below is the deliveries' alone.
+    settled = await settle(pid)
+    say(f"subscriptions set up; gateway idle after {settled:.1f} s")
     subscribed_rss = rss_bytes(pid)
     callers = Callers("lean", "127.0.0.1", [writing.port], 1)
     distinct = sorted(set(wanted))

