@@ -22,18 +22,17 @@ an upsert locks it (`Locks.keys`), so two upserts of one key make one edge.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.kinds import Copy, Cte, KindDefaults, Rows, Table, compare_rows
+from store.kinds import Cte, KindDefaults, NewestRowReplay, RowWriter, Table
 from store.kinds.edge.model import COLUMNS, EVENT_KINDS, LIVE_KEY, Edge
 from store.kinds.edge.payloads import payload_for
 from store.kinds.record.model import Record
 from store.kinds.record.projection import Entry
 from store.ledger.command import Current, Txn, Write
 from store.ledger.implied import Implied, Links, Shared
-from store.operations.verify import Report
 from store.pool import Conn
 
 NAME = "edge"
@@ -71,7 +70,6 @@ _UPSERT = (
     f"INSERT INTO edges ({_NAMES})\n  SELECT {_NAMES} FROM {{rows}}\n"
     f"  ON CONFLICT (id) DO UPDATE SET {_MOVED}"
 )
-_EDGES = f"SELECT {_NAMES} FROM edges"
 # The live edges to or from some records: what retiring a record retires with it.
 _ATTACHED = """
 SELECT id FROM edges
@@ -82,37 +80,6 @@ _HOLDER = """
 SELECT id FROM edges
 WHERE from_id = $1 AND to_id = $2 AND type = $3 AND namespace = $4 AND expired_at IS NULL
 """
-
-
-class _Writer:
-    def add(self, write: Write, entry: Entry, rows: Rows) -> Edge:
-        edge = Edge.from_entry(entry)
-        rows.part("moved_edges").append(edge.row())
-        return edge
-
-    def finish(self, rows: Rows) -> None:
-        pass
-
-
-class _Replay:
-    def __init__(self, keep: bool) -> None:
-        self.keep = keep
-        self.edges: dict[str, Edge] = {}
-
-    def object(self, entries: Sequence[Entry]) -> Iterator[tuple[str, tuple[Any, ...]]]:
-        edge = Edge.from_entry(entries[-1])
-        if self.keep:
-            self.edges[edge.id] = edge
-        row = edge.row()
-        yield "edges", tuple(row[c] for c in COLUMNS)
-
-    async def compare(self, conn: Conn, report: Report) -> None:
-        live = {row["id"]: Edge.from_row(dict(row)) for row in await conn.fetch(_EDGES)}
-        rebuilt = self.edges
-        compare_rows(report, "edge", "edges", live, rebuilt, entries="entries")
-
-    async def finish(self, conn: Conn, copy: Copy) -> None:
-        pass
 
 
 @dataclass(frozen=True)
@@ -126,11 +93,11 @@ class EdgeKind(KindDefaults):
         default_factory=lambda: {LIVE_KEY: ("from_id", "to_id", "type", "namespace")}
     )
 
-    def writer(self, before: Mapping[str, Record]) -> _Writer:
-        return _Writer()
+    def writer(self, before: Mapping[str, Record]) -> RowWriter:
+        return RowWriter(Edge.from_entry, "moved_edges")
 
-    def replay(self, keep: bool) -> _Replay:
-        return _Replay(keep)
+    def replay(self, keep: bool) -> NewestRowReplay:
+        return NewestRowReplay(keep, "edge", self.tables[0], Edge.from_entry, Edge.from_row)
 
     def implied(
         self, before: Mapping[str, Any] | None, entry: Entry, links: Links

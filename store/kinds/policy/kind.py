@@ -6,11 +6,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.kinds import Copy, Cte, KindDefaults, Rows, Table, insert
+from store.kinds import Copy, Cte, KindDefaults, RowWriter, Table, insert
 from store.kinds.policy.in_force import HEAD_SQL
 from store.kinds.record.model import Record
 from store.kinds.record.projection import Entry, PolicyRow, project_policy
-from store.ledger.command import Write
 from store.ledger.events import POLICY_EVENT_KINDS
 from store.ledger.implied import Implied, Links, Shared
 from store.operations.verify import Report
@@ -40,16 +39,6 @@ _CTES = (
   WHERE id = 1 AND p.version IS NOT NULL""",
     ),
 )
-
-
-class _Writer:
-    def add(self, write: Write, entry: Entry, rows: Rows) -> PolicyRow:
-        policy = project_policy(entry)
-        rows.part("new_policies").append(policy.row())
-        return policy
-
-    def finish(self, rows: Rows) -> None:
-        pass
 
 
 class _Replay:
@@ -93,8 +82,8 @@ class PolicyKind(KindDefaults):
     event_kinds: tuple[str, ...] = POLICY_EVENT_KINDS
     unique_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def writer(self, before: Mapping[str, Record]) -> _Writer:
-        return _Writer()
+    def writer(self, before: Mapping[str, Record]) -> RowWriter:
+        return RowWriter(project_policy, "new_policies")
 
     def replay(self, keep: bool) -> _Replay:
         return _Replay(keep)
