@@ -38,12 +38,11 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-import orjson
 import uvloop
 
 from bench import feed_scale
+from bench.follower import Follower
 from bench.http import Caller, Callers
-from bench.lean_socket import LeanSocket
 from bench.measure import median, percentile, say
 from bench.server import BenchDatabase, GatewayProcess, gateway_process
 
@@ -57,75 +56,13 @@ subscription($after: String) {
 """
 
 
-@dataclass
-class Subscriber:
-    """One WebSocket subscription; resumes from its last cursor if the gateway closes it."""
+class Subscriber(Follower):
+    """Follows the probe events; each is filed under the property it added."""
 
-    url: str
-    after: str
-    received: dict[str, float] = field(default_factory=dict)  # probe property -> time
-    duplicates: int = 0
-    resumes: int = 0
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    DOCUMENT = FEED
 
-    async def run(self) -> None:
-        while True:
-            await self._session()
-
-    async def _session(self) -> None:
-        """One connection, until the gateway ends the subscription or the socket."""
-        loop = asyncio.get_running_loop()
-        acknowledged: asyncio.Future[None] = loop.create_future()
-        # Set when the gateway ends the subscription (a resume or a failure).
-        ended: asyncio.Future[None] = loop.create_future()
-
-        def on_text(raw: bytes) -> None:
-            now = time.time()
-            message = orjson.loads(raw)
-            kind = message.get("type")
-            if kind == "connection_ack":
-                acknowledged.set_result(None)
-            elif kind == "ping":
-                socket.send_text('{"type":"pong"}')
-            elif kind != "next":
-                if not ended.done():
-                    ended.set_result(None)
-            else:
-                self._take(message["payload"], now, ended)
-
-        socket = await LeanSocket.connect(self.url, "graphql-transport-ws", on_text)
-        try:
-            socket.send_text(json.dumps({"type": "connection_init", "payload": {}}))
-            await asyncio.wait_for(acknowledged, 60)
-            subscribe = {"query": FEED, "variables": {"after": self.after}}
-            socket.send_text(json.dumps({"id": "1", "type": "subscribe", "payload": subscribe}))
-            self.ready.set()
-            await asyncio.wait([ended, socket.closed], return_when=asyncio.FIRST_COMPLETED)
-            if ended.done():
-                ended.result()  # a failure other than a slow-subscriber close raises
-        finally:
-            socket.close()
-
-    def _take(self, payload: dict[str, Any], now: float, ended: asyncio.Future[None]) -> None:
-        if payload.get("errors"):
-            # A slow-subscriber close: resume after the last cursor, as a client
-            # should; the count below proves nothing was lost.
-            resume = payload["errors"][0].get("extensions", {}).get("resumeAfter")
-            if ended.done():
-                return
-            if resume is None:
-                ended.set_exception(RuntimeError(payload["errors"]))
-                return
-            self.after = resume
-            self.resumes += 1
-            ended.set_result(None)
-            return
-        event = payload["data"]["auditEvents"]
-        prop = event["payload"]["property"]
-        if prop in self.received:
-            self.duplicates += 1
-        self.received[prop] = now
-        self.after = event["cursor"]
+    def key(self, event: dict[str, Any]) -> str:
+        return str(event["payload"]["property"])
 
 
 def _shares(total: int, parts: int) -> list[int]:

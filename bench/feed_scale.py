@@ -26,14 +26,12 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from bench.follower import Follower
 from bench.http import Callers
-from bench.lean_socket import LeanSocket
 from bench.measure import percentile, say
 from bench.server import BenchDatabase, gateway_process
 
@@ -46,70 +44,22 @@ WRITE = "mutation($inputs: [IngestInput!]!) { ingestMany(inputs: $inputs) { id }
 
 
 @dataclass
-class Follower:
-    """One socket following one filter; resumes from its last cursor when closed."""
+class Gather(Follower):
+    """Follows one `match` filter; each event is filed under its record."""
 
-    url: str
-    match: str
-    after: str
-    received: dict[str, float] = field(default_factory=dict)  # record id -> time
-    duplicates: int = 0
-    resumes: int = 0
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    DOCUMENT = FEED
+    match: str = ""
 
-    async def run(self) -> None:
-        while True:
-            await self._session()
+    def variables(self) -> dict[str, Any]:
+        return {"after": self.after, "m": [self.match]}
 
-    async def _session(self) -> None:
-        loop = asyncio.get_running_loop()
-        acknowledged: asyncio.Future[None] = loop.create_future()
-        ended: asyncio.Future[None] = loop.create_future()
-
-        def on_text(raw: bytes) -> None:
-            now = time.time()
-            message = orjson.loads(raw)
-            kind = message.get("type")
-            if kind == "connection_ack":
-                acknowledged.set_result(None)
-            elif kind == "ping":
-                socket.send_text('{"type":"pong"}')
-            elif kind == "next":
-                self._take(message["payload"], now, ended)
-            elif not ended.done():
-                ended.set_result(None)
-
-        socket = await LeanSocket.connect(self.url, "graphql-transport-ws", on_text)
-        try:
-            socket.send_text(json.dumps({"type": "connection_init", "payload": {}}))
-            await asyncio.wait_for(acknowledged, 120)
-            variables = {"after": self.after, "m": [self.match]}
-            subscribe = {"query": FEED, "variables": variables}
-            socket.send_text(json.dumps({"id": "1", "type": "subscribe", "payload": subscribe}))
-            self.ready.set()
-            await asyncio.wait([ended, socket.closed], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            socket.close()
-
-    def _take(self, payload: dict[str, Any], now: float, ended: asyncio.Future[None]) -> None:
-        if payload.get("errors"):
-            resume = payload["errors"][0].get("extensions", {}).get("resumeAfter")
-            if resume is not None:
-                self.after = resume
-                self.resumes += 1
-            if not ended.done():
-                ended.set_result(None)
-            return
-        event = payload["data"]["auditEvents"]
-        if event["recordId"] in self.received:
-            self.duplicates += 1
-        self.received[event["recordId"]] = now
-        self.after = event["cursor"]
+    def key(self, event: dict[str, Any]) -> str:
+        return str(event["recordId"])
 
 
 async def worker(spec: dict[str, Any]) -> None:
     """The client side, in its own process: connects its followers, then reports."""
-    subs = [Follower(spec["url"], m, spec["after"]) for m in spec["filters"]]
+    subs = [Gather(spec["url"], spec["after"], match=m) for m in spec["filters"]]
     tasks = []
     for n, sub in enumerate(subs):
         tasks.append(asyncio.create_task(sub.run()))

@@ -71,6 +71,17 @@ def test_bench_feed_on_a_tiny_load() -> None:
     assert "delivered / expected per subscriber (min, max)    1.000, 1.000" in stdout, stdout
 
 
+def test_bench_feed_scale_on_a_tiny_load() -> None:
+    stdout = _bench(
+        "bench.feed",
+        *("--scale", "--subscribers", "30", "--groups", "2", "--own", "10"),
+        *("--duration", "2", "--subscriber-processes", "2"),
+    )
+    assert "duplicates / unexpected / resumes                      0 / 0 / 0" in stdout, stdout
+    assert "delivered / expected per subscriber (min, max)         1.000, 1.000" in stdout, stdout
+    assert "serving gateway CPU per delivery" in stdout, stdout
+
+
 @pytest.mark.slow
 def test_bench_runs_on_a_tiny_load(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
