@@ -9,10 +9,11 @@ from collections.abc import Hashable, Sequence
 from gql.auth import BAD_TOKEN, socket_authorization
 from gql.context import Context
 from gql.errors import MASKED_MESSAGE
-from gql.feed_hub import Bearer, FeedHub
+from gql.feed_hub import Bearer, Closed, FeedHub, Item, Progress, Subscriber
 from gql.session import UnauthenticatedError
 from gql.websocket import close_socket_after_operation
 from store.errors import NoPolicyError, StoreError
+from store.feed.live import FeedEvent
 from store.kinds.policy.in_force import PolicyVersion
 
 
@@ -114,6 +115,24 @@ class Rights:
         self._token_checked = now
         if self.bearer is not None and await self.hub.token_agent(self.bearer.secret) != self.agent:
             raise token_revoked()
+
+    async def due(
+        self, item: Item | None, subscriber: Subscriber, progress: Progress
+    ) -> Sequence[FeedEvent]:
+        """Of what the hub handed `subscriber`, the events due to it under its rights now,
+        after the checks every live operation makes: its token still good, and a close by
+        the hub raised as the refusal that says where to resume."""
+        if subscriber.revoked:  # found by the hub's own check of the token
+            raise token_revoked()
+        await self.check_token()
+        if item is None:
+            return ()
+        if item is Closed.TOO_SLOW:
+            raise SubscriberTooSlowError(progress.last, self.hub.options.queue_batches)
+        if item is Closed.STOPPING:
+            raise FeedStoppedError(progress.last)
+        assert not isinstance(item, Closed)
+        return progress.due(item, item.allowed(await self.lanes()))
 
 
 def token_revoked() -> UnauthenticatedError:

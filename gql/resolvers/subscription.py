@@ -20,7 +20,7 @@ from strawberry.schema.base import BaseSchema
 from strawberry.types.execution import PreExecutionError
 
 from gql.context import Context
-from gql.feed_hub import Closed, Direct, FeedUnavailableError, Progress, Rendered
+from gql.feed_hub import Batch, Direct, FeedUnavailableError, Progress, Rendered
 from gql.resolvers.feed_filters import (
     ACTORS_HELP,
     MATCH_HELP,
@@ -30,9 +30,7 @@ from gql.resolvers.feed_filters import (
 )
 from gql.resolvers.feed_rights import (
     FeedFailedError,
-    FeedStoppedError,
     Rights,
-    SubscriberTooSlowError,
     token_revoked,
 )
 from gql.resolvers.watch import (
@@ -256,20 +254,10 @@ async def _audit_events(
             if subscriber.pending is not None:
                 pending, subscriber.pending = subscriber.pending, None
                 await pending  # what the hub began sending comes first
-            if subscriber.revoked:  # found by the hub's own check of the token
-                raise token_revoked()
-            await rights.check_token()
-            if batch is None:
-                continue
-            if batch is Closed.TOO_SLOW:
-                raise SubscriberTooSlowError(progress.last, hub.options.queue_batches)
-            if batch is Closed.STOPPING:
-                raise FeedStoppedError(progress.last)
-            assert not isinstance(batch, Closed)
-            allowed = batch.allowed(await rights.lanes())
-            due = progress.due(batch, allowed)
+            due = await rights.due(batch, subscriber, progress)
             if not due:
                 continue
+            assert isinstance(batch, Batch)
             rendered: Rendered = {}
             if outlet is not None and rights.policy is not None:
                 source = batch.renders

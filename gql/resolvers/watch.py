@@ -15,12 +15,10 @@ from datetime import timedelta
 import strawberry
 
 from gql.context import Context
-from gql.feed_hub import Closed, FeedUnavailableError, Progress
+from gql.feed_hub import FeedUnavailableError, Progress
 from gql.resolvers.feed_filters import FeedArguments
 from gql.resolvers.feed_rights import (
-    FeedStoppedError,
     Rights,
-    SubscriberTooSlowError,
     token_revoked,
 )
 from gql.types import GatherMode, Record
@@ -121,18 +119,7 @@ async def watch_changes(
                 yield change
         while True:
             batch = await subscriber.next()
-            if subscriber.revoked:
-                raise token_revoked()
-            await rights.check_token()
-            if batch is None:
-                continue
-            if batch is Closed.TOO_SLOW:
-                raise SubscriberTooSlowError(progress.last, hub.options.queue_batches)
-            if batch is Closed.STOPPING:
-                raise FeedStoppedError(progress.last)
-            assert not isinstance(batch, Closed)
-            allowed = batch.allowed(await rights.lanes())
-            for item in progress.due(batch, allowed):
+            for item in await rights.due(batch, subscriber, progress):
                 change = await _change(context, wanted, item)
                 if change is not None:
                     yield change
