@@ -54,7 +54,10 @@ reached AS (
   FROM walked s JOIN edge_properties x
     ON x.label = s.label AND x.value_key = s.value_key
    AND {member_x}
-  WHERE s.before < :budget AND x.record_id <> ALL(CAST(:seen AS text[]))
+  -- An anti join, hashed whatever the plan: `<> ALL(:seen)` compares each member with
+  -- every record seen, and a generic plan (from a statement's sixth run) cannot hash it.
+  WHERE s.before < :budget AND NOT EXISTS (
+    SELECT 1 FROM unnest(CAST(:seen AS text[])) AS seen(id) WHERE seen.id = x.record_id)
   ORDER BY x.record_id, s.label COLLATE "C", s.value COLLATE "C"
 )
 SELECT NULL AS record_id, label, value, 0 AS reached FROM sized WHERE n > :hub
