@@ -36,6 +36,7 @@ from store.operations import backup, checkpoints, signing, tokens
 from store.operations.migrate import migrate
 from store.operations.verify import verify
 from store.pool import connect, create_pool
+from store.reads.replicas import ReplicaOptions, read_urls
 from store.reads.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -451,6 +452,7 @@ def _serve(args: argparse.Namespace) -> int:
         # Only a development gateway applies the development policy when none is in force.
         anonymous_agent=DEV_AGENT if args.policy is None else None,
         runtime_database_url=os.environ.get("EDGELOOM_RUNTIME_DATABASE_URL") or None,
+        replicas=ReplicaOptions(urls=read_urls(os.environ.get("EDGELOOM_READ_URLS"))),
         checkpoint_key=key_path(args),
         new_checkpoint_key=args.new_checkpoint_key,
         request_log=args.log_level in ("debug", "info"),
@@ -465,6 +467,8 @@ def _serve(args: argparse.Namespace) -> int:
     development = args.policy is None and in_force is not None and in_force.yaml == DEV_POLICY_YAML
     settings = replace(settings, anonymous_agent=DEV_AGENT if development else None)
     print(f"edgeloom on http://{args.host}:{args.port}/graphql with {database.description}")
+    if settings.replicas.urls:
+        print(f"reads on {len(settings.replicas.urls)} standby(s) (EDGELOOM_READ_URLS)")
     if in_force is not None:
         print(_policy_line(in_force, args.policy, policy_yaml))
     if development:

@@ -24,6 +24,7 @@ from store.operations import checkpoints
 from store.operations.migrate import migrate
 from store.operations.roles import serving_url
 from store.pool import create_pool
+from store.reads.replicas import Replicas
 
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[dict[str, Any]]]
 
@@ -47,6 +48,7 @@ def lifespan(
         url = await serving_url(settings.database_url, settings.runtime_database_url)
         engine = create_engine(url, pool_size=settings.pool_size)
         pool = await create_pool(url, settings.read_pool_size)
+        replicas = Replicas(pool, settings.replicas, settings.read_pool_size)
         try:
             # First: a key that did not sign this memory's checkpoints stops the start here.
             signer = None
@@ -59,7 +61,9 @@ def lifespan(
                         settings.new_checkpoint_key,
                     )
             cache = PolicyCache.empty()
-            executor = Executor(pool, cache, settings.write_outcome_timeout)
+            executor = Executor(
+                pool, cache, settings.write_outcome_timeout, report_lsn=replicas.enabled
+            )
             await ensure_policy(executor, settings)
             feed = FeedHub(url, engine, pool, cache, settings.feed)
             await feed.start()
@@ -70,8 +74,13 @@ def lifespan(
                 policies=cache,
                 feed=feed,
                 max_response_bytes=settings.max_response_bytes,
+                replicas=replicas,
             )
+            # The standbys serve reads once a check finds them up and close enough.
+            await replicas.check()
             tasks = [asyncio.create_task(anchor_every(pool, settings.checkpoint_seconds, signer))]
+            if replicas.enabled:
+                tasks.append(asyncio.create_task(replicas.check_every()))
             if metrics is not None:
                 tasks.append(asyncio.create_task(metrics.sample_every(services)))
             settle_heap()
@@ -87,6 +96,7 @@ def lifespan(
                         await task
                 await feed.stop()
         finally:
+            await replicas.close()
             await pool.close()
             await engine.dispose()
 

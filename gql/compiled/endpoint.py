@@ -36,7 +36,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from strawberry.schema.name_converter import NameConverter
 
-from gql import over_http
+from gql import lsn, over_http
 from gql.auth import authorize
 from gql.compiled.plan import Declined, Operation, compile_operation
 from gql.compiled.writes import Write, compile_write
@@ -181,7 +181,7 @@ class CompiledPath:
             caller = await authorize(
                 request.headers.get("authorization"), services, self.anonymous_agent
             )
-            session = request.state.session = Session(services, caller)
+            session = request.state.session = lsn.http_session(services, caller, request)
         if session.caller.agent is None:
             return None
         payload = await _payload(request)
@@ -207,16 +207,17 @@ class CompiledPath:
             text, args = operation.bind(variables, profile.readable_lanes(policy), limit)
         except Declined:
             return None
-        async with services.pool.acquire() as conn:
-            try:
-                row = await conn.fetchrow(text, *args)
-            except (asyncpg.PostgresError, OSError, asyncpg.InterfaceError):
-                # A statement that failed half-way may leave the connection inside an
-                # implicit transaction: it does not go back to the pool as it is.
-                conn.terminate()
-                # The ordinary path runs the same reads and reports the failure its way.
-                log.warning("compiled read failed; answered the ordinary way", exc_info=True)
-                return None
+        try:
+            # On a standby when one may serve it, else (or when it fails) the primary;
+            # a connection whose statement failed half-way is not reused.
+            if services.replicas is not None:
+                row = await services.replicas.fetchrow(session.freshness, text, *args)
+            else:
+                row = await _fetchrow(services, text, args)
+        except (asyncpg.PostgresError, OSError, asyncpg.InterfaceError):
+            # The ordinary path runs the same reads and reports the failure its way.
+            log.warning("compiled read failed; answered the ordinary way", exc_info=True)
+            return None
         if row is None or not row["ok"]:
             return None
         note_operation(cached.label, name, "compiled")
@@ -243,8 +244,19 @@ class CompiledPath:
             # The command ran (and was refused or failed): answered here, never run twice.
             body = write.failure(exc)
         else:
-            body = write.answer(written)
+            body = lsn.in_body(write.answer(written), lsn.written(request))
         return over_http.answer(request, body)
+
+
+async def _fetchrow(services: Services, text: str, args: Sequence[Any]) -> Any:
+    async with services.pool.acquire() as conn:
+        try:
+            return await conn.fetchrow(text, *args)
+        except (asyncpg.PostgresError, OSError, asyncpg.InterfaceError):
+            # A statement that failed half-way may leave the connection inside an
+            # implicit transaction: it does not go back to the pool as it is.
+            conn.terminate()
+            raise
 
 
 def _refusal(error: StoreError) -> bytes:

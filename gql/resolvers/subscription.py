@@ -49,6 +49,7 @@ from store.errors import InvalidInputError, StoreError
 from store.feed import live as feed
 from store.kinds.policy.in_force import PolicyVersion
 from store.ledger.events import check_kinds
+from store.reads.replicas import Freshness
 
 # Direct sends do not wait unless the socket pushes back; a long batch yields now
 # and then so that one subscriber cannot hold the event loop.
@@ -176,7 +177,10 @@ async def _render(
     extensions, which may differ from one execution to the next, maps to None and is
     executed by each subscriber; so does every event when rendering fails.
     """
-    context = _RenderContext(Session(services, Caller(agent), pinned=policy), events=events)
+    context = _RenderContext(
+        Session(services, Caller(agent), pinned=policy, freshness=Freshness(primary=True)),
+        events=events,
+    )
     rendered: dict[int, str | None] = {}
     try:
         stream = await schema.subscribe(

@@ -16,6 +16,10 @@ rolls back. Once COMMIT is sent the caller gets what happened: the result once i
 commits (the cancellation ends there), its failure, or `OutcomeUnknownError` when
 the outcome does not come within `outcome_timeout` seconds; never "stopped". A task
 already being cancelled begins no new write (`StoppedError`).
+
+With `report_lsn`, `run` also answers the WAL position the write committed at or before
+(read on its connection right after COMMIT), for read replicas (`store.reads.replicas`):
+a standby that has replayed it sees the write.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from dataclasses import replace
-from typing import Any, TypeVar
+from dataclasses import dataclass, replace
+from typing import Any, Generic, TypeVar
 
 import asyncpg
 
@@ -65,6 +69,7 @@ from store.ledger.group_commit import (
     Waiting,
 )
 from store.pool import Conn, Pool
+from store.reads.replicas import Lsn, commit_lsn
 from store.reads.visibility import RULE
 
 R = TypeVar("R")
@@ -180,25 +185,43 @@ class _HoldersMovedError(StoreError):
         super().__init__("the records carrying that value changed during the call; retry it")
 
 
+@dataclass(frozen=True, slots=True)
+class Written(Generic[R]):
+    """A command's result, and the LSN its transaction committed at or before (None
+    when the executor does not report LSNs, or the command wrote nothing)."""
+
+    result: R
+    lsn: Lsn | None = None
+
+
 class Executor:
     """Runs write commands, one transaction each, on the gateway's pool."""
 
     def __init__(
-        self, pool: Pool, policies: PolicyCache, outcome_timeout: float = DEFAULT_OUTCOME_TIMEOUT
+        self,
+        pool: Pool,
+        policies: PolicyCache,
+        outcome_timeout: float = DEFAULT_OUTCOME_TIMEOUT,
+        report_lsn: bool = False,
     ) -> None:
         self.pool = pool
         self.policies = policies
+        self.report_lsn = report_lsn
         self._unfolded = 0
         self._outcome_timeout = outcome_timeout
         self._groups = GroupCommit(self._write_group, self._alone, outcome_timeout=outcome_timeout)
 
     async def execute(self, agent: str, command: Command[R]) -> R:
+        return (await self.run(agent, command)).result
+
+    async def run(self, agent: str, command: Command[R]) -> Written[R]:
+        """`command`'s result, with its commit's LSN when the executor reports LSNs."""
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             # Its request is being stopped, and an earlier write of it took the
             # cancellation to answer its own outcome: this one does not begin.
             raise StoppedError()
-        result: R
+        result: Written[R]
         if command.locks() == _NOTHING_LOCKED:
             result = await self._groups.submit(agent, command)
         else:
@@ -208,7 +231,7 @@ class Executor:
             completed.append(type(command).__name__)
         return result
 
-    async def _alone(self, agent: str, command: Command[R]) -> R:
+    async def _alone(self, agent: str, command: Command[R]) -> Written[R]:
         for attempt in range(_ATTEMPTS):
             try:
                 return await self._run(agent, command)
@@ -227,7 +250,7 @@ class Executor:
                 raise
         raise AssertionError("unreachable")
 
-    async def _run(self, agent: str, command: Command[R]) -> R:
+    async def _run(self, agent: str, command: Command[R]) -> Written[R]:
         locks = command.locks()
         async with self.pool.acquire() as conn:
             async with _transaction(conn, self._outcome_timeout):
@@ -272,13 +295,15 @@ class Executor:
                     await append(conn, table_rows)
                     applied = Applied(entries=entries, records=written)
                     self._unfolded += _deltas(table_rows)
-            # Committed: a cancellation now stops only the fold (the next write folds),
-            # and the caller gets its result.
+            # Committed: a cancellation now stops only the LSN and the fold (the next
+            # write folds), and the caller gets its result.
+            lsn = None
             with contextlib.suppress(asyncio.CancelledError):
+                lsn = await self._lsn(conn, bool(plan.writes))
                 await self._fold(conn)
         for hook in plan.after_commit:
             hook()
-        return plan.result(applied)
+        return Written(plan.result(applied), lsn)
 
     async def _write_group(self, group: Sequence[Waiting]) -> Sequence[Waiting]:
         """Commands that lock nothing, decided under one share lock of the policy head and
@@ -308,15 +333,21 @@ class Executor:
                 if rows.entries:
                     await append(conn, rows)
                     self._unfolded += _deltas(rows)
+            lsn = await self._lsn(conn, bool(rows.entries))
             await self._fold(conn)
         for waiting, plan, applied in decided:
             try:
                 for hook in plan.after_commit:
                     hook()
-                waiting.succeed(plan.result(applied))
+                waiting.succeed(Written(plan.result(applied), lsn))
             except Exception as exc:
                 waiting.fail(exc)
         return left
+
+    async def _lsn(self, conn: Conn, wrote: bool) -> Lsn | None:
+        if not (self.report_lsn and wrote):
+            return None
+        return await commit_lsn(conn)
 
     async def _fold(self, conn: Conn) -> None:
         # Off the write transaction: fold the count deltas this process appended.
