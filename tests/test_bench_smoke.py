@@ -108,3 +108,9 @@ def test_bench_runs_on_a_tiny_load(tmp_path: Path) -> None:
         peer = [r for r in results["rows"] if r["unit"] == "peer"]
         assert len(peer) == 8, peer
         assert all(r["gateway"] > 0 and r["raw"] > 0 for r in peer)
+
+
+def test_bench_replicas_on_a_tiny_load() -> None:
+    stdout = _bench("bench.replicas", "--records", "200", "--clients", "2", "--duration", "1")
+    assert "reads/s primary + 1 standby" in stdout, stdout
+    assert "reads served by the standby          100%" in stdout, stdout

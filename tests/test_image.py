@@ -76,6 +76,8 @@ def test_compose_runs_a_primary_a_standby_and_two_gateways() -> None:
     for name in ("gateway-1", "gateway-2"):
         gateway = services[name]
         assert "@primary:5432/" in gateway["environment"]["DATABASE_URL"]
+        # Reads go to the standby (read replicas), writes to the primary.
+        assert gateway["environment"]["EDGELOOM_READ_URLS"].split("@")[1].startswith("standby:")
         assert gateway["depends_on"]["primary"]["condition"] == "service_healthy"
 
 
