@@ -40,7 +40,9 @@ async def _load(gateway: Gateway, records: int) -> list[str]:
     return ids
 
 
-async def _reads_per_second(gateway: Gateway, ids: list[str], clients: int, seconds: float) -> float:
+async def _reads_per_second(
+    gateway: Gateway, ids: list[str], clients: int, seconds: float
+) -> float:
     port = int(gateway.url.rsplit(":", 1)[1])
     callers = Callers("lean", "127.0.0.1", [port], clients)
     done = 0

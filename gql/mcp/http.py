@@ -13,7 +13,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gql.auth import authorize
 from gql.errors import refusal_response
-from gql.mcp.run import caller_session
+from gql.mcp.run import caller_session, mcp_session
 from gql.mcp.server import build_server
 from gql.session import Caller, Services, Session
 
@@ -34,7 +34,7 @@ class HttpGate:
         # Decided by McpEndpoint for this very request, as the GraphQL view decides it.
         caller: Caller | None = getattr(request.state, CALLER, None)
         if caller is not None and caller.agent is not None:
-            return Session(services, caller)
+            return mcp_session(services, caller)
         return await caller_session(
             services, request.headers.get("authorization"), self.anonymous_agent
         )

@@ -19,6 +19,7 @@ from gql.schema import schema
 from gql.session import Caller, Services, Session, UnauthenticatedError
 from policies.errors import PolicyError
 from store.errors import StoreError
+from store.reads.replicas import Freshness
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,13 @@ async def caller_session(
     caller: Caller = await authorize(authorization, services, anonymous_agent)
     if caller.agent is None:
         raise Refused(caller.problem or "authentication required", "UNAUTHENTICATED", {})
-    return Session(services, caller)
+    return mcp_session(services, caller)
+
+
+def mcp_session(services: Services, caller: Caller) -> Session:
+    """A tool call's session. It reads on the primary: an MCP client sends no LSN back,
+    and an agent's next call must see what its last one wrote."""
+    return Session(services, caller, freshness=Freshness(primary=True))
 
 
 async def run(session: Session, document: str, variables: Mapping[str, Any]) -> dict[str, Any]:

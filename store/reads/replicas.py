@@ -1,12 +1,14 @@
 """Reads on PostgreSQL standbys (streaming replication), writes on the primary.
 
 A read goes to a standby that is up and within `max_lag_bytes` of the primary (in turn,
-when there are several); with none, to the primary. A read that must see a write (the
-client sent the write's LSN, or the same request wrote) goes to a standby only once it
-has replayed that LSN: its replay position is polled for at most `lsn_wait` seconds,
-then the primary answers. A standby whose connection fails is skipped until the next
-health check (every `check_seconds`) finds it up and close enough again; the read that
-met the failure is answered by the primary.
+when there are several); with none, to the primary. A read that must see a write the
+client made (it sent the write's LSN back) goes to a standby only once it has replayed
+that LSN: its replay position is polled for at most `lsn_wait` seconds, then the primary
+answers. Reads of a request after its own writes go to the primary, which has them.
+
+A standby whose connection fails is skipped until the next health check (every
+`check_seconds`) finds it up and close enough again; the read that met the failure is
+answered by the primary.
 
 LSNs are WAL positions as integers (PostgreSQL writes them `X/Y`, two hex halves).
 """
@@ -90,8 +92,9 @@ class ReplicaOptions:
 
 @dataclass(slots=True)
 class Freshness:
-    """What one caller's reads must see: the LSN the client sent back, the newest its
-    own request wrote, or everything (`primary`: the feed renders what just committed)."""
+    """What one caller's reads must see: the LSN the client sent back, or everything
+    (`primary`: the feed renders what just committed; a request read after it wrote,
+    `written` being its newest write's LSN)."""
 
     after: Lsn | None = None
     written: Lsn | None = None
@@ -100,11 +103,6 @@ class Freshness:
     def wrote(self, lsn: Lsn | None) -> None:
         if lsn is not None and (self.written is None or lsn > self.written):
             self.written = lsn
-
-    @property
-    def needed(self) -> Lsn | None:
-        known = [lsn for lsn in (self.after, self.written) if lsn is not None]
-        return max(known) if known else None
 
 
 @dataclass(eq=False)
@@ -177,10 +175,10 @@ class Replicas:
         return Route(self.primary)
 
     async def _choose(self, freshness: Freshness) -> Route:
-        if freshness.primary:
+        if freshness.primary or freshness.written is not None:
             return Route(self.primary)
         usable = self._usable()
-        needed = freshness.needed
+        needed = freshness.after
         for standby in usable:
             if needed is None or standby.replayed >= needed:
                 return Route(standby.pool, standby)
