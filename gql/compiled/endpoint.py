@@ -210,8 +210,9 @@ class CompiledPath:
         try:
             # On a standby when one may serve it, else (or when it fails) the primary;
             # a connection whose statement failed half-way is not reused.
-            if services.replicas is not None:
-                row = await services.replicas.fetchrow(session.freshness, text, *args)
+            replicas = services.replicas
+            if replicas is not None and replicas.enabled:
+                row = await replicas.fetchrow(session.freshness, text, *args)
             else:
                 row = await _fetchrow(services, text, args)
         except (asyncpg.PostgresError, OSError, asyncpg.InterfaceError):

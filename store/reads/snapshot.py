@@ -69,7 +69,12 @@ class Snapshot:
 
     async def _connection(self) -> Any:
         if self._conn is None:
-            route = await self._replicas.route(self._freshness)
+            replicas = self._replicas
+            route = (
+                await replicas.route(self._freshness)
+                if replicas.enabled
+                else Route(replicas.primary)
+            )
             try:
                 self._conn = await self._begin(route)
             except STANDBY_FAILURES as exc:
