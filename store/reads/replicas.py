@@ -164,15 +164,16 @@ class Replicas:
         return usable
 
     async def route(self, freshness: Freshness | None = None) -> Route:
-        """The pool a read runs on (counted in `served`)."""
-        chosen = await self._choose(freshness or Freshness())
-        self.served["primary" if chosen.standby is None else "standby"] += 1
-        return chosen
+        """The pool a read runs on."""
+        return await self._choose(freshness or Freshness())
 
     def on_primary(self) -> Route:
-        """The primary, for a read a standby failed (counted in `served`)."""
-        self.served["primary"] += 1
+        """The primary, for a read a standby failed."""
         return Route(self.primary)
+
+    def answered(self, route: Route) -> None:
+        """Count a read served (once its first statement is answered) in `served`."""
+        self.served["primary" if route.standby is None else "standby"] += 1
 
     async def _choose(self, freshness: Freshness) -> Route:
         if freshness.primary or freshness.written is not None:
@@ -267,11 +268,16 @@ class Replicas:
         route = await self.route(freshness)
         if route.standby is not None:
             try:
-                return await _fetchrow(route.pool, query, args)
+                row = await _fetchrow(route.pool, query, args)
             except STANDBY_FAILURES as exc:
                 self.failed(route.standby, exc)
                 route = self.on_primary()
-        return await _fetchrow(route.pool, query, args)
+            else:
+                self.answered(route)
+                return row
+        row = await _fetchrow(route.pool, query, args)
+        self.answered(route)
+        return row
 
     async def close(self) -> None:
         for standby in self.standbys:

@@ -104,6 +104,8 @@ class Snapshot:
                 self._route = self._replicas.on_primary()
                 self._conn = conn = await self._begin(self._route)
                 found = await getattr(conn, method)(query, *args)
+            if not self._answered and self._route is not None:
+                self._replicas.answered(self._route)
             self._answered += 1
             return found
 
