@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import httpx
+import pytest
 
 from gql.settings import Settings
 from store.reads.replicas import ReplicaOptions, parse_lsn
 from tests.gql._api import INGEST, RECORD, UPDATE, unique
 from tests.gql.test_metrics import scrape, value
+from tests.gql.test_serve import serving
 from tests.replica_pair import Pair, replica_pair
-from tests.support import Gateway, run_gateway
+from tests.support import Databases, Gateway, free_port, run_gateway
 
 LAG_BOUND = 1024 * 1024
 # Not compiled (a fragment spread): strawberry answers it, over a snapshot.
@@ -162,3 +165,28 @@ async def test_without_read_urls_no_lsn_is_reported(gateway: Gateway) -> None:
     assert "extensions" not in written.json()
     assert "edgeloom-lsn" not in written.headers
     assert isinstance(written, httpx.Response)
+
+
+async def test_serve_takes_the_read_urls_and_starts_with_a_standby_down(
+    databases: Databases, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """EDGELOOM_READ_URLS reaches `edgeloom serve`; a standby that is not there at start
+    neither stops the start nor fails a read: the primary answers."""
+    database_url = await databases.create()
+    monkeypatch.setenv("EDGELOOM_READ_URLS", f"postgresql://nobody@127.0.0.1:{free_port()}/x")
+    async with serving(database_url, tmp_path) as served:
+        content = unique("served-")
+        written = await served.client.post(
+            served.url,
+            json={"query": INGEST, "variables": {"input": {"content": content, "properties": []}}},
+        )
+        lsn = written.json()["extensions"]["lsn"]
+        rid = written.json()["data"]["ingest"]["id"]
+        for headers in ({"edgeloom-lsn": lsn}, {}):
+            body = (
+                await served.client.post(
+                    served.url, json={"query": RECORD, "variables": {"id": rid}}, headers=headers
+                )
+            ).json()
+            assert body["data"]["record"]["content"] == content, body
+        assert "reads on 1 standby(s) (EDGELOOM_READ_URLS)" in served.log.read_text()
