@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from strawberry.dataloader import DataLoader
 from strawberry.extensions import SchemaExtension
 from strawberry.types.execution import ExecutionResult, StreamExecutionResult
+from strawberry.types.graphql import OperationType
 
 from gql.auth import authenticate, socket_authorization
 from gql.errors import error_extensions
@@ -27,6 +28,7 @@ from store.kinds.policy.in_force import PolicyVersion
 from store.kinds.record import queries
 from store.kinds.record.model import Record, Version
 from store.ledger.command import Command
+from store.reads.replicas import Freshness
 from store.reads.snapshot import Reader, Snapshot
 
 R = TypeVar("R")
@@ -196,6 +198,16 @@ class OperationScope(SchemaExtension):
                 result.errors = [GraphQLError(too_large.message, extensions=extensions)]
         finally:
             await context.end_reads()
+
+    async def on_execute(self) -> AsyncIterator[None]:
+        # Parsed and validated now. A subscription's events come from the live feed, which
+        # follows the primary: a standby may not have replayed them yet, so it reads there.
+        context = self.execution_context.context
+        with suppress(RuntimeError):  # no document: nothing runs
+            subscription = self.execution_context.operation_type is OperationType.SUBSCRIPTION
+            if subscription and isinstance(context, Context):
+                context.session.freshness = Freshness(primary=True)
+        yield
 
     async def on_stream_result(self, result: StreamExecutionResult) -> AsyncIterator[None]:
         # Called with each subscription event once its fields are resolved.
