@@ -60,9 +60,12 @@ def binaries() -> Path:
             folder = None
         else:
             folder = Path(POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION])
-    missing = folder is None or any(not (folder / name).exists() for name in NEEDED)
-    if missing:
+    message = None
+    if folder is None or any(not (folder / name).exists() for name in NEEDED):
         message = f"the PostgreSQL binaries {', '.join(NEEDED)} are not in {folder}"
+    elif os.geteuid() == 0 and shutil.which("runuser") is None:
+        message = "running as root, and runuser (which runs PostgreSQL as another user) is missing"
+    if message is not None:
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
