@@ -29,6 +29,7 @@ from typing import Any
 import asyncpg
 import httpx
 
+from bench import edges
 from bench.data import gather_pairs
 from bench.measure import median, say
 from bench.phases import Bench
@@ -100,6 +101,8 @@ class Workload:
     name: str
     ours: list[str]
     theirs: list[str]
+    # Each side's answer in comparable form.
+    same: Callable[[dict[str, Any]], Any] = lambda data: _records(data)
 
 
 def ensure_postgraphile() -> Path | None:
@@ -174,7 +177,7 @@ async def workloads(bench: Bench, pool_size: int = 1000) -> list[Workload]:
 
     split = [(a.split(":", 1), b.split(":", 1)) for a, b in pairs]
     rng.shuffle(ids)
-    return [
+    reads = [
         Workload(
             "record(id) with properties",
             [body(RECORD, {"id": i}) for i in ids],
@@ -190,6 +193,20 @@ async def workloads(bench: Bench, pool_size: int = 1000) -> list[Workload]:
             "records(first: 20) with totalCount", [body(RECORDS_COUNT)], [body(PEER_RECORDS_COUNT)]
         ),
     ]
+    if bench.edges:
+        # Typed edges: ours on the projection, PostGraphile's on its idiomatic copy.
+        pool = await edges.pools(bench)
+        for name, query, theirs, key in edges.READS:
+            vs = pool[key]
+            reads.append(
+                Workload(
+                    name,
+                    [body(query, v) for v in vs],
+                    [body(theirs, v) for v in vs],
+                    edges.same,
+                )
+            )
+    return reads
 
 
 def _records(data: dict[str, Any]) -> Any:
@@ -217,7 +234,7 @@ async def check_same(ours: str, theirs: str, work: Workload, sample: int = 20) -
             peer = (await client.post(theirs + "/graphql", content=b, headers=_JSON)).json()
             if "errors" in mine or "errors" in peer:
                 raise RuntimeError(f"{work.name}: errors {mine.get('errors')} {peer.get('errors')}")
-            if _records(mine["data"]) != _records(peer["data"]):
+            if work.same(mine["data"]) != work.same(peer["data"]):
                 raise RuntimeError(f"{work.name}: the two sides differ for {a}")
 
 
@@ -285,6 +302,8 @@ async def peer_phase(bench: Bench, sides: dict[str, str]) -> dict[str, Any] | No
     conn = await asyncpg.connect(plain_url(bench.db.url))
     try:
         await conn.execute(PEER_SQL)
+        if bench.edges:
+            await conn.execute(edges.PEER_TABLE)
         limit = await conn.fetchval("SHOW max_connections")
         used = await conn.fetchval("SELECT count(*) FROM pg_stat_activity")
         say(f"peer: {used} of {limit} connections in use before PostGraphile starts")

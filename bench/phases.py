@@ -52,6 +52,7 @@ class Bench:
     gen: Generator = field(default_factory=Generator)
     samples: list[list[str]] = field(default_factory=list)
     loaded: int = 0
+    edges: int = 0  # typed edges loaded (bench/edges.py)
     sample_every: int = 1
     # Gateways compared with PostGraphile, by name (edgeloom N=1, N=2 workers).
     sides: dict[str, str] = field(default_factory=dict)

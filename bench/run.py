@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import peer, phases
+from bench import edges, peer, phases
 from bench.capture import capture_gateway
 from bench.measure import Row, median, say, table
 from bench.phases import Bench
@@ -130,8 +130,10 @@ async def stage(bench: Bench, size: int) -> dict[str, Any]:
     out["load"] = await phases.load(bench, size)
     if out["load"]["records"]:
         say(f"loaded {out['load']['records']:,} records at {out['load']['records_per_s']:,.0f}/s")
+    out["edges_load"] = await edges.load_edges(bench)
     out["records"] = await phases.count_records(bench)
     out["gather"] = await phases.gather_phase(bench)
+    out["edges"] = await edges.raw_phase(bench)
     for name, g in out["gather"].items():
         say(f"gather {name}:\n" + phases.explain_summary(g["explain"]))
     if not bench.args.skip_peer:
@@ -212,6 +214,10 @@ def rows(results: dict[str, Any]) -> list[Row]:
                 out.append(
                     Row(f"gather {name} p50 ms, HTTP floor {at}", fl, raw, fl / raw, "", None)
                 )
+        for name, e in s.get("edges", {}).items():
+            # The compiled read against its own statement on asyncpg (no target).
+            gw, raw = median(e["gateway_p50_ms"]), median(e["raw_p50_ms"])
+            out.append(Row(f"{name} p50 ms {at}", gw, raw, gw / raw, "", None))
         if s.get("peer"):
             out.extend(peer.rows(s["peer"], at, Row))
     if len(stages) > 1:

@@ -42,8 +42,18 @@ def test_bench_run_on_a_tiny_load(tmp_path: Path) -> None:
     )
     assert "gather zipf INTERSECT p50" in stdout
     assert "gather zipf asOf p50 ms (vs now)" in stdout
+    for read in ("edges(fromId, first: 20)", "related(id)", "conflicts(first: 20)"):
+        assert f"{read}" in stdout, stdout
     [stage] = json.loads(out.read_text())["stages"]
     assert stage["records"] >= 1000
+    # Typed edges through upsertEdge, some retired, some contradictions left unresolved.
+    loaded = stage["edges_load"]
+    assert loaded["edges"] >= 900 and loaded["retired"] > 0
+    assert loaded["contradicts"] > loaded["resolved"] > 0
+    for read in stage["edges"].values():
+        # Every call ran on the compiled path (the run fails otherwise), against raw.
+        assert read["compiled"] == read["calls"] > 0
+        assert min(read["gateway_p50_ms"]) > 0 and min(read["raw_p50_ms"]) > 0
     for key in ("ingest", "ingest_many"):
         assert min(stage[key]["gateway_records_per_s"]) > 0
 
@@ -104,9 +114,11 @@ def test_bench_runs_on_a_tiny_load(tmp_path: Path) -> None:
     metrics = {r["metric"].split(" ")[0] for r in results["rows"]}
     assert metrics >= {"ingest", "ingestMany", "gather"}
     if shutil.which("node") and shutil.which("npm"):
-        # Against PostGraphile: the four reads, for one and for two gateway workers.
+        # Against PostGraphile: the seven reads (four of records, three of typed edges on
+        # its idiomatic copy), for one and for two gateway workers.
         peer = [r for r in results["rows"] if r["unit"] == "peer"]
-        assert len(peer) == 8, peer
+        assert len(peer) == 14, peer
+        assert any(r["metric"].startswith("related(id)") for r in peer)
         assert all(r["gateway"] > 0 and r["raw"] > 0 for r in peer)
 
 
