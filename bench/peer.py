@@ -70,7 +70,8 @@ RECORDS = (
     "{ records(first: 20) { items { id content properties } pageInfo { hasNextPage endCursor } } }"
 )
 PEER_RECORDS = (
-    '{ allRecords(first: 20, orderBy: [CREATED_AT_ASC, ID_ASC], condition: {lane: "default"}) '
+    "{ allRecords(first: 20, orderBy: [CREATED_AT_ASC, ID_ASC], "
+    'condition: {lane: "default", retiredAt: null}) '
     "{ nodes { id content properties } pageInfo { hasNextPage endCursor } } }"
 )
 RECORDS_COUNT = RECORDS.replace("{ items", "{ totalCount items", 1)
