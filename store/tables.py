@@ -150,7 +150,15 @@ edge_properties = Table(
         "record_id",
         postgresql_where=text("recorded_to IS NULL"),
     ),
-    Index("ix_edge_properties_history", "lane", "label", "value_key", "recorded_from"),
+    # As of T: the memberships held then, in record order from the index alone (0016).
+    Index(
+        "ix_edge_properties_history",
+        "lane",
+        "label",
+        "value_key",
+        "record_id",
+        postgresql_include=["recorded_from", "recorded_to"],
+    ),
     Index("ix_edge_properties_record_id", "record_id"),
 )
 
