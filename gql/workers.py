@@ -6,9 +6,9 @@ import dataclasses
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from gql.app import GatewayApp, create_app
-from gql.feed_hub import FeedOptions
 from gql.settings import Settings
 
 SETTINGS_VARIABLE = "EDGELOOM_SETTINGS"
@@ -27,10 +27,29 @@ def settings_environment(settings: Settings, workers: int) -> dict[str, str]:
     return {SETTINGS_VARIABLE: json.dumps(dataclasses.asdict(prepared), default=str)}
 
 
-def app_from_environment() -> GatewayApp:
-    """The app of one worker of `edgeloom serve --workers N`."""
-    fields = json.loads(os.environ[SETTINGS_VARIABLE])
-    fields["feed"] = FeedOptions(**fields["feed"])
+def settings_from_environment() -> Settings:
+    """The settings `settings_environment` handed to this worker process."""
+    fields = _revived(Settings, json.loads(os.environ[SETTINGS_VARIABLE]))
     if fields["checkpoint_key"] is not None:
         fields["checkpoint_key"] = Path(fields["checkpoint_key"])
-    return create_app(Settings(**fields))
+    return Settings(**fields)
+
+
+def app_from_environment() -> GatewayApp:
+    """The app of one worker of `edgeloom serve --workers N`."""
+    return create_app(settings_from_environment())
+
+
+def _revived(cls: type[Any], values: dict[str, Any]) -> dict[str, Any]:
+    """A settings dataclass's fields from their JSON form: the options nested in it
+    (a dataclass default) as that dataclass again, and tuples as tuples."""
+    fields = dict(values)
+    for f in dataclasses.fields(cls):
+        value, default = fields.get(f.name), f.default
+        if value is None:
+            continue
+        if dataclasses.is_dataclass(default) and not isinstance(default, type):
+            fields[f.name] = type(default)(**_revived(type(default), value))
+        elif isinstance(default, tuple):
+            fields[f.name] = tuple(value)
+    return fields
