@@ -2,7 +2,9 @@
 those intake wrote before, by their ends' records and detector.
 
 Pure: given the edges detected now (ends as files and parts), the record of each end,
-and the live detected edges, it says what to upsert and what to retire. An edge whose
+and the live detected edges, it says what to upsert and what to retire. A file's own
+transaction carries out the plan of the edges from it (`store.intake.run`); the pass
+after every file writes what is left. An edge whose
 end has no record (a refused file) is left out; one whose evidence changed (the link
 moved within its line or file) is upserted again, so it keeps its id and gains a
 version; one no longer detected is retired as a tombstone, never deleted.
@@ -58,6 +60,13 @@ def plan_edges(
     return plan
 
 
+def edge_commands(plan: EdgePlan, kinds: Kinds) -> list[Command[Any]]:
+    """The commands that carry out `plan`: its retirements, then its upserts."""
+    commands = [kinds.retire_edge(gone.id) for gone in plan.retires]
+    commands += [kinds.upsert_edge(new.from_id, new.to_id, new.edge) for new in plan.upserts]
+    return commands
+
+
 async def write_edges(
     detected: Sequence[Edge],
     ids: Mapping[Ref, str],
@@ -70,7 +79,8 @@ async def write_edges(
     writers: int = 8,
 ) -> None:
     """Upsert and retire detected edges, one transaction per file they start from.
-    Edges of records retired in this run were retired with them."""
+    Edges of records retired in this run were retired with them; those the files'
+    own transactions wrote are found live and left as they are."""
     kept = [e for e in live if e.from_id not in retired and e.to_id not in retired]
     plan = plan_edges(detected, ids, kept)
     path_of = {record_id: ref.path for ref, record_id in ids.items()}

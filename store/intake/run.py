@@ -1,11 +1,22 @@
 """One intake run: a folder's files become records, through the one executor.
 
 Intake is one more client of the record commands (ingest, update, retire) and the
-typed-edge commands: each file's record and its parts are decided and written together
-(`Together`), one transaction per file, so a run stopped at any point (Ctrl-C, kill -9)
-leaves every file written whole or not at all and the next run completes the rest. A
-dry run asks each command for its decision and writes nothing, so it reports what a
-run would write, refusals included.
+typed-edge commands. Each file's whole change is one transaction (`Together`): its
+record and parts (new, updated, or retired when the file no longer has them), then, as
+a later step of the same transaction, the retirement of the detected edges that start
+from it and are no longer detected and the upsert of the new ones. A removed file's
+record and parts, with every edge attached to them, are retired in one transaction too.
+So a run stopped at any point (Ctrl-C, kill -9) leaves every file written whole or not
+at all, and the next run completes the rest.
+
+An edge to a record that does not exist when its file is written (a link to a file new
+in this run and not yet written, or to a part such a file is adding) cannot be written
+with it: it is written after every file, in one transaction per file it starts from,
+with the edges that change although their file did not (a link of an unchanged file
+that now resolves, the chain of a directory that gained a file). A run stopped before
+then leaves them to the next, which detects again because the folder's summary was not
+written. A dry run asks each command for its decision and writes nothing, so it
+reports what a run would write, refusals included.
 
 Re-runs are incremental: a file whose size and modified time match its record is not
 read; one whose content hash matches writes nothing; a changed file gets a new version
@@ -35,10 +46,9 @@ from store.intake.detect import (
     links,
     structure_edges,
 )
-from store.intake.edges import write_edges
+from store.intake.edges import edge_commands, plan_edges, write_edges
 from store.intake.parts import Part, split, title_of
 from store.intake.records import (
-    FILE_ID,
     LABELS,
     OFFSET,
     PART,
@@ -57,15 +67,15 @@ from store.intake.records import (
     value,
 )
 from store.intake.report import IntakeReport, Refused
-from store.intake.seams import KINDS, Kinds
+from store.intake.seams import KINDS, Kinds, LiveEdge
 from store.intake.sources import Source
 from store.intake.state import FolderState, folder_state, part_ids, parts_of
-from store.intake.together import Together, Written
+from store.intake.together import RETIRED, Step, Together, Written, joined_locks
 from store.intake.walk import Found, Skipped, Text
 from store.kinds.policy.in_force import PolicyVersion
 from store.kinds.record.commands import Ingest, NewRecord, Update
 from store.kinds.record.model import Record
-from store.ledger.command import Command, Current, Txn
+from store.ledger.command import Command, Current, Locks, Txn
 from store.limits import MAX_BATCH
 from store.reads.snapshot import Reader
 
@@ -146,6 +156,16 @@ class Intake:
     folder_record: Record | None = field(init=False, default=None)
     retired_ids: set[str] = field(init=False, default_factory=set)
     _parts_of: dict[str, tuple[Part, ...]] = field(init=False, default_factory=dict)
+    # With edges to write: the detected edges by the file they start from, the record
+    # of each file and part as known now (those written in this run as they commit),
+    # and the records this run retires (their edges are retired with them).
+    _from: dict[str, list[Edge]] | None = field(init=False, default=None)
+    _ids: dict[Ref, str] = field(init=False, default_factory=dict)
+    _doomed: set[str] = field(init=False, default_factory=set)
+    # Each file's edges upserted and retired with it, once it is written; and those
+    # edges as the files' transactions left them (the reads see the run's start).
+    _edge_counts: dict[str, tuple[int, int]] = field(init=False, default_factory=dict)
+    _wrote: dict[str, tuple[LiveEdge, bool]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.report = IntakeReport(self.lane, self.folder, self.dry_run)
@@ -177,6 +197,8 @@ class Intake:
         folder_id = state.folder_id or await self._new_folder()
         # A dry run of a new folder makes up an id it never writes: it is not reported.
         report.folder_id = state.folder_id if self.dry_run else folder_id
+        if detected is not None:
+            await self._prepare_edges(detected, state, kept, read, moves, gone, removed)
         total, done = len(read) + len(removed), 0
         # Files are written side by side (each in its own transaction; those that only
         # add records share the executor's group commits) and reported in path order.
@@ -189,15 +211,19 @@ class Intake:
                     return None
                 known = state.files.get(path) or moves.get(path)
                 try:
-                    return await self._write_file(read[path], known, folder_id)
+                    outcome = await self._write_file(read[path], known, folder_id)
                 except (PolicyError, StoreError) as exc:
                     return Refused(path, refusal(exc))
                 finally:
                     done += 1
                     self._progress(done, total)
+                # Files written from now on may have edges to this one's records.
+                self._ids.update(refs_of(path, outcome))
+                for edge, holds in self.kinds.edges_written(outcome.results):
+                    self._wrote[edge.id] = (edge, holds)
+                return outcome
 
         outcomes = await asyncio.gather(*(write(path) for path in sorted(read)))
-        written: list[Record] = []
         for path, outcome in zip(sorted(read), outcomes, strict=True):
             known = state.files.get(path) or moves.get(path)
             if outcome is None:
@@ -205,8 +231,10 @@ class Intake:
             if isinstance(outcome, Refused):
                 report.refused.append(outcome)
                 continue
-            report.records_written += outcome.count
-            written += records_in(outcome)
+            report.records_written += outcome.count - outcome.retired
+            upserted, retired = self._edge_counts.get(path, (0, 0))
+            report.edges_written += upserted
+            report.edges_retired += retired
             if known is None:
                 report.created.append(path)
             elif known.meta.path != path:
@@ -216,16 +244,19 @@ class Intake:
         for path in removed:
             if self.stopping():
                 break
-            report.removed.append(path)
-            await self._retire_file(gone[path])
+            try:
+                await self._retire_file(gone[path])
+            except (PolicyError, StoreError) as exc:
+                report.refused.append(Refused(path, refusal(exc)))
+            else:
+                report.removed.append(path)
             done += 1
             self._progress(done, total)
         if self.stopping():
             report.interrupted = True
             return report
         if detected is not None:
-            known_of = {p: k for p in read if (k := state.files.get(p) or moves.get(p))}
-            await self._edges(detected, known_of, kept, read, written)
+            await self._edges(detected, read)
         await self._summarise(state, kept, read)
         return report
 
@@ -320,15 +351,86 @@ class Intake:
             [[self.folder_record]] = written.results
         return folder_id
 
-    async def _edges(
+    async def _prepare_edges(
         self,
         detected: list[Edge],
-        known_of: dict[str, Described],
+        state: FolderState,
         kept: dict[str, Described],
         read: dict[str, Fresh],
-        written: list[Record],
+        moves: dict[str, Described],
+        gone: dict[str, Described],
+        removed: Sequence[str],
     ) -> None:
-        """Make the live detected edges those detected now (when this engine has them)."""
+        """The detected edges by the file they start from, the records of the folder's
+        files and parts as they are before this run writes, and those it will retire."""
+        if not self.kinds.edges:
+            return
+        self._from = {}
+        for edge in detected:
+            self._from.setdefault(edge.source.path, []).append(edge)
+        paths = {d.file_id: p for p, d in kept.items()}
+        self._ids = {Ref(p): d.record.id for p, d in kept.items()}
+        for path in read:
+            known = state.files.get(path) or moves.get(path)
+            if known is not None:
+                paths[known.file_id] = path
+                self._ids[Ref(path)] = known.record.id
+        leaving = {gone[p].file_id for p in removed}
+        self._doomed = {gone[p].record.id for p in removed}
+        retiring = self.kinds.retirement
+        held = await part_ids(self.db, self.lane, [*paths, *leaving])
+        for (of, index), record_id in held.items():
+            where = paths.get(of)
+            shrunk = where in read and index >= len(read[where].parts)
+            if where is None or (retiring and shrunk):
+                self._doomed.add(record_id)
+            else:
+                self._ids[Ref(where, index)] = record_id
+        if not retiring:
+            self._doomed = set()
+
+    async def _edge_step(self, path: str, mine: dict[Ref, str]) -> tuple[tuple[Step, ...], Locks]:
+        """The later step of a file's transaction that makes the live detected edges from
+        it those detected now, and what that step locks of what exists already.
+
+        `mine`: the file's records that exist before its transaction. The step is
+        decided once the file's records are written, with the ids of those it made; an
+        edge to a record that does not exist yet, in another file, is left to the pass
+        after every file. An edge touching a record this run retires is retired with
+        it, never here."""
+        if self._from is None or self.dry_run:
+            return (), Locks()
+        detected = self._from.get(path, [])
+        doomed = self._doomed
+        live = [
+            e
+            for e in await self.kinds.live_edges(self.db, [self.lane], sorted(set(mine.values())))
+            if e.from_id not in doomed and e.to_id not in doomed
+        ]
+        if not detected and not live:
+            return (), Locks()
+        before = {**self._ids, **mine}
+        ahead = [c.locks() for c in edge_commands(plan_edges(detected, before, live), self.kinds)]
+        # An edge with one end the file is making locks its other end now.
+        ends = set()
+        for edge in detected:
+            for end, other in ((edge.source, edge.target), (edge.target, edge.source)):
+                if end.path == path and end not in before and other in before:
+                    ends.add(before[other])
+        ahead.append(Locks(records=tuple(sorted(ends))))
+        kinds, counts = self.kinds, self._edge_counts
+
+        def edges(results: Sequence[Any]) -> Sequence[Command[Any]]:
+            made = dict(refs_of(path, Written(0, list(results))))
+            plan = plan_edges(detected, {**before, **made}, live)
+            counts[path] = (len(plan.upserts), len(plan.retires))
+            return edge_commands(plan, kinds)
+
+        return (edges,), joined_locks(ahead)
+
+    async def _edges(self, detected: list[Edge], read: dict[str, Fresh]) -> None:
+        """After every file: make the live detected edges those detected now (when this
+        engine has them). What the files' own transactions wrote is left as it is."""
         if not self.kinds.edges:
             if detected:
                 self.report.pending.append(
@@ -337,51 +439,36 @@ class Intake:
                 )
             return
         refused = {r.path for r in self.report.refused}
-        ids = await self._ids(known_of, kept, [p for p in read if p not in refused], written)
-        live = await self.kinds.live_edges(self.db, [self.lane], sorted(set(ids.values())))
+        ids = {ref: i for ref, i in self._ids.items() if ref.path not in refused}
+        if self.dry_run:
+            # A dry run names the records it would make by what they would hold.
+            for path in read:
+                if path in refused:
+                    continue
+                ids.setdefault(Ref(path), f"new:{path}")
+                for piece in self._parts_of.get(path, ()):
+                    ids.setdefault(Ref(path, piece.index), f"new:{path}#{piece.index}")
+        found = await self.kinds.live_edges(self.db, [self.lane], sorted(set(ids.values())))
+        live = {e.id: e for e in found}
+        for edge_id, (edge, holds) in self._wrote.items():
+            if holds:
+                live[edge_id] = edge
+            else:
+                live.pop(edge_id, None)
 
         async def write(command: Together) -> object:
             return await self.execute(command)
 
         await write_edges(
-            detected, ids, live, self.retired_ids, self.kinds, write, self.report, self.dry_run
+            detected,
+            ids,
+            sorted(live.values(), key=lambda e: e.id),
+            self.retired_ids,
+            self.kinds,
+            write,
+            self.report,
+            self.dry_run,
         )
-
-    async def _ids(
-        self,
-        known_of: dict[str, Described],
-        kept: dict[str, Described],
-        read: list[str],
-        written: list[Record],
-    ) -> dict[Ref, str]:
-        """The record of each file and part of the folder as it is after this run (a dry
-        run names the records it would make by what they would hold)."""
-        paths = {d.file_id: p for p, d in kept.items()}
-        ids: dict[Ref, str] = {Ref(p): d.record.id for p, d in kept.items()}
-        for path in read:
-            known = known_of.get(path)
-            if known is not None:
-                paths[known.file_id] = path
-                ids[Ref(path)] = known.record.id
-        for record in written:
-            of, where = value(record, FILE_ID), value(record, PATH)
-            if of is not None and where is not None:
-                paths[of] = where
-                ids[Ref(where)] = record.id
-        held = await part_ids(self.db, self.lane, list(paths))
-        for (of, index), record_id in held.items():
-            if record_id not in self.retired_ids:
-                ids[Ref(paths[of], index)] = record_id
-        for record in written:
-            of, number = value(record, FILE_ID), value(record, PART)
-            if of in paths and number is not None:
-                ids[Ref(paths[of], int(number))] = record.id
-        if self.dry_run:
-            for path in read:
-                ids.setdefault(Ref(path), f"new:{path}")
-                for piece in self._parts_of.get(path, ()):
-                    ids.setdefault(Ref(path, piece.index), f"new:{path}#{piece.index}")
-        return ids
 
     async def _summarise(
         self, state: FolderState, kept: dict[str, Described], read: dict[str, Fresh]
@@ -408,36 +495,46 @@ class Intake:
         self.report.records_written += (await self._run(command, {folder.id: folder})).count
 
     async def _write_file(self, f: Fresh, known: Described | None, folder_id: str) -> Written:
-        """A file's record and parts, in one transaction; how many records it writes."""
+        """A file's records and the detected edges from it, in one transaction."""
+        path = f.meta.path
         content = file_content(f.info, len(f.parts), f.links)
-        self._parts_of[f.meta.path] = f.parts
+        self._parts_of[path] = f.parts
         if known is None:
             file_id = new_file_id()
             inputs = [NewRecord(content, f.meta.properties(folder_id, file_id), *self._where)]
             inputs += [self._new_part(file_id, p) for p in f.parts]
-            return await self._run(Together(_ingests(inputs)), {})
+            then, ahead = await self._edge_step(path, {})
+            return await self._run(Together(_ingests(inputs), then, ahead), {})
         file_id = known.file_id
         commands: list[Command[Any]] = [
             Update(known.record.id, content, f.meta.properties(folder_id, file_id))
         ]
         records = {known.record.id: known.record}
+        mine = {Ref(path): known.record.id}
         held = await parts_of(self.db, self.lane, file_id)
         added = []
         for part in f.parts:
             old = held.get(part.index)
             if old is None:
                 added.append(self._new_part(file_id, part))
-            elif old.state.content != part.text or value(old, OFFSET) != str(part.start):
+                continue
+            mine[Ref(path, part.index)] = old.id
+            if old.state.content != part.text or value(old, OFFSET) != str(part.start):
                 props = part_properties(file_id, part.index, part.start)
                 commands.append(Update(old.id, part.text, props))
                 records[old.id] = old
         commands += _ingests(added)
+        # Parts the file no longer has are retired with it, and with them whatever is
+        # attached to them (their typed edges).
         extra = [r for n, r in sorted(held.items()) if n >= len(f.parts)]
-        # Parts the file no longer has go first, each on its own (a retirement takes along
-        # whatever is attached to the records its command locks): a run stopped after
-        # them reads the file again and finishes it.
-        await self._retire(f.meta.path, extra)
-        return await self._run(Together(tuple(commands)), records)
+        retiring = self._retirement(path, extra)
+        if retiring is not None:
+            commands.append(retiring)
+            records |= {r.id: r for r in extra}
+        then, ahead = await self._edge_step(path, mine)
+        written = await self._run(Together(tuple(commands), then, ahead), records)
+        self._retired(extra if retiring is not None else [])
+        return written
 
     @property
     def _where(self) -> tuple[str, str]:
@@ -447,36 +544,57 @@ class Intake:
         props = part_properties(file_id, part.index, part.start)
         return NewRecord(part.text, props, *self._where)
 
-    async def _retire(self, path: str, gone: Sequence[Record]) -> None:
-        """Retire records (and, with each, its typed edges), one command each."""
+    def _retirement(self, path: str, gone: Sequence[Record]) -> Command[Any] | None:
+        """The command retiring these records (and, with them, their typed edges)."""
         if not gone:
-            return
+            return None
         if not self.kinds.retirement:
             self.report.pending.append(
                 f"{len(gone)} records of {path}: this engine cannot retire records yet"
             )
-            return
+            return None
+        reason = f"intake: {path} no longer holds it"
+        return self.kinds.retire_records(tuple(r.id for r in gone), reason)
+
+    def _retired(self, gone: Sequence[Record]) -> None:
         self.report.retired += len(gone)
         self.retired_ids.update(r.id for r in gone)
-        for record in gone:
-            command = self.kinds.retire_record(record.id, f"intake: {path} no longer holds it")
-            if not self.dry_run:
-                await self.execute(command)
 
     async def _retire_file(self, known: Described) -> None:
-        """A removed file: its parts, then its record (so a run stopped between them
-        finds the file removed again and finishes)."""
+        """A removed file: its parts and its record, with every edge attached to them, in
+        one transaction."""
         held = await parts_of(self.db, self.lane, known.file_id)
-        await self._retire(known.meta.path, [*held.values(), known.record])
+        gone = [*held.values(), known.record]
+        command = self._retirement(known.meta.path, gone)
+        if command is None:
+            return
+        if not self.dry_run:
+            await self.execute(command)
+        self._retired(gone)
 
     async def _run(self, command: Together, records: dict[str, Record]) -> Written:
-        """Write `command` (dry: only decide it, as the executor would)."""
+        """Write `command` (dry: only decide its first step, as the executor would)."""
         if not self.dry_run:
             written: Written = await self.execute(command)
             return written
         txn = Txn(self.agent, self.policy, datetime.now(UTC))
         plan = command.decide(txn, Current(records=records, first_writes={}, heads={}))
-        return Written(sum(w.kind == RECORD_KIND for w in plan.writes), [])
+        ours = [w for w in plan.writes if w.kind == RECORD_KIND]
+        return Written(len(ours), [], sum(w.event == RETIRED for w in ours))
+
+
+def refs_of(path: str, written: Written) -> list[tuple[Ref, str]]:
+    """The file and parts a file's transaction wrote (not those it retired), by ref."""
+    found = []
+    for record in records_in(written):
+        if record.retirement is not None:
+            continue
+        part = value(record, PART)
+        if value(record, PATH) is not None:
+            found.append((Ref(path), record.id))
+        elif part is not None and part.isdigit():
+            found.append((Ref(path, int(part)), record.id))
+    return found
 
 
 def records_in(written: Written) -> list[Record]:

@@ -14,7 +14,8 @@ from typing import Any
 
 from store.intake.detect import Edge
 from store.kinds.edge.commands import RetireEdge, UpsertEdge
-from store.kinds.record.retire import RetireRecord
+from store.kinds.edge.model import Edge as TypedEdge
+from store.kinds.record.retire import RetireRecords
 from store.ledger.command import Command
 from store.reads.snapshot import Reader
 from store.reads.statements import Params
@@ -71,6 +72,14 @@ class Kinds:
             for r in rows
         ]
 
+    def edges_written(self, results: Sequence[Any]) -> list[tuple[LiveEdge, bool]]:
+        """The typed edges among a transaction's results, each with whether it holds."""
+        return [
+            (LiveEdge(r.id, r.from_id, r.to_id, r.detector, r.evidence), not r.retired)
+            for r in results
+            if isinstance(r, TypedEdge)
+        ]
+
     def upsert_edge(self, from_id: str, to_id: str, edge: Edge) -> Command[Any]:
         d = edge.detector
         return UpsertEdge(
@@ -88,9 +97,9 @@ class Kinds:
     def retire_edge(self, edge_id: str) -> Command[Any]:
         return RetireEdge(edge_id)
 
-    def retire_record(self, record_id: str, reason: str) -> Command[Any]:
-        # Its typed edges are retired with it, in the same transaction.
-        return RetireRecord(record_id, reason)
+    def retire_records(self, record_ids: tuple[str, ...], reason: str) -> Command[Any]:
+        # Their typed edges are retired with them, in the same transaction.
+        return RetireRecords(record_ids, reason)
 
 
 KINDS = Kinds()

@@ -1,18 +1,30 @@
 """Several commands decided and written as one: one transaction, one guard each.
 
-Intake writes a file's record and its parts together, so that a run stopped at any
-point leaves each file written whole or not at all. Each command keeps its own locks
-and decision (the guard included); this only joins them, through the one executor.
+Intake writes each file's whole change together: its record and parts (new, updated,
+retired) first, then the detected edges that start from it, which need those records
+to exist. The edges are a later step of the same transaction (`Plan.then`): decided
+once the records are appended, on the state they left, so a run stopped at any point
+leaves each file written whole or not at all. Each command keeps its own locks and
+decision (the guard included); this only joins them, through the one executor.
+
+Every lock a later step could wait for is taken by the first (`ahead`), in the one
+order of every lock; a later step locks only those again, and what the steps before it
+wrote.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from store.errors import RetiredRecordError
 from store.ids import RECORD_KIND
 from store.ledger.command import Applied, Command, Current, Locks, Plan, Txn
+
+# A later step: the commands to decide next, from the results of every command before.
+Step = Callable[[Sequence[Any]], Sequence[Command[Any]]]
+RETIRED = "sr_retired"
 
 
 def joined_locks(locks: Sequence[Locks]) -> Locks:
@@ -29,38 +41,120 @@ def joined_locks(locks: Sequence[Locks]) -> Locks:
 
 @dataclass(frozen=True)
 class Written:
-    """What a `Together` wrote: how many new versions of records, and each result."""
+    """What a `Together` wrote: how many new versions of records (`retired` of them
+    retirements), and each command's result, in order, step after step."""
 
     count: int
     results: list[Any]
+    retired: int = 0
 
 
 @dataclass(frozen=True)
 class Together:
-    """Run `commands` in one transaction: all are written, or none. Each record is
-    written by one of them only."""
+    """Run `commands`, then each step of `then` in order, in one transaction: all are
+    written, or none. Each record is written by one command of a step only.
+
+    `ahead`: what the later steps lock among the objects that exist before the
+    transaction (the records an edge joins, the edges it retires, the keys of those
+    it upserts between existing records); the first step takes it with its own."""
 
     commands: tuple[Command[Any], ...]
+    then: tuple[Step, ...] = ()
+    ahead: Locks = Locks()
+
+    def __post_init__(self) -> None:
+        _check_step(self.commands)
+
+    def locks(self) -> Locks:
+        return joined_locks([*(c.locks() for c in self.commands), self.ahead])
+
+    def decide(self, txn: Txn, current: Current) -> Plan[Written]:
+        return _decided(self.commands, txn, current, _Done(), self.then)
+
+
+@dataclass(frozen=True)
+class _Done:
+    """What the steps before wrote."""
+
+    results: tuple[Any, ...] = ()
+    count: int = 0
+    retired: int = 0
+
+
+@dataclass(frozen=True)
+class _Step:
+    """A later step of a `Together`, as the executor runs it."""
+
+    commands: tuple[Command[Any], ...]
+    done: _Done
+    then: tuple[Step, ...]
 
     def locks(self) -> Locks:
         return joined_locks([c.locks() for c in self.commands])
 
     def decide(self, txn: Txn, current: Current) -> Plan[Written]:
-        plans = [c.decide(txn, current) for c in self.commands]
-        writes = [w for plan in plans for w in plan.writes]
-        count = sum(w.kind == RECORD_KIND for w in writes)
+        return _decided(self.commands, txn, current, self.done, self.then)
 
-        def result(applied: Applied) -> Written:
-            # Each command's result sees its own entries (they come in plan order).
-            results, at = [], 0
-            for plan in plans:
-                mine = applied.entries[at : at + len(plan.writes)]
-                at += len(plan.writes)
-                results.append(plan.result(Applied(entries=mine, records=applied.records)))
-            return Written(count, results)
 
-        return Plan(
-            writes,
-            result,
-            tuple(hook for plan in plans for hook in plan.after_commit),
-        )
+def _check_step(commands: Sequence[Command[Any]]) -> None:
+    if sum(bool(c.locks().attached) for c in commands) > 1:
+        # Each would retire, with its records, what is attached to every record locked.
+        raise ValueError("one command of a step may act on what is attached to its records")
+
+
+def _refuse_retired(command: Command[Any], current: Current) -> None:
+    """A command that does not act on retired records is refused one, as it would be on
+    its own (a retirement beside it in the step has the executor hand them over)."""
+    locks = command.locks()
+    if locks.retired:
+        return
+    for ident in locks.records:
+        record = current.records.get(ident)
+        gone = None if record is None else record.retirement
+        if gone is not None:
+            raise RetiredRecordError(ident, gone.at, gone.actor, gone.reason)
+
+
+def _decided(
+    commands: Sequence[Command[Any]],
+    txn: Txn,
+    current: Current,
+    done: _Done,
+    then: tuple[Step, ...],
+) -> Plan[Written]:
+    plans = []
+    for command in commands:
+        _refuse_retired(command, current)
+        plans.append(command.decide(txn, current))
+    writes = [w for plan in plans for w in plan.writes]
+    records = [w for w in writes if w.kind == RECORD_KIND]
+    count = done.count + len(records)
+    retired = done.retired + sum(w.event == RETIRED for w in records)
+
+    def results(applied: Applied) -> tuple[Any, ...]:
+        # Each command's result sees its own entries (they come in plan order).
+        found, at = list(done.results), 0
+        for plan in plans:
+            mine = applied.entries[at : at + len(plan.writes)]
+            at += len(plan.writes)
+            found.append(plan.result(Applied(entries=mine, records=applied.records)))
+        return tuple(found)
+
+    def result(applied: Applied) -> Written:
+        return Written(count, list(results(applied)), retired)
+
+    def following(applied: Applied) -> _Step | None:
+        now = _Done(results(applied), count, retired)
+        for n, step in enumerate(then):
+            commands = tuple(step(now.results))
+            if commands:
+                _check_step(commands)
+                return _Step(commands, now, then[n + 1 :])
+        return None
+
+    return Plan(
+        writes,
+        result,
+        tuple(hook for plan in plans for hook in plan.after_commit),
+        following if then else None,
+    )

@@ -10,7 +10,7 @@ export/import, the runtime role's grants and the feed's event kinds loop over
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -209,9 +209,12 @@ class Kind(Protocol):
         attaches one locks the records it attaches to, so none is added meanwhile."""
         ...
 
-    def retired_with(self, txn: Txn, current: Current, object_id: str) -> Write | None:
-        """The version retiring one of its objects attached to a record that is being
-        retired, in the same transaction (None: it needs none)."""
+    def retired_with(
+        self, txn: Txn, current: Current, object_id: str, records: Collection[str]
+    ) -> Write | None:
+        """The version retiring one of its objects attached to `records`, which are
+        being retired, in the same transaction (None: it needs none, or it is attached
+        to none of them but to another record the transaction locked)."""
         ...
 
 
@@ -233,7 +236,9 @@ class KindDefaults:
     async def attached(self, conn: Conn, record_ids: Sequence[str]) -> list[str]:
         return []
 
-    def retired_with(self, txn: Txn, current: Current, object_id: str) -> Write | None:
+    def retired_with(
+        self, txn: Txn, current: Current, object_id: str, records: Collection[str]
+    ) -> Write | None:
         return None
 
 

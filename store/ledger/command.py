@@ -3,8 +3,11 @@
 A command says what it locks (`Locks`), decides purely from the current state under
 the policy in force (`decide`), and returns a `Plan`: the new versions to append,
 each with the audit events that report it, and how to build its result once they
-are written. `store.ledger.executor.Executor` runs every command the same way; a new
-capability is a new class here, never a second path.
+are written. A plan may name a next step (`Plan.then`): a command decided in the same
+transaction on the state its writes left, so that what needs those writes to exist
+(an edge from a record being made) is written with them, all or nothing.
+`store.ledger.executor.Executor` runs every command the same way; a new capability is
+a new class here, never a second path.
 """
 
 from __future__ import annotations
@@ -189,11 +192,20 @@ class Applied:
 
 @dataclass(frozen=True)
 class Plan(Generic[R]):
-    """A command's decision: writes to append (none: nothing changes) and its result."""
+    """A command's decision: writes to append (none: nothing changes) and its result.
+
+    `then`, given what these writes applied, names the next step: a command that the
+    executor locks, reads for and decides in the same transaction once these writes
+    are appended, so that it sees them (None: there is none, and `result` is the
+    command's result; otherwise the last step's is). A later step may lock only what
+    the first step locked, or objects the transaction wrote: whatever a later step
+    could wait for is locked by the first, in the one order of every lock
+    (`store.ledger.executor`)."""
 
     writes: Sequence[Write]
     result: Callable[[Applied], R]
     after_commit: Sequence[Callable[[], None]] = field(default_factory=tuple)
+    then: Callable[[Applied], Command[R] | None] | None = None
 
 
 class Command(Protocol[R]):

@@ -5,11 +5,17 @@
 2. let the command decide, purely, on the current state under the policy in force
    (its guard decision included);
 3. append the ledger entries, move the projections and append the audit events in
-   one statement; a decision that changes nothing writes nothing.
+   one statement; a decision that changes nothing writes nothing;
+4. if the plan names a next step (`Plan.then`), lock, read and decide it in the same
+   transaction, where it sees what the steps before it wrote, and append its writes;
+   and so on. A later step may lock only what the first step locked or what the
+   transaction wrote (`StepError` otherwise): every lock it could wait for was taken
+   by the first step, in the one order, so steps add no deadlock.
 
 Commands that lock nothing but the shared policy head (new records) take the same
-three steps together, many to a transaction, when they arrive at once
-(`store.ledger.group_commit`).
+steps together, many to a transaction, when they arrive at once
+(`store.ledger.group_commit`); such a command's later steps may name only what its
+earlier steps wrote, and decide on it as written.
 
 A caller cancelled before its COMMIT is sent has written nothing: its transaction
 rolls back. Once COMMIT is sent the caller gets what happened: the result once it
@@ -26,10 +32,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Collection, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
 import asyncpg
@@ -185,6 +198,42 @@ class _HoldersMovedError(StoreError):
         super().__init__("the records carrying that value changed during the call; retry it")
 
 
+class StepError(RuntimeError):
+    """A later step of a command (`Plan.then`) that breaks the rule of steps: the
+    command's fault, never the caller's."""
+
+
+@dataclass
+class _Held:
+    """What one transaction has locked and written so far. A later step may lock only
+    these (`later`), so that it never waits for a lock while holding others taken out
+    of the one order."""
+
+    rows: set[str] = field(default_factory=set)
+    names: set[str] = field(default_factory=set)
+    written: set[str] = field(default_factory=set)
+    later: bool = False
+
+    def take_rows(self, ids: Collection[str]) -> None:
+        if self.later:
+            for i in sorted(ids):
+                if i not in self.rows and i not in self.written:
+                    raise _late(f"record '{i}'")
+        self.rows.update(ids)
+
+    def take(self, name: str, values: Sequence[str]) -> None:
+        if self.later and name not in self.names and self.written.isdisjoint(values):
+            raise _late(repr(name.replace("\x1f", " ")))
+        self.names.add(name)
+
+
+def _late(what: str) -> StepError:
+    return StepError(
+        f"a later step locks {what}, which the command's first step did not lock and its "
+        "transaction did not write: name it in the first step's locks"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Written(Generic[R]):
     """A command's result, and the LSN its transaction committed at or before (None
@@ -251,64 +300,88 @@ class Executor:
         raise AssertionError("unreachable")
 
     async def _run(self, agent: str, command: Command[R]) -> Written[R]:
-        locks = command.locks()
+        hooks: list[Callable[[], None]] = []
+        wrote = False
         async with self.pool.acquire() as conn:
             async with _transaction(conn, self._outcome_timeout):
-                exact = await self._exact_ids(conn, agent, locks.records, locks.retired)
-                carried = await self._carried(conn, exact.values(), locks.carried_by_records)
-                carrying = (*locks.carrying, *carried)
-                holding = await self._holders(conn, carrying)
-                ids = set(exact.values()).union(*holding.values())
-                txn, rows = await self._lock(conn, agent, locks, sorted(ids))
-                # Whoever gains a value must lock one of its holders first (an adjustment
-                # locks the record it adjusts), so once they are all locked the set holds.
-                if carrying and await self._holders(conn, carrying) != holding:
-                    raise _HoldersMovedError()
-                if locks.carried_by_records and not _carries_only(
-                    rows, exact.values(), locks.carried_by_records, set(carried)
-                ):
-                    raise _HoldersMovedError()
-                keys = _resolved_keys(locks, exact)
-                attached = await _attached(conn, locks.attached, sorted(set(exact.values())))
-                named = (*locks.objects, *attached)
-                await _lock_objects(conn, named, keys)
-                keyed = await _key_holders(conn, locks, keys)
-                records = self._readable(txn, exact, rows, locks.retired)
-                holders, hidden = self._held(txn, holding, rows)
-                objects = (*named, *((k[0], i) for k, i in keyed.items()))
-                heads, states = await self._heads(conn, locks.heads, objects)
-                current = Current(
-                    records={**{r.id: r for rs in holders.values() for r in rs}, **records},
-                    first_writes=await self._first_writes(conn, agent, locks.idempotency_keys),
-                    heads=heads,
-                    holders=holders,
-                    hidden_holders=hidden,
-                    states=states,
-                    keyed=keyed,
-                    attached=tuple(attached),
-                )
-                plan = command.decide(txn, current)
-                applied = Applied(entries=(), records={})
-                if plan.writes:
-                    before = {r.id: r for r in current.records.values()}
-                    table_rows, entries, written = build_rows(txn, plan.writes, before)
-                    await append(conn, table_rows)
-                    applied = Applied(entries=entries, records=written)
-                    self._unfolded += _deltas(table_rows)
+                held = _Held()
+                txn, plan, applied = await self._step(conn, agent, command, held, None)
+                hooks += plan.after_commit
+                wrote = bool(plan.writes)
+                held.later = True
+                while plan.then is not None:
+                    following = plan.then(applied)
+                    if following is None:
+                        break
+                    # The same transaction, time and policy: it sees what was written.
+                    _, plan, applied = await self._step(conn, agent, following, held, txn)
+                    hooks += plan.after_commit
+                    wrote = wrote or bool(plan.writes)
             # Committed: a cancellation now stops only the LSN and the fold (the next
             # write folds), and the caller gets its result.
             lsn = None
             with contextlib.suppress(asyncio.CancelledError):
-                lsn = await self._lsn(conn, bool(plan.writes))
+                lsn = await self._lsn(conn, wrote)
                 await self._fold(conn)
-        for hook in plan.after_commit:
+        for hook in hooks:
             hook()
         return Written(plan.result(applied), lsn)
+
+    async def _step(
+        self, conn: Conn, agent: str, command: Command[R], held: _Held, first: Txn | None
+    ) -> tuple[Txn, Plan[R], Applied]:
+        """Lock what `command` names, read it, let it decide and append its writes."""
+        locks = command.locks()
+        exact = await self._exact_ids(conn, agent, locks.records, locks.retired)
+        carried = await self._carried(conn, exact.values(), locks.carried_by_records)
+        carrying = (*locks.carrying, *carried)
+        holding = await self._holders(conn, carrying)
+        ids = set(exact.values()).union(*holding.values())
+        held.take_rows(ids)
+        txn, rows = await self._lock(conn, agent, locks, sorted(ids))
+        txn = txn if first is None else first
+        # Whoever gains a value must lock one of its holders first (an adjustment
+        # locks the record it adjusts), so once they are all locked the set holds.
+        if carrying and await self._holders(conn, carrying) != holding:
+            raise _HoldersMovedError()
+        if locks.carried_by_records and not _carries_only(
+            rows, exact.values(), locks.carried_by_records, set(carried)
+        ):
+            raise _HoldersMovedError()
+        keys = _resolved_keys(locks, exact)
+        attached = await _attached(conn, locks.attached, sorted(set(exact.values())))
+        named = (*locks.objects, *attached)
+        await _lock_objects(conn, named, keys, held)
+        keyed = await _key_holders(conn, locks, keys, held)
+        records = self._readable(txn, exact, rows, locks.retired)
+        holders, hidden = self._held(txn, holding, rows)
+        objects = (*named, *((k[0], i) for k, i in keyed.items()))
+        heads, states = await self._heads(conn, locks.heads, objects)
+        current = Current(
+            records={**{r.id: r for rs in holders.values() for r in rs}, **records},
+            first_writes=await self._first_writes(conn, agent, locks.idempotency_keys),
+            heads=heads,
+            holders=holders,
+            hidden_holders=hidden,
+            states=states,
+            keyed=keyed,
+            attached=tuple(attached),
+        )
+        plan = command.decide(txn, current)
+        applied = Applied(entries=(), records={})
+        if plan.writes:
+            before = {r.id: r for r in current.records.values()}
+            table_rows, entries, written = build_rows(txn, plan.writes, before)
+            await append(conn, table_rows)
+            applied = Applied(entries=entries, records=written)
+            held.written.update(w.object_id for w in plan.writes)
+            self._unfolded += _deltas(table_rows)
+        return txn, plan, applied
 
     async def _write_group(self, group: Sequence[Waiting]) -> Sequence[Waiting]:
         """Commands that lock nothing, decided under one share lock of the policy head and
         appended in one statement; answers each, and returns those past the group's size."""
-        decided: list[tuple[Waiting, Plan[Any], Applied]] = []
+        decided: list[tuple[Waiting, _Decided]] = []
         left: Sequence[Waiting] = ()
         async with self.pool.acquire() as conn:
             async with conn.transaction():
@@ -322,24 +395,23 @@ class Executor:
                         continue
                     txn = replace(shared, agent_name=waiting.agent)
                     try:
-                        plan = waiting.command.decide(txn, _NOTHING_READ)
+                        one = _decided_in_group(txn, waiting.command)
                     except Exception as exc:  # its own refusal; the others go on
                         waiting.fail(exc)
                         continue
-                    table_rows, entries, written = build_rows(txn, plan.writes, {})
-                    rows.extend(table_rows)
+                    rows.extend(one.rows)
                     waiting.decided = True
-                    decided.append((waiting, plan, Applied(entries=entries, records=written)))
+                    decided.append((waiting, one))
                 if rows.entries:
                     await append(conn, rows)
                     self._unfolded += _deltas(rows)
             lsn = await self._lsn(conn, bool(rows.entries))
             await self._fold(conn)
-        for waiting, plan, applied in decided:
+        for waiting, one in decided:
             try:
-                for hook in plan.after_commit:
+                for hook in one.hooks:
                     hook()
-                waiting.succeed(Written(plan.result(applied), lsn))
+                waiting.succeed(Written(one.plan.result(one.applied), lsn))
             except Exception as exc:
                 waiting.fail(exc)
         return left
@@ -489,21 +561,23 @@ def _resolved_keys(locks: Locks, exact: Mapping[str, str]) -> list[Key]:
     ]
 
 
-async def _key_holders(conn: Conn, locks: Locks, keys: Sequence[Key]) -> dict[Key, str]:
+async def _key_holders(
+    conn: Conn, locks: Locks, keys: Sequence[Key], held: _Held
+) -> dict[Key, str]:
     """The objects holding the (locked) keys, by the key as the command gave it; each
     is locked as well, after the keys (nothing locks an object and then its key)."""
     found: dict[Key, str] = {}
     for given, (kind_name, key, values) in zip(locks.keys, keys, strict=True):
-        held = await _kind(kind_name).holder(conn, key, values)
-        if held is not None:
-            found[given] = held
+        holder = await _kind(kind_name).holder(conn, key, values)
+        if holder is not None:
+            found[given] = holder
     if found:
-        await _lock_objects(conn, [(k[0], i) for k, i in found.items()], [])
+        await _lock_objects(conn, [(k[0], i) for k, i in found.items()], [], held)
     return found
 
 
 async def _lock_objects(
-    conn: Conn, objects: Sequence[tuple[str, str]], keys: Sequence[Key]
+    conn: Conn, objects: Sequence[tuple[str, str]], keys: Sequence[Key], held: _Held
 ) -> None:
     """Lock the ledgered objects and unique keys named, each as its kind declares."""
     if not objects and not keys:
@@ -516,12 +590,74 @@ async def _lock_objects(
                 f"'{object_id}' is no {kind_name} id: those start with '{kind.prefix}'"
             )
         names.append(f"{kind_name}\x1f{object_id}")
+        held.take(names[-1], (object_id,))
     for kind_name, key, values in keys:
         fields = _kind(kind_name).unique_keys.get(key)
         if fields is None or len(fields) != len(values):
             raise InvalidInputError(f"{kind_name} declares no unique key {key} of {len(values)}")
         names.append("\x1f".join((kind_name, key, *values)))
+        held.take(names[-1], values)
     await conn.execute(LOCK_OBJECTS, names)
+
+
+@dataclass(frozen=True)
+class _Decided:
+    """A command of a group as decided, every step of it: the rows it appends, its
+    last step's plan and what that applied, and every step's hooks."""
+
+    rows: Rows
+    plan: Plan[Any]
+    applied: Applied
+    hooks: tuple[Callable[[], None], ...]
+
+
+def _decided_in_group(txn: Txn, command: Command[Any]) -> _Decided:
+    """A command that locks nothing, decided on nothing read; each later step of it on
+    what its earlier steps wrote, as they wrote it (nothing else may a later step
+    name: its first step locked nothing)."""
+    plan = command.decide(txn, _NOTHING_READ)
+    rows, entries, written = build_rows(txn, plan.writes, {})
+    made = dict(written)
+    objects = {w.object_id for w in plan.writes}
+    kinds_written = {w.kind for w in plan.writes}
+    applied = Applied(entries=entries, records=written)
+    hooks = list(plan.after_commit)
+    while plan.then is not None:
+        following = plan.then(applied)
+        if following is None:
+            break
+        plan = following.decide(txn, _on_written(following.locks(), made, objects, kinds_written))
+        if any(w.object_id in objects for w in plan.writes):
+            raise StepError(
+                "a later step of a command written in a group writes an object an earlier "
+                "step wrote: one append holds one version of each object"
+            )
+        more, entries, written = build_rows(txn, plan.writes, made)
+        rows.extend(more)
+        made |= written
+        objects |= {w.object_id for w in plan.writes}
+        kinds_written |= {w.kind for w in plan.writes}
+        applied = Applied(entries=entries, records=written)
+        hooks += plan.after_commit
+    return _Decided(rows, plan, applied, tuple(hooks))
+
+
+def _on_written(
+    locks: Locks, made: Mapping[str, Record], objects: Collection[str], kinds_written: set[str]
+) -> Current:
+    """What a later step of a group's command decides on: the records its earlier steps
+    made. A key it names holds one of their ids, and no object of the key's kind was
+    written yet, so nothing holds it."""
+    others = replace(locks, records=(), keys=())
+    if others != _NOTHING_LOCKED:
+        raise _late("more than the records its earlier steps wrote and their keys")
+    for ident in locks.records:
+        if ident not in made:
+            raise _late(f"record '{ident}'")
+    for kind_name, key, values in locks.keys:
+        if kind_name in kinds_written or not any(v in objects for v in values):
+            raise _late(f"the {kind_name} key {key} of {list(values)}")
+    return Current(records={i: made[i] for i in locks.records}, first_writes={}, heads={})
 
 
 async def _attached(

@@ -8,7 +8,7 @@ nothing writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -292,16 +292,19 @@ class RetireEdge:
         return Plan((_write(edge.id, "edge_retired", before, state, head),), _written)
 
 
-def retired_with_record(txn: Txn, current: Current, edge_id: str) -> Write | None:
-    """The version retiring a live edge because a record it joins is retired, in that
-    command's transaction (None: it is retired already). It stops holding now (or at its
-    validAt, if that is later); the record's retirement is what is decided, so neither
-    end's lane is asked again. Restoring the record leaves it retired."""
+def retired_with_record(
+    txn: Txn, current: Current, edge_id: str, records: Collection[str]
+) -> Write | None:
+    """The version retiring a live edge because a record it joins, one of `records`, is
+    retired, in that command's transaction (None: it is retired already, or joins none
+    of them). It stops holding now (or at its validAt, if that is later); the record's
+    retirement is what is decided, so neither end's lane is asked again. Restoring the
+    record leaves it retired."""
     found = _current(current, edge_id)
     if found is None:
         return None
     edge = _edge(edge_id, *found)
-    if edge.retired:
+    if edge.retired or (edge.from_id not in records and edge.to_id not in records):
         return None
     until = max(txn.at, edge.valid_at)
     fields = {k: getattr(edge, k) for k in _STATE} | {"invalid_at": until, "expired_at": txn.at}

@@ -22,7 +22,7 @@ an upsert locks it (`Locks.keys`), so two upserts of one key make one edge.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,10 +109,12 @@ class EdgeKind(KindDefaults):
             return f"ledger event '{entry.event}' is no edge event"
         return Shared(s["from_id"], s["lane"], previous), [Implied(entry.event, payload)]
 
-    def retired_with(self, txn: Txn, current: Current, object_id: str) -> Write | None:
+    def retired_with(
+        self, txn: Txn, current: Current, object_id: str, records: Collection[str]
+    ) -> Write | None:
         from store.kinds.edge.commands import retired_with_record
 
-        return retired_with_record(txn, current, object_id)
+        return retired_with_record(txn, current, object_id, records)
 
     async def attached(self, conn: Conn, record_ids: Sequence[str]) -> list[str]:
         rows = await conn.fetch(_ATTACHED, list(record_ids))

@@ -13,6 +13,7 @@ transaction; restoring it leaves them retired.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
 from policies.guard import ObjectChange, decide_object
@@ -28,17 +29,47 @@ MAX_REASON_CHARS = 10_000
 ASSERTED_LABELS = (CONNECT, GROUP, ADJUSTMENT)
 
 
-def retired_with(txn: Txn, current: Current) -> list[Write]:
-    """The writes that retire, in the same transaction, what is attached to the record
-    being retired (its typed edges), each as its kind says. Restoring a record leaves
-    them retired."""
+def retired_with(txn: Txn, current: Current, records: Collection[str]) -> list[Write]:
+    """The writes that retire, in the same transaction, what is attached to the records
+    being retired (their typed edges), each as its kind says, once each. Restoring a
+    record leaves them retired."""
     writes = []
     for kind_name, object_id in current.attached:
         kind = kind_of(kind_name)
-        write = None if kind is None else kind.retired_with(txn, current, object_id)
+        write = None if kind is None else kind.retired_with(txn, current, object_id, records)
         if write is not None:
             writes.append(write)
     return writes
+
+
+def _check_reason(reason: str | None) -> None:
+    if reason is not None:
+        if len(reason) > MAX_REASON_CHARS:
+            raise InvalidInputError(
+                f"reason is {len(reason)} characters; at most {MAX_REASON_CHARS} are allowed",
+                allowed=MAX_REASON_CHARS,
+            )
+        check_storable(reason)
+
+
+def _retired(txn: Txn, current: Current, idents: Sequence[str], reason: str | None) -> list[Write]:
+    """The tombstones of the records named, then what is attached to them."""
+    writes = []
+    for ident in idents:
+        record = current.record(ident)
+        decide_object(txn.rules, txn.agent, ObjectChange(RECORD_KIND, record.id, record.lane))
+        gone = record.retirement
+        if gone is not None:
+            raise AlreadyRetiredError(record.id, gone.at, gone.actor, gone.reason)
+        state = replace(record.state, retired=Retired(reason))
+        event = Event("sr_retired", {"reason": reason})
+        writes.append(next_version(record, state, "sr_retired", [event]))
+    return writes + retired_with(txn, current, {current.record(i).id for i in idents})
+
+
+def _attached_kinds() -> tuple[str, ...]:
+    # What every kind attaches to a record (typed edges) is retired with it.
+    return tuple(kind.name for kind in kinds())
 
 
 @dataclass(frozen=True)
@@ -49,31 +80,37 @@ class RetireRecord:
     reason: str | None = None
 
     def __post_init__(self) -> None:
-        if self.reason is not None:
-            if len(self.reason) > MAX_REASON_CHARS:
-                raise InvalidInputError(
-                    f"reason is {len(self.reason)} characters; at most {MAX_REASON_CHARS} "
-                    "are allowed",
-                    allowed=MAX_REASON_CHARS,
-                )
-            check_storable(self.reason)
+        _check_reason(self.reason)
 
     def locks(self) -> Locks:
-        # What every kind attaches to the record (typed edges) is retired with it.
-        attached = tuple(kind.name for kind in kinds())
-        return Locks(records=(self.record_id,), retired=True, attached=attached)
+        return Locks(records=(self.record_id,), retired=True, attached=_attached_kinds())
 
     def decide(self, txn: Txn, current: Current) -> Plan[Record]:
-        record = current.record(self.record_id)
-        decide_object(txn.rules, txn.agent, ObjectChange(RECORD_KIND, record.id, record.lane))
-        gone = record.retirement
-        if gone is not None:
-            raise AlreadyRetiredError(record.id, gone.at, gone.actor, gone.reason)
-        state = replace(record.state, retired=Retired(self.reason))
-        event = Event("sr_retired", {"reason": self.reason})
-        writes = [next_version(record, state, "sr_retired", [event])]
-        writes += retired_with(txn, current)
-        return Plan(writes, lambda applied: applied.records[record.id])
+        writes = _retired(txn, current, (self.record_id,), self.reason)
+        record_id = writes[0].object_id
+        return Plan(writes, lambda applied: applied.records[record_id])
+
+
+@dataclass(frozen=True)
+class RetireRecords:
+    """Retire several records, all or none, for one reason: each a tombstone version
+    with its `sr_retired` event, and what is attached to any of them retired once."""
+
+    record_ids: tuple[str, ...]
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if len(set(self.record_ids)) != len(self.record_ids):
+            raise InvalidInputError("each record may be named once")
+        _check_reason(self.reason)
+
+    def locks(self) -> Locks:
+        return Locks(records=self.record_ids, retired=True, attached=_attached_kinds())
+
+    def decide(self, txn: Txn, current: Current) -> Plan[list[Record]]:
+        writes = _retired(txn, current, self.record_ids, self.reason)
+        ids = [w.object_id for w in writes[: len(self.record_ids)]]
+        return Plan(writes, lambda applied: [applied.records[i] for i in ids])
 
 
 @dataclass(frozen=True)
