@@ -42,6 +42,7 @@ from store.intake.detect import (
     Link,
     Ref,
     Resolver,
+    Unresolved,
     link_edges,
     links,
     structure_edges,
@@ -162,6 +163,11 @@ class Intake:
     _from: dict[str, list[Edge]] | None = field(init=False, default=None)
     _ids: dict[Ref, str] = field(init=False, default_factory=dict)
     _doomed: set[str] = field(init=False, default_factory=set)
+    # The files left as they were and those read that had records, and every record of
+    # theirs before this run: what a refused file still is.
+    _kept: dict[str, Described] = field(init=False, default_factory=dict)
+    _known: dict[str, Described] = field(init=False, default_factory=dict)
+    _before: dict[Ref, str] = field(init=False, default_factory=dict)
     # Each file's edges upserted and retired with it, once it is written; and those
     # edges as the files' transactions left them (the reads see the run's start).
     _edge_counts: dict[str, tuple[int, int]] = field(init=False, default_factory=dict)
@@ -318,19 +324,8 @@ class Intake:
 
     def _detect(self, kept: dict[str, Described], read: dict[str, Fresh]) -> list[Edge]:
         """Every edge the folder states or implies now; unresolved links reported."""
-        infos = [d.info for d in kept.values()] + [f.info for f in read.values()]
-        resolver = Resolver(infos)
-        edges: list[Edge] = []
-        counts: dict[str, int] = {}
-        for path in sorted({*kept, *read}):
-            if path in read:
-                stated, counts[path] = read[path].links, len(read[path].parts)
-            else:
-                stated, counts[path] = kept[path].links, kept[path].parts
-            found, unresolved = link_edges(path, stated, resolver)
-            edges += found
-            self.report.unresolved += unresolved
-        edges += structure_edges(counts)
+        edges, unresolved = detect(kept, read)
+        self.report.unresolved += unresolved
         self.report.edges.update(e.detector.id for e in edges)
         return edges
 
@@ -369,12 +364,14 @@ class Intake:
         for edge in detected:
             self._from.setdefault(edge.source.path, []).append(edge)
         paths = {d.file_id: p for p, d in kept.items()}
+        self._kept = kept
         self._ids = {Ref(p): d.record.id for p, d in kept.items()}
         for path in read:
             known = state.files.get(path) or moves.get(path)
             if known is not None:
                 paths[known.file_id] = path
                 self._ids[Ref(path)] = known.record.id
+                self._known[path] = known
         leaving = {gone[p].file_id for p in removed}
         self._doomed = {gone[p].record.id for p in removed}
         retiring = self.kinds.retirement
@@ -382,10 +379,13 @@ class Intake:
         for (of, index), record_id in held.items():
             where = paths.get(of)
             shrunk = where in read and index >= len(read[where].parts)
+            if where is not None:
+                self._before[Ref(where, index)] = record_id
             if where is None or (retiring and shrunk):
                 self._doomed.add(record_id)
             else:
                 self._ids[Ref(where, index)] = record_id
+        self._before |= {r: i for r, i in self._ids.items() if r.part is None}
         if not retiring:
             self._doomed = set()
 
@@ -440,6 +440,13 @@ class Intake:
             return
         refused = {r.path for r in self.report.refused}
         ids = {ref: i for ref, i in self._ids.items() if ref.path not in refused}
+        # A file refused is as it was: one still at its path keeps its records, and the
+        # edges from and to them are those it had (a new or moved one has none here).
+        held = {p: d for p in refused if (d := self._known.get(p)) and d.meta.path == p}
+        if held:
+            read = {p: f for p, f in read.items() if p not in refused}
+            detected, _ = detect({**self._kept, **held}, read)
+            ids |= {ref: i for ref, i in self._before.items() if ref.path in held}
         if self.dry_run:
             # A dry run names the records it would make by what they would hold.
             for path in read:
@@ -581,6 +588,27 @@ class Intake:
         plan = command.decide(txn, Current(records=records, first_writes={}, heads={}))
         ours = [w for w in plan.writes if w.kind == RECORD_KIND]
         return Written(len(ours), [], sum(w.event == RETIRED for w in ours))
+
+
+def detect(
+    kept: dict[str, Described], read: dict[str, Fresh]
+) -> tuple[list[Edge], list[Unresolved]]:
+    """Every edge the folder states or implies, and the links that resolve to none."""
+    infos = [d.info for d in kept.values()] + [f.info for f in read.values()]
+    resolver = Resolver(infos)
+    edges: list[Edge] = []
+    missing: list[Unresolved] = []
+    counts: dict[str, int] = {}
+    for path in sorted({*kept, *read}):
+        if path in read:
+            stated, counts[path] = read[path].links, len(read[path].parts)
+        else:
+            stated, counts[path] = kept[path].links, kept[path].parts
+        found, unresolved = link_edges(path, stated, resolver)
+        edges += found
+        missing += unresolved
+    edges += structure_edges(counts)
+    return edges, missing
 
 
 def refs_of(path: str, written: Written) -> list[tuple[Ref, str]]:

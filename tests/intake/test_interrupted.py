@@ -32,12 +32,19 @@ def many(root: Path) -> Path:
 
 
 async def whole_files(url: str) -> Counter[str]:
-    """Each file record's path, checking that it has every part its record names."""
-    async with sql(url) as conn:
-        rows = await conn.fetch("SELECT content, properties FROM records WHERE lane = 'notes'")
+    """Each file record's path, checking that it has every part its record names and
+    the edges between them (the sequence of its parts): its records and its edges are
+    written in one transaction."""
+    # One snapshot for both reads: a file written between them would seem half written.
+    async with sql(url) as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+        rows = await conn.fetch("SELECT id, content, properties FROM records WHERE lane = 'notes'")
+        edges = await conn.fetch(
+            "SELECT from_id, to_id FROM edges WHERE detector = 'sequence@1' AND expired_at IS NULL"
+        )
     files: dict[str, tuple[str, int]] = {}
     parts: Counter[str] = Counter()
     paths: Counter[str] = Counter()
+    of: dict[str, str] = {}
     for row in rows:
         props = dict(json.loads(row["properties"]))
         held = json.loads(row["properties"])
@@ -46,8 +53,14 @@ async def whole_files(url: str) -> Counter[str]:
             paths[props["path"]] += 1
         elif "file_id" in props:
             parts[props["file_id"]] += 1
+            of[row["id"]] = props["file_id"]
+    chained: Counter[str] = Counter()
+    for edge in edges:
+        if edge["from_id"] in of and of[edge["from_id"]] == of.get(edge["to_id"]):
+            chained[of[edge["from_id"]]] += 1
     for file_id, (path, count) in files.items():
         assert parts[file_id] == count, f"{path}: {parts[file_id]} of {count} parts written"
+        assert chained[file_id] == count - 1, f"{path}: {chained[file_id]} of its part edges"
     assert sum(parts.values()) == sum(c for _, c in files.values()), "parts without a file"
     return paths
 
