@@ -18,8 +18,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from policies.errors import PolicyError
+from store.errors import StoreError
 from store.intake.detect import Edge, Ref
-from store.intake.report import IntakeReport
+from store.intake.report import IntakeReport, Refused, refusal
 from store.intake.seams import Kinds, LiveEdge
 from store.intake.together import Together
 from store.ledger.command import Command
@@ -84,20 +86,27 @@ async def write_edges(
     kept = [e for e in live if e.from_id not in retired and e.to_id not in retired]
     plan = plan_edges(detected, ids, kept)
     path_of = {record_id: ref.path for ref, record_id in ids.items()}
-    by_file: dict[str, list[Command[Any]]] = defaultdict(list)
+    by_file: dict[str, EdgePlan] = defaultdict(EdgePlan)
     for gone in plan.retires:
-        by_file[path_of.get(gone.from_id, "")].append(kinds.retire_edge(gone.id))
+        by_file[path_of.get(gone.from_id, "")].retires.append(gone)
     for new in plan.upserts:
-        by_file[new.edge.source.path].append(kinds.upsert_edge(new.from_id, new.to_id, new.edge))
-    report.edges_written += len(plan.upserts)
-    report.edges_retired += len(plan.retires)
-    if dry_run:
-        return
+        by_file[new.edge.source.path].upserts.append(new)
     # Side by side, as the files are: each command locks its records in the one order.
     gate = asyncio.Semaphore(writers)
 
     async def one(path: str) -> None:
-        async with gate:
-            await write(Together(tuple(by_file[path])))
+        mine = by_file[path]
+        if not dry_run:
+            async with gate:
+                try:
+                    await write(Together(tuple(edge_commands(mine, kinds))))
+                except (PolicyError, StoreError) as exc:
+                    # Its file stays written; the next run detects again and writes them.
+                    why = f"its edges after every file were not written: {refusal(exc)}"
+                    report.refused.append(Refused(path, why))
+                    return
+        report.edges_written += len(mine.upserts)
+        report.edges_retired += len(mine.retires)
 
     await asyncio.gather(*(one(path) for path in sorted(by_file)))
+    report.refused.sort(key=lambda r: r.path)

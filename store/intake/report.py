@@ -5,8 +5,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from store.errors import BatchItemError
 from store.intake.detect import DETECTORS, Unresolved
 from store.intake.walk import Skipped
+
+
+def refusal(exc: Exception) -> str:
+    """What a refusal says (of a batch's item, the item's own)."""
+    cause = exc.cause if isinstance(exc, BatchItemError) else exc
+    return str(getattr(cause, "message", cause))
 
 
 @dataclass(frozen=True)

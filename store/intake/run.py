@@ -9,12 +9,13 @@ record and parts, with every edge attached to them, are retired in one transacti
 So a run stopped at any point (Ctrl-C, kill -9) leaves every file written whole or not
 at all, and the next run completes the rest.
 
-An edge to a record that does not exist when its file is written (a link to a file new
-in this run and not yet written, or to a part such a file is adding) cannot be written
-with it: it is written after every file, in one transaction per file it starts from,
-with the edges that change although their file did not (a link of an unchanged file
-that now resolves, the chain of a directory that gained a file). A run stopped before
-then leaves them to the next, which detects again because the folder's summary was not
+A new file's edges to other files, and an edge to a record that does not exist when
+its file is written (a part another changed file is adding), are written after every
+file instead, in one transaction per file they start from, with the edges that change
+although their file did not (a link of an unchanged file that now resolves, the chain
+of a directory that gained a file): a new file's transaction then locks nothing that
+exists, so new files share the executor's group commits. A run stopped before then
+leaves them to the next, which detects again because the folder's summary was not
 written. A dry run asks each command for its decision and writes nothing, so it
 reports what a run would write, refusals included.
 
@@ -34,7 +35,7 @@ from typing import Any
 
 from policies.errors import LaneForbiddenError, PolicyError
 from policies.model import Policy
-from store.errors import BatchItemError, StoreError
+from store.errors import StoreError
 from store.ids import RECORD_KIND
 from store.intake.detect import (
     Edge,
@@ -67,7 +68,7 @@ from store.intake.records import (
     summary_of,
     value,
 )
-from store.intake.report import IntakeReport, Refused
+from store.intake.report import IntakeReport, Refused, refusal
 from store.intake.seams import KINDS, Kinds, LiveEdge
 from store.intake.sources import Source
 from store.intake.state import FolderState, folder_state, part_ids, parts_of
@@ -122,11 +123,6 @@ def source_type_for(policy: Policy, lane: str) -> str:
         if allowed.issuperset(LABELS):
             return name
     return DEFAULT_SOURCE_TYPE
-
-
-def refusal(exc: Exception) -> str:
-    cause = exc.cause if isinstance(exc, BatchItemError) else exc
-    return str(getattr(cause, "message", cause))
 
 
 def _same_stat(meta: FileMeta, found: Found) -> bool:
@@ -396,11 +392,15 @@ class Intake:
         `mine`: the file's records that exist before its transaction. The step is
         decided once the file's records are written, with the ids of those it made; an
         edge to a record that does not exist yet, in another file, is left to the pass
-        after every file. An edge touching a record this run retires is retired with
-        it, never here."""
+        after every file. So are a new file's edges to other files: its transaction
+        then locks nothing that exists, so new files are still written in group commits
+        (a first intake's speed). An edge touching a record this run retires is retired
+        with it, never here."""
         if self._from is None or self.dry_run:
             return (), Locks()
         detected = self._from.get(path, [])
+        if not mine:
+            detected = [e for e in detected if e.target.path == path]
         doomed = self._doomed
         live = [
             e
