@@ -193,6 +193,7 @@ async def test_health_answers_while_documents_over_the_field_limit_arrive(crm: G
         return slowest
 
     results = await asyncio.gather(health(), *(oversized(n) for n in range(4)))
-    # Validating each (as before) held the event loop for seconds per request.
-    assert results[0] < 1.0, results[0]
+    # Validating each (as before) held the event loop for seconds per request, so a health
+    # check behind the four waited several seconds; a loaded machine alone has taken 1.1 s.
+    assert results[0] < 2.0, results[0]
     assert slowest_refusal < 5.0, slowest_refusal
