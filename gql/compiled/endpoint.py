@@ -48,6 +48,7 @@ from gql.session import Services, Session
 from policies.errors import UnknownAgentError
 from store.errors import NoPolicyError, ResponseTooLargeError, StoreError
 from store.reads.compiled_sql import NotCompilable
+from store.reads.replicas import fetchrow_once
 
 log = logging.getLogger("edgeloom.compiled")
 
@@ -211,10 +212,10 @@ class CompiledPath:
             # On a standby when one may serve it, else (or when it fails) the primary;
             # a connection whose statement failed half-way is not reused.
             replicas = services.replicas
-            if replicas is not None and replicas.enabled:
+            if replicas is not None:
                 row = await replicas.fetchrow(session.freshness, text, *args)
             else:
-                row = await _fetchrow(services, text, args)
+                row = await fetchrow_once(services.pool, text, args)
         except (asyncpg.PostgresError, OSError, asyncpg.InterfaceError):
             # The ordinary path runs the same reads and reports the failure its way.
             log.warning("compiled read failed; answered the ordinary way", exc_info=True)
@@ -247,17 +248,6 @@ class CompiledPath:
         else:
             body = lsn.in_body(write.answer(written), lsn.written(request))
         return over_http.answer(request, body)
-
-
-async def _fetchrow(services: Services, text: str, args: Sequence[Any]) -> Any:
-    async with services.pool.acquire() as conn:
-        try:
-            return await conn.fetchrow(text, *args)
-        except (asyncpg.PostgresError, OSError, asyncpg.InterfaceError):
-            # A statement that failed half-way may leave the connection inside an
-            # implicit transaction: it does not go back to the pool as it is.
-            conn.terminate()
-            raise
 
 
 def _refusal(error: StoreError) -> bytes:

@@ -265,17 +265,19 @@ class Replicas:
         """One statement on the chosen server; a standby's failure is answered by the
         primary. A statement that fails half-way leaves its connection unused (it may be
         inside an implicit transaction)."""
+        if not self.standbys:
+            return await fetchrow_once(self.primary, query, args)  # no routing step
         route = await self.route(freshness)
         if route.standby is not None:
             try:
-                row = await _fetchrow(route.pool, query, args)
+                row = await fetchrow_once(route.pool, query, args)
             except STANDBY_FAILURES as exc:
                 self.failed(route.standby, exc)
                 route = self.on_primary()
             else:
                 self.answered(route)
                 return row
-        row = await _fetchrow(route.pool, query, args)
+        row = await fetchrow_once(route.pool, query, args)
         self.answered(route)
         return row
 
@@ -287,7 +289,9 @@ class Replicas:
                 await task
 
 
-async def _fetchrow(pool: Pool, query: str, args: Sequence[Any]) -> Any:
+async def fetchrow_once(pool: Pool, query: str, args: Sequence[Any]) -> Any:
+    """One statement on a connection of `pool`; one whose statement failed half-way may be
+    left inside an implicit transaction, so it does not go back to the pool as it is."""
     async with pool.acquire() as conn:
         try:
             return await conn.fetchrow(query, *args)
