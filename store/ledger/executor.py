@@ -338,8 +338,7 @@ class Executor:
         holding = await self._holders(conn, carrying)
         ids = set(exact.values()).union(*holding.values())
         held.take_rows(ids)
-        txn, rows = await self._lock(conn, agent, locks, sorted(ids))
-        txn = txn if first is None else first
+        txn, rows = await self._lock(conn, agent, locks, sorted(ids), first)
         # Whoever gains a value must lock one of its holders first (an adjustment
         # locks the record it adjusts), so once they are all locked the set holds.
         if carrying and await self._holders(conn, carrying) != holding:
@@ -452,8 +451,10 @@ class Executor:
         return {ident: full.get(c, c) for ident, c in cleaned.items()}
 
     async def _lock(
-        self, conn: Conn, agent: str, locks: Locks, ids: list[str]
+        self, conn: Conn, agent: str, locks: Locks, ids: list[str], first: Txn | None = None
     ) -> tuple[Txn, list[asyncpg.Record]]:
+        """Lock the policy head and `ids`; the transaction's time and policy, read by its
+        first step (`first`: a later step's, which keeps them)."""
         if ids:
             statement = LOCK_EXCLUSIVE if locks.policy_exclusive else LOCK_SHARED
             rows = await conn.fetch(statement, ids)
@@ -462,6 +463,8 @@ class Executor:
             statement = LOCK_HEAD_EXCLUSIVE if locks.policy_exclusive else LOCK_HEAD_SHARED
             rows = await conn.fetch(statement)
             locked = []
+        if first is not None:
+            return first, locked
         head, now = rows[0]["policy_head"], rows[0]["now"]
         if head == 0 and not locks.policy_exclusive:
             raise NoPolicyError()
