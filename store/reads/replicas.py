@@ -165,6 +165,8 @@ class Replicas:
 
     async def route(self, freshness: Freshness | None = None) -> Route:
         """The pool a read runs on."""
+        if not self.standbys:
+            return Route(self.primary)  # no routing step
         return await self._choose(freshness or Freshness())
 
     def on_primary(self) -> Route:
@@ -265,8 +267,6 @@ class Replicas:
         """One statement on the chosen server; a standby's failure is answered by the
         primary. A statement that fails half-way leaves its connection unused (it may be
         inside an implicit transaction)."""
-        if not self.standbys:
-            return await fetchrow_once(self.primary, query, args)  # no routing step
         route = await self.route(freshness)
         if route.standby is not None:
             try:

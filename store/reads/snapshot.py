@@ -69,12 +69,7 @@ class Snapshot:
 
     async def _connection(self) -> Any:
         if self._conn is None:
-            replicas = self._replicas
-            route = (
-                await replicas.route(self._freshness)
-                if replicas.enabled
-                else Route(replicas.primary)
-            )
+            route = await self._replicas.route(self._freshness)
             try:
                 self._conn = await self._begin(route)
             except STANDBY_FAILURES as exc:
