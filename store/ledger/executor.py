@@ -1,7 +1,9 @@
 """The one way anything is written: every command runs through `Executor.execute`.
 
 1. begin; share-lock the policy head (exclusively for a policy change) and lock
-   every record the command names, in sorted id order, in one statement;
+   every record the command names, in sorted id order, in one statement; then the
+   unique keys it names, then every other object it names or finds holding a key,
+   each round sorted: one order for every command;
 2. let the command decide, purely, on the current state under the policy in force
    (its guard decision included);
 3. append the ledger entries, move the projections and append the audit events in
@@ -350,11 +352,15 @@ class Executor:
         keys = _resolved_keys(locks, exact)
         attached = await _attached(conn, locks.attached, sorted(set(exact.values())))
         named = (*locks.objects, *attached)
-        await _lock_objects(conn, named, keys, held)
-        keyed = await _key_holders(conn, locks, keys, held)
+        # Keys before objects, each round in sorted order: an object found holding a
+        # key is locked with the objects named, so no command locks an object and then
+        # a key another command took before that object.
+        await _lock_objects(conn, (), keys, held)
+        keyed = await _key_holders(conn, locks, keys)
+        objects = (*named, *((k[0], i) for k, i in keyed.items()))
+        await _lock_objects(conn, objects, (), held)
         records = self._readable(txn, exact, rows, locks.retired)
         holders, hidden = self._held(txn, holding, rows)
-        objects = (*named, *((k[0], i) for k, i in keyed.items()))
         heads, states = await self._heads(conn, locks.heads, objects)
         current = Current(
             records={**{r.id: r for rs in holders.values() for r in rs}, **records},
@@ -564,18 +570,13 @@ def _resolved_keys(locks: Locks, exact: Mapping[str, str]) -> list[Key]:
     ]
 
 
-async def _key_holders(
-    conn: Conn, locks: Locks, keys: Sequence[Key], held: _Held
-) -> dict[Key, str]:
-    """The objects holding the (locked) keys, by the key as the command gave it; each
-    is locked as well, after the keys (nothing locks an object and then its key)."""
+async def _key_holders(conn: Conn, locks: Locks, keys: Sequence[Key]) -> dict[Key, str]:
+    """The objects holding the (locked) keys, by the key as the command gave it."""
     found: dict[Key, str] = {}
     for given, (kind_name, key, values) in zip(locks.keys, keys, strict=True):
         holder = await _kind(kind_name).holder(conn, key, values)
         if holder is not None:
             found[given] = holder
-    if found:
-        await _lock_objects(conn, [(k[0], i) for k, i in found.items()], [], held)
     return found
 
 

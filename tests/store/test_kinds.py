@@ -283,3 +283,37 @@ async def test_a_command_waits_for_its_object_and_its_unique_key(
         assert not write.done()
         await transaction.rollback()
         assert await asyncio.wait_for(write, 10) == 1
+
+
+async def test_a_command_takes_its_keys_before_its_objects(
+    note_kind: None, databases: Databases
+) -> None:
+    """Keys first, then objects, each in sorted order: a command that finds an object
+    holding a key it locked takes that object after the key, so a command naming both
+    must take them in the same order, whatever their locks' hashes say."""
+    url = await notes_database(databases)
+    key = "note\x1ftitle\x1fdefault\x1fordered"
+    lock = "SELECT hashtextextended($1, 7113007)"
+    async with (
+        run_gateway(Settings(database_url=url, anonymous_agent="dev", pool_size=2)) as gateway,
+        executor_on(gateway) as executor,
+        sql(url) as other,
+        sql(url) as probe,
+    ):
+        key_hash = await probe.fetchval(lock, key)
+        for n in range(200):
+            note_id = f"nt_{n:032d}"
+            if await probe.fetchval(lock, f"note\x1f{note_id}") < key_hash:
+                break
+        transaction = other.transaction()
+        await transaction.start()
+        await other.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 7113007))", f"note\x1f{note_id}"
+        )
+        write = asyncio.create_task(executor.execute("dev", WriteNote(note_id, "ordered", "body")))
+        await asyncio.sleep(0.5)
+        assert not write.done()  # waiting for the note, with its key already taken
+        taken = "SELECT pg_try_advisory_lock(hashtextextended($1, 7113007))"
+        assert await probe.fetchval(taken, key) is False
+        await transaction.rollback()
+        assert await asyncio.wait_for(write, 10) == 1
