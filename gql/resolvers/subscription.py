@@ -50,6 +50,7 @@ from store.feed import live as feed
 from store.kinds.policy.in_force import PolicyVersion
 from store.ledger.events import check_kinds
 from store.reads.replicas import Freshness
+from store.reads.visibility import RULE
 
 # Direct sends do not wait unless the socket pushes back; a long batch yields now
 # and then so that one subscriber cannot hold the event loop.
@@ -219,7 +220,7 @@ async def _audit_events(
     wanted_kinds = check_kinds(kinds)
     readable = await rights.lanes()
     if lanes is not None:
-        unreadable = [lane for lane in lanes if lane not in readable]
+        unreadable = [lane for lane in lanes if not RULE.may_read(lane, readable)]
         if unreadable:
             raise InvalidInputError(
                 f"lane(s) {unreadable} are not readable by agent '{rights.agent}'; "

@@ -273,7 +273,7 @@ _NOT_READS = {
 }
 _SPELLINGS = re.compile(
     r"lane = ANY|lane\.in_|\.lane = [a-z]\.lane|lane IS NULL|lane\.is_\(None\)|lane is None or"
-    r"|lane in readable|e_adjustment'|\"e_adjustment\"|'e_'\)|recorded_to IS NULL"
+    r"|lane (?:not )?in readable|e_adjustment'|\"e_adjustment\"|'e_'\)|recorded_to IS NULL"
     r"|recorded_to\.is_\(None\)|recorded_from <=|recorded_to > "
     r"|if x in (?:lanes|readable)|\[\"lane\"\] in lanes"
     r"|retired_at IS|retired_at\.is|->'retired'"
