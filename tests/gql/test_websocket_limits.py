@@ -16,6 +16,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from gql.settings import Settings
 from gql.sockets import HTTP_HEADROOM, SocketCaps, fitted
 from tests.conftest import GatewayFactory
 from tests.gql._policy_support import mint
@@ -170,6 +171,21 @@ def test_the_caps_fit_the_open_file_limit() -> None:
     assert fitted(caps, 8192) == SocketCaps(8192 - HTTP_HEADROOM, 1024, 256)
     # A small limit keeps a quarter of it for HTTP.
     assert fitted(caps, 1024) == SocketCaps(768, 768, 256)
+
+
+def test_the_default_caps_hold_ten_thousand_subscribers_from_one_address() -> None:
+    """The feed's scale target: 10,000 authenticated subscribers on one process, all
+    behind one proxy address (the per-address cap counts only sockets still waiting for
+    their connection_init), with a full queue of waiting ones beside them, under an
+    open-file limit as small as 20,000."""
+    settings = Settings(database_url="postgresql://unused")
+    caps = SocketCaps(
+        settings.max_ws_connections,
+        settings.max_ws_unauthenticated,
+        settings.max_ws_unauthenticated_per_address,
+    )
+    assert caps.total >= 10_000 + caps.unauthenticated
+    assert fitted(caps, 20_000).total >= 10_000 + caps.unauthenticated
 
 
 def test_the_open_file_limit_is_raised_to_the_hard_limit() -> None:
