@@ -4,10 +4,11 @@ gateway, and over stdio to a real `edgeloom mcp` process."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -40,6 +41,19 @@ async def over_stdio(database_url: str, token: str | None = None) -> AsyncIterat
     ):
         await session.initialize()
         yield session
+
+
+def stdio_of(
+    gateway: Gateway, token: str | None = None
+) -> AbstractAsyncContextManager[ClientSession]:
+    """A real `edgeloom mcp` process on the gateway's database."""
+    return over_stdio(gateway.database_url, token)
+
+
+Connect = Callable[[Gateway, str | None], AbstractAsyncContextManager[ClientSession]]
+TRANSPORTS: dict[str, Connect] = {"http": over_http, "stdio": stdio_of}
+"""Both ways an agent connects, for tests that run the same calls over each."""
+over_each = pytest.mark.parametrize("connect", TRANSPORTS.values(), ids=TRANSPORTS.keys())
 
 
 async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from store.database import create_engine
 from store.operations import tokens
 from tests.conftest import GatewayFactory
 from tests.gql._api import unique
-from tests.gql._mcp import call, over_http, refused
+from tests.gql._mcp import Connect, call, over_each, over_http, refused
 from tests.gql._policy_support import mint
 from tests.support import Gateway, no_request_id
 
@@ -122,11 +122,12 @@ async def test_a_record_in_a_lane_the_caller_cannot_read_is_nonexistent(
         assert hidden["id"] not in str(feed)
 
 
+@over_each
 async def test_pages_of_twenty_reach_the_end_of_a_list(
-    crm: Gateway, minted: dict[str, str]
+    connect: Connect, crm: Gateway, minted: dict[str, str]
 ) -> None:
     tag = unique("topic:")
-    async with over_http(crm, minted["curator"]) as session:
+    async with connect(crm, minted["curator"]) as session:
         await call(
             session,
             "e_ingest",

@@ -1,5 +1,5 @@
-"""Each MCP tool and action once, over streamable HTTP, and one change made through a
-tool and through GraphQL leaving the same ledger entries and audit events."""
+"""Each MCP tool and action once, over streamable HTTP and over stdio, and one change made
+through a tool and through GraphQL leaving the same ledger entries and audit events."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from store.ids import edge_property_id
 from store.ledger.hashing import entry_hash
 from tests.conftest import GatewayFactory
 from tests.gql._api import unique
-from tests.gql._mcp import call, over_http
+from tests.gql._mcp import Connect, call, over_each, over_http
 from tests.gql._policy_support import mint
 from tests.support import Gateway, sql
 
@@ -29,9 +29,10 @@ async def curator(crm: Gateway) -> str:
     return (await mint(crm, "curator"))["curator"]
 
 
-async def test_every_tool_and_action_once(crm: Gateway, curator: str) -> None:
+@over_each
+async def test_every_tool_and_action_once(connect: Connect, crm: Gateway, curator: str) -> None:
     org = unique("org:")
-    async with over_http(crm, curator) as s:
+    async with connect(crm, curator) as s:
         profile = await call(s, "e_system", action="get_profile")
         assert profile["agent"] == "curator" and "notes" in profile["write_lanes"]
 
@@ -230,8 +231,9 @@ def _ids_out(payload: str, record_id: str) -> str:
     return payload.replace(record_id, "<id>")
 
 
-async def test_every_typed_edge_tool_once(crm: Gateway, curator: str) -> None:
-    async with over_http(crm, curator) as s:
+@over_each
+async def test_every_typed_edge_tool_once(connect: Connect, crm: Gateway, curator: str) -> None:
+    async with connect(crm, curator) as s:
         a = await call(s, "e_ingest", content="Acme renews in May.", assign_lane="notes")
         b = await call(s, "e_ingest", content="Acme churns in May.", assign_lane="notes")
         supports = await call(
