@@ -36,6 +36,19 @@ GATHER_AS_OF = (
     "mode: INTERSECT, first: $first, asOf: $asOf) { totalCount pageInfo { hasNextPage "
     "endCursor } items { id content properties createdAt } } }"
 )
+# One property, the largest: its page with the count, and its member count, as an agent
+# asks in a loop (both counts are maintained, so neither grows with the memory).
+LARGEST = (
+    "query Largest($match: [String!]!, $first: Int, $p: String!) { gather(match: $match, "
+    "first: $first) { totalCount pageInfo { hasNextPage endCursor } "
+    "items { id content properties createdAt } } edgeProperty(property: $p) { memberCount } }"
+)
+LARGEST_AS_OF = (
+    "query Largest($match: [String!]!, $first: Int, $p: String!, $asOf: DateTime) { "
+    "gather(match: $match, first: $first, asOf: $asOf) { totalCount pageInfo { hasNextPage "
+    "endCursor } items { id content properties createdAt } } "
+    "edgeProperty(property: $p, asOf: $asOf) { memberCount } }"
+)
 MANY_BATCH = 500
 
 
@@ -159,9 +172,12 @@ async def count_records(bench: Bench) -> int:
 
 
 async def gather_phase(bench: Bench) -> dict[str, Any]:
-    """Two workloads: `zipf` pairs (ranks as the data has them, so member counts grow
-    with N) and `sized` pairs (member counts in fixed bands, the same work at any N)."""
-    out = {"zipf": await _gather(bench, "zipf", gather_pairs(bench.samples, bench.args.queries))}
+    """Three workloads: `zipf` pairs (ranks as the data has them, so member counts grow
+    with N), `sized` pairs (member counts in fixed bands, the same work at any N), and
+    `largest`, the one property with the most members and its `memberCount` (maintained
+    counts: the same work at any N)."""
+    zipf = gather_pairs(bench.samples, bench.args.queries)
+    out = {"zipf": await _gather(bench, "zipf", _pair_calls(bench, zipf))}
     async with bench.pool.acquire() as conn:
         rows = await conn.fetch(
             "SELECT label || ':' || value, count(*) FROM edge_properties "
@@ -170,24 +186,44 @@ async def gather_phase(bench: Bench) -> dict[str, Any]:
     members = {r[0]: r[1] for r in rows}
     sized = sized_pairs(bench.samples, members, bench.args.queries)
     if sized:
-        out["sized"] = await _gather(bench, "sized", sized)
+        out["sized"] = await _gather(bench, "sized", _pair_calls(bench, sized))
     else:
         say("gather sized: no pair of properties in the member bands; skipped")
+    largest = max(members, key=lambda p: (members[p], p))
+    one = {"match": [largest], "first": bench.args.page, "p": largest}
+    out["largest"] = await _gather(
+        bench, "largest", [one] * bench.args.queries, Shape(LARGEST, LARGEST_AS_OF, "one property")
+    )
     return out
 
 
-async def _gather(bench: Bench, name: str, pairs: list[tuple[str, str]]) -> dict[str, Any]:
-    args = bench.args
-    variables = [{"match": [a, b], "first": args.page} for a, b in pairs]
+@dataclass(frozen=True)
+class Shape:
+    """A gather workload's document, the same as of an instant, and how its rows name it."""
+
+    query: str = GATHER
+    as_of: str = GATHER_AS_OF
+    named: str = "INTERSECT"
+
+
+def _pair_calls(bench: Bench, pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    return [{"match": [a, b], "first": bench.args.page} for a, b in pairs]
+
+
+async def _gather(
+    bench: Bench, name: str, variables: list[dict[str, Any]], shape: Shape = Shape()
+) -> dict[str, Any]:
     traces: list[Trace] = []
     totals: list[int] = []
     for v in variables:
-        trace, data = await bench.capture(GATHER, v)
+        trace, data = await bench.capture(shape.query, v)
         traces.append(trace)
         totals.append(data["gather"]["totalCount"])
+        if "edgeProperty" in data and data["edgeProperty"]["memberCount"] != totals[-1]:
+            raise RuntimeError(f"memberCount {data['edgeProperty']} != totalCount {totals[-1]}")
     await _check_counts(bench, traces[:5], totals[:5])
     say(
-        f"gather {name}: {len(pairs)} INTERSECT pairs, shared members min {min(totals):,} / "
+        f"gather {name}: {len(variables)} {shape.named} calls, members min {min(totals):,} / "
         f"median {int(median(totals)):,} / max {max(totals):,}; "
         f"{sum(len(u.statements) for u in traces[0])} statements in "
         f"{len(traces[0])} transactions per call"
@@ -199,15 +235,15 @@ async def _gather(bench: Bench, name: str, pairs: list[tuple[str, str]]) -> dict
     callers = bench.callers(1)
     caller = callers.items[0]
     for v, total in zip(past[:5], totals[:5], strict=True):
-        got = (await caller.call(GATHER_AS_OF, v))["gather"]["totalCount"]
+        got = (await caller.call(shape.as_of, v))["gather"]["totalCount"]
         if got != total:
             raise RuntimeError(f"gather asOf {at} counts {got}, now {total}")
 
     async def gw_one(v: dict[str, Any]) -> Any:
-        return await caller.call(GATHER, v)
+        return await caller.call(shape.query, v)
 
     async def gw_past(v: dict[str, Any]) -> Any:
-        return await caller.call(GATHER_AS_OF, v)
+        return await caller.call(shape.as_of, v)
 
     async def raw_one(trace: Trace) -> None:
         rows = await replay(bench.pool, trace)
@@ -223,7 +259,7 @@ async def _gather(bench: Bench, name: str, pairs: list[tuple[str, str]]) -> dict
     }
     async with contextlib.AsyncExitStack() as stack:
         stack.push_async_callback(callers.close)
-        table = _floor_table(variables, traces)
+        table = _floor_table(shape.query, variables, traces)
         if table is None:
             say(f"gather {name}: not one statement per call; the HTTP floor is left out")
         else:
@@ -234,14 +270,15 @@ async def _gather(bench: Bench, name: str, pairs: list[tuple[str, str]]) -> dict
             stack.push_async_callback(floor_caller.close)
 
             async def floor_one(v: dict[str, Any]) -> Any:
-                return await floor_caller.call(GATHER, v)
+                return await floor_caller.call(shape.query, v)
 
             sides["HTTP floor"] = lambda: latencies(variables, floor_one)
         for side in sides.values():
             await side()  # warm-up: caches, prepared statements, buffers
         got = await bench.rounds_of(f"gather {name}", sides)
     out = {
-        "queries": len(pairs),
+        "queries": len(variables),
+        "shape": shape.named,
         "shared_members": {"min": min(totals), "median": median(totals), "max": max(totals)},
         "explain": explain,
     }
@@ -258,14 +295,16 @@ async def _gather(bench: Bench, name: str, pairs: list[tuple[str, str]]) -> dict
     return out
 
 
-def _floor_table(variables: list[dict[str, Any]], traces: list[Trace]) -> floor.Table | None:
+def _floor_table(
+    query: str, variables: list[dict[str, Any]], traces: list[Trace]
+) -> floor.Table | None:
     """Each call's request body and the one statement the gateway ran for it."""
     table: floor.Table = {}
     for v, trace in zip(variables, traces, strict=True):
         statements = [s for unit in trace for s in unit.statements]
         if len(statements) != 1:
             return None
-        table[request_body(GATHER, v)] = (statements[0].sql, list(statements[0].params))
+        table[request_body(query, v)] = (statements[0].sql, list(statements[0].params))
     return table
 
 

@@ -32,6 +32,7 @@ TARGET_INGEST = 0.6
 TARGET_MANY = 0.8
 TARGET_GATHER = 1.3
 TARGET_SCALE = 2.0
+TARGET_FLAT = 1.5
 TARGET_AS_OF = 2.0
 
 
@@ -181,9 +182,10 @@ def rows(results: dict[str, Any]) -> list[Row]:
             )
         for name, g in s["gather"].items():
             gw, raw = median(g["gateway_p50_ms"]), median(g["raw_p50_ms"])
+            shape = g.get("shape", "INTERSECT")
             out.append(
                 Row(
-                    f"gather {name} INTERSECT p50 ms {at}",
+                    f"gather {name} {shape} p50 ms {at}",
                     gw,
                     raw,
                     gw / raw,
@@ -193,7 +195,7 @@ def rows(results: dict[str, Any]) -> list[Row]:
             )
             gw90, raw90 = median(g["gateway_p90_ms"]), median(g["raw_p90_ms"])
             out.append(
-                Row(f"gather {name} INTERSECT p90 ms {at}", gw90, raw90, gw90 / raw90, "", None)
+                Row(f"gather {name} {shape} p90 ms {at}", gw90, raw90, gw90 / raw90, "", None)
             )
             if "as_of_p50_ms" in g:
                 # The same gather as of an instant, against itself now (not against raw).
@@ -227,14 +229,16 @@ def rows(results: dict[str, Any]) -> list[Row]:
             first, last = stages[0]["gather"][name], stages[-1]["gather"][name]
             gw = median(last["gateway_p50_ms"]) / median(first["gateway_p50_ms"])
             raw = median(last["raw_p50_ms"]) / median(first["raw_p50_ms"])
+            # The maintained counts must keep the largest value's calls flat.
+            target = TARGET_FLAT if name == "largest" else TARGET_SCALE
             out.append(
                 Row(
                     f"gather {name} p50 {stages[-1]['records']:,} / {stages[0]['records']:,}",
                     gw,
                     raw,
                     gw,
-                    f"<={TARGET_SCALE}",
-                    gw <= TARGET_SCALE,
+                    f"<={target}",
+                    gw <= target,
                 )
             )
     return out

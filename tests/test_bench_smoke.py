@@ -42,10 +42,15 @@ def test_bench_run_on_a_tiny_load(tmp_path: Path) -> None:
     )
     assert "gather zipf INTERSECT p50" in stdout
     assert "gather zipf asOf p50 ms (vs now)" in stdout
+    # The largest value's page and memberCount, one statement the raw side replays.
+    assert "gather largest one property p50 ms" in stdout
     for read in ("edges(fromId, first: 20)", "related(id)", "conflicts(first: 20)"):
         assert f"{read}" in stdout, stdout
     [stage] = json.loads(out.read_text())["stages"]
     assert stage["records"] >= 1000
+    largest = stage["gather"]["largest"]
+    assert largest["shared_members"]["min"] == largest["shared_members"]["max"] > 10
+    assert min(largest["gateway_p50_ms"]) > 0 and min(largest["raw_p50_ms"]) > 0
     # Typed edges through upsertEdge, some retired, some contradictions left unresolved.
     loaded = stage["edges_load"]
     assert loaded["edges"] >= 900 and loaded["retired"] > 0
@@ -126,3 +131,23 @@ def test_bench_replicas_on_a_tiny_load() -> None:
     stdout = _bench("bench.replicas", "--records", "200", "--clients", "2", "--duration", "1")
     assert "reads/s primary + 1 standby" in stdout, stdout
     assert "reads served by the standby          100%" in stdout, stdout
+
+
+def test_bench_ab_of_this_build_against_its_own_commit() -> None:
+    """`bench.ab` drives each build with wrk (Debian's; .ci/run installs it and requires it)."""
+    if shutil.which("wrk") is None:
+        if os.environ.get("EDGELOOM_REQUIRE_WRK"):
+            pytest.fail("EDGELOOM_REQUIRE_WRK is set but wrk is not installed")
+        pytest.skip("no wrk on this machine (CI installs Debian's wrk)")
+    stdout = _bench(
+        "bench.ab",
+        *("--base", "HEAD", "--rounds", "1", "--seconds", "1"),
+        *("--workloads", "ingest,ingestMany"),
+    )
+    for workload in ("ingest", "ingestMany"):
+        medians = [
+            line
+            for line in stdout.splitlines()
+            if line.startswith(f"{workload} ") and "median" in line
+        ]
+        assert len(medians) == 3, stdout  # the base, this build logging, this build quiet
