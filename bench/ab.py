@@ -6,7 +6,9 @@
 this checkout's environment; this checkout runs as it is, once at `--log-level info` (the
 request log on) and once at `warning` (off). Each build serves a development gateway
 (`edgeloom serve`) on a database of its own in one embedded server; each round drives every
-gateway in turn with `wrk -t1 -c16` posting single `ingest` calls, then `record(id)` reads.
+gateway in turn with `wrk -t1` posting each of `--workloads`: single `ingest` calls (16
+connections), `ingestMany` calls of 500 records with five Zipf-drawn properties each, as
+`bench.run` loads them (4 connections), `record(id)` reads (16 connections).
 Printed per workload and gateway: requests a second and gateway CPU a request (user + system
 time of its process, `/proc/<pid>/stat`, over the requests it answered), each round and the
 median.
@@ -30,6 +32,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 
+from bench.data import Generator
 from tests.support import free_port, with_database
 
 REPO = Path(__file__).resolve().parent.parent
@@ -39,6 +42,9 @@ INGEST = (
     'properties: ["org:Acme", "topic:bench", "person:Sam"]}) { id version } }'
 )
 READ = '{ record(id: "%s") { id content properties } }'
+INGEST_MANY = "mutation($inputs: [IngestInput!]!) { ingestMany(inputs: $inputs) { id } }"
+# Connections per workload: as bench.run's callers.
+CONNECTIONS = {"ingest": 16, "ingestMany": 4, "record(id)": 16}
 LUA = r"""
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
@@ -96,7 +102,7 @@ class Side:
             self.process.wait(30)
 
 
-async def drive(side: Side, body: str, seconds: int) -> tuple[float, float]:
+async def drive(side: Side, body: str, seconds: int, connections: int) -> tuple[float, float]:
     """Requests a second, and gateway CPU microseconds a request."""
     assert side.process is not None
     with tempfile.TemporaryDirectory() as folder:
@@ -104,7 +110,8 @@ async def drive(side: Side, body: str, seconds: int) -> tuple[float, float]:
         script.write_text(LUA)
         before = cpu_seconds(side.process.pid)
         done = subprocess.run(
-            ["wrk", "-t1", "-c16", f"-d{seconds}s", "-s", str(script), side.base + "/graphql"],
+            ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script)]
+            + [side.base + "/graphql"],
             capture_output=True,
             text=True,
             env={**os.environ, "EDGELOOM_BODY": body},
@@ -122,7 +129,15 @@ async def main() -> None:
     parser.add_argument("--base", required=True, help="the git ref to compare with")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument(
+        "--workloads",
+        default=",".join(CONNECTIONS),
+        help=f"comma-separated, of {', '.join(CONNECTIONS)}",
+    )
     args = parser.parse_args()
+    workloads = args.workloads.split(",")
+    if not set(workloads) <= set(CONNECTIONS):
+        raise SystemExit(f"--workloads takes {', '.join(CONNECTIONS)}")
     if shutil.which("wrk") is None:
         raise SystemExit("bench.ab needs wrk (apt-get install wrk)")
     work = Path(tempfile.mkdtemp(prefix="edgeloom-ab-"))
@@ -152,25 +167,28 @@ async def main() -> None:
             side.start()
             await side.ready()
         bodies: dict[Side, dict[str, str]] = {}
+        many = Generator().records(500)
         async with httpx.AsyncClient() as client:
             for side in sides:
                 written = (await client.post(side.base + "/graphql", json={"query": INGEST})).json()
                 record = written["data"]["ingest"]["id"]
                 bodies[side] = {
                     "ingest": json.dumps({"query": INGEST}),
+                    "ingestMany": json.dumps({"query": INGEST_MANY, "variables": {"inputs": many}}),
                     "record(id)": json.dumps({"query": READ % record}),
                 }
         for number in range(args.rounds):
-            for workload in ("ingest", "record(id)"):
+            for workload in workloads:
                 order = sides if number % 2 == 0 else sides[::-1]
                 for side in order:
-                    rate, cpu = await drive(side, bodies[side][workload], args.seconds)
+                    body, connections = bodies[side][workload], CONNECTIONS[workload]
+                    rate, cpu = await drive(side, body, args.seconds, connections)
                     side.rates.setdefault(workload, []).append(rate)
                     side.cpu.setdefault(workload, []).append(cpu)
                     print(f"round {number + 1} {workload:10} {side.name:22} {rate:8.1f}/s "
                           f"{cpu:6.0f} us", flush=True)  # fmt: skip
         print(f"\nload average at the end: {os.getloadavg()[0]:.2f} ({time.strftime('%H:%M')})")
-        for workload in ("ingest", "record(id)"):
+        for workload in workloads:
             for side in sides:
                 rates, cpu = side.rates[workload], side.cpu[workload]
                 print(
