@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from store.kinds.record import counts
-from store.kinds.record.queries import GatherMode, carries, members_sql
+from store.kinds.record.queries import GatherMode, carries, members_sql, one_value_page
 from store.kinds.record.tags import tagged, tagged_count
 from store.reads.json_sql import (
     MAX_KEYS,
@@ -195,6 +195,8 @@ class Compiler:
             # By when each record joined one of the edges, as the resolvers order it.
             page = f"""SELECT m.record_id AS id, m.joined AS created_at FROM ({members}) m
                 WHERE true {keyed} ORDER BY m.joined, m.record_id LIMIT {limit}"""
+        elif shape.properties == 1:
+            page = one_value_page(site_p, shape.as_of, shape.after)
         else:
             keyed = f"WHERE m.record_id > {self.arg(sel.site, 'after_id')}" if shape.after else ""
             page = f"SELECT m.record_id AS id FROM ({members}) m {keyed} ORDER BY 1 LIMIT {limit}"

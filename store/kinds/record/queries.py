@@ -301,6 +301,25 @@ def members_sql(p: Params, count: int, mode: GatherMode, at: bool) -> str:
     return " UNION ".join(parts)
 
 
+def one_value_page(p: Params, at: bool, after: bool) -> str:
+    """SQL: a page of the records carrying one property (label_0/value_0), in record
+    order: each lane's first members straight from the membership index, in order, and
+    the merged top of them, so a page reads `limit` index entries a lane however many
+    records carry the value (its count is the one the write path keeps)."""
+    as_of = p("as_of", "timestamptz") if at else None
+    keyed = f"AND m.record_id > {p('after_id')}" if after else ""
+    limit = p("limit")
+    # DISTINCT: as of one instant a record holds a value at most once, but the query
+    # keeps that an invariant, as `members_sql` does; and a lane named twice reads once.
+    return f"""SELECT DISTINCT pg.id FROM unnest({p("lanes", "text[]")}) AS l(lane)
+        CROSS JOIN LATERAL (
+          SELECT DISTINCT m.record_id AS id FROM edge_properties m
+          WHERE {RULE.in_lane("m", "l.lane")} AND {carries("m", p("label_0"), p("value_0"))}
+          AND {RULE.held("m", as_of)} {keyed}
+          ORDER BY 1 LIMIT {limit}
+        ) pg ORDER BY 1 LIMIT {limit}"""
+
+
 @functools.cache
 def _gather_statement(
     count: int, mode: GatherMode, at: bool, after: bool, with_total: bool
@@ -312,6 +331,8 @@ def _gather_statement(
         # Keyed by joining time, under the column name the page reader takes times from.
         page = f"""SELECT m.record_id AS id, m.joined AS created_at FROM members m
             WHERE true {keyed} ORDER BY m.joined, m.record_id LIMIT {p("limit")}"""
+    elif count == 1:
+        page = one_value_page(p, at, after)
     else:
         keyed = f"WHERE m.record_id > {p('after_id')}" if after else ""
         page = f"SELECT m.record_id AS id FROM members m {keyed} ORDER BY 1 LIMIT {p('limit')}"
