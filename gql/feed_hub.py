@@ -68,9 +68,11 @@ class FeedOptions:
     # the same rights, and send them all the same message. Off, every subscriber's
     # events are executed on their own: the reference the shared rendering is held to.
     share_renderings: bool = True
-    # Subscribers served (sent to or woken) per turn of the event loop when an event
-    # reaches many, so that requests go on while it spreads.
-    deliveries_per_turn: int = 16
+    # How long the fan-out serves subscribers (sends to or wakes them) before it lets
+    # the event loop turn, when an event reaches many, so that requests go on while it
+    # spreads: a thousandth of a second delays a request no more than that, and costs a
+    # turn of the loop per hundred or so deliveries, not one per few.
+    turn_seconds: float = 0.001
     # Write a group's messages to each member's socket as frames built once per group,
     # from the fan-out loop (gql.frames). Off, each message goes through the socket's
     # ordinary send: the reference the group write is held to.
@@ -88,6 +90,20 @@ class FeedUnavailableError(StoreError):
 
 Rendered = Mapping[int, str | None]
 """Pre-encoded message payloads by event seq; None where an event must be executed alone."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sending:
+    """The frames of the messages a member of a group is due, ready to write."""
+
+    frames: bytes
+    cursor: str | None
+    """The cursor of the last of them."""
+    count: int
+
+
+NOTHING = Sending(b"", None, 0)
+"""Nothing due."""
 
 
 @dataclass(eq=False)
@@ -110,7 +126,8 @@ class Batch:
     source: Batch | None = None
     _renders: dict[Hashable, asyncio.Task[Rendered]] = field(default_factory=dict)
     _allowed: dict[frozenset[str], list[FeedEvent]] = field(default_factory=dict)
-    _frames: dict[Hashable, bytes] = field(default_factory=dict)
+    _frames: dict[Hashable, Sending] = field(default_factory=dict)
+    _whole: dict[Hashable, Sending | None] = field(default_factory=dict)
     # The lowest seq and transaction id among the events: a subscriber whose replay
     # ended below both has none of them behind it (`Progress.due`).
     lowest_seq: int = field(init=False)
@@ -155,16 +172,40 @@ class Batch:
             self._renders[rights] = task
         return await asyncio.shield(task)
 
-    def frames(self, rights: Hashable, head: str, due: Sequence[FeedEvent]) -> bytes:
-        """The frames of the messages of `due` (rendered for `rights`) for an operation
-        whose messages begin with `head`: built once for every member that gets them."""
+    def sending(self, direct: Direct) -> Sending | None:
+        """What a waiting subscriber is due of this batch, as the frames of its messages
+        (built once for every member that gets the same: the same lanes, rendering and
+        operation head), the cursor of the last and how many; NOTHING when none is due;
+        None when the rendering is not made yet, or one of them must be executed alone."""
+        progress = direct.progress
+        seen = progress.seen
+        if seen is None or (self.lowest_seq > progress.start and self.lowest_txid >= seen.xmax):
+            # Past its cursor and its replay: due every event its lanes allow, as the
+            # rest of the group is (`Progress.due`).
+            key = direct.frames_key
+            found = self._whole.get(key)
+            if found is None:
+                found = self._sending(direct.rights, direct.head, self.allowed(direct.lanes))
+                if found is not None:
+                    self._whole[key] = found
+            return found
+        due = progress.due(self, self.allowed(direct.lanes))
+        return self._sending(direct.rights, direct.head, due)
+
+    def _sending(self, rights: Hashable, head: str, due: Sequence[FeedEvent]) -> Sending | None:
+        if not due:
+            return NOTHING
         key = (rights, head, tuple(e.seq for e in due))
         found = self._frames.get(key)
         if found is None:
             rendered = self.renders.ready(rights)
-            assert rendered is not None
-            found = text_frames(head + f"{rendered[e.seq]}}}" for e in due)
-            self._frames[key] = found
+            if rendered is None:
+                return None
+            payloads = [rendered.get(e.seq) for e in due]
+            if None in payloads:
+                return None
+            frames = text_frames(head + f"{p}}}" for p in payloads)
+            found = self._frames[key] = Sending(frames, due[-1].cursor, len(due))
         return found
 
     @property
@@ -265,6 +306,11 @@ class Direct:
     """Its socket, for group writes (None: sent the ordinary way)."""
     open: Callable[[], bool] = lambda: True
     """Whether its operation still runs (a completed one is sent nothing)."""
+    frames_key: Hashable = field(init=False, repr=False)
+    """What the frames of a group write to it depend on (`Batch.sending`)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "frames_key", (self.lanes, self.rights, self.head))
 
 
 @dataclass(frozen=True)
@@ -368,6 +414,9 @@ class FeedHub:
     policies: PolicyCache
     options: FeedOptions = field(default_factory=FeedOptions)
     _subscribers: set[Subscriber] = field(default_factory=set)
+    # The subscribers of each group (`Subscriber.group_id`), in the order they came: a
+    # read looks at each group once, and at the members of those it has events for.
+    _groups: dict[int, dict[Subscriber, None]] = field(default_factory=dict)
     _task: asyncio.Task[None] | None = None
     _token_checks: asyncio.Task[None] | None = None
     _dispatcher: asyncio.Task[None] | None = None
@@ -498,6 +547,7 @@ class FeedHub:
         # A number per group, so a read finds each group's batch without hashing filters.
         subscriber.group_id = self._group_ids.setdefault(subscriber.group, len(self._group_ids))
         self._subscribers.add(subscriber)
+        self._groups.setdefault(subscriber.group_id, {})[subscriber] = None
         self._gathering += gathering
         try:
             self.reader.wake()
@@ -505,7 +555,7 @@ class FeedHub:
                 raise FeedUnavailableError()
             yield subscriber
         finally:
-            self._subscribers.discard(subscriber)
+            self._forget(subscriber)
             self._gathering -= gathering
             subscriber.direct = None
             if subscriber.pending is not None:
@@ -514,9 +564,7 @@ class FeedHub:
     def stats(self) -> FeedStats:
         return FeedStats(
             subscribers=len(self._subscribers),
-            # By the numbers the hub gave at subscribe: hashing each one's filters here
-            # cost a sixth of a busy gateway's CPU at 10,000 subscribers.
-            groups=len({s.group_id for s in self._subscribers}),
+            groups=len(self._groups),
             deliveries=self.deliveries,
             closed_slow=self.closed_slow,
             lag_seconds=self.lag_seconds,
@@ -535,7 +583,7 @@ class FeedHub:
 
         Serving hundreds back to back would hold up every request and query of the
         process for the lot: subscribers are served (sent to, or woken) in slices of
-        `deliveries_per_turn`, with a turn of the event loop between, so that other
+        `turn_seconds`, with a turn of the event loop between, so that other
         work goes on while an event spreads.
         """
         while True:
@@ -545,43 +593,45 @@ class FeedHub:
                 await self._offer(self._pending.popleft())
 
     async def _offer(self, events: Sequence[FeedEvent]) -> None:
-        # Filtered once per group, not once per subscriber.
-        batches: dict[int, Batch | None] = {}
         in_force = await self._version_in_force()
         if self._gathering and any(e.held is None for e in events):
             events = await self._with_memberships(events)
         carrying = _Carrying(events) if self._gathering else None
-        offers: list[tuple[Subscriber, Batch]] = []
-        for subscriber in list(self._subscribers):
-            group = subscriber.group_id
-            if group in batches:
-                batch = batches[group]
-            else:
-                if subscriber.wanted.needs_memberships and any(e.held is None for e in events):
-                    # Their memberships could not be read: it resumes from the table.
+        unheld = carrying is not None and any(e.held is None for e in events)
+        # Filtered once per group, from its first member: the members differ in nothing
+        # a filter looks at.
+        offers: list[tuple[Batch, list[Subscriber]]] = []
+        for group in list(self._groups.values()):
+            first = next(iter(group))
+            if unheld and first.wanted.needs_memberships:
+                # Their memberships could not be read: they resume from the table.
+                for subscriber in list(group):
                     self._close(subscriber, Closed.TOO_SLOW)
-                    continue
-                candidates = events if carrying is None else carrying.of(subscriber.wanted)
-                mine = tuple(e for e in candidates if subscriber.wants(e))
-                batch = batches[group] = (
-                    Batch(mine, subscriber.wanted, share=subscriber.share) if mine else None
-                )
-            if batch is not None:
-                offers.append((subscriber, batch))
-        _share_renderings(b for b in batches.values() if b is not None)
+                continue
+            candidates = events if carrying is None else carrying.of(first.wanted)
+            mine = tuple(e for e in candidates if first.wants(e))
+            if mine:
+                offers.append((Batch(mine, first.wanted, share=first.share), list(group)))
+        _share_renderings(batch for batch, _ in offers)
         served = 0
-        for subscriber, batch in offers:
-            if subscriber not in self._subscribers:
-                continue  # gone, or closed, during an earlier turn
-            if not await self._send_directly(subscriber, batch, in_force):
-                try:
-                    subscriber.queue.put_nowait(batch)
-                except asyncio.QueueFull:
-                    self._close(subscriber, Closed.TOO_SLOW)
-            served += 1
-            self.deliveries += 1
-            if served % self.options.deliveries_per_turn == 0:
-                await asyncio.sleep(0)
+        clock = time.perf_counter
+        turn = clock() + self.options.turn_seconds
+        for batch, members in offers:
+            for subscriber in members:
+                if subscriber not in self._subscribers:
+                    continue  # gone, or closed, during an earlier turn
+                if not self._write(subscriber, batch, in_force) and not (
+                    await self._send_directly(subscriber, batch, in_force)
+                ):
+                    try:
+                        subscriber.queue.put_nowait(batch)
+                    except asyncio.QueueFull:
+                        self._close(subscriber, Closed.TOO_SLOW)
+                served += 1
+                self.deliveries += 1
+                if not served % 8 and clock() >= turn:  # the clock read every 8th
+                    await asyncio.sleep(0)
+                    turn = clock() + self.options.turn_seconds
 
     async def _with_memberships(self, events: Sequence[FeedEvent]) -> Sequence[FeedEvent]:
         """`events` with their records' memberships, for a gathering subscriber that came
@@ -601,10 +651,8 @@ class FeedHub:
             return None
         return None if in_force is None else in_force.version
 
-    async def _send_directly(
-        self, subscriber: Subscriber, batch: Batch, in_force: int | None
-    ) -> bool:
-        """Send `batch` to a waiting subscriber from here; False: queue it instead."""
+    def _waiting(self, subscriber: Subscriber, in_force: int | None) -> Direct | None:
+        """How the hub may serve `subscriber` itself now (None: through its queue)."""
         direct = subscriber.direct
         if (
             direct is None
@@ -613,6 +661,37 @@ class FeedHub:
             or subscriber.pending is not None
             or not subscriber.queue.empty()
         ):
+            return None
+        return direct
+
+    def _write(self, subscriber: Subscriber, batch: Batch, in_force: int | None) -> bool:
+        """The common case, with no coroutine: a waiting subscriber whose socket takes a
+        frame now, written the group's frames once they are made; False: not done here."""
+        direct = self._waiting(subscriber, in_force)
+        if direct is None or not self.options.group_writes:
+            return False
+        raw = direct.raw
+        if raw is None or not raw.ready():
+            return False
+        sending = batch.sending(direct)
+        if sending is None:
+            return False
+        if sending.count:
+            if direct.open():
+                raw.write(sending.frames)
+                self.group_writes += 1
+            direct.progress.last = sending.cursor
+            self.sent_directly += sending.count
+        return True
+
+    async def _send_directly(
+        self, subscriber: Subscriber, batch: Batch, in_force: int | None
+    ) -> bool:
+        """Send `batch` to a waiting subscriber from here, making the rendering first if
+        no member has, or message by message through its socket's ordinary send when a
+        group write cannot be made; False: queue it instead."""
+        direct = self._waiting(subscriber, in_force)
+        if direct is None:
             return False
         allowed = batch.allowed(direct.lanes)
         due = direct.progress.due(batch, allowed)
@@ -625,17 +704,11 @@ class FeedHub:
             rendered = await source.rendered(direct.rights, render)
             if subscriber.direct is not direct or not subscriber.queue.empty():
                 return False  # its task woke while the rendering was made
+            if self._write(subscriber, batch, in_force):
+                return True
         payloads = [rendered.get(e.seq) for e in due]
         if None in payloads:
             return False  # an event to execute for this subscriber alone
-        raw = direct.raw
-        if self.options.group_writes and raw is not None and raw.ready():
-            if direct.open():
-                raw.write(batch.frames(direct.rights, direct.head, due))
-                self.group_writes += 1
-            direct.progress.last = due[-1].cursor
-            self.sent_directly += len(due)
-            return True
         for number, (event, payload) in enumerate(zip(due, payloads, strict=True)):
             assert payload is not None
             try:
@@ -653,13 +726,21 @@ class FeedHub:
             self.sent_directly += 1
         return True
 
+    def _forget(self, subscriber: Subscriber) -> None:
+        self._subscribers.discard(subscriber)
+        members = self._groups.get(subscriber.group_id)
+        if members is not None:
+            members.pop(subscriber, None)
+            if not members:
+                del self._groups[subscriber.group_id]
+
     def _close(self, subscriber: Subscriber, why: Closed) -> None:
         """Stop feeding a subscriber and tell it why, in place of what it had queued.
 
         What it had not taken yet is dropped here, but not lost: it resumes from the
         last event it delivered and replays the rest from the table.
         """
-        self._subscribers.discard(subscriber)
+        self._forget(subscriber)
         if why is Closed.TOO_SLOW:
             self.closed_slow += 1
         while not subscriber.queue.empty():

@@ -41,29 +41,36 @@ class RawSocket:
 
     def __init__(self, protocol: WebSocketsSansIOProtocol) -> None:
         self._protocol = protocol
+        # Set once the handshake is done without extensions, which stays so.
+        self._inner: Any = None
+        self._gathering: GatheringTransport | None = None
 
     def ready(self) -> bool:
         """Whether a frame may be written directly now (see the module's docstring)."""
         p = self._protocol
         conn: Any = p.conn
+        if self._inner is None:
+            if not p.handshake_complete or conn.extensions:
+                return False
+            transport: Any = p.transport
+            if isinstance(transport, GatheringTransport):
+                self._gathering, transport = transport, transport.inner
+            self._inner = transport
         return (
-            p.handshake_complete
+            conn.state is OPEN
             and not p.close_sent
             and not p.disconnected
             and p.writable.is_set()
-            and conn.state is OPEN
-            and not conn.extensions
             and not conn.expect_continuation_frame
-            and not p.transport.is_closing()
+            and not self._inner.is_closing()
         )
 
     def write(self, frames: bytes) -> None:
-        transport: Any = self._protocol.transport
-        if isinstance(transport, GatheringTransport):
-            # Already one write: straight to the socket, after anything gathered before.
-            transport.flush()
-            transport = transport.inner
-        transport.write(frames)
+        """Write `frames` after anything gathered before; only once `ready` said so."""
+        gathering = self._gathering
+        if gathering is not None and gathering.pending:
+            gathering.flush()  # already one write: straight to the socket, in order
+        self._inner.write(frames)
 
 
 def keep_raw_send(scope: Scope, send: Send) -> None:

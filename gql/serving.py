@@ -22,7 +22,8 @@ class GatheringTransport:
 
     def __init__(self, transport: Any) -> None:
         self._transport = transport
-        self._pending: list[bytes] = []
+        # What is gathered and not yet written (the feed's group writes flush it first).
+        self.pending: list[bytes] = []
         self._loop = asyncio.get_running_loop()
 
     @property
@@ -31,9 +32,9 @@ class GatheringTransport:
         return self._transport
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        if not self._pending:
+        if not self.pending:
             self._loop.call_soon(self.flush)
-        self._pending.append(bytes(data))
+        self.pending.append(bytes(data))
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
@@ -41,10 +42,10 @@ class GatheringTransport:
 
     def flush(self) -> None:
         """Hand what is gathered to the socket now."""
-        if not self._pending:
+        if not self.pending:
             return
-        data = b"".join(self._pending)
-        self._pending.clear()
+        data = b"".join(self.pending)
+        self.pending.clear()
         if not self._transport.is_closing():
             self._transport.write(data)
 
@@ -57,12 +58,12 @@ class GatheringTransport:
         self._transport.write_eof()
 
     def abort(self) -> None:
-        self._pending.clear()
+        self.pending.clear()
         self._transport.abort()
 
     def get_write_buffer_size(self) -> int:
         held: int = self._transport.get_write_buffer_size()
-        return held + sum(map(len, self._pending))
+        return held + sum(map(len, self.pending))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._transport, name)
