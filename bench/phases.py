@@ -358,7 +358,8 @@ def explain_summary(plans: list[dict[str, Any]]) -> str:
     for p in plans:
         # The pair's labels and values are the parameters that are neither lists nor numbers.
         words = [v for v in p["params"] if not v.startswith("[") and not v.isdigit()]
-        props = " & ".join(f"{a}:{b}" for a, b in zip(words[::2], words[1::2], strict=False))
+        pairs = (f"{a}:{b}" for a, b in zip(words[::2], words[1::2], strict=False))
+        props = " & ".join(dict.fromkeys(pairs))  # one property named twice is one
         out.append(
             f"{p['case']} pair ({props}, {p['shared_members']:,} shared), {p['statement']} query:"
         )

@@ -183,14 +183,17 @@ def rows(results: dict[str, Any]) -> list[Row]:
         for name, g in s["gather"].items():
             gw, raw = median(g["gateway_p50_ms"]), median(g["raw_p50_ms"])
             shape = g.get("shape", "INTERSECT")
+            # The targets against raw and of asOf against now are the INTERSECT reads'; the
+            # largest value's row is there for its growth with the memory (below).
+            paired = shape == "INTERSECT"
             out.append(
                 Row(
                     f"gather {name} {shape} p50 ms {at}",
                     gw,
                     raw,
                     gw / raw,
-                    f"<={TARGET_GATHER}",
-                    gw / raw <= TARGET_GATHER,
+                    f"<={TARGET_GATHER}" if paired else "",
+                    gw / raw <= TARGET_GATHER if paired else None,
                 )
             )
             gw90, raw90 = median(g["gateway_p90_ms"]), median(g["raw_p90_ms"])
@@ -206,8 +209,8 @@ def rows(results: dict[str, Any]) -> list[Row]:
                         past,
                         gw,
                         past / gw,
-                        f"<={TARGET_AS_OF}",
-                        past / gw <= TARGET_AS_OF,
+                        f"<={TARGET_AS_OF}" if paired else "",
+                        past / gw <= TARGET_AS_OF if paired else None,
                     )
                 )
             if "floor_p50_ms" in g:
