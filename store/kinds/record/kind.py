@@ -171,7 +171,7 @@ class _Writer:
         delta = project_record(was, entry)
         self.labels.update(label_changes(was, delta.record))
         self.records.update(record_changes(was, delta.record))
-        self.members.update(member_changes(was, delta))
+        member_changes(was, delta, self.members)
         self.written[entry.object_id] = delta.record
         rows.part("moved_records").append(record_row(delta.record, write.idempotency_key))
         rows.part("closed_memberships").extend(
@@ -216,7 +216,7 @@ class _Replay:
             delta = project_record(record, entry)
             self.labels.update(label_changes(record, delta.record))
             self.counted.update(record_changes(record, delta.record))
-            self.members.update(member_changes(record, delta))
+            member_changes(record, delta, self.members)
             record = delta.record
             for ep_id in delta.closed:
                 was = opened.pop(ep_id)
