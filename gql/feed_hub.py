@@ -71,7 +71,7 @@ class FeedOptions:
     # How long the fan-out serves subscribers (sends to or wakes them) before it lets
     # the event loop turn, when an event reaches many, so that requests go on while it
     # spreads: a thousandth of a second delays a request no more than that, and costs a
-    # turn of the loop per hundred or so deliveries, not one per few.
+    # turn of the loop per few dozen deliveries, not one per sixteen.
     turn_seconds: float = 0.001
     # Write a group's messages to each member's socket as frames built once per group,
     # from the fan-out loop (gql.frames). Off, each message goes through the socket's
@@ -127,7 +127,7 @@ class Batch:
     _renders: dict[Hashable, asyncio.Task[Rendered]] = field(default_factory=dict)
     _allowed: dict[frozenset[str], list[FeedEvent]] = field(default_factory=dict)
     _frames: dict[Hashable, Sending] = field(default_factory=dict)
-    _whole: dict[Hashable, Sending | None] = field(default_factory=dict)
+    _whole: dict[Hashable, Sending] = field(default_factory=dict)
     # The lowest seq and transaction id among the events: a subscriber whose replay
     # ended below both has none of them behind it (`Progress.due`).
     lowest_seq: int = field(init=False)
