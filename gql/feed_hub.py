@@ -178,10 +178,8 @@ class Batch:
         operation head), the cursor of the last and how many; NOTHING when none is due;
         None when the rendering is not made yet, or one of them must be executed alone."""
         progress = direct.progress
-        seen = progress.seen
-        if seen is None or (self.lowest_seq > progress.start and self.lowest_txid >= seen.xmax):
-            # Past its cursor and its replay: due every event its lanes allow, as the
-            # rest of the group is (`Progress.due`).
+        if progress.past(self):
+            # Due every event its lanes allow, as the rest of the group is.
             key = direct.frames_key
             found = self._whole.get(key)
             if found is None:
@@ -274,15 +272,17 @@ class Progress:
     start: int = 0
     seen: Snapshot | None = None
 
+    def past(self, batch: Batch) -> bool:
+        """Whether every event of `batch` is past the cursor and began after the replay's
+        snapshot, so the replay saw none of them: the usual case once live."""
+        seen = self.seen
+        return seen is None or (batch.lowest_seq > self.start and batch.lowest_txid >= seen.xmax)
+
     def due(self, batch: Batch, allowed: Sequence[FeedEvent]) -> Sequence[FeedEvent]:
         """Of `allowed` (events of `batch`), those not yet sent: after the cursor, and
         not already replayed."""
         seen = self.seen
-        if seen is None:
-            return allowed
-        if batch.lowest_seq > self.start and batch.lowest_txid >= seen.xmax:
-            # Every event of the batch is past the cursor and began after the replay's
-            # snapshot, so the replay saw none of them: the usual case once live.
+        if seen is None or self.past(batch):
             return allowed
         return [e for e in allowed if not (e.seq <= self.start or seen.finished(e.txid))]
 
