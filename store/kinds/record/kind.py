@@ -169,8 +169,8 @@ class _Writer:
     def add(self, write: Write, entry: Entry, rows: Rows) -> Record:
         was = self.written.get(write.object_id, self.before.get(write.object_id))
         delta = project_record(was, entry)
-        self.labels.update(label_changes(was, delta.record))
-        self.records.update(record_changes(was, delta.record))
+        label_changes(was, delta.record, self.labels)
+        record_changes(was, delta.record, self.records)
         member_changes(was, delta, self.members)
         self.written[entry.object_id] = delta.record
         rows.part("moved_records").append(record_row(delta.record, write.idempotency_key))
@@ -214,8 +214,8 @@ class _Replay:
         opened: dict[str, Membership] = {}
         for entry in entries:
             delta = project_record(record, entry)
-            self.labels.update(label_changes(record, delta.record))
-            self.counted.update(record_changes(record, delta.record))
+            label_changes(record, delta.record, self.labels)
+            record_changes(record, delta.record, self.counted)
             member_changes(record, delta, self.members)
             record = delta.record
             for ep_id in delta.closed:
