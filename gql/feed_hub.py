@@ -179,16 +179,20 @@ class Batch:
         None when the rendering is not made yet, or one of them must be executed alone."""
         progress = direct.progress
         if progress.past(self):
-            # Due every event its lanes allow, as the rest of the group is.
-            key = direct.frames_key
-            found = self._whole.get(key)
-            if found is None:
-                found = self._sending(direct.rights, direct.head, self.allowed(direct.lanes))
-                if found is not None:
-                    self._whole[key] = found
-            return found
+            return self.whole(direct)
         due = progress.due(self, self.allowed(direct.lanes))
         return self._sending(direct.rights, direct.head, due)
+
+    def whole(self, direct: Direct) -> Sending | None:
+        """`sending` for a subscriber due every event its lanes allow, as the rest of
+        its group is (one past its replay)."""
+        key = direct.frames_key
+        found = self._whole.get(key)
+        if found is None:
+            found = self._sending(direct.rights, direct.head, self.allowed(direct.lanes))
+            if found is not None:
+                self._whole[key] = found
+        return found
 
     def _sending(self, rights: Hashable, head: str, due: Sequence[FeedEvent]) -> Sending | None:
         if not due:
@@ -221,6 +225,9 @@ class Batch:
 
 Item = Batch | Closed
 
+# Writes from an armed set between two reads of the clock (`FeedHub._write_armed`).
+_WRITES_PER_CLOCK = 64
+
 
 class _Carrying:
     """The events of one read by the edge properties their records carried before or
@@ -238,11 +245,23 @@ class _Carrying:
     def of(self, wanted: FeedFilter) -> Sequence[FeedEvent]:
         """The events `wanted` may admit, in feed order (all of them for a filter that
         is not a gather)."""
-        if wanted.match is None:
+        props = _keys(wanted)
+        if props is None:
             return self.events
-        props = wanted.match if wanted.union else wanted.match[:1]
         found = sorted({n for p in props for n in self._at.get(p, ())})
         return [self.events[n] for n in found]
+
+    def carried(self) -> Iterable[Property]:
+        """Every edge property a record of the read carried before or after."""
+        return self._at.keys()
+
+
+def _keys(wanted: FeedFilter) -> tuple[Property, ...] | None:
+    """The edge properties one of which an event's record must carry, before or after,
+    for `wanted` to admit it (None: it is not a gather, any event may do)."""
+    if wanted.match is None:
+        return None
+    return wanted.match if wanted.union else wanted.match[:1]
 
 
 def _share_renderings(batches: Iterable[Batch]) -> None:
@@ -347,6 +366,8 @@ class Subscriber:
 
     # Subscribers with equal filters and `share`, numbered by the hub (`group`).
     group_id: int = -1
+    # Set by the hub while it writes to it from its group's armed members (`_Armed`).
+    armed: _Armed | None = None
 
     @property
     def group(self) -> Hashable:
@@ -387,6 +408,61 @@ def _failed(exc: Exception) -> asyncio.Future[None]:
     return failed
 
 
+@dataclass(eq=False, slots=True)
+class _Flight:
+    """A batch being written to an armed set's members: their entries in order, how many
+    were reached, the batch's cursor, and the members disarmed before their write (left
+    to the ordinary path for this batch)."""
+
+    order: list[tuple[Subscriber, Any]]
+    reached: int = 0
+    cursor: str | None = None
+    left: list[Subscriber] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class _Armed:
+    """Members of one group that take the same frames (`Direct.frames_key`), each found
+    at its last write in the state a write straight to its socket needs (`FeedHub._arm`)
+    and watched since for whatever would change that: the hub waking it, the server
+    writing to its socket itself or closing it, the socket pushing back, the policy
+    version moving on (`FeedHub._disarm`); its operation ends only after the hub woke it,
+    or when its task is cancelled, which forgets it. A batch for them is one write per
+    member, with no other per-member work."""
+
+    group: _Group
+    version: int
+    direct: Direct
+    """One member's: the rendering, and what the frames depend on, are the same for all."""
+    # Each member's socket, its progress, and `writes` when it was armed; and, in the
+    # order they were armed, each with the transport its frames are written to.
+    members: dict[Subscriber, tuple[RawSocket, Progress, int]] = field(default_factory=dict)
+    entries: dict[Subscriber, tuple[Subscriber, Any]] = field(default_factory=dict)
+    # The newest replay among them (`Progress.start` and its snapshot's xmax): a batch
+    # past it is past every member's (`Progress.past`).
+    start: int = -1
+    xmax: int = 0
+    writes: int = 0
+    cursor: str | None = None
+    """The cursor of the last event written to every member armed at the time."""
+    flight: _Flight | None = None
+
+    def covers(self, batch: Batch) -> bool:
+        return batch.lowest_seq > self.start and batch.lowest_txid >= self.xmax
+
+
+@dataclass(eq=False)
+class _Group:
+    """The subscribers of one group (`Subscriber.group_id`): those served one by one, in
+    the order they came, and those armed, by the frames they take."""
+
+    like: Subscriber
+    """A member: the filters they all share."""
+    plain: dict[Subscriber, None] = field(default_factory=dict)
+    armed: dict[Hashable, _Armed] = field(default_factory=dict)
+    size: int = 0
+
+
 @dataclass(frozen=True)
 class FeedStats:
     """What the hub of one process is doing, for the metrics."""
@@ -414,9 +490,14 @@ class FeedHub:
     policies: PolicyCache
     options: FeedOptions = field(default_factory=FeedOptions)
     _subscribers: set[Subscriber] = field(default_factory=set)
-    # The subscribers of each group (`Subscriber.group_id`), in the order they came: a
-    # read looks at each group once, and at the members of those it has events for.
-    _groups: dict[int, dict[Subscriber, None]] = field(default_factory=dict)
+    # The subscribers of each group (`Subscriber.group_id`): a read looks at each group
+    # once, and at the members of those it has events for.
+    _groups: dict[int, _Group] = field(default_factory=dict)
+    # The groups by the edge properties one of which a record must carry for them
+    # (`_keys`), and those any event may concern: a read visits only the groups its
+    # records' properties name, however many gathers are followed.
+    _keyed: dict[Property, dict[int, None]] = field(default_factory=dict)
+    _unkeyed: dict[int, None] = field(default_factory=dict)
     _task: asyncio.Task[None] | None = None
     _token_checks: asyncio.Task[None] | None = None
     _dispatcher: asyncio.Task[None] | None = None
@@ -433,6 +514,8 @@ class FeedHub:
     # one or more events to one socket), counted for tests.
     sent_directly: int = 0
     group_writes: int = 0
+    # Of the group writes, those made to armed members (`_Armed`).
+    armed_writes: int = 0
     # Subscribers filtering on a gather: while there are any, the reader reads each
     # event's memberships with it.
     _gathering: int = 0
@@ -442,6 +525,9 @@ class FeedHub:
     closed_slow: int = 0
     # From the newest event's write to its hand-out by the reader, when it was handed out.
     lag_seconds: float = 0.0
+    # Subscribers served since the fan-out began, and when it next lets the loop turn.
+    _served: int = 0
+    _turn: float = 0.0
 
     def __post_init__(self) -> None:
         self.reader = FeedReader(
@@ -510,6 +596,7 @@ class FeedHub:
             assert subscriber.bearer is not None
             if agents[subscriber.bearer.secret] != subscriber.bearer.agent:
                 subscriber.revoked = True
+                self._disarm(subscriber)
                 with contextlib.suppress(asyncio.QueueFull):  # then it is woken anyway
                     subscriber.queue.put_nowait(None)
 
@@ -547,7 +634,12 @@ class FeedHub:
         # A number per group, so a read finds each group's batch without hashing filters.
         subscriber.group_id = self._group_ids.setdefault(subscriber.group, len(self._group_ids))
         self._subscribers.add(subscriber)
-        self._groups.setdefault(subscriber.group_id, {})[subscriber] = None
+        group = self._groups.get(subscriber.group_id)
+        if group is None:
+            group = self._groups[subscriber.group_id] = _Group(subscriber)
+            self._index(subscriber, add=True)
+        group.plain[subscriber] = None
+        group.size += 1
         self._gathering += gathering
         try:
             self.reader.wake()
@@ -560,6 +652,11 @@ class FeedHub:
             subscriber.direct = None
             if subscriber.pending is not None:
                 subscriber.pending.cancel()
+
+    @property
+    def armed(self) -> int:
+        """How many subscribers are armed now."""
+        return sum(len(a.members) for g in self._groups.values() for a in g.armed.values())
 
     def stats(self) -> FeedStats:
         return FeedStats(
@@ -598,40 +695,184 @@ class FeedHub:
             events = await self._with_memberships(events)
         carrying = _Carrying(events) if self._gathering else None
         unheld = carrying is not None and any(e.held is None for e in events)
-        # Filtered once per group, from its first member: the members differ in nothing
-        # a filter looks at.
-        offers: list[tuple[Batch, list[Subscriber]]] = []
-        for group in list(self._groups.values()):
-            first = next(iter(group))
-            if unheld and first.wanted.needs_memberships:
+        # Filtered once per group, from one member: the members differ in nothing a
+        # filter looks at.
+        offers: list[tuple[Batch, _Group]] = []
+        if carrying is None or unheld:
+            groups = list(self._groups.values())
+        else:
+            ids = dict.fromkeys(self._unkeyed)
+            for prop in carrying.carried():
+                ids.update(self._keyed.get(prop, ()))
+            groups = [self._groups[i] for i in ids]
+        for group in groups:
+            like = group.like
+            if unheld and like.wanted.needs_memberships:
                 # Their memberships could not be read: they resume from the table.
-                for subscriber in list(group):
+                for subscriber in self._members(group):
                     self._close(subscriber, Closed.TOO_SLOW)
                 continue
-            candidates = events if carrying is None else carrying.of(first.wanted)
-            mine = tuple(e for e in candidates if first.wants(e))
+            candidates = events if carrying is None else carrying.of(like.wanted)
+            mine = tuple(e for e in candidates if like.wants(e))
             if mine:
-                offers.append((Batch(mine, first.wanted, share=first.share), list(group)))
+                offers.append((Batch(mine, like.wanted, share=like.share), group))
         _share_renderings(batch for batch, _ in offers)
-        served = 0
-        clock = time.perf_counter
-        turn = clock() + self.options.turn_seconds
-        for batch, members in offers:
-            for subscriber in members:
+        self._turn = time.perf_counter() + self.options.turn_seconds
+        for batch, group in offers:
+            plain = list(group.plain)
+            for armed in list(group.armed.values()):
+                plain.extend(await self._write_armed(armed, batch, in_force))
+            for subscriber in plain:
                 if subscriber not in self._subscribers:
                     continue  # gone, or closed, during an earlier turn
-                if not self._write(subscriber, batch, in_force) and not (
+                if self._write(subscriber, batch, in_force) or (
                     await self._send_directly(subscriber, batch, in_force)
                 ):
+                    self._arm(group, subscriber, in_force)
+                else:
                     try:
                         subscriber.queue.put_nowait(batch)
                     except asyncio.QueueFull:
                         self._close(subscriber, Closed.TOO_SLOW)
-                served += 1
                 self.deliveries += 1
-                if not served % 8 and clock() >= turn:  # the clock read every 8th
+                await self._may_turn()
+
+    async def _may_turn(self) -> None:
+        """Let the event loop turn once the fan-out has served subscribers (sent to or
+        woken them) for `turn_seconds` since it last did (the clock read every 8th)."""
+        self._served += 1
+        if not self._served % 8 and time.perf_counter() >= self._turn:
+            await asyncio.sleep(0)
+            self._turn = time.perf_counter() + self.options.turn_seconds
+
+    def _members(self, group: _Group) -> list[Subscriber]:
+        return [*group.plain, *(s for armed in group.armed.values() for s in armed.members)]
+
+    def _arm(self, group: _Group, subscriber: Subscriber, in_force: int | None) -> None:
+        """Arm a subscriber just written to when nothing stands in the way of the next
+        write going straight to its socket, and watch its socket for what would."""
+        direct = subscriber.direct
+        if (
+            direct is None
+            or in_force is None
+            or direct.version != in_force
+            or subscriber.armed is not None
+            or subscriber.revoked
+            or subscriber.pending is not None
+            or not subscriber.queue.empty()
+            or not self.options.group_writes
+            or not direct.open()
+        ):
+            return
+        raw = direct.raw
+        if raw is None or not raw.ready() or not raw.drained():
+            return
+        key = direct.frames_key
+        armed = group.armed.get(key)
+        if armed is not None and armed.version != in_force:
+            for member in list(armed.members):
+                self._disarm(member)
+            armed = None
+        if not raw.watch(subscriber, partial(self._disarm, subscriber)):
+            return
+        if armed is None:
+            armed = group.armed[key] = _Armed(group, in_force, direct)
+        progress = direct.progress
+        if progress.seen is not None:
+            armed.start = max(armed.start, progress.start)
+            armed.xmax = max(armed.xmax, progress.seen.xmax)
+        armed.members[subscriber] = (raw, progress, armed.writes)
+        armed.entries[subscriber] = (subscriber, raw.transport)
+        subscriber.armed = armed
+        del group.plain[subscriber]
+
+    def _disarm(self, subscriber: Subscriber) -> None:
+        """Serve `subscriber` one by one again, its progress brought up to what its armed
+        set wrote to it."""
+        armed = subscriber.armed
+        if armed is None:
+            return
+        subscriber.armed = None
+        raw, progress, armed_at = armed.members.pop(subscriber)
+        del armed.entries[subscriber]
+        raw.unwatch(subscriber)
+        flight = armed.flight
+        if flight is not None and any(e[0] is subscriber for e in flight.order[: flight.reached]):
+            progress.last = flight.cursor  # written this batch
+        else:
+            if flight is not None:
+                flight.left.append(subscriber)
+            if armed.writes > armed_at:  # written since it was armed
+                progress.last = armed.cursor
+        group = armed.group
+        group.plain[subscriber] = None
+        if (
+            not armed.members
+            and flight is None
+            and group.armed.get(armed.direct.frames_key) is armed
+        ):
+            del group.armed[armed.direct.frames_key]
+
+    async def _write_armed(
+        self, armed: _Armed, batch: Batch, in_force: int | None
+    ) -> list[Subscriber]:
+        """Write `batch` to the members of `armed`: the group's frames, one write each.
+        Returns the members left to the ordinary path for it (disarmed before their
+        write, or all of them when the batch cannot be written this way)."""
+        if armed.version != in_force or not armed.covers(batch):
+            members = list(armed.members)
+            for member in members:
+                self._disarm(member)
+            return members
+        flight = armed.flight = _Flight(list(armed.entries.values()))
+        try:
+            sending = batch.whole(armed.direct)
+            if sending is None:
+                direct, source = armed.direct, batch.renders
+                render = partial(direct.render, source.allowed(direct.lanes))
+                await source.rendered(direct.rights, render)
+                sending = batch.whole(direct)
+                if flight.left:  # disarmed while the rendering was made
+                    flight.order = list(armed.entries.values())
+            if sending is None:  # an event to execute for each alone
+                for member in list(armed.members):
+                    self._disarm(member)
+                return flight.left
+            self.deliveries += len(flight.order)
+            if not sending.count:
+                return flight.left
+            flight.cursor, frames = sending.cursor, sending.frames
+            order = flight.order
+            wrote = 0
+            for n in range(0, len(order), _WRITES_PER_CLOCK):
+                if n and time.perf_counter() >= self._turn:
+                    flight.reached, left = n, len(flight.left)
                     await asyncio.sleep(0)
-                    turn = clock() + self.options.turn_seconds
+                    self._turn = time.perf_counter() + self.options.turn_seconds
+                    if len(flight.left) != left:  # some were disarmed meanwhile
+                        order[n:] = [e for e in order[n:] if e[0].armed is armed]
+                for subscriber, transport in order[n : n + _WRITES_PER_CLOCK]:
+                    try:
+                        transport.write(frames)
+                    except RuntimeError:  # lost under it: its task is told and ends
+                        flight.reached = order.index((subscriber, transport))
+                        self._disarm(subscriber)
+                        continue
+                    wrote += 1
+                    if transport.get_write_buffer_size():  # pushing back: the ordinary path sees
+                        flight.reached = order.index((subscriber, transport)) + 1
+                        self._disarm(subscriber)
+            self.group_writes += wrote
+            self.armed_writes += wrote
+            self.sent_directly += wrote * sending.count
+            armed.writes += 1
+            armed.cursor = flight.cursor
+            return flight.left
+        finally:
+            armed.flight = None
+            group = armed.group
+            if not armed.members and group.armed.get(armed.direct.frames_key) is armed:
+                del group.armed[armed.direct.frames_key]
 
     async def _with_memberships(self, events: Sequence[FeedEvent]) -> Sequence[FeedEvent]:
         """`events` with their records' memberships, for a gathering subscriber that came
@@ -727,12 +968,30 @@ class FeedHub:
         return True
 
     def _forget(self, subscriber: Subscriber) -> None:
+        if subscriber not in self._subscribers:
+            return
+        self._disarm(subscriber)
         self._subscribers.discard(subscriber)
-        members = self._groups.get(subscriber.group_id)
-        if members is not None:
-            members.pop(subscriber, None)
-            if not members:
-                del self._groups[subscriber.group_id]
+        group = self._groups[subscriber.group_id]
+        del group.plain[subscriber]
+        group.size -= 1
+        if not group.size:
+            del self._groups[subscriber.group_id]
+            self._index(group.like, add=False)
+
+    def _index(self, like: Subscriber, add: bool) -> None:
+        """Enter a new group in `_keyed` or `_unkeyed`, or take a gone one out."""
+        keys = _keys(like.wanted)
+        places = [self._unkeyed] if keys is None else [self._keyed.setdefault(p, {}) for p in keys]
+        for ids in places:
+            if add:
+                ids[like.group_id] = None
+            else:
+                ids.pop(like.group_id, None)
+        if not add and keys is not None:
+            for p in keys:
+                if not self._keyed.get(p, True):
+                    del self._keyed[p]
 
     def _close(self, subscriber: Subscriber, why: Closed) -> None:
         """Stop feeding a subscriber and tell it why, in place of what it had queued.

@@ -15,7 +15,7 @@ the socket and so keeps the slow-consumer rule (docs/feed_hub.md).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from starlette.types import Scope, Send
@@ -44,6 +44,7 @@ class RawSocket:
         # Set once the handshake is done without extensions, which stays so.
         self._inner: Any = None
         self._gathering: GatheringTransport | None = None
+        self._watchers: dict[Hashable, Callable[[], None]] = {}
 
     def ready(self) -> bool:
         """Whether a frame may be written directly now (see the module's docstring)."""
@@ -64,6 +65,42 @@ class RawSocket:
             and not conn.expect_continuation_frame
             and not self._inner.is_closing()
         )
+
+    def drained(self) -> bool:
+        """Whether everything written to it so far has gone to the socket."""
+        gathering = self._gathering
+        return not (gathering is not None and gathering.pending) and not (
+            self._inner.get_write_buffer_size()
+        )
+
+    @property
+    def transport(self) -> Any:
+        """The transport frames are written to; only once `ready` said so."""
+        return self._inner
+
+    def watch(self, key: Hashable, callback: Callable[[], None]) -> bool:
+        """Call `callback` once, at the next write the server makes to this socket itself
+        (a pong, a close, an ordinary send) or when it closes it: until then nothing but
+        the frames written here went out, so what `ready` found still holds but for the
+        transport pushing back or closing. False, and nothing watched, when the socket
+        cannot tell (not on a gathering transport)."""
+        gathering = self._gathering
+        if gathering is None:
+            return False
+        self._watchers[key] = callback
+        gathering.touched = self._touched
+        return True
+
+    def unwatch(self, key: Hashable) -> None:
+        self._watchers.pop(key, None)
+        if not self._watchers and self._gathering is not None:
+            self._gathering.touched = None
+
+    def _touched(self) -> None:
+        watchers = list(self._watchers.values())
+        self._watchers.clear()
+        for callback in watchers:
+            callback()
 
     def write(self, frames: bytes) -> None:
         """Write `frames` after anything gathered before; only once `ready` said so."""

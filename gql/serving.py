@@ -12,6 +12,7 @@ later for what is written outside an HTTP response (WebSocket frames).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -25,6 +26,15 @@ class GatheringTransport:
         # What is gathered and not yet written (the feed's group writes flush it first).
         self.pending: list[bytes] = []
         self._loop = asyncio.get_running_loop()
+        # Called at the next write the server makes itself, or when it closes the socket
+        # (`gql.frames.RawSocket.watch`); then unset.
+        self.touched: Callable[[], None] | None = None
+
+    def _touch(self) -> None:
+        touched = self.touched
+        if touched is not None:
+            self.touched = None
+            touched()
 
     @property
     def inner(self) -> Any:
@@ -32,6 +42,8 @@ class GatheringTransport:
         return self._transport
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self.touched is not None:
+            self._touch()
         if not self.pending:
             self._loop.call_soon(self.flush)
         self.pending.append(bytes(data))
@@ -50,14 +62,17 @@ class GatheringTransport:
             self._transport.write(data)
 
     def close(self) -> None:
+        self._touch()
         self.flush()
         self._transport.close()
 
     def write_eof(self) -> None:
+        self._touch()
         self.flush()
         self._transport.write_eof()
 
     def abort(self) -> None:
+        self._touch()
         self.pending.clear()
         self._transport.abort()
 

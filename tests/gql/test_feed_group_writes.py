@@ -156,3 +156,51 @@ async def test_groups_following_other_records_render_alike(
             for t in got[("shared", topic)]
         ]
         assert seen == mine
+
+
+async def test_armed_members_are_disarmed_by_a_write_of_the_servers_own(
+    start_gateway: GatewayFactory,
+) -> None:
+    """Once written to, a waiting member is armed: the next batch is one write to its
+    transport and nothing else. Anything the server then writes to its socket itself
+    (here an error for a second operation) disarms it at once, so no frame of the hub's
+    overtakes it; the member is armed again at its next write, and every member still
+    gets the reference's bytes."""
+    grouped = await start_gateway(anonymous_agent=DEV)
+    plain = await start_gateway(
+        anonymous_agent=DEV,
+        database_url=grouped.database_url,
+        feed=FeedOptions(group_writes=False),
+    )
+    topic = unique("topic:armed-")
+    async with AsyncExitStack() as stack:
+        sockets = [
+            await stack.enter_async_context(member(gateway))
+            for gateway in (grouped, plain)
+            for _ in range(MEMBERS)
+        ]
+        for _ in range(40):
+            probe = await ingest(grouped, "probe", [topic])
+            try:
+                await asyncio.gather(*(texts_until(ws, probe["id"]) for ws in sockets))
+                break
+            except TimeoutError:
+                continue
+        assert hub(grouped).armed == MEMBERS
+        assert hub(plain).armed == 0
+        armed_writes = hub(grouped).armed_writes
+        one = await ingest(grouped, "one", [topic])
+        first = await asyncio.gather(*(texts_until(ws, one["id"]) for ws in sockets))
+        assert hub(grouped).armed_writes - armed_writes == MEMBERS
+        touched = sockets[0]
+        await touched.send(
+            json.dumps({"id": "2", "type": "subscribe", "payload": {"query": "{ nope }"}})
+        )
+        error = json.loads(await asyncio.wait_for(touched.recv(), TIMEOUT))
+        assert (error["id"], error["type"]) == ("2", "error")
+        assert hub(grouped).armed == MEMBERS - 1
+        two = await ingest(grouped, "two", [topic])
+        second = await asyncio.gather(*(texts_until(ws, two["id"]) for ws in sockets))
+        assert hub(grouped).armed == MEMBERS
+    for got in (first, second):
+        assert all(texts == got[0] for texts in got), "a member got other bytes"
