@@ -14,7 +14,9 @@ subscriber is sent `--rate` events a second on average.
 Reported: delivered / expected per subscriber (min and max: both must be 1.0, with no
 duplicate and nothing unexpected), p50 / p99 from the commit (the writer's HTTP answer) to
 each delivery, the serving gateway's CPU (utime + stime from /proc) per delivery while the
-writers ran, and its memory (VmRSS) per idle subscriber, connected and subscribed.
+writers ran, its CPU with every subscriber connected and nothing written (keepalive pings,
+polls) and the per-delivery figure net of that, and its memory (VmRSS) per idle subscriber,
+connected and subscribed.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from bench.http import Callers
 from bench.measure import percentile, say
 from bench.server import BenchDatabase, gateway_process
 
+IDLE_SECONDS = 5.0
 FEED = """
 subscription($after: String, $m: [String!]) {
   auditEvents(after: $after, match: $m, kinds: ["sr_ingested"]) { cursor recordId }
@@ -100,13 +103,21 @@ async def settle(pid: int, idle_share: float = 0.1, limit: float = 600.0) -> flo
 
 def cpu_seconds(pid: int) -> float:
     """utime + stime of `pid` and its children now running (/proc)."""
+    return sum(cpu_times(pid))
+
+
+def cpu_times(pid: int) -> tuple[float, float]:
+    """utime and stime of `pid` and its children now running (/proc): on loopback the
+    system time of a write includes the receiving side's TCP work, which a network card
+    and the subscriber's machine would do elsewhere."""
     ticks = os.sysconf("SC_CLK_TCK")
-    total = 0.0
+    user = system = 0.0
     for p in [pid, *_children(pid)]:
         with open(f"/proc/{p}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / ticks
-    return total
+        user += int(fields[11]) / ticks
+        system += int(fields[12]) / ticks
+    return user, system
 
 
 def rss_bytes(pid: int) -> int:
@@ -215,10 +226,15 @@ async def _run(args: argparse.Namespace, database_url: str, serving: Any, writin
     settled = await settle(pid)
     say(f"subscriptions set up; gateway idle after {settled:.1f} s")
     subscribed_rss = rss_bytes(pid)
+    # What the gateway spends with every subscriber connected and nothing written (the
+    # WebSocket keepalive pings and their pongs, the feed's polls, the token checks).
+    idle_before = cpu_seconds(pid)
+    await asyncio.sleep(IDLE_SECONDS)
+    idle_share = (cpu_seconds(pid) - idle_before) / IDLE_SECONDS
     callers = Callers("lean", "127.0.0.1", [writing.port], 1)
     distinct = sorted(set(wanted))
     say(f"writing {args.rate * len(distinct):.0f} events/s for {args.duration:.0f} s")
-    cpu_before = cpu_seconds(pid)
+    cpu_before = cpu_times(pid)
     try:
         written = await write(callers.items[0], distinct, args)
     finally:
@@ -226,7 +242,8 @@ async def _run(args: argparse.Namespace, database_url: str, serving: Any, writin
     # The deliveries of the last writes land within a second; idle polling after that is
     # not theirs.
     await asyncio.sleep(1.0)
-    cpu = cpu_seconds(pid) - cpu_before
+    user, system = (a - b for a, b in zip(cpu_times(pid), cpu_before, strict=True))
+    cpu = user + system
     reports: list[dict[str, Any]] = []
     line_out = json.dumps(written["expected"]).encode() + b"\n"
     for process in workers:
@@ -269,10 +286,19 @@ async def _run(args: argparse.Namespace, database_url: str, serving: Any, writin
             "commit -> delivery p50 / p99",
             f"{percentile(delays, 0.5):.0f} / {percentile(delays, 0.99):.0f} ms",
         ),
-        ("serving gateway CPU per delivery", f"{cpu / max(1, deliveries) * 1e6:.1f} us"),
+        (
+            "serving gateway CPU per delivery (user + system)",
+            f"{cpu / max(1, deliveries) * 1e6:.1f} us ({user / max(1, deliveries) * 1e6:.1f}"
+            f" + {system / max(1, deliveries) * 1e6:.1f})",
+        ),
         (
             "serving gateway CPU while writing (+1 s)",
             f"{cpu:.1f} s of {written['seconds'] + 1:.0f} s",
+        ),
+        (
+            "serving gateway CPU idle / per delivery net of idle",
+            f"{idle_share * 100:.1f}% of a core / "
+            f"{(cpu - idle_share * (written['seconds'] + 1)) / max(1, deliveries) * 1e6:.1f} us",
         ),
         (
             "memory per idle subscriber (VmRSS)",
