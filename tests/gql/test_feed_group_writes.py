@@ -46,22 +46,18 @@ async def texts_until(ws: ClientConnection, record_id: str) -> list[str]:
             return got
 
 
-def hub(gateway: Gateway) -> FeedHub:
-    assert gateway.state is not None
-    found: FeedHub = gateway.state["services"].feed
-    return found
-
-
-async def test_every_member_gets_the_same_bytes_as_the_ordinary_send(
-    start_gateway: GatewayFactory,
-) -> None:
+@asynccontextmanager
+async def members_of_both(
+    start_gateway: GatewayFactory, topic: str
+) -> AsyncIterator[tuple[Gateway, Gateway, list[ClientConnection]]]:
+    """A gateway writing group frames and one sending each message the ordinary way, on
+    one database, with `MEMBERS` members on each (first the grouped one's), all live."""
     grouped = await start_gateway(anonymous_agent=DEV)
     plain = await start_gateway(
         anonymous_agent=DEV,
         database_url=grouped.database_url,
         feed=FeedOptions(group_writes=False),
     )
-    topic = unique("topic:group-")
     async with AsyncExitStack() as stack:
         sockets = [
             await stack.enter_async_context(member(gateway))
@@ -76,6 +72,20 @@ async def test_every_member_gets_the_same_bytes_as_the_ordinary_send(
                 break
             except TimeoutError:
                 continue
+        yield grouped, plain, sockets
+
+
+def hub(gateway: Gateway) -> FeedHub:
+    assert gateway.state is not None
+    found: FeedHub = gateway.state["services"].feed
+    return found
+
+
+async def test_every_member_gets_the_same_bytes_as_the_ordinary_send(
+    start_gateway: GatewayFactory,
+) -> None:
+    topic = unique("topic:group-")
+    async with members_of_both(start_gateway, topic) as (grouped, plain, sockets):
         before = {
             name: (hub(g).sent_directly, hub(g).group_writes)
             for name, g in (("grouped", grouped), ("plain", plain))
@@ -166,26 +176,8 @@ async def test_armed_members_are_disarmed_by_a_write_of_the_servers_own(
     (here an error for a second operation) disarms it at once, so no frame of the hub's
     overtakes it; the member is armed again at its next write, and every member still
     gets the reference's bytes."""
-    grouped = await start_gateway(anonymous_agent=DEV)
-    plain = await start_gateway(
-        anonymous_agent=DEV,
-        database_url=grouped.database_url,
-        feed=FeedOptions(group_writes=False),
-    )
     topic = unique("topic:armed-")
-    async with AsyncExitStack() as stack:
-        sockets = [
-            await stack.enter_async_context(member(gateway))
-            for gateway in (grouped, plain)
-            for _ in range(MEMBERS)
-        ]
-        for _ in range(40):
-            probe = await ingest(grouped, "probe", [topic])
-            try:
-                await asyncio.gather(*(texts_until(ws, probe["id"]) for ws in sockets))
-                break
-            except TimeoutError:
-                continue
+    async with members_of_both(start_gateway, topic) as (grouped, plain, sockets):
         assert hub(grouped).armed == MEMBERS
         assert hub(plain).armed == 0
         armed_writes = hub(grouped).armed_writes
