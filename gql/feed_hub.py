@@ -418,6 +418,19 @@ class _Flight:
     reached: int = 0
     cursor: str | None = None
     left: list[Subscriber] = field(default_factory=list)
+    # Each member's place in `order`, made at the first disarm (None: not made, or
+    # `order` changed since).
+    _at: dict[Subscriber, int] | None = None
+
+    def reorder(self, order: list[tuple[Subscriber, Any]]) -> None:
+        self.order[:] = order
+        self._at = None
+
+    def written(self, subscriber: Subscriber) -> bool:
+        """Whether the batch was written to `subscriber` (its place is before `reached`)."""
+        if self._at is None:
+            self._at = {entry[0]: n for n, entry in enumerate(self.order)}
+        return self._at.get(subscriber, len(self.order)) < self.reached
 
 
 @dataclass(eq=False)
@@ -797,7 +810,7 @@ class FeedHub:
         del armed.entries[subscriber]
         raw.unwatch(subscriber)
         flight = armed.flight
-        if flight is not None and any(e[0] is subscriber for e in flight.order[: flight.reached]):
+        if flight is not None and flight.written(subscriber):
             progress.last = flight.cursor  # written this batch
         else:
             if flight is not None:
@@ -833,7 +846,7 @@ class FeedHub:
                 await source.rendered(direct.rights, render)
                 sending = batch.whole(direct)
                 if flight.left:  # disarmed while the rendering was made
-                    flight.order = list(armed.entries.values())
+                    flight.reorder(list(armed.entries.values()))
             if sending is None:  # an event to execute for each alone
                 for member in list(armed.members):
                     self._disarm(member)
@@ -850,17 +863,17 @@ class FeedHub:
                     await asyncio.sleep(0)
                     self._turn = time.perf_counter() + self.options.turn_seconds
                     if len(flight.left) != left:  # some were disarmed meanwhile
-                        order[n:] = [e for e in order[n:] if e[0].armed is armed]
-                for subscriber, transport in order[n : n + _WRITES_PER_CLOCK]:
+                        flight.reorder(order[:n] + [e for e in order[n:] if e[0].armed is armed])
+                for at, (subscriber, transport) in enumerate(order[n : n + _WRITES_PER_CLOCK], n):
                     try:
                         transport.write(frames)
                     except RuntimeError:  # lost under it: its task is told and ends
-                        flight.reached = order.index((subscriber, transport))
+                        flight.reached = at
                         self._disarm(subscriber)
                         continue
                     wrote += 1
                     if transport.get_write_buffer_size():  # pushing back: the ordinary path sees
-                        flight.reached = order.index((subscriber, transport)) + 1
+                        flight.reached = at + 1
                         self._disarm(subscriber)
             self.group_writes += wrote
             self.armed_writes += wrote
