@@ -403,13 +403,16 @@ async def test_serve_with_workers_sums_metrics_and_logs_each_request(
     database_url = await databases.create()
 
     async def profiles(count: int) -> None:
-        # A connection each, at once, so that both processes take some.
-        async def one() -> None:
+        # A connection each, a millisecond apart: a process that is idle when a connection
+        # arrives takes every one waiting (the kernel wakes the last to wait first), so they
+        # arrive while the one that took the first is still answering it.
+        async def one(delay: float) -> None:
+            await asyncio.sleep(delay)
             async with httpx.AsyncClient(timeout=10, headers={"connection": "close"}) as client:
                 body = await call(client, served.url, "{ profile { agent } }")
                 assert body == {"data": {"profile": {"agent": "dev"}}}, body
 
-        await asyncio.gather(*(one() for _ in range(count)))
+        await asyncio.gather(*(one(n / 1000) for n in range(count)))
 
     def logged() -> list[dict[str, Any]]:
         lines = served.log.read_text().splitlines()
