@@ -464,6 +464,14 @@ class _Armed:
         return batch.lowest_seq > self.start and batch.lowest_txid >= self.xmax
 
 
+def _drop_if_empty(armed: _Armed) -> None:
+    """Take an armed set without members out of its group (unless it was replaced)."""
+    sets = armed.group.armed
+    key = armed.direct.frames_key
+    if not armed.members and sets.get(key) is armed:
+        del sets[key]
+
+
 @dataclass(eq=False)
 class _Group:
     """The subscribers of one group (`Subscriber.group_id`): those served one by one, in
@@ -473,7 +481,10 @@ class _Group:
     """A member: the filters they all share."""
     plain: dict[Subscriber, None] = field(default_factory=dict)
     armed: dict[Hashable, _Armed] = field(default_factory=dict)
-    size: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not self.plain and not any(a.members for a in self.armed.values())
 
 
 @dataclass(frozen=True)
@@ -652,7 +663,6 @@ class FeedHub:
             group = self._groups[subscriber.group_id] = _Group(subscriber)
             self._index(subscriber, add=True)
         group.plain[subscriber] = None
-        group.size += 1
         self._gathering += gathering
         try:
             self.reader.wake()
@@ -764,15 +774,10 @@ class FeedHub:
     def _arm(self, group: _Group, subscriber: Subscriber, in_force: int | None) -> None:
         """Arm a subscriber just written to when nothing stands in the way of the next
         write going straight to its socket, and watch its socket for what would."""
-        direct = subscriber.direct
+        direct = self._waiting(subscriber, in_force)
         if (
             direct is None
-            or in_force is None
-            or direct.version != in_force
             or subscriber.armed is not None
-            or subscriber.revoked
-            or subscriber.pending is not None
-            or not subscriber.queue.empty()
             or not self.options.group_writes
             or not direct.open()
         ):
@@ -782,14 +787,13 @@ class FeedHub:
             return
         key = direct.frames_key
         armed = group.armed.get(key)
-        if armed is not None and armed.version != in_force:
-            for member in list(armed.members):
-                self._disarm(member)
+        if armed is not None and armed.version != direct.version:
+            self._disarm_all(armed)
             armed = None
         if not raw.watch(subscriber, partial(self._disarm, subscriber)):
             return
         if armed is None:
-            armed = group.armed[key] = _Armed(group, in_force, direct)
+            armed = group.armed[key] = _Armed(group, direct.version, direct)
         progress = direct.progress
         if progress.seen is not None:
             armed.start = max(armed.start, progress.start)
@@ -817,14 +821,16 @@ class FeedHub:
                 flight.left.append(subscriber)
             if armed.writes > armed_at:  # written since it was armed
                 progress.last = armed.cursor
-        group = armed.group
-        group.plain[subscriber] = None
-        if (
-            not armed.members
-            and flight is None
-            and group.armed.get(armed.direct.frames_key) is armed
-        ):
-            del group.armed[armed.direct.frames_key]
+        armed.group.plain[subscriber] = None
+        if flight is None:
+            _drop_if_empty(armed)
+
+    def _disarm_all(self, armed: _Armed) -> list[Subscriber]:
+        """Disarm every member of `armed`; returns them."""
+        members = list(armed.members)
+        for member in members:
+            self._disarm(member)
+        return members
 
     async def _write_armed(
         self, armed: _Armed, batch: Batch, in_force: int | None
@@ -833,10 +839,7 @@ class FeedHub:
         Returns the members left to the ordinary path for it (disarmed before their
         write, or all of them when the batch cannot be written this way)."""
         if armed.version != in_force or not armed.covers(batch):
-            members = list(armed.members)
-            for member in members:
-                self._disarm(member)
-            return members
+            return self._disarm_all(armed)
         flight = armed.flight = _Flight(list(armed.entries.values()))
         try:
             sending = batch.whole(armed.direct)
@@ -848,8 +851,7 @@ class FeedHub:
                 if flight.left:  # disarmed while the rendering was made
                     flight.reorder(list(armed.entries.values()))
             if sending is None:  # an event to execute for each alone
-                for member in list(armed.members):
-                    self._disarm(member)
+                self._disarm_all(armed)
                 return flight.left
             self.deliveries += len(flight.order)
             if not sending.count:
@@ -883,9 +885,7 @@ class FeedHub:
             return flight.left
         finally:
             armed.flight = None
-            group = armed.group
-            if not armed.members and group.armed.get(armed.direct.frames_key) is armed:
-                del group.armed[armed.direct.frames_key]
+            _drop_if_empty(armed)
 
     async def _with_memberships(self, events: Sequence[FeedEvent]) -> Sequence[FeedEvent]:
         """`events` with their records' memberships, for a gathering subscriber that came
@@ -987,8 +987,7 @@ class FeedHub:
         self._subscribers.discard(subscriber)
         group = self._groups[subscriber.group_id]
         del group.plain[subscriber]
-        group.size -= 1
-        if not group.size:
+        if group.empty:
             del self._groups[subscriber.group_id]
             self._index(group.like, add=False)
 
