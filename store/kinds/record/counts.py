@@ -3,26 +3,36 @@ members per (label, value, lane), and records per label (`labels`).
 
 Each is kept as `label_counts` is (see `labels`): every write appends signed deltas in
 its own transaction, derived from what the projection rule moved (`projection.
-record_changes`, `projection.member_changes`: the memberships a write closes and
-opens), and never updates a shared counter row. After commit a process that has
-appended `FOLD_AFTER` delta rows folds every committed delta into the counts, all
-three in one short transaction, so a snapshot sees each delta either unfolded or
-folded, never both. A read sums the folded counts and the unfolded deltas of the
-caller's lanes: exact for the snapshot it reads, in a few rows however many records
-there are. Counts as of an earlier instant come from the membership intervals.
+record_changes`; the member deltas from the memberships the append statement closes
+and opens, in that statement), and never updates a shared counter row. After commit a
+process whose writes have come to a fold (`fold_share`) folds every committed delta
+into the counts, all three in one short transaction, so a snapshot sees each delta
+either unfolded or folded, never both. A read sums the folded counts and the unfolded
+deltas of the caller's lanes: exact for the snapshot it reads, in a few rows however
+many records there are. Counts as of an earlier instant come from the membership
+intervals.
 """
 
 from __future__ import annotations
 
+from store.kinds import Rows
 from store.pool import Conn
 from store.reads.visibility import RULE
 
-FOLD_AFTER = 1000
-# The append parts whose rows are the deltas a command wrote (see store.kinds.record.kind).
+# The append parts that move the counts (see store.kinds.record.kind): the label and
+# record deltas a command sends, and the memberships it closes and opens, from which
+# the statement derives its member deltas (at most one delta row each).
 LABEL_DELTAS = "new_label_deltas"
 RECORD_DELTAS = "new_record_deltas"
 MEMBER_DELTAS = "new_member_deltas"
-DELTA_PARTS = (LABEL_DELTAS, RECORD_DELTAS, MEMBER_DELTAS)
+OPENED = "opened_memberships"
+CLOSED = "closed_memberships"
+# A fold is due after this many appends (a read of a value's or a lane's count sums the
+# unfolded deltas, at most one row per append), or sooner after this many memberships
+# moved: the longer deltas wait, the more of a hot value's deltas one fold sums into one
+# update, and a value's deltas are found by its hash however many others wait.
+FOLD_AFTER_APPENDS = 100
+FOLD_AFTER_MEMBERSHIPS = 50_000
 # Any fixed number: one fold at a time; the others skip rather than wait.
 _FOLD_LOCK = 7_113_005
 
@@ -42,7 +52,10 @@ SELECT lane, source_type, n FROM summed
 ON CONFLICT (lane, source_type) DO UPDATE SET records = c.records + EXCLUDED.records
 """,
     """
-WITH folded AS (DELETE FROM member_deltas RETURNING label, value_key, lane, value, delta),
+WITH folded AS (
+  DELETE FROM member_deltas
+  RETURNING label, edgeloom_value_key(value) AS value_key, lane, value, delta
+),
 summed AS (
   SELECT label, value_key, lane, min(value) AS value, sum(delta) AS n FROM folded
   GROUP BY label, value_key, lane
@@ -54,11 +67,20 @@ ON CONFLICT (label, value_key, lane) DO UPDATE SET records = c.records + EXCLUDE
 )
 
 
+def fold_share(rows: Rows) -> float:
+    """How far a write's rows bring its process towards a fold, due at 1."""
+    moved = len(rows.parts.get(OPENED, ())) + len(rows.parts.get(CLOSED, ()))
+    return 1 / FOLD_AFTER_APPENDS + moved / FOLD_AFTER_MEMBERSHIPS
+
+
 async def fold(conn: Conn) -> bool:
     """Fold the committed deltas into the counts; False when another fold is running."""
     async with conn.transaction():
         if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", _FOLD_LOCK):
             return False
+        # A fold lost in a crash is no loss: its deltas are still there, unfolded, and
+        # its commit is atomic all the same. So it does not wait for the disk.
+        await conn.execute("SET LOCAL synchronous_commit = off")
         for statement in _FOLDS:
             await conn.execute(statement)
     return True
@@ -81,14 +103,14 @@ def member_count(
     """SQL: how many records in the lanes `lanes` carry `label`:`value` now (SQL
     expressions; `key`, the value's key if the caller has it). With `shown`, a label
     never shown as a hyperedge has none."""
-    where = (
-        f"label = {label} AND value_key = {key or f'edgeloom_value_key({value})'} "
-        f"AND {RULE.lane('', lanes)}"
-    )
+    key = key or f"edgeloom_value_key({value})"
+    where = f"label = {label} AND {RULE.lane('', lanes)}"
     if shown:
         where += f" AND {RULE.shown_label('label')}"
     return (
         "SELECT coalesce(sum(c.n), 0)::bigint FROM ("
-        f"SELECT records AS n FROM member_counts WHERE {where} "
-        f"UNION ALL SELECT delta FROM member_deltas WHERE {where}) c"
+        f"SELECT records AS n FROM member_counts WHERE value_key = {key} AND {where} "
+        "UNION ALL SELECT delta FROM member_deltas "
+        f"WHERE value_hash = edgeloom_member_hash({label}, {key}) "
+        f"AND edgeloom_value_key(value) = {key} AND {where}) c"
     )

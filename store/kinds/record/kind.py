@@ -12,7 +12,7 @@ import asyncpg
 from store.ids import RECORD_KIND
 from store.kinds import Copy, Cte, KindDefaults, Rows, Table
 from store.kinds.record import tags
-from store.kinds.record.counts import LABEL_DELTAS, MEMBER_DELTAS, RECORD_DELTAS
+from store.kinds.record.counts import CLOSED, LABEL_DELTAS, MEMBER_DELTAS, OPENED, RECORD_DELTAS
 from store.kinds.record.model import Record
 from store.kinds.record.projection import (
     RECORD_COLUMNS,
@@ -79,18 +79,20 @@ _CTES = (
         ),
     ),
     Cte(
-        "closed_memberships",
+        CLOSED,
         """UPDATE edge_properties m SET recorded_to = x.at, to_version = x.version
   FROM {rows}
-  WHERE m.record_id = x.record_id AND m.id = x.id AND m.recorded_to IS NULL""",
+  WHERE m.record_id = x.record_id AND m.id = x.id AND m.recorded_to IS NULL
+  RETURNING m.lane, m.label, m.value_key, m.value""",
         (("id", "text"), ("record_id", "text"), ("at", "timestamptz"), ("version", "int")),
     ),
     Cte(
-        "opened_memberships",
+        OPENED,
         """INSERT INTO edge_properties (id, record_id, lane, label, value, recorded_from,
                                recorded_to, from_version, to_version)
   SELECT id, record_id, lane, label, value, recorded_from, NULL, from_version, NULL
-  FROM {rows}""",
+  FROM {rows}
+  RETURNING lane, label, value_key, value""",
         (
             ("id", "text"),
             ("record_id", "text"),
@@ -112,11 +114,17 @@ _CTES = (
         "  SELECT lane, source_type, delta FROM {rows}",
         (("lane", "text"), ("source_type", "text"), ("delta", "int")),
     ),
+    # Read off the memberships this statement closes and opens, as they were written:
+    # one row per value whose count moved, and nothing for the write path to send. (The
+    # value's key is a function of the value: grouped by both, no aggregate picks one.)
     Cte(
         MEMBER_DELTAS,
-        "INSERT INTO member_deltas (label, value_key, lane, value, delta)\n"
-        "  SELECT label, edgeloom_value_key(value), lane, value, delta FROM {rows}",
-        (("label", "text"), ("lane", "text"), ("value", "text"), ("delta", "int")),
+        f"""INSERT INTO member_deltas (value_hash, label, lane, value, delta)
+  SELECT edgeloom_member_hash(label, value_key), label, lane, value, sum(d) FROM (
+    SELECT lane, label, value_key, value, 1 AS d FROM {OPENED}
+    UNION ALL SELECT lane, label, value_key, value, -1 FROM {CLOSED}
+  ) m
+  GROUP BY label, value_key, lane, value HAVING sum(d) <> 0""",
     ),
     tags.CTE,
 )
@@ -145,7 +153,7 @@ SELECT lane, source_type, sum(n)::bigint AS n FROM (
 _MEMBER_COUNTS = """
 SELECT lane, label, min(value) AS value, sum(n)::bigint AS n FROM (
   SELECT lane, label, value_key, value, records AS n FROM member_counts
-  UNION ALL SELECT lane, label, value_key, value, delta FROM member_deltas
+  UNION ALL SELECT lane, label, edgeloom_value_key(value), value, delta FROM member_deltas
 ) c GROUP BY lane, label, value_key HAVING sum(n) <> 0
 """
 _INSERT_MEMBER_COUNTS = """
@@ -161,24 +169,22 @@ class _Writer:
         self.before = before
         self.written: dict[str, Record] = {}
         # One delta row per (lane, label) a command moves, however many records it wrote;
-        # so too per (lane, source type) and per (lane, label, value).
+        # so too per (lane, source type). The member deltas are the statement's own.
         self.labels: Counter[tuple[str, str]] = Counter()
         self.records: Counter[tuple[str, str]] = Counter()
-        self.members: Counter[tuple[str, str, str]] = Counter()
 
     def add(self, write: Write, entry: Entry, rows: Rows) -> Record:
         was = self.written.get(write.object_id, self.before.get(write.object_id))
         delta = project_record(was, entry)
         label_changes(was, delta.record, self.labels)
         record_changes(was, delta.record, self.records)
-        member_changes(was, delta, self.members)
         self.written[entry.object_id] = delta.record
         rows.part("moved_records").append(record_row(delta.record, write.idempotency_key))
-        rows.part("closed_memberships").extend(
+        rows.part(CLOSED).extend(
             {"id": ep, "record_id": entry.object_id, "at": entry.at, "version": entry.version}
             for ep in delta.closed
         )
-        rows.part("opened_memberships").extend(m.row() for m in delta.opened)
+        rows.part(OPENED).extend(m.row() for m in delta.opened)
         tags.add(was, delta.record, rows)
         return delta.record
 
@@ -191,13 +197,6 @@ class _Writer:
         ]
         if records:
             rows.part(RECORD_DELTAS).extend(records)
-        members = [
-            {"lane": ln, "label": lb, "value": v, "delta": n}
-            for (ln, lb, v), n in self.members.items()
-            if n
-        ]
-        if members:
-            rows.part(MEMBER_DELTAS).extend(members)
 
 
 class _Replay:

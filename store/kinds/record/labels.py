@@ -2,8 +2,8 @@
 
 Every write appends signed deltas (`label_deltas`, see `projection.label_changes`)
 in its own statement and never updates a shared counter row, so writers on a hot
-label never wait on each other. After commit, a process that has appended
-`counts.FOLD_AFTER` delta rows folds every committed delta into `label_counts` (with
+label never wait on each other. After commit, a process whose writes have come to a
+fold (`counts.fold_share`) folds every committed delta into `label_counts` (with
 the other maintained counts, `store.kinds.record.counts`) in its own short
 transaction; a read sums the folded counts and the few unfolded deltas.
 """
