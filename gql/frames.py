@@ -80,10 +80,12 @@ class RawSocket:
 
     def watch(self, key: Hashable, callback: Callable[[], None]) -> bool:
         """Call `callback` once, at the next write the server makes to this socket itself
-        (a pong, a close, an ordinary send) or when it closes it: until then nothing but
-        the frames written here went out, so what `ready` found still holds but for the
-        transport pushing back or closing. False, and nothing watched, when the socket
-        cannot tell (not on a gathering transport)."""
+        (a close, an ordinary send) or when it closes it: until then nothing but the
+        frames written here went out, so what `ready` found still holds but for the
+        transport pushing back or closing. A keepalive ping or pong alone does not count:
+        a control frame may go out before or after any whole message, and changes nothing
+        `ready` looks at. False, and nothing watched, when the socket cannot tell (not on
+        a gathering transport)."""
         gathering = self._gathering
         if gathering is None:
             return False
@@ -96,7 +98,11 @@ class RawSocket:
         if not self._watchers and self._gathering is not None:
             self._gathering.touched = None
 
-    def _touched(self) -> None:
+    def _touched(self, data: bytes | bytearray | memoryview | None) -> None:
+        if data is not None and _ping_or_pong(data):
+            return
+        assert self._gathering is not None
+        self._gathering.touched = None
         watchers = list(self._watchers.values())
         self._watchers.clear()
         for callback in watchers:
@@ -108,6 +114,15 @@ class RawSocket:
         if gathering is not None and gathering.pending:
             gathering.flush()  # already one write: straight to the socket, in order
         self._inner.write(frames)
+
+
+_PING_OR_PONG = (0x89, 0x8A)  # the first byte of a ping, and of a pong: FIN and the opcode
+
+
+def _ping_or_pong(data: bytes | bytearray | memoryview) -> bool:
+    """Whether `data` is one whole unmasked ping or pong frame, as the server writes them
+    (a control frame's payload is at most 125 bytes)."""
+    return len(data) >= 2 and data[0] in _PING_OR_PONG and len(data) == 2 + data[1] <= 127
 
 
 def keep_raw_send(scope: Scope, send: Send) -> None:

@@ -26,15 +26,14 @@ class GatheringTransport:
         # What is gathered and not yet written (the feed's group writes flush it first).
         self.pending: list[bytes] = []
         self._loop = asyncio.get_running_loop()
-        # Called at the next write the server makes itself, or when it closes the socket
-        # (`gql.frames.RawSocket.watch`); then unset.
-        self.touched: Callable[[], None] | None = None
+        # Called with what the server writes itself, at each write, and with None when it
+        # closes the socket, until the callee unsets it (`gql.frames.RawSocket.watch`).
+        self.touched: Callable[[bytes | bytearray | memoryview | None], None] | None = None
 
-    def _touch(self) -> None:
+    def _touch(self, data: bytes | bytearray | memoryview | None = None) -> None:
         touched = self.touched
         if touched is not None:
-            self.touched = None
-            touched()
+            touched(data)
 
     @property
     def inner(self) -> Any:
@@ -43,7 +42,7 @@ class GatheringTransport:
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         if self.touched is not None:
-            self._touch()
+            self._touch(data)
         if not self.pending:
             self._loop.call_soon(self.flush)
         self.pending.append(bytes(data))

@@ -196,3 +196,25 @@ async def test_armed_members_are_disarmed_by_a_write_of_the_servers_own(
         assert hub(grouped).armed == MEMBERS
     for got in (first, second):
         assert all(texts == got[0] for texts in got), "a member got other bytes"
+
+
+async def test_a_keepalive_ping_leaves_members_armed(start_gateway: GatewayFactory) -> None:
+    """The server's keepalive pings (and pongs) are control frames: one may go out before
+    or after any whole message, so it does not disarm a member as another write does.
+    The client answers each ping, and the next batch is still one armed write each."""
+    topic = unique("topic:pinged-")
+    async with members_of_both(start_gateway, topic) as (grouped, _, sockets):
+        feed = hub(grouped)
+        assert feed.armed == MEMBERS
+        pinged = [s.direct.raw for s in feed._subscribers if s.direct and s.direct.raw]
+        assert len(pinged) == MEMBERS
+        for raw in pinged:
+            raw._protocol.send_keepalive_ping()  # what uvicorn's timer calls
+        await asyncio.sleep(0.2)  # the pongs come back
+        assert all(raw._protocol.pending_ping_payload is None for raw in pinged)
+        assert feed.armed == MEMBERS
+        armed_writes = feed.armed_writes
+        one = await ingest(grouped, "one", [topic])
+        got = await asyncio.gather(*(texts_until(ws, one["id"]) for ws in sockets))
+        assert feed.armed_writes - armed_writes == MEMBERS
+    assert all(texts == got[0] for texts in got), "a member got other bytes"
