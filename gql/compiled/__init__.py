@@ -5,5 +5,5 @@
 into response keys; `plan` binds a request's arguments and compiles the statement
 (`store.reads.compiled_sql`) once per document, operation and argument shape; `endpoint`
 answers HTTP requests with the statement's JSON, or declines so that strawberry
-answers them.
+answers them; `events` renders a live feed event of a plain selection from its values.
 """

@@ -19,6 +19,7 @@ from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.schema.base import BaseSchema
 from strawberry.types.execution import PreExecutionError
 
+from gql.compiled.events import plain_selection
 from gql.context import Context
 from gql.feed_hub import Batch, Direct, FeedUnavailableError, Progress, Rendered
 from gql.resolvers.feed_filters import (
@@ -172,11 +173,32 @@ async def _render(
 ) -> Rendered:
     """Each event's result payload, encoded, as the operation executed for it gives it.
 
-    It is strawberry's own execution of the operation (extensions, validation,
-    resolvers), only with the events given instead of read; the payload is built as
-    strawberry's protocol handlers build it. An event whose result carries errors or
-    extensions, which may differ from one execution to the next, maps to None and is
-    executed by each subscriber; so does every event when rendering fails.
+    An operation selecting only fields read straight off the event is answered from the
+    event's values (`gql.compiled.events`); any other is executed (`_execute`).
+    """
+    plain = plain_selection(schema, outlet.query, outlet.operation_name)
+    if plain is not None:
+        try:
+            return {item.seq: outlet.encode({"data": plain.data(item.event)}) for item in events}
+        except ValueError:
+            pass  # executing it gives an error: as any other operation
+    return await _execute(schema, outlet, services, agent, policy, events)
+
+
+async def _execute(
+    schema: BaseSchema,
+    outlet: Outlet,
+    services: Services,
+    agent: str,
+    policy: PolicyVersion,
+    events: Sequence[feed.FeedEvent],
+) -> Rendered:
+    """Each event's result payload, encoded, from strawberry's own execution of the
+    operation (extensions, validation, resolvers), only with the events given instead
+    of read; the payload is built as strawberry's protocol handlers build it. An event
+    whose result carries errors or extensions, which may differ from one execution to
+    the next, maps to None and is executed by each subscriber; so does every event when
+    rendering fails.
     """
     context = _RenderContext(
         Session(services, Caller(agent), pinned=policy, freshness=Freshness(primary=True)),
