@@ -13,8 +13,8 @@ Printed per workload and gateway: requests a second, gateway CPU a request (user
 time of its process, `/proc/<pid>/stat`, over the requests it answered) and PostgreSQL's CPU
 a request (the backends connected to that gateway's database over the same window; what
 the server's own processes do later for them, checkpoints and vacuum, is not in it), each
-round and the median. On a shared machine
-the rates move with the neighbours; the CPU a request moves far less.
+round and the median. On a shared machine the rates move with the neighbours; the CPU a
+request moves far less.
 """
 
 from __future__ import annotations

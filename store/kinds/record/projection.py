@@ -227,8 +227,8 @@ def member_changes(
     """Add to `moved` how one record entry moves the per-(lane, label, value) counts of
     current members, read off the memberships it closes and opens: whatever ends a
     membership ends its count, whatever opens one adds to it. Keys may be left at 0.
-    (Added in place, the opened ones counted by `Counter`'s C loop: a write of 500
-    records moves thousands.)"""
+    `verify` rebuilds the member counts with it from the ledger; the write path derives
+    its member deltas inside the append statement instead (`store.kinds.record.kind`)."""
     if delta.closed:
         assert before is not None
         held = _by_id(before)
