@@ -17,6 +17,8 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from gql.keepalive import TickedKeepaliveProtocol
+
 
 class GatheringTransport:
     """A transport that passes the writes of one loop iteration on as one write."""
@@ -102,6 +104,12 @@ def server_options(ws_compression: bool = False) -> dict[str, Any]:
 
     permessage-deflate is off unless asked for: a feed event is a few hundred bytes,
     and compressing every frame on its own connection costs both ends more CPU per
-    delivery than the bytes it saves on any network a gateway runs on.
+    delivery than the bytes it saves on any network a gateway runs on. WebSockets are
+    uvicorn's websockets-sansio protocol (`gql.frames` writes to it) with the keepalive
+    pings of every connection on one timer (`gql.keepalive`).
     """
-    return {"http": GatheringHttpToolsProtocol, "ws_per_message_deflate": ws_compression}
+    return {
+        "http": GatheringHttpToolsProtocol,
+        "ws": TickedKeepaliveProtocol,
+        "ws_per_message_deflate": ws_compression,
+    }

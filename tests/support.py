@@ -7,10 +7,12 @@ import gc
 import os
 import socket
 import sys
+import threading
+import time
 import uuid
 import warnings
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,6 +114,41 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def uvicorn_server(
+    app: Any, port: int, ws_compression: bool = False, **options: Any
+) -> uvicorn.Server:
+    """uvicorn for `app` on a loopback `port` with the server options `edgeloom serve`
+    uses, and `options`."""
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        **server_options(ws_compression=ws_compression),
+        **options,
+    )
+    return uvicorn.Server(config)
+
+
+@contextmanager
+def server_thread(app: Any, **options: Any) -> Iterator[int]:
+    """`uvicorn_server(app)` on a free port, on an event loop in a thread of its own;
+    yields the port."""
+    port = free_port()
+    server = uvicorn_server(app, port, loop="uvloop", **options)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
 class GraphQLFailure(AssertionError):
     pass
 
@@ -190,18 +227,14 @@ async def run_gateway(settings: Settings, ws_compression: bool = False) -> Async
     with the server options `edgeloom serve` uses."""
     port = free_port()
     app = create_app(settings)
-    # The HTTP protocol `edgeloom serve` runs.
-    config = uvicorn.Config(
+    server = uvicorn_server(
         app,
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
+        port,
+        ws_compression,
         lifespan="on",
         # A request that never ends (the failure some tests look for) cannot hang teardown.
         timeout_graceful_shutdown=5,
-        **server_options(ws_compression=ws_compression),
     )
-    server = uvicorn.Server(config)
     # The gateway settles the heap of the process it runs in (gql.heap.settle_heap): this
     # process is the test run, which gets its collector back when the gateway stops.
     threshold = gc.get_threshold()

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 
-from gql.serving import server_options
+from tests.support import server_thread
 
 HOLD_SECONDS = 0.6
 
@@ -30,22 +28,8 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 @pytest.fixture
 def server() -> Iterator[int]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", loop="uvloop", **server_options()
-    )
-    served = uvicorn.Server(config)
-    thread = threading.Thread(target=served.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not served.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield port
-    served.should_exit = True
-    thread.join(10)
+    with server_thread(app) as port:
+        yield port
 
 
 def test_a_response_is_written_when_complete_not_after_its_task(server: int) -> None:
