@@ -7,8 +7,8 @@ timer set and cancelled in a heap of twenty thousand and a wake-up of its own, w
 an idle gateway cost more than the pings' writes. Here every deadline is rounded up to
 the next whole `TICK` and kept in that tick's bucket: one timer per loop fires once a
 tick while anything is due, and sends that tick's pings and closes its silent
-connections together. A ping goes out up to one tick later than it would have, and a
-dead peer is found up to one tick later; nothing else changes.
+connections together. A ping goes out up to one tick later than it would have (or up to
+`SLACK` sooner), and so is a dead peer found; nothing else changes.
 """
 
 from __future__ import annotations
@@ -25,6 +25,11 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 
 TICK = 1.0
 """Seconds: the keepalive deadlines' granularity."""
+
+SLACK = 0.01
+"""Seconds: a time this close to a tick counts as at it. The timer fires a little before
+or after its tick, and a ping's next deadline is reckoned from when it was sent: rounded
+up as it is, it would land a whole tick late whenever the timer had fired late."""
 
 
 class Deadline:
@@ -48,16 +53,18 @@ class Ticks:
         self._loop = loop
         self._due: dict[int, dict[Deadline, None]] = {}
         self._timer: asyncio.TimerHandle | None = None
+        self._armed_for = 0  # the tick the timer fires at, while there is one
 
     def __len__(self) -> int:
         return sum(map(len, self._due.values()))
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Deadline:
-        """Call `callback` at the first tick at least `delay` seconds from now."""
-        tick = math.ceil((self._loop.time() + delay) / TICK)
+        """Call `callback` at the first tick at least `delay` seconds from now (less `SLACK`)."""
+        tick = math.ceil((self._loop.time() + delay - SLACK) / TICK)
         deadline = Deadline(self, tick, callback)
         self._due.setdefault(tick, {})[deadline] = None
-        if self._timer is None:
+        if self._timer is None or tick < self._armed_for:
+            # A pong's deadline may be due before every ping held: move the timer up.
             self._arm()
         return deadline
 
@@ -69,12 +76,14 @@ class Ticks:
                 del self._due[tick]
 
     def _arm(self) -> None:
-        self._timer = self._loop.call_at(min(self._due) * TICK, self._fire)
+        if self._timer is not None:
+            self._timer.cancel()
+        self._armed_for = min(self._due)
+        self._timer = self._loop.call_at(self._armed_for * TICK, self._fire)
 
     def _fire(self) -> None:
         self._timer = None
-        # A timer may fire a little early: within a millisecond of its tick is at it.
-        now = math.floor(self._loop.time() / TICK + 0.001 / TICK)
+        now = math.floor((self._loop.time() + SLACK) / TICK)
         for tick in sorted(t for t in self._due if t <= now):
             for deadline in self._due.pop(tick):
                 if deadline.cancelled:

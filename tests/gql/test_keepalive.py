@@ -184,3 +184,21 @@ async def test_a_failing_deadline_stops_no_other() -> None:
     assert ran == ["before", "after", "next tick"]
     assert [type(e["exception"]) for e in errors] == [OSError]
     assert len(due) == 0
+
+
+async def test_a_deadline_sooner_than_every_other_is_not_held_back_by_them() -> None:
+    """A pong's deadline (`ws_ping_timeout`) may be due before every ping held: the one
+    timer is moved up to it rather than left at the later tick."""
+    loop = asyncio.get_running_loop()
+    due = ticks(loop)
+    ran: list[tuple[str, float]] = []
+    started = loop.time()
+    later = due.call_later(4 * TICK, lambda: ran.append(("later", loop.time())))
+    due.call_later(0, lambda: ran.append(("sooner", loop.time())))
+    async with asyncio.timeout(3 * TICK):
+        while not ran:
+            await asyncio.sleep(0.05)
+    assert [name for name, _ in ran] == ["sooner"]
+    assert ran[0][1] - started < 1.5 * TICK
+    later.cancel()
+    assert len(due) == 0
