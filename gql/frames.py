@@ -6,11 +6,12 @@ the bytes are those uvicorn would write) and written to each member's transport 
 hub's fan-out loop, with no task woken and no pass through Starlette's and uvicorn's send
 for each. Several events of one read go out in one write.
 
-This works on uvicorn's websockets-sansio protocol only, and only while nothing stands in
-the way of a frame written directly: the handshake done, no close sent, no extension
-(permessage-deflate changes the bytes), no fragmented message in progress, and the
-transport not pushing back. Otherwise the caller sends the ordinary way, which waits for
-the socket and so keeps the slow-consumer rule (docs/feed_hub.md).
+This works on the gateway's own websockets-sansio protocol only (`gql.serving` serves it
+on the uvicorn and websockets releases it was tested on, uvicorn's own otherwise), and
+only while nothing stands in the way of a frame written directly: the handshake done, no
+close sent, no extension (permessage-deflate changes the bytes), no fragmented message in
+progress, and the transport not pushing back. Otherwise the caller sends the ordinary
+way, which waits for the socket and so keeps the slow-consumer rule (docs/feed_hub.md).
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from starlette.types import Scope, Send
-from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
-from websockets.frames import OP_TEXT, Frame
-from websockets.protocol import OPEN
+from websockets.frames import Frame, Opcode
+from websockets.protocol import State
 
+from gql.keepalive import TickedKeepaliveProtocol
 from gql.serving import GatheringTransport
 
 RAW_SEND = "edgeloom.raw_send"
@@ -32,14 +33,14 @@ RAW_SEND = "edgeloom.raw_send"
 def text_frames(texts: Iterable[str]) -> bytes:
     """The frames of `texts`, one unmasked text frame each, as a server writes them."""
     return b"".join(
-        Frame(OP_TEXT, text.encode()).serialize(mask=False, extensions=[]) for text in texts
+        Frame(Opcode.TEXT, text.encode()).serialize(mask=False, extensions=[]) for text in texts
     )
 
 
 class RawSocket:
     """The transport under one WebSocket, for frames built elsewhere."""
 
-    def __init__(self, protocol: WebSocketsSansIOProtocol) -> None:
+    def __init__(self, protocol: TickedKeepaliveProtocol) -> None:
         self._protocol = protocol
         # Set once the handshake is done without extensions, which stays so.
         self._inner: Any = None
@@ -58,7 +59,7 @@ class RawSocket:
                 self._gathering, transport = transport, transport.inner
             self._inner = transport
         return (
-            conn.state is OPEN
+            conn.state is State.OPEN
             and not p.close_sent
             and not p.disconnected
             and p.writable.is_set()
@@ -132,8 +133,9 @@ def keep_raw_send(scope: Scope, send: Send) -> None:
 
 
 def raw_socket(scope: Scope) -> RawSocket | None:
-    """The socket under `scope`, when the server is uvicorn's websockets-sansio protocol."""
+    """The socket under `scope`, when the server is the gateway's own WebSocket protocol
+    (None on uvicorn's: its internals may differ from those this module reads)."""
     protocol = getattr(scope.get(RAW_SEND), "__self__", None)
-    if isinstance(protocol, WebSocketsSansIOProtocol):
+    if isinstance(protocol, TickedKeepaliveProtocol):
         return RawSocket(protocol)
     return None

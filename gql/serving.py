@@ -7,17 +7,32 @@ this kind of machine a system call costs more than the whole compiled read in
 Python, so the transport below gathers what one step of the event loop writes and
 hands it to the socket at once: when the response is complete, or one loop iteration
 later for what is written outside an HTTP response (WebSocket frames).
+
+This protocol, the keepalive one (`gql.keepalive`) and the feed's direct frames
+(`gql.frames`) read and override uvicorn's and websockets' internals, which any release
+may change: they are served only on the releases they were tested on, and uvicorn's own
+protocols otherwise (the same behaviour, without those savings).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 from collections.abc import Callable
+from importlib.metadata import version
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from gql.keepalive import TickedKeepaliveProtocol
+
+logger = logging.getLogger(__name__)
+
+NEWEST_TESTED = {"uvicorn": (0, 55), "websockets": (17, 4)}
+"""The newest release (major, minor) of each whose internals the protocols here were
+tested on; pyproject.toml's lower bounds are the oldest. Raise it after the tests and
+`.ci/newest_versions.py` pass on a newer one."""
 
 
 class GatheringTransport:
@@ -99,6 +114,24 @@ class GatheringHttpToolsProtocol(HttpToolsProtocol):
         super().on_response_complete()
 
 
+def release(text: str) -> tuple[int, int]:
+    """The (major, minor) of a version string; a pre-release counts as its release."""
+    found = re.match(r"(\d+)(?:\.(\d+))?", text)
+    if found is None:
+        raise ValueError(f"not a version: {text!r}")
+    return int(found[1]), int(found[2] or 0)
+
+
+def untested_releases() -> list[str]:
+    """The installed packages (name and version) newer than `NEWEST_TESTED`."""
+    installed = {name: version(name) for name in NEWEST_TESTED}
+    return [
+        f"{name} {found}"
+        for name, found in installed.items()
+        if release(found) > NEWEST_TESTED[name]
+    ]
+
+
 def server_options(ws_compression: bool = False) -> dict[str, Any]:
     """The uvicorn options `edgeloom serve` runs with (the tests' gateways run the same).
 
@@ -106,10 +139,17 @@ def server_options(ws_compression: bool = False) -> dict[str, Any]:
     and compressing every frame on its own connection costs both ends more CPU per
     delivery than the bytes it saves on any network a gateway runs on. WebSockets are
     uvicorn's websockets-sansio protocol (`gql.frames` writes to it) with the keepalive
-    pings of every connection on one timer (`gql.keepalive`).
+    pings of every connection on one timer (`gql.keepalive`), or uvicorn's own protocols
+    on releases newer than those tested.
     """
-    return {
-        "http": GatheringHttpToolsProtocol,
-        "ws": TickedKeepaliveProtocol,
-        "ws_per_message_deflate": ws_compression,
-    }
+    untested = untested_releases()
+    if untested:
+        logger.warning(
+            "%s: newer than the releases edgeloom's own server protocols were tested on; "
+            "serving with uvicorn's (slower under many subscribers, otherwise the same)",
+            ", ".join(untested),
+        )
+        protocols: dict[str, Any] = {"http": "httptools", "ws": "websockets-sansio"}
+    else:
+        protocols = {"http": GatheringHttpToolsProtocol, "ws": TickedKeepaliveProtocol}
+    return {**protocols, "ws_per_message_deflate": ws_compression}
