@@ -200,7 +200,8 @@ def _parser() -> argparse.ArgumentParser:
         "--print-config",
         action="store_true",
         help="print an mcpServers entry for this command (stdio) and one for a gateway's "
-        "/mcp endpoint (HTTP, with the Authorization header), then exit",
+        "/mcp endpoint (HTTP), then exit: with the token given, with none while the "
+        "development policy is in force, else with a placeholder to replace",
     )
     mcp.add_argument(
         "--url",
@@ -511,17 +512,21 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    from gql.mcp.config import print_config
+    from gql.mcp.config import development_mode, print_config
     from gql.mcp.stdio import serve_stdio
 
     token = args.token or os.environ.get("EDGELOOM_TOKEN") or None
-    if args.print_config:
-        print_config(token, args.url, args.data_dir)
-        return 0
     logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
+    if args.print_config and token is not None:
+        print_config(token, args.url, args.data_dir, development=False)
+        return 0
     with contextlib.redirect_stdout(sys.stderr):
         # The embedded server's start-up must not write to stdout, the protocol's channel.
         database = open_database(args.data_dir)
+    if args.print_config:
+        # Without a token, the mode of the memory's gateway decides what works as printed.
+        print_config(None, args.url, args.data_dir, asyncio.run(development_mode(database.url)))
+        return 0
     runtime = os.environ.get("EDGELOOM_RUNTIME_DATABASE_URL") or None
     asyncio.run(serve_stdio(database.url, token, runtime))
     return 0

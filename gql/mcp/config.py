@@ -1,4 +1,5 @@
-"""`edgeloom mcp --print-config`: what an agent runtime needs to reach the tools."""
+"""`edgeloom mcp --print-config`: what an agent runtime needs to reach the tools, for the
+mode the memory's gateway is in."""
 
 from __future__ import annotations
 
@@ -9,34 +10,48 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import asyncpg
+
 from gql.mcp.http import PATH
+from policies.loader import DEV_POLICY_YAML
+from store.kinds.policy.in_force import in_force_at
 
 PLACEHOLDER = "<token from 'edgeloom token create --agent NAME'>"
 
 
-def config(token: str | None, url: str, data_dir: Path) -> dict[str, Any]:
-    """An `mcpServers` object: `edgeloom` over stdio, `edgeloom-http` over HTTP."""
+async def development_mode(url: str) -> bool:
+    """Whether the memory at `url` is served without a token: the development policy is
+    in force, or no policy yet (a first `serve` applies it)."""
+    try:
+        in_force = await in_force_at(url)
+    except asyncpg.UndefinedTableError:
+        return True  # never migrated: a first `serve` migrates and applies it
+    return in_force is None or in_force.yaml == DEV_POLICY_YAML
+
+
+def config(token: str | None, url: str, data_dir: Path, development: bool) -> dict[str, Any]:
+    """An `mcpServers` object: `edgeloom` over stdio, `edgeloom-http` over HTTP. Without
+    a token, a development gateway is configured with none (a placeholder would be sent
+    and refused); any other with a placeholder to fill in."""
     launched = Path(sys.argv[0])
     found = shutil.which("edgeloom") or "edgeloom"
     command = str(launched.resolve()) if launched.name == "edgeloom" else found
     args = ["mcp"]
-    env = {"EDGELOOM_TOKEN": token or PLACEHOLDER}
+    bearer = token or (None if development else PLACEHOLDER)
+    env = {} if bearer is None else {"EDGELOOM_TOKEN": bearer}
     if os.environ.get("DATABASE_URL"):
         env["DATABASE_URL"] = os.environ["DATABASE_URL"]
     else:
         # An agent runtime starts the command in a folder of its own choosing.
         args += ["--data-dir", str(Path(data_dir).resolve())]
-    return {
-        "mcpServers": {
-            "edgeloom": {"command": command, "args": args, "env": env},
-            "edgeloom-http": {
-                "type": "http",
-                "url": url.rstrip("/") + PATH,
-                "headers": {"Authorization": f"Bearer {token or PLACEHOLDER}"},
-            },
-        }
-    }
+    stdio: dict[str, Any] = {"command": command, "args": args}
+    if env:
+        stdio["env"] = env
+    http: dict[str, Any] = {"type": "http", "url": url.rstrip("/") + PATH}
+    if bearer is not None:
+        http["headers"] = {"Authorization": f"Bearer {bearer}"}
+    return {"mcpServers": {"edgeloom": stdio, "edgeloom-http": http}}
 
 
-def print_config(token: str | None, url: str, data_dir: Path) -> None:
-    print(json.dumps(config(token, url, data_dir), indent=2))
+def print_config(token: str | None, url: str, data_dir: Path, development: bool) -> None:
+    print(json.dumps(config(token, url, data_dir, development), indent=2))

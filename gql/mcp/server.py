@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import logging
+from collections.abc import Mapping, Sequence
+from importlib import metadata
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp_types import ToolAnnotations
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 
 from gql.mcp import describe as d
 from gql.mcp.edge_tools import EDGE_TOOLS, EdgeTools
+from gql.mcp.run import bad_input
 from gql.mcp.tools import PAGE_SHAPE, Gate
 
 
@@ -54,12 +59,54 @@ RECORD_TOOLS = ("e_ingest", "e_gather", "e_read", "e_update", "e_property", "e_a
 WRITES = {"e_ingest", "e_update", "e_property", "edge_upsert", "conflict_resolve", "retire"}
 
 
+def unknown_arguments(tool: str, given: Sequence[str], known: Sequence[str]) -> str | None:
+    """The refusal of arguments `tool` does not take, naming the closest it does (as
+    GraphQL does), or None when it takes them all."""
+    unknown = [a for a in given if a not in known]
+    if not unknown:
+        return None
+    # A lower cutoff than difflib's own: the seed's `lane` is the tools' `assign_lane`.
+    closest = difflib.get_close_matches(unknown[0], known, n=1, cutoff=0.5)
+    hint = f" (did you mean '{closest[0]}'?)" if closest else ""
+    return (
+        f"{tool} takes no argument {', '.join(repr(a) for a in unknown)}{hint}; "
+        f"its arguments are {sorted(known)}"
+    )
+
+
+class ToolServer(MCPServer[Any]):
+    """The SDK's server, refusing a call with an argument its tool does not take: the
+    SDK would drop it silently, and the call would run without what the caller meant."""
+
+    def __init__(self, arguments: Mapping[str, Sequence[str]], **kw: Any) -> None:
+        super().__init__(**kw)
+        self.arguments = arguments
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        known = self.arguments.get(name)
+        refusal = None if known is None else unknown_arguments(name, list(arguments), known)
+        if refusal is not None:
+            return bad_input(refusal, allowed=sorted(known or ())).result()
+        return await super().call_tool(name, arguments, context)
+
+
+def _arguments(tool: Any) -> list[str]:
+    """A tool's arguments, as its function declares them (its MCP context aside)."""
+    return [p for p in inspect.signature(tool).parameters if p != "ctx"]
+
+
 def build_server(gate: Gate, name: str = "edgeloom") -> MCPServer[Any]:
     """The MCP server with every tool, each call going through `gate`."""
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
-    server: MCPServer[Any] = MCPServer(
-        name,
+    tools = EdgeTools(gate)
+    described = {name: _describe(name) for name in RECORD_TOOLS} | EDGE_TOOLS
+    server = ToolServer(
+        {tool_name: _arguments(getattr(tools, tool_name)) for tool_name in described},
+        name=name,
+        version=metadata.version("edgeloom"),
         instructions=(
             "edgeloom is an exact, auditable, shared memory. Call e_system get_profile first, "
             "then e_property list to reuse labels before inventing one. " + d.type_("Mutation")
@@ -69,8 +116,6 @@ def build_server(gate: Gate, name: str = "edgeloom") -> MCPServer[Any]:
     # stays the gateway's (edgeloom serve sets it up; tests keep pytest's).
     root.handlers[:] = handlers
     root.setLevel(level)
-    tools = EdgeTools(gate)
-    described = {name: _describe(name) for name in RECORD_TOOLS} | EDGE_TOOLS
     for tool_name, description in described.items():
         server.add_tool(
             getattr(tools, tool_name),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import metadata
 from typing import Any
 
 import httpx
@@ -206,3 +207,30 @@ async def test_development_mode_answers_loopback_only(start_gateway: GatewayFact
         )
     assert response.status_code == 403
     assert response.json()["errors"][0]["message"] == loopback_problem("evil.example", None)
+
+
+async def test_an_unknown_argument_is_refused_naming_the_tools_arguments(
+    crm: Gateway, minted: dict[str, str]
+) -> None:
+    async with over_http(crm, minted["curator"]) as session:
+        error = await refused(session, "e_ingest", content="a note", lane="notes")
+        before = await call(session, "e_audit", action="list", kinds=["sr_ingested"], first=500)
+    arguments = [
+        *("adjusts", "assign_lane", "content", "idempotency_key"),
+        *("properties", "records", "source_type"),
+    ]
+    assert error == {
+        "error": "e_ingest takes no argument 'lane' (did you mean 'assign_lane'?); its "
+        f"arguments are {arguments}",
+        "code": "BAD_USER_INPUT",
+        "allowed": arguments,
+    }
+    # Nothing was written to the default lane in its stead.
+    assert "a note" not in str(before)
+
+
+async def test_the_server_reports_edgeloom_s_version(crm: Gateway, minted: dict[str, str]) -> None:
+    async with over_http(crm, minted["curator"]) as session:
+        initialized = await session.initialize()
+    assert initialized.server_info.version == metadata.version("edgeloom")
+    assert initialized.server_info.name == "edgeloom"

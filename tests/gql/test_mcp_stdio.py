@@ -6,15 +6,19 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from typing import Any
 
 import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 from gql.auth import BAD_TOKEN
+from gql.mcp.config import PLACEHOLDER
 from gql.mcp.stdio import NO_STDIO_TOKEN
 from store.database import DEFAULT_DATA_DIR, create_engine
 from store.operations import tokens
 from tests.conftest import GatewayFactory
-from tests.gql._mcp import call, over_stdio, refused
+from tests.gql._mcp import call, over_http, over_stdio, refused
 from tests.gql._policy_support import mint
 from tests.support import EDGELOOM, Gateway
 
@@ -110,3 +114,47 @@ async def test_print_config_names_both_transports() -> None:
         "url": "http://127.0.0.1:4555/mcp",
         "headers": {"Authorization": "Bearer elt_example"},
     }
+
+
+async def _printed(database_url: str, url: str) -> dict[str, Any]:
+    """What `edgeloom mcp --print-config` prints for the memory at `database_url`."""
+    env = {k: v for k, v in os.environ.items() if k != "EDGELOOM_TOKEN"}
+    env["DATABASE_URL"] = database_url
+    process = await asyncio.create_subprocess_exec(
+        str(EDGELOOM),
+        "mcp",
+        "--print-config",
+        "--url",
+        url,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await process.communicate()
+    assert process.returncode == 0
+    servers: dict[str, Any] = json.loads(out)["mcpServers"]
+    return servers
+
+
+async def test_print_config_works_as_printed_in_development_mode(
+    gateway: Gateway, crm: Gateway
+) -> None:
+    servers = await _printed(gateway.database_url, gateway.url)
+    stdio, http = servers["edgeloom"], servers["edgeloom-http"]
+    assert "EDGELOOM_TOKEN" not in stdio.get("env", {})
+    assert http == {"type": "http", "url": gateway.url + "/mcp"}
+    # Pasted as printed: the runtime starts the command with the env it names.
+    env = {k: v for k, v in os.environ.items() if k != "EDGELOOM_TOKEN"} | stdio.get("env", {})
+    params = StdioServerParameters(command=stdio["command"], args=stdio["args"], env=env)
+    async with (
+        stdio_client(params) as streams,
+        ClientSession(streams[0], streams[1]) as session,
+    ):
+        await session.initialize()
+        assert (await call(session, "e_system"))["agent"] == "dev"
+    async with over_http(gateway, None) as session:
+        assert (await call(session, "e_system"))["agent"] == "dev"
+
+    # A gateway that needs tokens gets the placeholder to replace.
+    servers = await _printed(crm.database_url, crm.url)
+    assert servers["edgeloom"]["env"]["EDGELOOM_TOKEN"] == PLACEHOLDER
+    assert servers["edgeloom-http"]["headers"] == {"Authorization": f"Bearer {PLACEHOLDER}"}
