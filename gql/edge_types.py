@@ -96,8 +96,9 @@ class Edge:
         metadata=compiled(edge_sql.evidence),
     )
     conflict_state: str | None = strawberry.field(
-        description="For a contradicts edge: unresolved or resolved; null for other types.",
-        metadata=compiled(sql.column("conflict_state")),
+        description="For a contradicts edge: unresolved, or once resolved its resolution in "
+        "lower case (accepted_dual, superseded, refuted, merged); null for other types.",
+        metadata=compiled(edge_sql.conflict_state),
     )
     resolution: ConflictResolution | None = strawberry.field(
         description="How the contradiction was resolved; null while unresolved.",
@@ -162,7 +163,7 @@ class Edge:
             provenance_actor=e.provenance_actor,
             provenance_type=e.provenance_type,
             evidence=None if e.evidence is None else JSON(e.evidence),
-            conflict_state=e.conflict_state,
+            conflict_state=e.conflict,
             resolution=None if e.resolution is None else ConflictResolution(e.resolution),
             resolver=e.resolver,
             winner_id=None if e.winner_id is None else strawberry.ID(e.winner_id),

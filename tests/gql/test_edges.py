@@ -182,14 +182,15 @@ async def test_every_resolution_and_its_refusals(gateway: Gateway) -> None:
                 },
             )
         )["resolveConflict"]
-        assert done["conflictState"] == "resolved" and done["resolution"] == resolution
+        # As the seed's conflict_state: the resolution itself.
+        assert done["conflictState"] == resolution.lower() and done["resolution"] == resolution
         assert done["resolver"] == "curator" and done["winnerId"] == (b if winner else None)
         versions.append(done["version"])
     assert versions == [1, 2, 3, 4, 5]
     # An update that leaves conflictState out keeps it resolved (unlike a last-write-wins
     # upsert that clears it).
     kept = await upsert(gateway, fromId=a, toId=b, type="contradicts", weight=0.7)
-    assert kept["conflictState"] == "resolved" and kept["resolution"] == "SUPERSEDED"
+    assert kept["conflictState"] == "superseded" and kept["resolution"] == "SUPERSEDED"
     reopened = await upsert(
         gateway, fromId=a, toId=b, type="contradicts", conflictState="unresolved"
     )
@@ -261,6 +262,7 @@ async def test_the_review_queue_before_and_after_a_resolution(
     assert after["totalCount"] == 1 and [i["id"] for i in after["items"]] == [second["id"]]
     resolved = await queue("RESOLVED")
     assert [i["id"] for i in resolved["items"]] == [first["id"]]
+    assert resolved["items"][0]["conflictState"] == "superseded"
     everything = await queue("ALL")
     assert [i["id"] for i in everything["items"]] == [second["id"], first["id"]]
     paged = await gateway.data(CONFLICTS, {"status": "ALL", "lanes": [lane], "first": 1})

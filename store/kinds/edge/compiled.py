@@ -7,6 +7,7 @@ paths read the same rows under the same visibility rule.
 
 from __future__ import annotations
 
+from store.kinds.edge.model import conflict_sql
 from store.kinds.edge.reads import (
     CONFLICT_RANK,
     conflicts_after,
@@ -178,6 +179,10 @@ def number(name: str) -> Build:
 
 def evidence(compiler: Compiler, sel: Sel, row: EdgeRow) -> str:
     return f"{row.alias}.evidence::json"
+
+
+def conflict_state(compiler: Compiler, sel: Sel, row: EdgeRow) -> str:
+    return conflict_sql(row.alias)
 
 
 class _Lanes(SiteParams):

@@ -38,6 +38,20 @@ def time_text(at: datetime | None) -> str | None:
     return None if at is None else canonical_time(at)
 
 
+def conflict_sql(alias: str) -> str:
+    """SQL: `Edge.conflict` of the edge row `alias`.
+
+    A resolved contradiction reads as its resolution in lower case (`accepted_dual`,
+    `superseded`, `refuted`, `merged`), as the seed's `conflict_state` does. The ledger
+    keeps `resolved` beside the resolution, as it always has: every edge, resolved before
+    or after reads said so, is stored one way and read one way, no entry is rewritten, and
+    the review queue's status filter stays on the stored state."""
+    return (
+        f"(CASE WHEN {alias}.conflict_state = '{RESOLVED}' AND {alias}.resolution IS NOT NULL "
+        f"THEN lower({alias}.resolution) ELSE {alias}.conflict_state END)"
+    )
+
+
 def number_text(value: float | None) -> str | None:
     return None if value is None else repr(float(value))
 
@@ -75,6 +89,13 @@ class Edge:
     @property
     def retired(self) -> bool:
         return self.expired_at is not None
+
+    @property
+    def conflict(self) -> str | None:
+        """Its conflict state as reads tell it (`conflict_sql` in SQL)."""
+        if self.conflict_state == RESOLVED and self.resolution is not None:
+            return self.resolution.lower()
+        return self.conflict_state
 
     @classmethod
     def from_entry(cls, entry: Entry) -> Edge:
