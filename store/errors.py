@@ -77,6 +77,24 @@ class AlreadyRetiredError(StoreError):
         return {"id": self.ident, "retired": self.retired}
 
 
+class EndedAlreadyError(StoreError):
+    """Ending a connection, group or adjustment chain that has ended already: nothing
+    changed."""
+
+    code = "CONFLICT"
+
+    def __init__(self, kind: str, ident: str, at: datetime, actor: str) -> None:
+        super().__init__(
+            f"{kind} '{ident}' has ended already, at {at.isoformat()} by {actor}; nothing "
+            "changed (it is still read as it was when it ended)"
+        )
+        self.ident = ident
+        self.ended = {"at": at.isoformat(), "actor": actor}
+
+    def extensions(self) -> dict[str, object]:
+        return {"id": self.ident, "ended": self.ended}
+
+
 class NotRetiredError(StoreError):
     """restoreRecord on a record that is not retired: nothing changed."""
 

@@ -21,15 +21,35 @@ from gql.types import (
     Record,
     load_one,
 )
+from policies.properties import Property
+from store.errors import NotFoundError
+from store.ids import ADJUSTMENT, CONNECT, GROUP
 from store.intake.run import DEFAULT_FOLDER, Intake
 from store.intake.sources import SentSource
 from store.kinds.correction.commands import Correct
 from store.kinds.policy.commands import ApplyPolicy
-from store.kinds.record import asserted_commands, commands, retire
+from store.kinds.record import asserted, asserted_commands, commands, retire
+from store.ledger.command import Command
 
 
 def _arg(text: str) -> Any:
     return strawberry.argument(description=text)
+
+
+async def _end(info: Info, command: Command[Property], ident: str, label: str) -> Property:
+    """Run a command ending (part of) a connection, group or chain; one that finds it
+    ended already says so, where it would say that no such thing exists."""
+    try:
+        return await info.context.execute(command)
+    except NotFoundError as exc:
+        if exc.ident != ident:
+            raise  # a record it names
+        prop = asserted_commands.parse_asserted(ident, label)
+        async with info.context.read() as (db, lanes):
+            ended = await asserted.ended_already(db, prop, lanes, ident)
+        if ended is None:
+            raise
+        raise ended from None
 
 
 @strawberry.type(
@@ -156,7 +176,7 @@ class Mutation(EdgeMutation):
         info: Info,
         id: Annotated[str, _arg("The connection, e_connect:<hint>_<32 hex>, as connect gave.")],
     ) -> Connection:
-        prop = await info.context.execute(asserted_commands.Disconnect(id))
+        prop = await _end(info, asserted_commands.Disconnect(id), id, CONNECT)
         return await load_one(info, prop)  # type: ignore[return-value]
 
     @strawberry.mutation(
@@ -189,7 +209,7 @@ class Mutation(EdgeMutation):
         ] = None,
     ) -> Group:
         command = asserted_commands.Ungroup(id, None if record_ids is None else tuple(record_ids))
-        return await load_one(info, await info.context.execute(command))  # type: ignore[return-value]
+        return await load_one(info, await _end(info, command, id, GROUP))  # type: ignore[return-value]
 
     @strawberry.mutation(
         description="Take a record off an adjustment chain; a chain left with one record ends."
@@ -203,7 +223,8 @@ class Mutation(EdgeMutation):
         ],
     ) -> AdjustmentChain:
         command = asserted_commands.Unadjust(record_id, adjustment)
-        return await load_one(info, await info.context.execute(command))  # type: ignore[return-value]
+        ended = await _end(info, command, adjustment, ADJUSTMENT)
+        return await load_one(info, ended)  # type: ignore[return-value]
 
     @strawberry.mutation(
         description="Attach a correction to a record; the record and its versions stay as written."

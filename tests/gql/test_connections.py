@@ -104,7 +104,18 @@ async def test_disconnect_removes_it_from_both_as_new_versions(gateway: Gateway)
     [was] = then["connections"]
     assert was["id"] == edge["id"] and was["active"] is True
     assert sorted(ids(was)) == sorted([a, b])
+    # Again: it exists and has ended, and nothing changes.
     error = await gateway.error(DISCONNECT, {"id": edge["id"]})
+    assert error["message"] == (
+        f"connection '{edge['id']}' has ended already, at {gone['endedAt']} by dev; nothing "
+        "changed (it is still read as it was when it ended)"
+    )
+    assert error["extensions"]["code"] == "CONFLICT"
+    assert error["extensions"]["ended"] == {"at": gone["endedAt"], "actor": "dev"}
+    assert (await asserted(gateway, a))["version"] == 3
+    # One that never existed is still unknown.
+    never = edge["id"][:-32] + "0" * 32
+    error = await gateway.error(DISCONNECT, {"id": never})
     assert error["extensions"]["code"] == "NOT_FOUND"
     # Only its value may be given: a bare hint or another kind's id is refused.
     error = await gateway.error(DISCONNECT, {"id": "works_with"})

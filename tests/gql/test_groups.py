@@ -74,7 +74,8 @@ async def test_ungroup_without_names_dissolves(gateway: Gateway) -> None:
     for record_id in (a, b, c):
         assert (await asserted(gateway, record_id))["groups"] == []
     error = await gateway.error(UNGROUP, {"id": made["id"]})
-    assert error["extensions"]["code"] == "NOT_FOUND"
+    assert error["extensions"]["code"] == "CONFLICT"
+    assert error["message"].startswith(f"group '{made['id']}' has ended already, at ")
 
 
 async def test_ungroup_refuses_a_record_that_is_not_a_member(gateway: Gateway) -> None:

@@ -17,8 +17,9 @@ from sqlalchemy import and_, bindparam, func, literal, select, tuple_
 
 from policies.properties import Property
 from store import tables as t
+from store.errors import EndedAlreadyError
 from store.ids import RECORD_KIND
-from store.kinds.record.asserted_commands import hint_of
+from store.kinds.record.asserted_commands import hint_of, kind_name
 from store.reads.core_sql import fetch
 from store.reads.pages import Page, encode_cursor, id_cursor, page_size
 from store.reads.snapshot import Reader
@@ -147,6 +148,17 @@ async def asserted(
             )
         )
     return {prop: Asserted(prop, tuple(ms), as_of) for prop, ms in found.items()}
+
+
+async def ended_already(
+    db: Reader, prop: Property, lanes: Sequence[str], ident: str
+) -> EndedAlreadyError | None:
+    """Why ending `prop` found no members, when it had some the reader may read: it has
+    ended already (None: the reader never could read one, as if it never existed)."""
+    found = (await asserted(db, [prop], lanes)).get(prop)
+    if found is None or found.ended_at is None:
+        return None
+    return EndedAlreadyError(kind_name(prop.label), ident, found.ended_at, found.ended_by or "")
 
 
 def _entry_of(entry: Any, version: Any) -> Any:

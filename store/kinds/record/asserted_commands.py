@@ -59,6 +59,11 @@ def parse_asserted(text: str, label: str) -> Property:
     return Property(label, value)
 
 
+def kind_name(label: str) -> str:
+    """What a value of the asserted `label` is called: connection, group, adjustment chain."""
+    return _NAMES[label]
+
+
 def hint_of(prop: Property) -> str:
     return prop.value[:-33]
 
