@@ -288,7 +288,7 @@ class Record:
     @strawberry.field(
         description="When, by whom and why it was retired; null while it is not. Reads "
         "never show a retired record (record(id) says it is retired), so only "
-        "retireRecord's answer has one.",
+        "retireRecord's answer and watch's LEFT of a retirement have one.",
         metadata=compiled(sql.Compiler.record_retired),
     )
     def retired(self) -> Retirement | None:

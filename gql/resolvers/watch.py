@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import AsyncGenerator, Sequence
-from datetime import timedelta
 
 import strawberry
 
@@ -24,7 +23,10 @@ from gql.resolvers.feed_rights import (
 from gql.types import GatherMode, Record
 from store.errors import InvalidInputError
 from store.feed import live as feed
+from store.feed.entries import Entries, entry_at
 from store.feed.filters import NOTHING_CARRIED, Change, FeedFilter
+from store.kinds.edge.model import EVENT_KINDS as EDGE_EVENT_KINDS
+from store.kinds.record import model as domain
 from store.kinds.record import queries
 from store.ledger.events import check_kinds
 from store.reads.pages import MAX_PAGE
@@ -33,7 +35,10 @@ from store.reads.visibility import RULE
 WATCH_HELP = (
     "The live membership of one gather (the records `gather(match:, mode:)` returns): a "
     "change each time a record joins it, leaves it, or changes while on it (its content, "
-    "its properties, a connection, group, chain or correction on it). With `initial: "
+    "its properties, a connection, group, chain or correction on it), one per record for "
+    "each write however many events the write reported. Typed edges are no part of a "
+    "record, so their events are not told here (follow them with auditEvents(recordIds:)). "
+    "With `initial: "
     "true`, the current members first, as JOINED; then live. To resume without a gap, "
     "subscribe again with `after` set to the last change's cursor (and no `initial`)."
 )
@@ -68,7 +73,8 @@ class WatchChange:
         description="JOINED, LEFT or CHANGED: what happened to the record's membership."
     )
     record: Record = strawberry.field(
-        description="The record as the change left it (for an initial member: as it is)."
+        description="The record as the change left it (for an initial member: as it is; "
+        "for a retirement: its tombstone, at that version, with `retired`)."
     )
     cursor: str = strawberry.field(
         description="The feed position of the change; pass as `after` to resume after it."
@@ -97,11 +103,15 @@ async def watch_changes(
     rights = Rights(context, hub)
     await rights.lanes()
     wanted = await FeedArguments(match, mode, None).resolve(context)
-    kinds = check_kinds(None)
+    # A typed edge is no part of the record a change carries: its events are not told.
+    kinds = [k for k in check_kinds(None) if k not in EDGE_EVENT_KINDS]
     position = None if after is None else await feed.check_cursor(context.engine, after)
     progress = Progress(last=after, start=position or 0)
+    # One write is one change per record, however many events it reported.
+    entries = Entries()
     async with hub.subscribe(None, kinds, ("watch",), rights.bearer, wanted) as subscriber:
         if position is not None:
+            entries.last = await entry_at(context.engine, position)
             progress.seen = await feed.take_snapshot(context.engine)
             async for page in feed.replay(
                 context.engine, position, progress.seen, rights.lane_list, kinds, wanted=wanted
@@ -110,7 +120,7 @@ async def watch_changes(
                 for item in page:
                     if subscriber.revoked:
                         raise token_revoked()
-                    change = await _change(context, wanted, item)
+                    change = await _change(context, wanted, item, entries)
                     if change is not None:
                         yield change
                     progress.last = item.cursor
@@ -120,30 +130,41 @@ async def watch_changes(
         while True:
             batch = await subscriber.next()
             for item in await rights.due(batch, subscriber, progress):
-                change = await _change(context, wanted, item)
+                change = await _change(context, wanted, item, entries)
                 if change is not None:
                     yield change
                 progress.last = item.cursor
 
 
-async def _change(context: Context, wanted: FeedFilter, item: feed.FeedEvent) -> WatchChange | None:
-    """The change `item` makes to the gather, with its record as the change left it."""
+async def _change(
+    context: Context, wanted: FeedFilter, item: feed.FeedEvent, entries: Entries
+) -> WatchChange | None:
+    """The change `item` makes to the gather, with its record as the change left it (None
+    for the second and later events of one record entry: the first told it)."""
+    if not entries.first(item.event):
+        return None
     kind = wanted.change(item.held or NOTHING_CARRIED)
     record_id = item.event.record_id
     if kind is None or record_id is None:
         return None
     context.begin_operation()
     at = item.event.at
-    found = await context.records([record_id], at)
-    if record_id not in found and kind is Change.LEFT:
-        # Retiring a record takes it off every gather; a retired record is read as absent,
-        # so it is told as it stood just before it left.
-        at -= timedelta(microseconds=1)
-        found = await context.records([record_id], at)
-    if record_id not in found:
+    found = (await context.records([record_id], at)).get(record_id)
+    if found is None and kind is Change.LEFT:
+        # Retiring a record takes it off every gather, and a current read leaves a retired
+        # record out: it is told as its tombstone left it, with its retirement.
+        found = await _tombstone(context, record_id, item.event.version_after)
+    if found is None:
         return None  # not readable (any more): as if it did not exist
-    record = Record.from_domain(found[record_id], at)
+    record = Record.from_domain(found, at)
     return WatchChange(change=_KINDS[kind], record=record, cursor=item.cursor)
+
+
+async def _tombstone(context: Context, record_id: str, version: int | None) -> domain.Record | None:
+    """The record as its tombstone, version `version`, left it (None: not readable)."""
+    versions = await context.versions(record_id)
+    tombstone = next((v for v in versions if v.number == version), None)
+    return None if tombstone is None else domain.Record.at_entry(versions[0], tombstone)
 
 
 _POSITION = "SELECT pg_current_snapshot()::text, coalesce(max(seq), 0) FROM audit_events"

@@ -6,13 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from tests.gql._api import ADD, REMOVE, RESTORE_RECORD, RETIRE_RECORD, UPDATE, ingest, unique
+from tests.gql._edges import RETIRE as RETIRE_EDGE
+from tests.gql._edges import upsert
 from tests.gql._feed import FeedClient, feed_client
 from tests.support import Gateway
 
 WATCH = """
 subscription($match: [String!]!, $mode: GatherMode, $initial: Boolean, $after: String) {
   watch(match: $match, mode: $mode, initial: $initial, after: $after) {
-    change cursor record { id content properties version }
+    change cursor record { id content properties version retired { actor reason } }
   }
 }
 """
@@ -96,10 +98,50 @@ async def test_a_retired_member_leaves_and_a_restored_one_joins_again(gateway: G
         await gateway.data(RESTORE_RECORD, {"id": gone["id"]})
         live = await changes(client, "w", 2)
         await client.nothing("w", 0.3)
-    # Told as it stood when it left (a retired record reads as absent), then as restored.
+    # Told as its tombstone left it (a retired record reads as absent), then as restored.
     assert told(live) == [
         ("LEFT", gone["id"], "retired later"),
         ("JOINED", gone["id"], "retired later"),
     ]
-    assert live[0]["record"]["version"] == 1 and live[1]["record"]["version"] == 3
+    assert live[0]["record"]["version"] == 2 and live[1]["record"]["version"] == 3
+    assert live[0]["record"]["retired"] == {"actor": "dev", "reason": "wrong"}
+    assert live[1]["record"]["retired"] is None
     assert kept["id"] not in {c["record"]["id"] for c in live}
+
+
+async def test_one_write_is_one_change_per_record(gateway: Gateway) -> None:
+    project = unique("project:")
+    earlier = await ingest(gateway, "price is 10", [project])
+    async with feed_client(gateway) as client:
+        await client.subscribe("w", WATCH, match=[project], initial=True)
+        assert told(await changes(client, "w", 1)) == [("JOINED", earlier["id"], "price is 10")]
+        # One write: sr_ingested and adjusted for the new record, adjusted for the other.
+        later = await ingest(gateway, "price is 12", [project], adjusts=[earlier["id"]])
+        live = await changes(client, "w", 2)
+        await client.nothing("w", 0.5)
+    assert told(live) == [
+        ("JOINED", later["id"], "price is 12"),
+        ("CHANGED", earlier["id"], "price is 10"),
+    ]
+    assert [c["record"]["version"] for c in live] == [1, 2]
+    # A resume after the first change does not tell the rest of its write again.
+    async with feed_client(gateway) as client:
+        await client.subscribe("r", WATCH, match=[project], after=live[0]["cursor"])
+        assert await changes(client, "r", 1) == live[1:]
+        await client.nothing("r", 0.3)
+
+
+async def test_typed_edges_are_not_told_as_changes(gateway: Gateway) -> None:
+    project = unique("project:")
+    a = await ingest(gateway, "a", [project])
+    b = await ingest(gateway, "b", [project])
+    async with feed_client(gateway) as client:
+        await client.subscribe("w", WATCH, match=[project], initial=True)
+        assert len(await changes(client, "w", 2)) == 2
+        edge = await upsert(gateway, fromId=a["id"], toId=b["id"], type="supports")
+        await upsert(gateway, fromId=a["id"], toId=b["id"], type="supports", weight=0.5)
+        await gateway.data(RETIRE_EDGE, {"id": edge["id"]})
+        await gateway.data(UPDATE, {"id": b["id"], "content": "b, revised"})
+        # The record's own change comes; the edge's three events never did.
+        assert told(await changes(client, "w", 1)) == [("CHANGED", b["id"], "b, revised")]
+        await client.nothing("w", 0.3)

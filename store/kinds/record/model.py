@@ -126,6 +126,21 @@ class Record:
         return Retirement(self.updated_at, self.retired_by or "", retired.reason)
 
     @classmethod
+    def at_entry(cls, first: Version, entry: Version) -> Record:
+        """The record as its ledger entry `entry` left it, a tombstone too (`first`: its
+        version 1), as the projection rule makes it."""
+        return cls(
+            id=entry.record_id,
+            version=entry.number,
+            state=entry.state,
+            created_at=first.at,
+            updated_at=entry.at,
+            created_by=first.actor,
+            ledger_hash=entry.hash,
+            retired_by=entry.actor if entry.state.retired is not None else None,
+        )
+
+    @classmethod
     def from_row(cls, row: Row) -> Record:
         """A record from a records row (the retired columns read when it has them)."""
         retired_at = _optional(row, "retired_at")
