@@ -45,9 +45,10 @@ PEER_EDGES_BY_FROM = (
 )
 RELATED = (
     f"query R($id: ID!) {{ related(id: $id) {{ record {_END} "
-    f"outgoing {{ {_EDGE} toRecord {_END} }} incoming {{ {_EDGE} fromRecord {_END} }} }} }}"
+    f"outgoing(first: 20) {{ items {{ {_EDGE} toRecord {_END} }} }} "
+    f"incoming(first: 20) {{ items {{ {_EDGE} fromRecord {_END} }} }} }} }}"
 )
-_PEER_SIDE = "(condition: {invalidAt: null}, orderBy: [CREATED_AT_ASC, ID_ASC])"
+_PEER_SIDE = "(condition: {invalidAt: null}, orderBy: [CREATED_AT_ASC, ID_ASC], first: 20)"
 PEER_RELATED = (
     "query R($id: String!) { recordById(id: $id) { id content "
     f"outgoing: edgesByFromId{_PEER_SIDE} {{ nodes {{ {_EDGE} toRecord: recordByToId {_END} }} }} "
@@ -227,6 +228,12 @@ def same(data: dict[str, Any]) -> Any:
             "record": {"id": value["id"], "content": value["content"]},
             "outgoing": value["outgoing"]["nodes"],
             "incoming": value["incoming"]["nodes"],
+        }
+    if "outgoing" in value:
+        return {
+            **value,
+            "outgoing": value["outgoing"]["items"],
+            "incoming": value["incoming"]["items"],
         }
     return value
 

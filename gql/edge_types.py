@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
+from typing import Annotated
 
 import strawberry
 
+from gql import descriptions as d
 from gql.compiled.fields import compiled
+from gql.compiled.plan import bind_edge_page
 from gql.scalars import JSON
 from gql.types import Info, PageInfo, Record, page_info
 from store.kinds.edge import compiled as edge_sql
 from store.kinds.edge import model as domain
+from store.kinds.edge import reads
 from store.kinds.edge.commands import UpsertEdge
 from store.kinds.edge.reads import Ego
 from store.reads import compiled_sql as sql
@@ -209,15 +213,52 @@ class Related:
     record_id: strawberry.ID = strawberry.field(
         description="The record asked about (full id).", metadata=compiled(edge_sql.related_id)
     )
-    outgoing: list[Edge] = strawberry.field(
-        description="Edges from the record, oldest first; each edge's toRecord is the other end.",
-        metadata=compiled(edge_sql.related_outgoing),
-    )
-    incoming: list[Edge] = strawberry.field(
-        description="Edges to the record, oldest first; each edge's fromRecord is the other end.",
-        metadata=compiled(edge_sql.related_incoming),
-    )
     as_of: strawberry.Private[datetime | None]
+    namespace: strawberry.Private[str | None] = None
+    include_expired: strawberry.Private[bool] = False
+
+    @strawberry.field(
+        description="Edges from the record, oldest first, a page at a time with the total "
+        "count; each edge's toRecord is the other end.",
+        metadata=compiled(edge_sql.related_outgoing, bind_edge_page),
+    )
+    async def outgoing(
+        self,
+        info: Info,
+        first: Annotated[int | None, strawberry.argument(description=d.FIRST)] = None,
+        after: Annotated[str | None, strawberry.argument(description=d.AFTER)] = None,
+    ) -> EdgePage:
+        return await self._page(info, {"from_id": self.record_id}, first, after)
+
+    @strawberry.field(
+        description="Edges to the record, oldest first, a page at a time with the total "
+        "count; each edge's fromRecord is the other end.",
+        metadata=compiled(edge_sql.related_incoming, bind_edge_page),
+    )
+    async def incoming(
+        self,
+        info: Info,
+        first: Annotated[int | None, strawberry.argument(description=d.FIRST)] = None,
+        after: Annotated[str | None, strawberry.argument(description=d.AFTER)] = None,
+    ) -> EdgePage:
+        return await self._page(info, {"to_id": self.record_id}, first, after)
+
+    async def _page(
+        self, info: Info, end: dict[str, str], first: int | None, after: str | None
+    ) -> EdgePage:
+        # The edges of one end are the list `edges(fromId:)` or `edges(toId:)` gives.
+        async with info.context.read() as (db, lanes):
+            page = await reads.list_edges(
+                db,
+                lanes,
+                **end,
+                namespace=self.namespace,
+                as_of=self.as_of,
+                include_expired=self.include_expired,
+                first=first,
+                after=after,
+            )
+        return edge_page(page, self.as_of)
 
     @strawberry.field(
         description="The record asked about.", metadata=compiled(edge_sql.related_record)

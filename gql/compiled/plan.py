@@ -338,6 +338,17 @@ def bind_related(
     return Shape(namespace=namespace is not None, expired=bool(args.get("includeExpired")))
 
 
+def bind_edge_page(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    """A page of the edges at one end of `related`'s record (its filters are related's)."""
+    _page(prefix, args.get("first"), values)
+    keyed = time_cursor(args.get("after"))
+    if keyed is not None:
+        values[prefix + "after_at"], values[prefix + "after_id"] = keyed
+    return Shape(after=keyed is not None)
+
+
 def bind_conflicts(
     prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
 ) -> Shape:

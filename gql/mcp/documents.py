@@ -73,10 +73,14 @@ EDGE_LIST = f"""query($fromId: ID, $toId: ID, $type: String, $namespace: String,
   edges(fromId: $fromId, toId: $toId, type: $type, namespace: $namespace, asOf: $asOf,
         includeExpired: $includeExpired, first: $first, after: $after) {{
     items {{ {EDGE} }} {PAGE_INFO} }} }}"""
-RELATED = f"""query($id: ID!, $namespace: String, $asOf: DateTime, $includeExpired: Boolean) {{
+RELATED = f"""query($id: ID!, $namespace: String, $asOf: DateTime, $includeExpired: Boolean,
+    $first: Int, $outgoingAfter: String, $incomingAfter: String) {{
   related(id: $id, namespace: $namespace, asOf: $asOf, includeExpired: $includeExpired) {{
-    recordId outgoing {{ {EDGE} toRecord {{ {END} }} }}
-    incoming {{ {EDGE} fromRecord {{ {END} }} }} }} }}"""
+    recordId
+    outgoing(first: $first, after: $outgoingAfter) {{
+      items {{ {EDGE} toRecord {{ {END} }} }} {PAGE_INFO} }}
+    incoming(first: $first, after: $incomingAfter) {{
+      items {{ {EDGE} fromRecord {{ {END} }} }} {PAGE_INFO} }} }} }}"""
 CONFLICT_RESOLVE = f"""mutation($edgeId: ID!, $resolution: ConflictResolution!, $resolver: String!,
     $winnerId: ID) {{
   resolveConflict(edgeId: $edgeId, resolution: $resolution, resolver: $resolver,

@@ -12,7 +12,6 @@ from mcp_types import CallToolResult
 from gql.mcp import describe as d
 from gql.mcp import documents as doc
 from gql.mcp.run import bad_input, run
-from gql.mcp.shapes import page_of
 from gql.mcp.tools import PAGE_NOTE, TOOL_PAGE, Tools, described, mutation_arg, query_arg
 from gql.session import Session
 
@@ -104,14 +103,16 @@ class EdgeTools(Tools):
         first: Annotated[
             int,
             described(
-                "Edges per list (outgoing, incoming): " + query_arg("gather", "first") + PAGE_NOTE
+                "Edges per list (outgoing, incoming): "
+                + d.argument("Related", "outgoing", "first")
+                + PAGE_NOTE
             ),
         ] = TOOL_PAGE,
         outgoing_after: Annotated[
-            str | None, described("outgoing: " + query_arg("gather", "after"))
+            str | None, described("outgoing: " + d.argument("Related", "outgoing", "after"))
         ] = None,
         incoming_after: Annotated[
-            str | None, described("incoming: " + query_arg("gather", "after"))
+            str | None, described("incoming: " + d.argument("Related", "incoming", "after"))
         ] = None,
     ) -> CallToolResult:
         async def work(session: Session) -> Any:
@@ -120,10 +121,11 @@ class EdgeTools(Tools):
                 "namespace": namespace,
                 "asOf": _stamp(as_of),
                 "includeExpired": include_expired,
+                "first": first,
+                "outgoingAfter": outgoing_after,
+                "incomingAfter": incoming_after,
             }
             found: dict[str, Any] = (await run(session, doc.RELATED, variables))["related"]
-            found["outgoing"] = page_of(found["outgoing"], first, outgoing_after)
-            found["incoming"] = page_of(found["incoming"], first, incoming_after)
             return found
 
         return await self._call(ctx, work)  # type: ignore[no-any-return]

@@ -111,14 +111,11 @@ class EdgeQuery:
     ) -> Related:
         async with info.context.read() as (db, lanes):
             record_id = await resolve_id(db, id, lanes, as_of)
-            found = await reads.related(
-                db, lanes, record_id, namespace, as_of, bool(include_expired)
-            )
         return Related(
             record_id=strawberry.ID(record_id),
-            outgoing=[Edge.from_domain(e, as_of) for e in found if e.from_id == record_id],
-            incoming=[Edge.from_domain(e, as_of) for e in found if e.to_id == record_id],
             as_of=as_of,
+            namespace=namespace,
+            include_expired=bool(include_expired),
         )
 
     @strawberry.field(

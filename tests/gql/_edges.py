@@ -33,11 +33,17 @@ query($fromId: ID, $toId: ID, $type: String, $namespace: String, $asOf: DateTime
 }}
 """
 RELATED = """
-query($id: ID!, $namespace: String, $asOf: DateTime) {
+query($id: ID!, $namespace: String, $asOf: DateTime, $first: Int, $after: String) {
   related(id: $id, namespace: $namespace, asOf: $asOf) {
     recordId record { id }
-    outgoing { id type toId toRecord { id content } }
-    incoming { id type fromId fromRecord { id content } }
+    outgoing(first: $first, after: $after) {
+      totalCount items { id type toId toRecord { id content } }
+      pageInfo { hasNextPage endCursor }
+    }
+    incoming(first: $first) {
+      totalCount items { id type fromId fromRecord { id content } }
+      pageInfo { hasNextPage endCursor }
+    }
   }
 }
 """

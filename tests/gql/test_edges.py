@@ -341,15 +341,25 @@ async def test_edges_filters_and_pages_and_related(gateway: Gateway) -> None:
 
     around = (await gateway.data(RELATED, {"id": a[:12]}))["related"]
     assert around["recordId"] == a and around["record"]["id"] == a
-    assert [(e["id"], e["toRecord"]["id"]) for e in around["outgoing"]] == [
+    assert [(e["id"], e["toRecord"]["id"]) for e in around["outgoing"]["items"]] == [
         (ab["id"], b),
         (ac["id"], c),
     ]
-    assert [(e["id"], e["fromRecord"]["content"]) for e in around["incoming"]] == [
+    assert [(e["id"], e["fromRecord"]["content"]) for e in around["incoming"]["items"]] == [
         (ca["id"], "A third account.")
     ]
+    assert around["outgoing"]["totalCount"] == 2 and around["incoming"]["totalCount"] == 1
     only = (await gateway.data(RELATED, {"id": a, "namespace": "n2"}))["related"]
-    assert only["outgoing"] == [] and [e["id"] for e in only["incoming"]] == [ca["id"]]
+    assert only["outgoing"]["items"] == [] and only["outgoing"]["totalCount"] == 0
+    assert [e["id"] for e in only["incoming"]["items"]] == [ca["id"]]
+    # Each list is a page, as edges(fromId:) pages the same edges.
+    one = (await gateway.data(RELATED, {"id": a, "first": 1}))["related"]["outgoing"]
+    assert [e["id"] for e in one["items"]] == [ab["id"]] and one["totalCount"] == 2
+    assert one["pageInfo"] == first["pageInfo"]
+    after = {"id": a, "first": 1, "after": one["pageInfo"]["endCursor"]}
+    rest_of = (await gateway.data(RELATED, after))["related"]["outgoing"]
+    assert [e["id"] for e in rest_of["items"]] == [ac["id"]]
+    assert rest_of["pageInfo"]["hasNextPage"] is False
 
 
 async def test_reads_as_of_an_instant_see_the_edge_as_it_was_recorded_then(
@@ -368,7 +378,7 @@ async def test_reads_as_of_an_instant_see_the_edge_as_it_was_recorded_then(
     assert then[0]["updatedAt"] == first["updatedAt"]
     assert (await edges(gateway, fromId=a, asOf=before.isoformat()))["totalCount"] == 0
     around = (await gateway.data(RELATED, {"id": a, "asOf": between.isoformat()}))["related"]
-    assert [e["id"] for e in around["outgoing"]] == [first["id"]]
+    assert [e["id"] for e in around["outgoing"]["items"]] == [first["id"]]
     view = await ego(gateway, nodes=[b], asOf=between.isoformat())
     assert [(e["id"], e["weight"]) for e in view["edges"]] == [(first["id"], 0.5)]
     assert (await ego(gateway, nodes=[b], asOf=before.isoformat()))["edges"] == []

@@ -16,7 +16,7 @@ from typing import Any
 
 import asyncpg
 
-from store.kinds.edge.reads import _ego_statement, _list_statement, _related_statement
+from store.kinds.edge.reads import _ego_statement, _list_statement
 from store.kinds.record.queries import _RECORDS_AS_OF, GatherMode, _gather_statement
 from tests.support import Databases, plan_nodes, sql
 
@@ -124,13 +124,13 @@ async def test_a_past_edge_read_looks_each_edge_up_on_the_ledger_by_id(
                 _list_statement(("from_id",), True, False, False),
                 {**base, "from_id": records[7], "limit": 51},
             ),
-            "related": (
-                _related_statement(False, True, False),
-                {**base, "record_id": records[7], "namespace": None},
+            "edges to (related's incoming)": (
+                _list_statement(("to_id",), True, False, False),
+                {**base, "to_id": records[7], "limit": 51},
             ),
-            "related with expired": (
-                _related_statement(False, True, True),
-                {**base, "record_id": records[7], "namespace": None},
+            "edges from with expired": (
+                _list_statement(("from_id",), True, True, False),
+                {**base, "from_id": records[7], "limit": 51},
             ),
             "ego both": (_ego_statement(True, "BOTH"), {**base, "nodes": records[:3]}),
             "ego out": (_ego_statement(True, "OUT"), {**base, "nodes": records[:3]}),

@@ -22,8 +22,8 @@
       edgeProperties { property label memberCount members(first: 25) { items { id content lane } } }
     }
     related(id: $id) {
-      outgoing { ...typed toRecord { id content } }
-      incoming { ...typed fromRecord { id content } }
+      outgoing(first: 50) { items { ...typed toRecord { id content } } }
+      incoming(first: 50) { items { ...typed fromRecord { id content } } }
     }
   }
   fragment typed on Edge { id fromId toId type weight provenanceType provenanceActor detector evidence }`;
@@ -455,7 +455,7 @@
       }
     }
     // Typed edges: drawn as arrows between the records, labelled with type and weight.
-    const typed = [...body.data.related.outgoing, ...body.data.related.incoming];
+    const typed = [...body.data.related.outgoing.items, ...body.data.related.incoming.items];
     for (const edge of typed) {
       const other = edge.toRecord || edge.fromRecord;
       if (other && !nodes.has(other.id)) {

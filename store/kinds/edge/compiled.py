@@ -15,7 +15,6 @@ from store.kinds.edge.reads import (
     edge_source,
     list_after,
     list_where,
-    related_where,
 )
 from store.reads.compiled_sql import Compiler, EdgeRow, PageRow, RecordRow, Sel, SiteParams
 from store.reads.json_sql import Build, iso
@@ -125,15 +124,22 @@ def related_record(compiler: Compiler, sel: Sel, row: RelatedRow) -> str:
 
 def _related(end: str) -> Build:
     def build(compiler: Compiler, sel: Sel, row: RelatedRow) -> str:
+        """SQL: an EdgePage of the edges at one end of the record, as `edges(fromId:)` or
+        `edges(toId:)` pages them (`related`'s filters, the page's own first and after)."""
         shape = compiler.shapes[row.site or 0]
-        p = _Lanes(SiteParams(compiler, row.site), compiler.lanes())
-        where = related_where(p, row.namespace, False, shape.expired)
-        g = compiler.alias("g")
-        body = compiler.fields(sel.children, EdgeRow(g, None))
-        return (
-            f"(SELECT coalesce(json_agg({body} ORDER BY {g}.created_at, {g}.id), '[]'::json) "
-            f"FROM (SELECT g.* FROM edges g WHERE g.{end} = {row.ident} AND {where}) {g})"
+        p = _Lanes(SiteParams(compiler, row.site), compiler.lanes(), {end: row.ident})
+        filters = (end, "namespace") if row.namespace else (end,)
+        where = list_where(p, filters, False, shape.expired)
+        paged = SiteParams(compiler, sel.site)
+        keyed = list_after(paged) if compiler.shapes[sel.site or 0].after else ""
+        page = (
+            f"SELECT g.* FROM edges g WHERE {where} {keyed} "
+            f"ORDER BY g.created_at, g.id LIMIT {paged('limit')}"
         )
+        count = f"SELECT count(*) FROM edges g WHERE {where}"
+        s = compiler.alias("s")
+        key = [iso(f"{s}.created_at"), f"{s}.id"]
+        return _page(compiler, sel, s, page, count, "created_at, id", key, None)
 
     return build
 
@@ -186,11 +192,13 @@ def conflict_state(compiler: Compiler, sel: Sel, row: EdgeRow) -> str:
 
 
 class _Lanes(SiteParams):
-    """A site's parameters, with `lanes` the statement's (the reader's)."""
+    """A site's parameters, with `lanes` the statement's (the reader's), and any other
+    name given its SQL in `given`."""
 
-    def __init__(self, base: SiteParams, lanes: str) -> None:
+    def __init__(self, base: SiteParams, lanes: str, given: dict[str, str] | None = None) -> None:
         super().__init__(base.compiler, base.site)
-        self._lanes = lanes
+        self._given = {"lanes": lanes, **(given or {})}
 
     def __call__(self, name: str, cast: str | None = None) -> str:
-        return self._lanes if name == "lanes" else super().__call__(name, cast)
+        given = self._given.get(name)
+        return given if given is not None else super().__call__(name, cast)

@@ -123,44 +123,6 @@ def _page(rows: Sequence[Any], size: int, key: Any) -> Page[Edge]:
     return Page(items, total, len(found) > size, end)
 
 
-# -- related(id) -----------------------------------------------------------------------
-
-
-def related_where(p: Params, namespace: bool, as_of: bool, expired: bool) -> str:
-    """SQL over `edge_source`'s `g`: the edges `related` may show (of any record)."""
-    at = p("as_of", "timestamptz") if as_of else None
-    where = RULE.edge("g", p("lanes", "text[]"), at, expired)
-    if namespace:
-        where += f" AND g.namespace = {p('namespace')}"
-    return where
-
-
-@functools.cache
-def _related_statement(namespace: bool, as_of: bool, expired: bool) -> Statement:
-    p = Params()
-    where = related_where(p, namespace, as_of, expired)
-    rid = p("record_id")
-    source = edge_source(p, as_of)
-    return p.statement(
-        f"""SELECT {_SELECT} FROM {source} WHERE (g.from_id = {rid} OR g.to_id = {rid})
-        AND {where} ORDER BY g.created_at, g.id"""
-    )
-
-
-async def related(
-    db: Reader,
-    lanes: Sequence[str],
-    record_id: str,
-    namespace: str | None = None,
-    as_of: datetime | None = None,
-    include_expired: bool = False,
-) -> list[Edge]:
-    """The edges out of and into one record (its id already resolved), oldest first."""
-    statement = _related_statement(namespace is not None, as_of is not None, include_expired)
-    values = {"lanes": list(lanes), "namespace": namespace, "record_id": record_id, "as_of": as_of}
-    return [_edge(r) for r in await db.fetch(statement.text, *statement.args(values))]
-
-
 # -- conflicts(...) --------------------------------------------------------------------
 
 CONFLICT_STATUSES = {
