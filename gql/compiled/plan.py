@@ -208,6 +208,15 @@ def _page(prefix: str, first: int | None, values: Values) -> None:
     values[prefix + "size"], values[prefix + "limit"] = size, size + 1
 
 
+def _time_page(prefix: str, args: Mapping[str, Any], values: Values) -> bool:
+    """A page in (created_at, id) order: its size, and its cursor when it has one."""
+    _page(prefix, args.get("first"), values)
+    keyed = time_cursor(args.get("after"))
+    if keyed is not None:
+        values[prefix + "after_at"], values[prefix + "after_id"] = keyed
+    return keyed is not None
+
+
 def bind_record(
     prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
 ) -> Shape:
@@ -219,7 +228,7 @@ def bind_record(
 def bind_records(
     prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
 ) -> Shape:
-    _page(prefix, args.get("first"), values)
+    after = _time_page(prefix, args, values)
     lane, source_type = args.get("lane"), args.get("sourceType")
     chosen = RULE.chosen(lanes, None if lane is None else [lane])
     # Each lane is read on its own (unnest): once each.
@@ -227,10 +236,7 @@ def bind_records(
     values[prefix + "source_type"] = source_type
     tag = args.get("tag")
     values[prefix + "tag"] = None if tag is None else normal_tag(tag)
-    key = time_cursor(args.get("after"))
-    if key is not None:
-        values[prefix + "after_at"], values[prefix + "after_id"] = key
-    return Shape(after=key is not None, source_type=source_type is not None, tag=tag is not None)
+    return Shape(after=after, source_type=source_type is not None, tag=tag is not None)
 
 
 def bind_gather(
@@ -294,7 +300,7 @@ def bind_labels(
 
 
 def bind_edges(prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values) -> Shape:
-    _page(prefix, args.get("first"), values)
+    after = _time_page(prefix, args, values)
     as_of = args.get("asOf")
     values[prefix + "as_of"] = as_of
     filters = []
@@ -314,12 +320,9 @@ def bind_edges(prefix: str, args: Mapping[str, Any], lanes: Sequence[str], value
                 raise ValueError(f"{key} is resolved by the ordinary path")
         values[prefix + name] = given
         filters.append(name)
-    keyed = time_cursor(args.get("after"))
-    if keyed is not None:
-        values[prefix + "after_at"], values[prefix + "after_id"] = keyed
     return Shape(
         as_of=as_of is not None,
-        after=keyed is not None,
+        after=after,
         filters=tuple(filters),
         expired=bool(args.get("includeExpired")),
     )
@@ -342,11 +345,7 @@ def bind_edge_page(
     prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
 ) -> Shape:
     """A page of the edges at one end of `related`'s record (its filters are related's)."""
-    _page(prefix, args.get("first"), values)
-    keyed = time_cursor(args.get("after"))
-    if keyed is not None:
-        values[prefix + "after_at"], values[prefix + "after_id"] = keyed
-    return Shape(after=keyed is not None)
+    return Shape(after=_time_page(prefix, args, values))
 
 
 def bind_conflicts(
