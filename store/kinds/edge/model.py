@@ -43,9 +43,9 @@ def conflict_sql(alias: str) -> str:
 
     A resolved contradiction reads as its resolution in lower case (`accepted_dual`,
     `superseded`, `refuted`, `merged`), as the seed's `conflict_state` does. The ledger
-    keeps `resolved` beside the resolution, as it always has: every edge, resolved before
-    or after reads said so, is stored one way and read one way, no entry is rewritten, and
-    the review queue's status filter stays on the stored state."""
+    keeps `resolved` beside the resolution, as it always has, so every resolved edge,
+    whenever it was resolved, is stored one way and read one way; no entry is rewritten,
+    and the review queue's status filter stays on the stored state."""
     return (
         f"(CASE WHEN {alias}.conflict_state = '{RESOLVED}' AND {alias}.resolution IS NOT NULL "
         f"THEN lower({alias}.resolution) ELSE {alias}.conflict_state END)"
