@@ -227,13 +227,20 @@ class Query(EdgeQuery):
                 "the events after it."
             ),
         ] = None,
+        last: Annotated[
+            int | None,
+            _arg(
+                "The newest events instead of the oldest: how many (1 to 500), still oldest "
+                "first, and no page follows them; not with `first`."
+            ),
+        ] = None,
     ) -> AuditPage:
         async with info.context.read() as (db, lanes):
             # The audit trail is history: a retired record's events stay readable.
             rid = (
                 None if record_id is None else await resolve_id(db, record_id, lanes, retired=True)
             )
-            page = await audit_reads.audit(db, lanes, rid, kinds, first, after)
+            page = await audit_reads.audit(db, lanes, rid, kinds, first, after, last)
         return AuditPage(
             items=[AuditEvent.from_domain(e) for e in page.items],
             total_count=page.total_count or 0,

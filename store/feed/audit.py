@@ -7,7 +7,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from store.errors import InvalidIdError
+from store.errors import InvalidIdError, InvalidInputError
 from store.ids import EVENT_ID
 from store.kinds.record.model import AuditEvent
 from store.ledger.events import check_kinds
@@ -23,7 +23,7 @@ EVENT_COLUMNS = (
 
 
 @functools.cache
-def _audit_statement(record: bool, kinds: bool, after: bool) -> Statement:
+def _audit_statement(record: bool, kinds: bool, after: bool, newest: bool) -> Statement:
     p = Params()
     # Events with no lane (policy changes) concern everyone.
     where = RULE.event("e", p("lanes", "text[]"))
@@ -36,7 +36,7 @@ def _audit_statement(record: bool, kinds: bool, after: bool) -> Statement:
         f"""SELECT c.total, q.* FROM (SELECT count(*) AS total FROM audit_events e WHERE {where}) c
         LEFT JOIN LATERAL (
           SELECT {EVENT_COLUMNS} FROM audit_events e WHERE {where} {keyed}
-          ORDER BY e.seq LIMIT {p("limit")}
+          ORDER BY e.seq {"DESC" if newest else ""} LIMIT {p("limit")}
         ) q ON true"""
     )
 
@@ -48,9 +48,16 @@ async def audit(
     kinds: Sequence[str] | None,
     first: int | None,
     after: str | None,
+    last: int | None = None,
 ) -> Page[AuditEvent]:
-    """Audit events in feed order (newest last), with their total count, in one statement."""
-    size = page_size(first)
+    """Audit events in feed order (newest last), with their total count, in one statement;
+    with `last`, the newest `last` of them (still oldest first), where nothing follows."""
+    if first is not None and last is not None:
+        raise InvalidInputError(
+            "pass first (the oldest events) or last (the newest), not both",
+            allowed=["first", "last"],
+        )
+    size = page_size(first if last is None else last)
     if kinds is not None:
         kinds = check_kinds(kinds)
     values: dict[str, Any] = {
@@ -58,11 +65,15 @@ async def audit(
         "record_id": record_id,
         "kinds": list(kinds or []),
         "after": None if after is None else position_cursor(after),
-        "limit": size + 1,
+        "limit": size + (last is None),
     }
-    statement = _audit_statement(record_id is not None, bool(kinds), after is not None)
+    statement = _audit_statement(
+        record_id is not None, bool(kinds), after is not None, last is not None
+    )
     rows = await db.fetch(statement.text, *statement.args(values))
     events = [AuditEvent.from_row(row) for row in rows if row["seq"] is not None]
+    if last is not None:
+        events.sort(key=lambda e: e.seq)
     has_next = len(events) > size
     events = await _as_read(db, events[:size], lanes)
     return Page(events, rows[0]["total"], has_next, str(events[-1].seq) if events else None)

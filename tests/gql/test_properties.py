@@ -412,6 +412,30 @@ async def test_audit_pages_with_cursors(gateway: Gateway) -> None:
     assert len(seen) == len(set(seen)) == 6
 
 
+LAST = """
+query($recordId: ID, $first: Int, $last: Int, $after: String) {
+  audit(recordId: $recordId, first: $first, last: $last, after: $after) {
+    totalCount items { cursor kind } pageInfo { hasNextPage endCursor }
+  }
+}
+"""
+
+
+async def test_audit_last_gives_the_newest_events_oldest_first(gateway: Gateway) -> None:
+    record = await ingest(gateway, "newest", [])
+    await gateway.data(ADD, {"id": record["id"], "properties": [f"n:{n}" for n in range(5)]})
+    every = (await gateway.data(LAST, {"recordId": record["id"]}))["audit"]["items"]
+    newest = (await gateway.data(LAST, {"recordId": record["id"], "last": 2}))["audit"]
+    assert newest["items"] == every[-2:]
+    assert newest["totalCount"] == 6
+    assert newest["pageInfo"] == {"hasNextPage": False, "endCursor": every[-1]["cursor"]}
+    after = {"recordId": record["id"], "last": 10, "after": every[2]["cursor"]}
+    assert (await gateway.data(LAST, after))["audit"]["items"] == every[3:]
+    both = await gateway.post(LAST, {"first": 2, "last": 2})
+    assert both["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+    assert "not both" in both["errors"][0]["message"]
+
+
 async def test_an_unknown_audit_event_reads_as_null(gateway: Gateway) -> None:
     data = await gateway.data(EVENT, {"id": "ae_" + "0" * 32})
     assert data["auditEvent"] is None
