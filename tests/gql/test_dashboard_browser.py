@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.conftest import GatewayFactory
 from tests.gql._api import ingest, unique
-from tests.gql._browser import ARGS, browser_or_skip, note_csp_violation
+from tests.gql._browser import ARGS, browser_or_skip, note_csp_violation, open_page
 from tests.gql._edges import upsert
 from tests.gql._feed import newest_cursor
 from tests.gql._policy_support import mint
@@ -17,29 +16,6 @@ from tests.support import REPO, Gateway
 
 ARTIFACTS = REPO / "tests" / "artifacts"
 pytestmark = pytest.mark.browser
-
-
-async def open_page(browser: Any, gateway: Gateway, path: str) -> tuple[Any, list[str], list[str]]:
-    """A page on `path` that may reach nothing but the gateway; its errors collected."""
-    page = await browser.new_page(viewport={"width": 1400, "height": 900})
-    outside: list[str] = []
-    errors: list[str] = []
-
-    async def only_loopback(route: Any) -> None:
-        url = route.request.url
-        if url.startswith(gateway.url) or url.startswith("data:"):
-            await route.continue_()
-        else:
-            outside.append(url)
-            await route.abort()
-
-    await page.route("**/*", only_loopback)
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda message: note_csp_violation(message.text, errors))
-    response = await page.goto(gateway.url + path)
-    assert response is not None and response.status == 200
-    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
-    return page, outside, errors
 
 
 async def test_events_arrive_live_and_a_record_shows_its_neighbourhood(

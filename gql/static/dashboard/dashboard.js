@@ -1,12 +1,22 @@
 // The edgeloom live dashboard: a hand-written graphql-transport-ws client for the
-// auditEvents subscription, running counts, a per-second chart by kind, and the
-// neighbourhood of a clicked record drawn with cytoscape.js. No build step.
+// auditEvents subscription (opening on the recent past), running counts, a chart of events
+// per second by kind, and the neighbourhood of a clicked record drawn with cytoscape.js.
+// No build step.
 "use strict";
 
 (() => {
   const TOKEN_KEY = "edgeloom.token";
   const MAX_ROWS = 300;
+  // Opened without ?after=, the page replays this many of the newest events, then goes live.
+  const REPLAY_EVENTS = 200;
+  // The chart spans at least this, and back to the oldest event in the table.
   const WINDOW_SECONDS = 60;
+  const CHART_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400];
+  const CHART_BARS = 90;
+  // Screen pixels either side of a typed edge's line that still hover it.
+  const EDGE_REACH = 14;
+  // Room kept between the boxes of nodes with their labels, in graph units.
+  const LABEL_GAP = 6;
   const PALETTE = ["#5fb3f9", "#f9a65f", "#7ddc8a", "#e27de2", "#f2df6b", "#6be0e0", "#ff7b7b", "#b59bff"];
   // The filters are the subscription's own arguments: the gateway sends only what they admit.
   const FEED = `subscription($after: String, $kinds: [String!], $lanes: [String!],
@@ -15,6 +25,7 @@
       id cursor kind recordId lane actor at
     }
   }`;
+  const NEWEST = `query($last: Int) { audit(last: $last) { items { cursor } } }`;
   const FILTERS = { kind: "kinds", lane: "lanes", agent: "actors", match: "match" };
   const NEIGHBOURHOOD = `query($id: ID!) {
     record(id: $id) {
@@ -37,6 +48,9 @@
     token: localStorage.getItem(TOKEN_KEY) || "",
     // The cursor of the last event shown: a reconnect resumes after it, so nothing is missed.
     last: params.get("after"),
+    // The cursor the page started after (?after=, or found for the replay), and how.
+    from: params.get("after"),
+    fromHow: params.get("after") === null ? null : "?after=",
     total: 0,
     counts: { kind: new Map(), lane: new Map(), agent: new Map() },
     perSecond: new Map(), // unix second -> Map(kind -> count)
@@ -62,7 +76,8 @@
     return text.split(",").map((v) => v.trim()).filter((v) => v);
   }
   let cy = null;
-  window.edgeloomDashboard = { state, graph: () => cy };
+  let chart = null; // what the last frame of the chart drew
+  window.edgeloomDashboard = { state, graph: () => cy, chart: () => chart };
 
   // -- talking to the gateway ---------------------------------------------------
 
@@ -108,7 +123,30 @@
     $("board").hidden = false;
     $("filters").hidden = false;
     state.stopped = false;
+    if (state.fromHow === null) await findReplayStart();
+    $("since").textContent = sinceText();
     connect();
+  }
+
+  // The cursor before the newest REPLAY_EVENTS events the caller may read ("0" when the
+  // feed holds fewer): the subscription replays what follows it, then goes live.
+  async function findReplayStart() {
+    const body = await query(NEWEST, { last: REPLAY_EVENTS + 1 });
+    if (body.errors) {
+      state.fromHow = `live only (${body.errors[0].message})`;
+      return;
+    }
+    const items = body.data.audit.items;
+    state.from = items.length > REPLAY_EVENTS ? items[0].cursor : "0";
+    state.last = state.from;
+    state.fromHow = "replay";
+  }
+
+  function sinceText() {
+    if (state.from === null) return state.fromHow;
+    if (state.fromHow === "?after=") return `after cursor ${state.from} (?after=), then live`;
+    if (state.from === "0") return "after cursor 0: every event, then live";
+    return `after cursor ${state.from}: the last ${REPLAY_EVENTS} at open, then live`;
   }
 
   function showLogin(problem) {
@@ -270,15 +308,18 @@
     bump(state.counts.kind, event.kind);
     bump(state.counts.lane, event.lane === null ? "(all lanes)" : event.lane);
     bump(state.counts.agent, event.actor);
-    const second = Math.floor(Date.now() / 1000);
+    // Counted at the event's own time: a replay spreads over the seconds it was written in.
+    const at = new Date(event.at);
+    const second = Math.floor(at.getTime() / 1000);
     if (!state.perSecond.has(second)) state.perSecond.set(second, new Map());
     bump(state.perSecond.get(second), event.kind);
     colour(event.kind);
 
     const row = document.createElement("tr");
-    row.className = "fresh" + (event.recordId ? " record" : "");
+    const recent = Date.now() - at.getTime() < 5000;
+    row.className = (recent ? "fresh" : "") + (event.recordId ? " record" : "");
     row.dataset.cursor = event.cursor;
-    const at = new Date(event.at);
+    row.dataset.second = String(second);
     const cells = [
       at.toLocaleTimeString(),
       event.cursor,
@@ -293,6 +334,8 @@
       row.appendChild(cell);
     }
     row.cells[2].style.color = colour(event.kind);
+    row.cells[5].className = "id";
+    if (event.recordId) row.cells[5].title = event.recordId;
     if (event.recordId) {
       row.dataset.record = event.recordId;
       row.title = "show this record's neighbourhood";
@@ -326,7 +369,36 @@
     }
   }
 
-  // -- the chart: events per second by kind, last minute ---------------------------
+  // -- the chart: events per second by kind, back to the oldest event in the table ------
+
+  // The seconds the chart spans, in steps of `step` seconds ending with the one holding
+  // `now`: at least WINDOW_SECONDS, and back to the oldest second counted.
+  function chartWindow(now) {
+    let oldest = now - WINDOW_SECONDS + 1;
+    for (const second of state.perSecond.keys()) oldest = Math.min(oldest, second);
+    const span = now - oldest + 1;
+    const step = CHART_STEPS.find((s) => span / s <= CHART_BARS) || Math.ceil(span / CHART_BARS);
+    const bars = Math.ceil(span / step);
+    const end = (Math.floor(now / step) + 1) * step; // steps aligned, so they do not shift
+    return { start: end - bars * step, step, bars };
+  }
+
+  function duration(seconds) {
+    if (seconds < 120) return `${seconds} s`;
+    if (seconds < 7200) return `${Math.round(seconds / 60)} min`;
+    if (seconds < 172800) return `${Math.round(seconds / 3600)} h`;
+    return `${Math.round(seconds / 86400)} d`;
+  }
+
+  // Seconds older than the table's oldest row and than the live window are let go.
+  function forgetOldSeconds(now) {
+    const rows = $("events").rows;
+    const oldestRow = rows.length ? Number(rows[rows.length - 1].dataset.second) : now;
+    const keep = Math.min(oldestRow, now - WINDOW_SECONDS);
+    for (const second of state.perSecond.keys()) {
+      if (second < keep) state.perSecond.delete(second);
+    }
+  }
 
   function renderChart() {
     const canvas = $("rate");
@@ -338,15 +410,20 @@
     const g = canvas.getContext("2d");
     g.scale(ratio, ratio);
     g.clearRect(0, 0, width, height);
-    const now = Math.floor(Date.now() / 1000);
-    for (const second of state.perSecond.keys()) {
-      if (second < now - WINDOW_SECONDS) state.perSecond.delete(second);
-    }
+    // The gateway's clock stamps the events: never draw one in the future.
+    let now = Math.floor(Date.now() / 1000);
+    for (const second of state.perSecond.keys()) now = Math.max(now, second);
+    forgetOldSeconds(now);
+    const { start, step, bars } = chartWindow(now);
     const kinds = [...state.colours.keys()];
-    let peak = 1;
-    for (const counts of state.perSecond.values()) {
-      for (const n of counts.values()) peak = Math.max(peak, n);
+    const rates = new Map(kinds.map((kind) => [kind, new Array(bars).fill(0)]));
+    for (const [second, counts] of state.perSecond) {
+      const bar = Math.floor((second - start) / step);
+      if (bar < 0 || bar >= bars) continue;
+      for (const [kind, n] of counts) rates.get(kind)[bar] += n / step;
     }
+    let peak = 1;
+    for (const values of rates.values()) peak = Math.max(peak, ...values);
     const left = 28;
     const plotWidth = width - left - 6;
     const plotHeight = height - 18;
@@ -362,22 +439,25 @@
       const value = peak * fraction;
       g.fillText(Number.isInteger(value) ? String(value) : value.toFixed(1), 2, y + 3);
     }
-    g.fillText(`-${WINDOW_SECONDS}s`, left, height - 2);
+    g.fillText(`-${duration(bars * step)}`, left, height - 2);
     g.fillText("now", width - 28, height - 2);
+    const drawn = [];
+    const x = (bar) => left + (bars === 1 ? plotWidth : (plotWidth * bar) / (bars - 1));
     for (const kind of kinds) {
       g.strokeStyle = colour(kind);
       g.lineWidth = 2;
       g.beginPath();
-      for (let i = 0; i <= WINDOW_SECONDS; i++) {
-        const second = now - WINDOW_SECONDS + i;
-        const n = (state.perSecond.get(second) || new Map()).get(kind) || 0;
-        const x = left + (plotWidth * i) / WINDOW_SECONDS;
-        const y = 4 + plotHeight * (1 - n / peak);
-        if (i === 0) g.moveTo(x, y);
-        else g.lineTo(x, y);
-      }
+      rates.get(kind).forEach((rate, bar) => {
+        const y = 4 + plotHeight * (1 - rate / peak);
+        if (bar === 0) g.moveTo(x(bar), y);
+        else g.lineTo(x(bar), y);
+        if (rate > 0) drawn.push({ kind, time: start + bar * step, rate, x: x(bar) });
+      });
       g.stroke();
     }
+    chart = { start, step, bars, points: drawn };
+    $("chart-span").textContent =
+      step === 1 ? `(last ${duration(bars)})` : `(last ${duration(bars * step)}, averaged over ${duration(step)})`;
     $("legend").replaceChildren(
       ...kinds.map((kind) => {
         const item = document.createElement("span");
@@ -409,8 +489,14 @@
     return id.length > 12 ? `${id.slice(0, 11)}…` : id;
   }
 
-  function snippet(text) {
-    return text.length > 40 ? `${text.slice(0, 39)}…` : text;
+  function snippet(text, length = 40) {
+    return text.length > length ? `${text.slice(0, length - 1)}…` : text;
+  }
+
+  // A neighbour on one line, short enough that forty of them fit a panel legibly; the
+  // id's first 6 hex digits are a prefix the gateway takes when it is unique.
+  function neighbour(record) {
+    return { data: { id: record.id, label: `${record.id.slice(0, 9)} ${snippet(record.content, 24)}` }, classes: "record" };
   }
 
   // The evidence of a typed edge as a reader should see it: the quote with where it is
@@ -430,6 +516,156 @@
       .join("\n");
   }
 
+  function showEdge(edge) {
+    $("edge-info").textContent = `${edge.data("about")}\n${edge.data("evidence")}`;
+    $("edge-info").dataset.edge = edge.id();
+  }
+
+  function hoverEdge(edge) {
+    const hovered = cy.edges(".hovered");
+    (edge ? hovered.not(edge) : hovered).removeClass("hovered");
+    $("graph").style.cursor = edge ? "pointer" : "";
+    if (edge && !edge.hasClass("hovered")) {
+      edge.addClass("hovered");
+      showEdge(edge);
+    }
+  }
+
+  function onNode(event) {
+    return event.target !== cy && event.target.isNode();
+  }
+
+  // The typed edge nearest to a point of the graph, if within EDGE_REACH screen pixels
+  // (none for an event emitted without a pointer).
+  function nearestTypedEdge(point) {
+    if (!point) return null;
+    let nearest = null;
+    let best = EDGE_REACH / cy.zoom();
+    cy.edges(".typed").forEach((edge) => {
+      const path = [edge.sourceEndpoint(), ...(edge.controlPoints() || []), edge.targetEndpoint()];
+      const d = distanceToPath(point, curve(path));
+      if (d <= best) {
+        nearest = edge;
+        best = d;
+      }
+    });
+    return nearest;
+  }
+
+  // Points along an edge drawn as cytoscape draws a bezier edge: one quadratic curve per
+  // control point, joined halfway between control points; a straight line without any.
+  function curve(path) {
+    if (path.length === 2) return path;
+    const points = [path[0]];
+    let from = path[0];
+    for (let i = 1; i < path.length - 1; i++) {
+      const control = path[i];
+      const last = i === path.length - 2;
+      const to = last ? path[i + 1] : { x: (path[i].x + path[i + 1].x) / 2, y: (path[i].y + path[i + 1].y) / 2 };
+      for (let k = 1; k <= 12; k++) {
+        const t = k / 12;
+        const a = (1 - t) * (1 - t);
+        const b = 2 * t * (1 - t);
+        const c = t * t;
+        points.push({ x: a * from.x + b * control.x + c * to.x, y: a * from.y + b * control.y + c * to.y });
+      }
+      from = to;
+    }
+    return points;
+  }
+
+  function distanceToPath(p, points) {
+    let best = Infinity;
+    for (let i = 1; i < points.length; i++) {
+      const a = points[i - 1];
+      const b = points[i];
+      const dx = b.x - a.x;
+      const dy = b.y - a.y;
+      const length = dx * dx + dy * dy;
+      const t = length === 0 ? 0 : Math.max(0, Math.min(1, ((p.x - a.x) * dx + (p.y - a.y) * dy) / length));
+      best = Math.min(best, Math.hypot(p.x - (a.x + t * dx), p.y - (a.y + t * dy)));
+    }
+    return best;
+  }
+
+  // Lays the neighbourhood out in blocks that cannot overlap: the record on top; under it,
+  // for each hyperedge its diamond above its members in rows and columns (the records only
+  // typed edges reach in a block of their own), the blocks side by side in lines. Each
+  // cell is as large as the largest node with its label. Of the column and line counts
+  // tried, the one that fits the panel at the largest zoom wins, so labels stay legible.
+  function arrangeInBlocks(graph, focusId, groups) {
+    const sizes = new Map(
+      graph.nodes().map((node) => {
+        const b = node.boundingBox({ includeLabels: true, includeOverlays: false });
+        const p = node.position();
+        return [node.id(), { w: b.w, h: b.h, dx: p.x - b.x1, dy: p.y - b.y1 }];
+      }),
+    );
+    const members = groups.flatMap((group) => group.members);
+    const cellWidth = Math.max(1, ...members.map((id) => sizes.get(id).w)) + LABEL_GAP;
+    const cellHeight = Math.max(1, ...members.map((id) => sizes.get(id).h)) + LABEL_GAP / 2;
+    const focus = sizes.get(focusId);
+    let best = null;
+    for (let columns = 1; columns <= 8; columns++) {
+      const blocks = groups.map((group) => {
+        const hub = group.hub ? sizes.get(group.hub) : { w: 0, h: -LABEL_GAP };
+        const across = Math.min(columns, Math.max(1, group.members.length));
+        const rows = Math.ceil(group.members.length / columns);
+        return { w: Math.max(across * cellWidth, hub.w + LABEL_GAP), h: hub.h + LABEL_GAP + rows * cellHeight };
+      });
+      for (let lines = 1; lines <= Math.max(1, blocks.length); lines++) {
+        const placed = flow(blocks, lines);
+        const width = Math.max(placed.width, focus.w);
+        const height = focus.h + 3 * LABEL_GAP + placed.height;
+        const zoom = Math.min(graph.width() / width, graph.height() / height);
+        if (best === null || zoom > best.zoom) best = { zoom, columns, placed, width };
+      }
+    }
+    const at = (id, x, y) => {
+      const size = sizes.get(id);
+      graph.getElementById(id).position({ x: x + size.dx, y: y + size.dy });
+    };
+    graph.batch(() => {
+      at(focusId, (best.width - focus.w) / 2, 0);
+      groups.forEach((group, n) => {
+        const { x, y } = best.placed.at[n];
+        const top = y + focus.h + 3 * LABEL_GAP;
+        let below = top;
+        if (group.hub) {
+          at(group.hub, x, top);
+          below += sizes.get(group.hub).h + LABEL_GAP;
+        }
+        group.members.forEach((id, i) => {
+          at(id, x + (i % best.columns) * cellWidth, below + Math.floor(i / best.columns) * cellHeight);
+        });
+      });
+    });
+  }
+
+  // Blocks in about `lines` lines of similar width: where each block's top left goes.
+  function flow(blocks, lines) {
+    const gap = 4 * LABEL_GAP;
+    const total = blocks.reduce((sum, block) => sum + block.w + gap, 0);
+    const target = total / lines;
+    const at = [];
+    let x = 0;
+    let y = 0;
+    let lineHeight = 0;
+    let width = 0;
+    for (const block of blocks) {
+      if (x > 0 && x + block.w > target) {
+        y += lineHeight + gap;
+        x = 0;
+        lineHeight = 0;
+      }
+      at.push({ x, y });
+      width = Math.max(width, x + block.w);
+      lineHeight = Math.max(lineHeight, block.h);
+      x += block.w + gap;
+    }
+    return { at, width, height: y + lineHeight };
+  }
+
   async function drawGraph(recordId) {
     $("graph-title").textContent = recordId;
     const body = await query(NEIGHBOURHOOD, { id: recordId });
@@ -440,14 +676,18 @@
     const record = body.data.record;
     const nodes = new Map();
     const edges = [];
+    const groups = []; // the blocks of the layout: a hub and the records placed under it
     nodes.set(record.id, { data: { id: record.id, label: `${short(record.id)}\n${snippet(record.content)}` }, classes: "focus" });
     for (const ep of record.edgeProperties) {
       const hyper = `ep:${ep.property}`;
       nodes.set(hyper, { data: { id: hyper, label: `${ep.property} (${ep.memberCount})` }, classes: "hyperedge" });
       edges.push({ data: { id: `${record.id}->${hyper}`, source: record.id, target: hyper } });
+      const group = { hub: hyper, members: [] };
+      groups.push(group);
       for (const member of ep.members.items) {
         if (!nodes.has(member.id)) {
-          nodes.set(member.id, { data: { id: member.id, label: `${short(member.id)}\n${snippet(member.content)}` }, classes: "record" });
+          nodes.set(member.id, neighbour(member));
+          group.members.push(member.id);
         }
         if (member.id !== record.id) {
           edges.push({ data: { id: `${member.id}->${hyper}`, source: member.id, target: hyper } });
@@ -456,10 +696,12 @@
     }
     // Typed edges: drawn as arrows between the records, labelled with type and weight.
     const typed = [...body.data.related.outgoing.items, ...body.data.related.incoming.items];
+    const reached = { hub: null, members: [] };
     for (const edge of typed) {
       const other = edge.toRecord || edge.fromRecord;
       if (other && !nodes.has(other.id)) {
-        nodes.set(other.id, { data: { id: other.id, label: `${short(other.id)}\n${snippet(other.content)}` }, classes: "record" });
+        nodes.set(other.id, neighbour(other));
+        reached.members.push(other.id);
       }
       edges.push({
         data: {
@@ -473,17 +715,39 @@
         classes: "typed",
       });
     }
+    if (reached.members.length) groups.push(reached);
     state.graphRecords = new Set([...nodes.keys()].filter((id) => !id.startsWith("ep:")));
+    // Said before the graph is fitted: these lines take from the graph's height.
+    const hyperedges = record.edgeProperties.length;
+    $("graph-info").textContent =
+      `${record.lane} · ${record.sourceType} · version ${record.version} · ` +
+      `${hyperedges} hyperedge${hyperedges === 1 ? "" : "s"}, ${typed.length} typed edge${typed.length === 1 ? "" : "s"}, ` +
+      `${state.graphRecords.size - 1} neighbour record(s)`;
+    $("edge-info").textContent = typed.length ? "hover or click a typed edge for its evidence" : "";
     const elements = [...nodes.values(), ...edges];
     if (cy) cy.destroy();
     cy = cytoscape({
       container: $("graph"),
       elements,
       style: [
-        { selector: "node", style: { label: "data(label)", color: "#dce6f0", "font-size": 9, "text-wrap": "wrap", "text-valign": "bottom", "text-margin-y": 4 } },
-        { selector: "node.record", style: { "background-color": "#5fb3f9", width: 16, height: 16 } },
-        { selector: "node.focus", style: { "background-color": "#f9a65f", width: 26, height: 26, "font-weight": "bold" } },
-        { selector: "node.hyperedge", style: { shape: "diamond", "background-color": "#7ddc8a", width: 18, height: 18 } },
+        {
+          selector: "node",
+          style: {
+            label: "data(label)", color: "#dce6f0", "font-size": 9, "text-wrap": "wrap",
+            "text-valign": "center", "text-halign": "right", "text-margin-x": 4,
+            // Lines passing under a label do not cross its letters.
+            "text-background-color": "#0c131b", "text-background-opacity": 0.85, "text-background-padding": 1,
+          },
+        },
+        { selector: "node.record", style: { "background-color": "#5fb3f9", width: 12, height: 12 } },
+        {
+          selector: "node.focus",
+          style: {
+            "background-color": "#f9a65f", width: 22, height: 22, "font-weight": "bold",
+            "text-valign": "bottom", "text-halign": "center", "text-margin-x": 0, "text-margin-y": 4,
+          },
+        },
+        { selector: "node.hyperedge", style: { shape: "diamond", "background-color": "#7ddc8a", width: 16, height: 16 } },
         { selector: "edge", style: { width: 1.5, "line-color": "#3b5670", "curve-style": "bezier" } },
         {
           selector: "edge.typed",
@@ -492,24 +756,24 @@
             label: "data(label)", color: "#e9c6e9", "font-size": 9, "text-rotation": "autorotate", "text-margin-y": -6,
           },
         },
+        { selector: "edge.typed.hovered", style: { width: 4.5, "line-color": "#f3a6f3", "target-arrow-color": "#f3a6f3" } },
       ],
-      layout: { name: "cose", animate: false, padding: 20, nodeRepulsion: () => 9000 },
+      layout: { name: "preset" },
+      maxZoom: 2,
       wheelSensitivity: 0.3,
     });
+    arrangeInBlocks(cy, record.id, groups);
+    cy.fit(undefined, 12);
     cy.on("tap", "node.record", (event) => select(event.target.id(), null));
     // A typed edge says what shows it: its evidence quote, or that it was asserted without.
-    cy.on("tap mouseover", "edge.typed", (event) => {
-      const edge = event.target;
-      $("edge-info").textContent = `${edge.data("about")}\n${edge.data("evidence")}`;
-      $("edge-info").dataset.edge = edge.id();
+    // Its hover target reaches EDGE_REACH pixels either side of the line, which is thinner.
+    cy.on("tap mouseover", "edge.typed", (event) => showEdge(event.target));
+    cy.on("mousemove", (event) => hoverEdge(onNode(event) ? null : nearestTypedEdge(event.position)));
+    cy.on("tap", (event) => {
+      const edge = onNode(event) ? null : nearestTypedEdge(event.position);
+      if (edge) showEdge(edge);
     });
     window.edgeloomDashboard.cy = cy;
-    const hyperedges = record.edgeProperties.length;
-    $("graph-info").textContent =
-      `${record.lane} · ${record.sourceType} · version ${record.version} · ` +
-      `${hyperedges} hyperedge${hyperedges === 1 ? "" : "s"}, ${typed.length} typed edge${typed.length === 1 ? "" : "s"}, ` +
-      `${state.graphRecords.size - 1} neighbour record(s)`;
-    $("edge-info").textContent = typed.length ? "hover or click a typed edge for its evidence" : "";
   }
 
   renderChart();
