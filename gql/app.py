@@ -1,5 +1,5 @@
 """The Starlette application: GraphQL over HTTP and WebSocket, the MCP tools, GraphiQL,
-the dashboard, health, behind the gateway's guards."""
+the dashboard, health and the landing page, behind the gateway's guards."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from gql.dashboard import dashboard_routes
 from gql.frames import keep_raw_send
 from gql.front import Front
 from gql.graphiql import STATIC_PATH, static_app
+from gql.landing import landing_route
 from gql.lifespan import lifespan
 from gql.limits import BodySizeLimit
 from gql.loopback import LoopbackOnly
@@ -34,6 +35,7 @@ def create_app(settings: Settings) -> GatewayApp:
     metrics = Metrics(multiprocess_dir())
     app = Starlette(
         routes=[
+            landing_route(settings),
             # Every method reaches the view, which refuses the others as JSON.
             Route("/graphql", view),
             WebSocketRoute("/graphql", view),
