@@ -21,6 +21,7 @@ import asyncpg
 from sqlalchemy.exc import DBAPIError
 
 from gql import token_commands
+from gql.listen import listen_problem
 from gql.loopback import is_loopback
 from gql.progress import ProgressBar
 from policies.errors import PolicyError
@@ -424,6 +425,11 @@ def _serve(args: argparse.Namespace) -> int:
     from gql.workers import APP_FACTORY, settings_environment
 
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    # Before anything starts: migrations and the embedded server would be started for nothing.
+    problem = listen_problem(args.host, args.port)
+    if problem is not None:
+        print(f"edgeloom: {problem}", file=sys.stderr)
+        return 2
     loopback = is_loopback(args.host)
     policy_yaml = None
     if args.policy is not None:

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -187,6 +188,24 @@ async def test_serve_off_loopback_without_a_policy_is_refused_before_any_databas
     ), err
     assert time.monotonic() - started < 10
     assert not data_dir.exists()
+
+
+async def test_a_port_in_use_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    data_dir = tmp_path / "pgdata"
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        started = time.monotonic()
+        err = await refused(
+            None, "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(data_dir)
+        )
+    assert err == (
+        f"edgeloom: port {port} on 127.0.0.1 is in use by another program; stop it, or pass "
+        "--port with a free port\n"
+    )
+    assert time.monotonic() - started < 10
+    assert not data_dir.exists()  # no embedded server was started, nothing migrated
 
 
 async def test_serve_off_loopback_with_a_policy_but_no_token_is_refused(
