@@ -1,0 +1,140 @@
+"""Every command the README's `sh` blocks show works as printed after its two commands
+(`scripts/serve`, `scripts/test`): each names a program those install, each edgeloom
+command parses with the real command line and names only lanes and agents of the policy
+its block runs under (the development policy, unless the block starts `serve --policy`),
+and the cheap ones run against a development gateway's database."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import re
+import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gql.cli import _parser
+from policies.loader import dev_policy, load_policy
+from policies.model import Policy
+from tests.support import EDGELOOM, REPO, Gateway
+
+FENCE = re.compile(r"^```sh\n(.*?)^```", re.MULTILINE | re.DOTALL)
+ASSIGNMENT = re.compile(r"[A-Z_][A-Z0-9_]*=")
+SCRIPTS = {"scripts/serve", "scripts/test", "scripts/lock", "scripts/chaos"}
+PRINTED_EDGELOOM = ".venv/bin/edgeloom"
+# Run for real: cheap, and concrete as printed (no placeholder to fill in).
+RUN = {("intake",), ("token", "create"), ("token", "list")}
+SERVE_URL = "http://127.0.0.1:4000/"
+DEV = dev_policy()
+
+
+@dataclass(frozen=True)
+class Command:
+    block: int
+    line: str
+    words: list[str]  # without leading VAR=value assignments and a trailing `&`
+
+
+def readme_commands() -> Iterator[Command]:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for block, text in enumerate(FENCE.findall(readme)):
+        for line in text.replace("\\\n", " ").splitlines():
+            words = shlex.split(line, comments=True)
+            if words and words[-1] == "&":
+                words.pop()
+            while words and ASSIGNMENT.match(words[0]):
+                words.pop(0)
+            if words:
+                yield Command(block, line.strip(), words)
+
+
+COMMANDS = list(readme_commands())
+
+
+def edgeloom_arguments(command: Command) -> list[str] | None:
+    """The arguments an edgeloom command line receives, or None for another program."""
+    program, *rest = command.words
+    if program == PRINTED_EDGELOOM:
+        return rest
+    if program == "scripts/serve":
+        return ["serve", *rest]
+    return None
+
+
+def block_policy(block: int) -> Policy:
+    """The policy a block's commands run under: the one it starts serve with, else the
+    development policy (what the two commands leave in force)."""
+    for command in COMMANDS:
+        arguments = edgeloom_arguments(command) if command.block == block else None
+        if arguments and arguments[0] == "serve":
+            given = _parser().parse_args(arguments).policy
+            if given is not None:
+                return load_policy((REPO / given).read_text(encoding="utf-8"), str(given))
+    return DEV
+
+
+def test_the_readme_shows_commands() -> None:
+    assert {c.words[0] for c in COMMANDS} >= {"scripts/serve", PRINTED_EDGELOOM}
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=[c.line[:60] for c in COMMANDS])
+def test_each_command_names_what_the_two_commands_install(command: Command) -> None:
+    program, *rest = command.words
+    if program == "edgeloom":
+        pytest.fail(f"{command.line!r}: edgeloom is not on the PATH; print {PRINTED_EDGELOOM}")
+    if program in SCRIPTS:
+        assert os.access(REPO / program, os.X_OK), command.line
+    elif program == ".venv/bin/python":
+        assert rest[0] == "-m" and importlib.util.find_spec(rest[1]) is not None, command.line
+    elif program == "curl":
+        assert any(word.startswith(SERVE_URL) for word in rest), command.line
+    else:
+        assert program == PRINTED_EDGELOOM, f"{command.line!r}: an unknown program"
+    arguments = edgeloom_arguments(command)
+    if arguments is None:
+        return
+    try:
+        args = _parser().parse_args(arguments)
+    except SystemExit:
+        pytest.fail(f"{command.line!r}: edgeloom refuses these arguments")
+    policy = block_policy(command.block)
+    if args.command == "intake":
+        assert args.lane in policy.lanes, (command.line, policy.lane_names())
+        assert args.agent in policy.agents, (command.line, sorted(policy.agents))
+    if args.command == "token" and args.token_command == "create":
+        assert args.agent in policy.agents, (command.line, sorted(policy.agents))
+
+
+async def test_the_cheap_commands_run_as_printed(gateway: Gateway, tmp_path: Path) -> None:
+    """Run where the README's reader runs them (the repository), with a home holding a
+    notes folder, against a development gateway's database: the commands of every block
+    that runs under the development policy."""
+    printed = REPO / PRINTED_EDGELOOM
+    program = str(printed if printed.exists() else EDGELOOM)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "runbook.md").write_text("# Runbook\n\nRestart the service.\n")
+    env = {**os.environ, "HOME": str(tmp_path), "DATABASE_URL": gateway.database_url}
+    ran = []
+    for command in COMMANDS:
+        program_name, *arguments = command.words
+        run = [r for r in RUN if tuple(arguments[: len(r)]) == r]
+        # A block that starts serve with a policy of its own needs that serve running.
+        if program_name != PRINTED_EDGELOOM or not run or block_policy(command.block) != DEV:
+            continue
+        home = [str(tmp_path) + word[1:] if word.startswith("~/") else word for word in arguments]
+        process = await asyncio.create_subprocess_exec(
+            program,
+            *home,
+            cwd=REPO,
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+        assert process.returncode == 0, (command.line, out.decode(), err.decode())
+        ran.append(run[0])
+    assert sorted(ran) == sorted(RUN)
