@@ -335,8 +335,8 @@
     }
     row.cells[2].style.color = colour(event.kind);
     row.cells[5].className = "id";
-    if (event.recordId) row.cells[5].title = event.recordId;
     if (event.recordId) {
+      row.cells[5].title = event.recordId; // the whole id, which the cell may cut
       row.dataset.record = event.recordId;
       row.title = "show this record's neighbourhood";
       row.addEventListener("click", () => select(event.recordId, row));
