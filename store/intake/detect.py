@@ -5,24 +5,27 @@ Deterministic and versioned (`name@N`), each with a constant confidence and weig
 `offset`, the character position of the link in the file, so `content[offset:]` starts
 with the link's text); `sequence` and `same_dir` state their rationale instead.
 
-Resolution is strict: by path relative to the folder (then, for a wikilink, relative to
-the linking file's folder), then by unique file name, then by unique title. A target
-that is missing or names several files is unresolved and reported with its file and
-line; no edge is invented. A Markdown link is resolved by path only, inside the folder:
-one whose `../` leaves the folder is refused.
+Links are read as Obsidian reads them: outside code (fenced, also inside a callout or
+block quote, or inline), `[[target#heading|alias]]` with the pipe escaped (`\\|`) inside a
+table, `![[embed]]` like a link. Targets resolve by path and file name
+(`store.intake.resolve`); one that names no file is unresolved and reported with its file
+and line, and no edge is invented. Every link is accounted for: an edge, unresolved, or
+skipped with its reason (a second link from a section to the same target; a link to the
+section that holds it).
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
-from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
 from store.intake.parts import Part, is_markdown
+from store.intake.resolve import Resolver, Unresolved
 
 MAX_QUOTE_CHARS = 240
 # How much of a long line a quote keeps before the link.
@@ -47,10 +50,12 @@ SEQUENCE = Detector("sequence", 1, 0.99, 1.0)
 SAME_DIR = Detector("same_dir", 1, 0.4, 0.5)
 DETECTORS = (WIKILINK, MDLINK, SEQUENCE, SAME_DIR)
 
-_WIKILINK = re.compile(r"!?\[\[([^\[\]|#\n]*)(?:#([^\[\]|\n]*))?(?:\|([^\[\]\n]*))?\]\]")
+# Lazy, so that a pipe escaped inside a table (`\|`) ends the target or heading.
+_WIKILINK = re.compile(r"!?\[\[([^\[\]|#\n]*?)(?:#([^\[\]|\n]*?))?(?:\\?\|([^\[\]\n]*))?\]\]")
 _MDLINK = re.compile(r"(?<!!)\[([^\[\]\n]*)\]\(\s*<?([^()\s<>]+)>?(?:\s+\"[^\"\n]*\")?\s*\)")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
+_QUOTE = re.compile(r" {0,3}> ?")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _NUMBERED = re.compile(r"^(\d+)[-_. ]")
 
@@ -88,43 +93,29 @@ class Link:
     line: int  # 1-based
     quote: str
     part: int  # the part holding it
+    alias: str | None = None  # what the link shows instead of its target
 
 
-@dataclass(frozen=True)
-class Unresolved:
-    path: str
-    line: int
-    target: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class FileInfo:
-    """What resolution knows of a file: its path, title and parts' headings."""
-
-    path: str
-    title: str
-    headings: tuple[str | None, ...] = ()
+# Why a link found is no edge of its own (the others are edges or unresolved).
+REPEATED = "a second link from its section to the same target"
+SELF = "a link to the section that holds it"
 
 
 def links(path: str, content: str, parts: Sequence[Part]) -> list[Link]:
     """Every wikilink and relative Markdown link of a file, outside code, in order."""
     found: list[Link] = []
     starts = [p.start for p in parts]
-    fenced = False
+    lines = content.splitlines(keepends=True)
     offset = 0
-    for number, line in enumerate(content.splitlines(keepends=True), start=1):
+    for number, (line, code) in enumerate(zip(lines, _code(lines), strict=True), start=1):
         bare = line.rstrip("\r\n")
         at, offset = offset, offset + len(line)
-        if _FENCE.match(bare):
-            fenced = not fenced
-            continue
-        if fenced or "[" not in bare:
+        if code or "[" not in bare:
             continue
         masked = _INLINE_CODE.sub(lambda m: " " * len(m.group(0)), bare)
         for match in _WIKILINK.finditer(masked):
             start = match.start() + (1 if match.group(0).startswith("!") else 0)
-            target, heading = match.group(1).strip(), match.group(2)
+            target, heading, alias = match.group(1).strip(), match.group(2), match.group(3)
             found.append(
                 Link(
                     WIKILINK,
@@ -134,6 +125,7 @@ def links(path: str, content: str, parts: Sequence[Part]) -> list[Link]:
                     number,
                     quote(bare, start),
                     _part_at(starts, at + start),
+                    alias,
                 )
             )
         if not is_markdown(path):
@@ -153,10 +145,45 @@ def links(path: str, content: str, parts: Sequence[Part]) -> list[Link]:
                     number,
                     quote(bare, match.start()),
                     _part_at(starts, at + match.start()),
+                    match.group(1),
                 )
             )
     found.sort(key=lambda link: link.offset)
     return found
+
+
+def _code(lines: Sequence[str]) -> list[bool]:
+    """Whether each line is fenced code (its fences included). A fence opened inside a
+    block quote or callout (`> ```) is closed by its fence at the same depth, or ends
+    with the quote that holds it."""
+    flags = []
+    depth: int | None = None  # of the open fence's quote
+    for line in lines:
+        bare = line.rstrip("\r\n")
+        if depth is not None:
+            held, rest = _unquoted(bare, depth)
+            if held == depth:
+                if _FENCE.match(rest):
+                    depth = None
+                flags.append(True)
+                continue
+            depth = None
+        held, rest = _unquoted(bare, None)
+        if _FENCE.match(rest):
+            depth = held
+        flags.append(depth is not None)
+    return flags
+
+
+def _unquoted(line: str, most: int | None) -> tuple[int, str]:
+    """How many block-quote markers (at most `most`) open the line, and what follows."""
+    held = 0
+    while most is None or held < most:
+        match = _QUOTE.match(line)
+        if match is None:
+            break
+        held, line = held + 1, line[match.end() :]
+    return held, line
 
 
 def quote(line: str, at: int) -> str:
@@ -178,91 +205,20 @@ def _part_at(starts: Sequence[int], offset: int) -> int:
     return index
 
 
-class Resolver:
-    """Resolves link targets among a folder's files, strictly."""
+@dataclass
+class Linked:
+    """What a file's links state: edges, links that name no file, and links skipped, by
+    why."""
 
-    def __init__(self, files: Iterable[FileInfo]) -> None:
-        self.files = {f.path: f for f in files}
-        self.by_name: dict[str, set[str]] = defaultdict(set)
-        self.by_title: dict[str, set[str]] = defaultdict(set)
-        for f in self.files.values():
-            name = posixpath.basename(f.path)
-            self.by_name[name].add(f.path)
-            self.by_name[posixpath.splitext(name)[0]].add(f.path)
-            self.by_title[f.title].add(f.path)
-        self._seen: dict[tuple[str, str, str], str | Unresolved] = {}
-
-    def wikilink(self, source: str, target: str) -> str | Unresolved:
-        """The path a wikilink's target names, or why it names none."""
-        if not target:
-            return source
-        return self._cached("w", source, target)
-
-    def mdlink(self, source: str, target: str) -> str | Unresolved:
-        """The path a relative Markdown link names, inside the folder, or why none."""
-        return self._cached("m", source, target)
-
-    def _cached(self, kind: str, source: str, target: str) -> str | Unresolved:
-        # Files of one folder link to the same targets: each is resolved once per folder.
-        here = posixpath.dirname(source)
-        key = (kind, here, target)
-        found = self._seen.get(key)
-        if found is None:
-            resolve = self._wikilink if kind == "w" else self._mdlink
-            found = self._seen[key] = resolve(here, target)
-        if isinstance(found, Unresolved):
-            return Unresolved(source, 0, target, found.reason)
-        return found
-
-    def _wikilink(self, here: str, target: str) -> str | Unresolved:
-        simple = "/" not in target and not target.startswith(".")
-        for base in ("", here):
-            for candidate in (target, target + ".md"):
-                if simple:
-                    path: str | None = f"{base}/{candidate}" if base else candidate
-                else:
-                    path = _inside(posixpath.join(base, candidate))
-                if path in self.files:
-                    return path
-        for index, what in ((self.by_name, "file name"), (self.by_title, "title")):
-            found = index.get(target, set())
-            if len(found) == 1:
-                return next(iter(found))
-            if found:
-                listed = ", ".join(sorted(found)[:5])
-                return Unresolved("", 0, target, f"ambiguous: the {what} of {listed}")
-        return Unresolved("", 0, target, "no file has this path, file name or title")
-
-    def _mdlink(self, here: str, target: str) -> str | Unresolved:
-        path = _inside(posixpath.join(here, target))
-        if path is None:
-            return Unresolved("", 0, target, "leaves the folder")
-        if path in self.files:
-            return path
-        return Unresolved("", 0, target, "no file has this path")
-
-    def part(self, path: str, heading: str | None) -> int | None:
-        """The part of `path` that a `#heading` names, when exactly one does."""
-        if heading is None:
-            return None
-        found = [n for n, h in enumerate(self.files[path].headings) if h == heading]
-        return found[0] if len(found) == 1 else None
+    edges: list[Edge] = field(default_factory=list)
+    unresolved: list[Unresolved] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
 
 
-def _inside(path: str) -> str | None:
-    """A joined path normalised, or None when it leaves the folder."""
-    normal = posixpath.normpath(path)
-    if normal == ".." or normal.startswith("../") or normal.startswith("/"):
-        return None
-    return normal
-
-
-def link_edges(
-    source: str, found: Sequence[Link], resolver: Resolver
-) -> tuple[list[Edge], list[Unresolved]]:
-    """The edges a file's links state, and the links that name no file."""
+def link_edges(source: str, found: Sequence[Link], resolver: Resolver) -> Linked:
+    """The edges a file's links state, the links that name no file, and those skipped."""
     edges: dict[tuple[str, Ref, Ref], Edge] = {}
-    unresolved = []
+    linked = Linked()
     for link in found:
         if link.detector is WIKILINK:
             to = resolver.wikilink(source, link.target)
@@ -270,18 +226,25 @@ def link_edges(
             to = resolver.mdlink(source, link.target)
         if isinstance(to, Unresolved):
             shown = link.target + (f"#{link.heading}" if link.heading else "")
-            unresolved.append(Unresolved(source, link.line, shown, to.reason))
+            linked.unresolved.append(Unresolved(source, link.line, shown, to.reason))
             continue
-        target = Ref(to, resolver.part(to, link.heading))
+        start, target = Ref(source, link.part), Ref(to, resolver.part(to, link.heading))
+        if start == target:
+            linked.skipped[SELF] += 1
+            continue
         edge = Edge(
             link.detector,
-            Ref(source, link.part),
+            start,
             target,
             {"quote": link.quote, "source": source, "offset": link.offset},
         )
         # The first statement of a link is its evidence.
-        edges.setdefault(edge.key, edge)
-    return list(edges.values()), unresolved
+        if edge.key in edges:
+            linked.skipped[REPEATED] += 1
+            continue
+        edges[edge.key] = edge
+    linked.edges = list(edges.values())
+    return linked
 
 
 def structure_edges(files: Mapping[str, int]) -> list[Edge]:

@@ -2,10 +2,11 @@
 
 The folder's record carries `folder:<name>` (how a later run finds it) and
 `folder_id:<id>`; a file's record `folder_id`, `file_id`, and its path, size, modified
-time and content hash; a part's record `file_id`, its index and its character offset in
-the file. A file's record holds, as JSON content, what a later run needs without
-reading the file again: its title, its parts' headings, and the links it states as
-written, resolved or not, so a link resolves on a later run once its target exists.
+time and content hash (and an attachment's media type: it has no parts); a part's
+record `file_id`, its index and its character offset in the file. A file's record
+holds, as JSON content, what a later run needs without reading the file again: its
+title, its parts' headings, and the links it states as written, resolved or not, so a
+link resolves on a later run once its target exists.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from datetime import datetime
 from typing import Any
 
 from store.ids import random_hex
-from store.intake.detect import DETECTORS, Detector, FileInfo, Link, Unresolved
+from store.intake.detect import DETECTORS, Detector, Link
+from store.intake.resolve import FileInfo, Unresolved
 from store.kinds.record.model import Record
 
 FOLDER = "folder"
@@ -29,9 +31,13 @@ PATH = "path"
 SIZE = "size"
 MODIFIED = "modified"
 SHA256 = "sha256"
+MEDIA_TYPE = "media_type"
 PART = "part"
 OFFSET = "offset"
-LABELS = (FOLDER, FOLDER_ID, FILE_ID, PATH, SIZE, MODIFIED, SHA256, PART, OFFSET)
+LABELS = (FOLDER, FOLDER_ID, FILE_ID, PATH, SIZE, MODIFIED, SHA256, MEDIA_TYPE, PART, OFFSET)
+# How a file's links were read (its record says, under `reading`): a record of an earlier
+# reading is read again, as its links may be read otherwise now.
+READING = 2
 # A file's record keeps at most this many links (the rest are still detected and
 # written whenever the file itself is read).
 MAX_KEPT_LINKS = 2000
@@ -75,12 +81,14 @@ class Summary:
     fingerprint: str
     edges: Mapping[str, int]
     unresolved: tuple[Unresolved, ...]
+    skipped: Mapping[str, int]  # links that are no edge of their own, by why
 
     def to_json(self) -> dict[str, Any]:
         return {
             "fingerprint": self.fingerprint,
             "edges": dict(sorted(self.edges.items())),
             "unresolved": [[u.path, u.line, u.target, u.reason] for u in self.unresolved],
+            "skipped": dict(sorted(self.skipped.items())),
         }
 
 
@@ -99,6 +107,7 @@ def summary_of(folder: Record) -> Summary | None:
             str(body["fingerprint"]),
             {str(k): int(v) for k, v in body["edges"].items()},
             tuple(Unresolved(str(p), int(n), str(t), str(r)) for p, n, t, r in body["unresolved"]),
+            {str(k): int(v) for k, v in body.get("skipped", {}).items()},
         )
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -112,20 +121,23 @@ class FileMeta:
     size: int
     modified_at: datetime | None
     sha256: str
+    media_type: str | None = None  # an attachment's
 
     def properties(self, folder_id: str, file_id: str) -> tuple[str, ...]:
-        # A file sent without a time has none to keep.
-        modified = (
-            () if self.modified_at is None else (f"{MODIFIED}:{self.modified_at.isoformat()}",)
-        )
+        media = () if self.media_type is None else (f"{MEDIA_TYPE}:{self.media_type}",)
         return (
             f"{FOLDER_ID}:{folder_id}",
             f"{FILE_ID}:{file_id}",
             f"{PATH}:{self.path}",
             f"{SIZE}:{self.size}",
-            *modified,
+            *self.modified(),
             f"{SHA256}:{self.sha256}",
+            *media,
         )
+
+    def modified(self) -> tuple[str, ...]:
+        # A file sent without a time has none to keep.
+        return () if self.modified_at is None else (f"{MODIFIED}:{self.modified_at.isoformat()}",)
 
 
 def part_properties(file_id: str, index: int, offset: int) -> tuple[str, ...]:
@@ -142,6 +154,7 @@ class Described:
     info: FileInfo
     parts: int
     stated: tuple[Mapping[str, Any], ...]  # its links as kept, read when needed
+    reading: int = READING
 
     @functools.cached_property
     def links(self) -> tuple[Link, ...]:
@@ -178,6 +191,7 @@ def file_content(info: FileInfo, parts: int, links: Sequence[Link]) -> str:
         "parts": parts,
         "headings": list(info.headings),
         "links": kept,
+        "reading": READING,
     }
     return json.dumps(body, ensure_ascii=False)
 
@@ -196,5 +210,6 @@ def described(record: Record) -> Described | None:
     except (ValueError, KeyError, TypeError):
         return None
     modified = value(record, MODIFIED)
-    meta = FileMeta(path, size, datetime.fromisoformat(modified) if modified else None, sha)
-    return Described(record, file_id, meta, info, parts, stated)
+    at = datetime.fromisoformat(modified) if modified else None
+    meta = FileMeta(path, size, at, sha, value(record, MEDIA_TYPE))
+    return Described(record, file_id, meta, info, parts, stated, int(body.get("reading", 1)))

@@ -6,7 +6,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from store.errors import BatchItemError
-from store.intake.detect import DETECTORS, Unresolved
+from store.intake.detect import DETECTORS, MDLINK, WIKILINK
+from store.intake.resolve import Unresolved
 from store.intake.walk import Skipped
 
 
@@ -46,6 +47,7 @@ class IntakeReport:
     edges_written: int = 0
     edges_retired: int = 0
     unresolved: list[Unresolved] = field(default_factory=list)
+    links_skipped: Counter[str] = field(default_factory=Counter)  # links no edge, by why
     pending: list[str] = field(default_factory=list)  # what this engine cannot write yet
     interrupted: bool = False  # stopped before every file was written
 
@@ -62,6 +64,7 @@ class IntakeReport:
             "edges detected: "
             + ", ".join(f"{d.id} {self.edges.get(d.id, 0)}" for d in DETECTORS)
             + f"; {would}written {self.edges_written}, {would}retired {self.edges_retired}",
+            self.links_line(),
         ]
         for old, new in self.moved:
             lines.append(f"moved: {old} -> {new}")
@@ -77,3 +80,14 @@ class IntakeReport:
         if self.interrupted:
             lines.append("interrupted: the files above were written whole; run again to complete")
         return lines
+
+    def links_line(self) -> str:
+        """Every link found, accounted for: an edge, unresolved, or skipped and why."""
+        edges = self.edges.get(WIKILINK.id, 0) + self.edges.get(MDLINK.id, 0)
+        skipped = sum(self.links_skipped.values())
+        found = edges + len(self.unresolved) + skipped
+        why = "".join(f"; {n} {reason}" for reason, n in sorted(self.links_skipped.items()))
+        return (
+            f"links found: {found}: {edges} edges, {len(self.unresolved)} unresolved, "
+            f"{skipped} skipped{why}"
+        )

@@ -37,17 +37,7 @@ from policies.errors import LaneForbiddenError, PolicyError
 from policies.model import Policy
 from store.errors import StoreError
 from store.ids import RECORD_KIND
-from store.intake.detect import (
-    Edge,
-    FileInfo,
-    Link,
-    Ref,
-    Resolver,
-    Unresolved,
-    link_edges,
-    links,
-    structure_edges,
-)
+from store.intake.detect import Edge, Link, Linked, Ref, link_edges, links, structure_edges
 from store.intake.edges import edge_commands, plan_edges, write_edges
 from store.intake.parts import Part, split, title_of
 from store.intake.records import (
@@ -55,6 +45,7 @@ from store.intake.records import (
     OFFSET,
     PART,
     PATH,
+    READING,
     Described,
     FileMeta,
     Summary,
@@ -69,11 +60,12 @@ from store.intake.records import (
     value,
 )
 from store.intake.report import IntakeReport, Refused, refusal
+from store.intake.resolve import FileInfo, Resolver
 from store.intake.seams import KINDS, Kinds, LiveEdge
 from store.intake.sources import Source
 from store.intake.state import FolderState, folder_state, part_ids, parts_of
 from store.intake.together import RETIRED, Step, Together, Written, joined_locks
-from store.intake.walk import Found, Skipped, Text
+from store.intake.walk import Attachment, Found, Skipped, Text
 from store.kinds.policy.in_force import PolicyVersion
 from store.kinds.record.commands import Ingest, NewRecord, Update
 from store.kinds.record.model import Record
@@ -95,18 +87,22 @@ class Fresh:
     """A file read in this run."""
 
     found: Found
-    text: Text
+    text: Text | Attachment
     parts: tuple[Part, ...]
     info: FileInfo
     links: tuple[Link, ...]
 
     @property
     def meta(self) -> FileMeta:
-        f = self.found
-        return FileMeta(f.path, f.size, f.modified_at, self.text.sha256)
+        f, text = self.found, self.text
+        media = text.media_type if isinstance(text, Attachment) else None
+        return FileMeta(f.path, f.size, f.modified_at, text.sha256, media)
 
 
-def fresh(found: Found, text: Text) -> Fresh:
+def fresh(found: Found, text: Text | Attachment) -> Fresh:
+    if isinstance(text, Attachment):
+        # Linked and embedded as a note is, without parts or links of its own.
+        return Fresh(found, text, (), FileInfo(found.path, title_of(found.path, "")), ())
     parts = split(found.path, text.content)
     info = FileInfo(found.path, title_of(found.path, text.content), tuple(p.title for p in parts))
     return Fresh(found, text, parts, info, tuple(links(found.path, text.content, parts)))
@@ -193,6 +189,7 @@ class Intake:
             # The files the last complete run saw, unchanged: so is what it detected.
             report.edges.update(stored.edges)
             report.unresolved += stored.unresolved
+            report.links_skipped.update(stored.skipped)
         else:
             detected = self._detect(kept, read)
 
@@ -287,7 +284,8 @@ class Intake:
         read: dict[str, Fresh] = {}
         for found in files:
             known = state.files.get(found.path)
-            if known is not None and _same_stat(known.meta, found):
+            # A record of an earlier reading is read again and rewritten, content the same.
+            if known is not None and known.reading == READING and _same_stat(known.meta, found):
                 kept[found.path] = known
                 self.report.not_read += 1
                 continue
@@ -295,9 +293,9 @@ class Intake:
             if isinstance(text, Skipped):
                 self.report.skipped.append(text)
                 continue
-            if text.note is not None:
+            if isinstance(text, Text) and text.note is not None:
                 self.report.notes.append(Skipped(found.path, text.note))
-            if known is not None and known.meta.sha256 == text.sha256:
+            if known is not None and known.reading == READING and known.meta.sha256 == text.sha256:
                 kept[found.path] = known
                 continue
             read[found.path] = fresh(found, text)
@@ -320,10 +318,11 @@ class Intake:
 
     def _detect(self, kept: dict[str, Described], read: dict[str, Fresh]) -> list[Edge]:
         """Every edge the folder states or implies now; unresolved links reported."""
-        edges, unresolved = detect(kept, read)
-        self.report.unresolved += unresolved
-        self.report.edges.update(e.detector.id for e in edges)
-        return edges
+        linked = detect(kept, read)
+        self.report.unresolved += linked.unresolved
+        self.report.links_skipped += linked.skipped
+        self.report.edges.update(e.detector.id for e in linked.edges)
+        return linked.edges
 
     async def _new_folder(self) -> str:
         folder_id = new_folder_id()
@@ -445,7 +444,7 @@ class Intake:
         held = {p: d for p in refused if (d := self._known.get(p)) and d.meta.path == p}
         if held:
             read = {p: f for p, f in read.items() if p not in refused}
-            detected, _ = detect({**self._kept, **held}, read)
+            detected = detect({**self._kept, **held}, read).edges
             ids |= {ref: i for ref, i in self._before.items() if ref.path in held}
         if self.dry_run:
             # A dry run names the records it would make by what they would hold.
@@ -487,6 +486,7 @@ class Intake:
             fingerprint([*((p, d.meta.sha256) for p, d in kept.items()), *written]),
             dict(self.report.edges),
             tuple(self.report.unresolved),
+            dict(self.report.links_skipped),
         )
         content = folder_content(self.folder, summary)
         if state.folder is None:
@@ -590,25 +590,24 @@ class Intake:
         return Written(len(ours), [], sum(w.event == RETIRED for w in ours))
 
 
-def detect(
-    kept: dict[str, Described], read: dict[str, Fresh]
-) -> tuple[list[Edge], list[Unresolved]]:
-    """Every edge the folder states or implies, and the links that resolve to none."""
+def detect(kept: dict[str, Described], read: dict[str, Fresh]) -> Linked:
+    """Every edge the folder states or implies, the links that resolve to none, and the
+    links skipped."""
     infos = [d.info for d in kept.values()] + [f.info for f in read.values()]
     resolver = Resolver(infos)
-    edges: list[Edge] = []
-    missing: list[Unresolved] = []
+    linked = Linked()
     counts: dict[str, int] = {}
     for path in sorted({*kept, *read}):
         if path in read:
             stated, counts[path] = read[path].links, len(read[path].parts)
         else:
             stated, counts[path] = kept[path].links, kept[path].parts
-        found, unresolved = link_edges(path, stated, resolver)
-        edges += found
-        missing += unresolved
-    edges += structure_edges(counts)
-    return edges, missing
+        found = link_edges(path, stated, resolver)
+        linked.edges += found.edges
+        linked.unresolved += found.unresolved
+        linked.skipped += found.skipped
+    linked.edges += structure_edges(counts)
+    return linked
 
 
 def refs_of(path: str, written: Written) -> list[tuple[Ref, str]]:

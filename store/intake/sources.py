@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from store.errors import InvalidInputError
-from store.intake.walk import Found, Skipped, Text, Walked, read, text_hash, walk
+from store.intake.walk import Attachment, Found, Skipped, Text, Walked, read, text_hash, walk
 from store.limits import MAX_BATCH, check_content
 
 
@@ -19,8 +19,9 @@ class Source(Protocol):
         """The files, by relative path, and what was left out."""
         ...
 
-    def read(self, found: Found) -> Text | Skipped:
-        """One file's text (only asked when its size or time changed)."""
+    def read(self, found: Found) -> Text | Attachment | Skipped:
+        """One file's text or, for an attachment, its hash (only asked when its size or
+        time changed)."""
         ...
 
 
@@ -31,7 +32,7 @@ class FolderSource:
     def listing(self) -> Walked:
         return walk(self.root)
 
-    def read(self, found: Found) -> Text | Skipped:
+    def read(self, found: Found) -> Text | Attachment | Skipped:
         return read(self.root, found)
 
 

@@ -4,18 +4,47 @@ Paths never leave the folder: a symbolic link is followed only when what it poin
 resolves inside the folder, and a linked directory is never entered (no loops, no
 file seen twice by way of another). Hidden entries (a name starting with `.`, such as
 `.git`) are left out. A file is read only when asked (`read`), so a re-run can skip
-files whose size and modified time match what it recorded.
+files whose size and modified time match what it recorded. An attachment (an image, audio,
+video or PDF file, or any file whose bytes hold a NUL) is kept by its hash and media type,
+never by its bytes: the editors link and embed it like a note.
 """
 
 from __future__ import annotations
 
 import hashlib
+import mimetypes
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# The file kinds Obsidian embeds (images, audio, video, PDF), attachments whatever their
+# bytes, with their media types: fixed here, as Python's table differs between versions.
+ATTACHMENTS = {
+    ".avif": "image/avif",
+    ".bmp": "image/bmp",
+    ".gif": "image/gif",
+    ".jpeg": "image/jpeg",
+    ".jpg": "image/jpeg",
+    ".png": "image/png",
+    ".svg": "image/svg+xml",
+    ".webp": "image/webp",
+    ".3gp": "audio/3gpp",
+    ".flac": "audio/flac",
+    ".m4a": "audio/mp4",
+    ".mp3": "audio/mpeg",
+    ".ogg": "audio/ogg",
+    ".wav": "audio/wav",
+    ".mkv": "video/x-matroska",
+    ".mov": "video/quicktime",
+    ".mp4": "video/mp4",
+    ".ogv": "video/ogg",
+    ".webm": "video/webm",
+    ".pdf": "application/pdf",
+}
+# Python's own table only, never the machine's: a media type is the same everywhere.
+_MEDIA_TYPES = mimetypes.MimeTypes(filenames=())
 
 
 @dataclass(frozen=True)
@@ -43,6 +72,14 @@ class Text:
     content: str
     sha256: str
     note: str | None = None
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file kept by its hash and media type, without its bytes."""
+
+    sha256: str
+    media_type: str
 
 
 @dataclass(frozen=True)
@@ -109,20 +146,27 @@ def _found(base: Path, full: Path, rel: str) -> Found | Skipped:
     return Found(rel, stat.st_size, modified)
 
 
-def read(root: Path, found: Found) -> Text | Skipped:
-    """The file's text, or why it is skipped (binary, unreadable)."""
+def read(root: Path, found: Found) -> Text | Attachment | Skipped:
+    """The file's text, an attachment, or why it is skipped (unreadable)."""
     try:
         data = (root / found.path).read_bytes()
     except OSError as exc:
         return Skipped(found.path, f"unreadable: {exc.strerror or exc}")
-    return decode(found.path, data)
-
-
-def decode(path: str, data: bytes) -> Text | Skipped:
-    """Bytes as text: binary files are skipped; invalid UTF-8 is replaced and noted."""
     # A NUL marks a binary file (as git and grep decide), and no text may hold one.
-    if b"\x00" in data:
-        return Skipped(path, "binary")
+    if PurePosixPath(found.path).suffix.lower() in ATTACHMENTS or b"\x00" in data:
+        return Attachment(hashlib.sha256(data).hexdigest(), media_type(found.path))
+    return decode(data)
+
+
+def media_type(path: str) -> str:
+    """A file's media type by its suffix (`application/octet-stream` when unknown)."""
+    suffix = PurePosixPath(path).suffix.lower()
+    guessed, _ = _MEDIA_TYPES.guess_type(path, strict=False)
+    return ATTACHMENTS.get(suffix) or guessed or "application/octet-stream"
+
+
+def decode(data: bytes) -> Text:
+    """Bytes as text: invalid UTF-8 is replaced and noted."""
     digest = hashlib.sha256(data).hexdigest()
     try:
         return Text(data.decode("utf-8"), digest)

@@ -16,7 +16,7 @@ Then read [[Overview|the overview]] and [[00-overview#Goals]].
 
 ## Steps
 Follow [the guide](sub/guide.md) and [[later-note]].
-Ambiguous: [[notes]].
+Two so named, the nearest: [[notes]].
 """
 GUIDE = """# Guide
 Back to the [runbook](../01-runbook.md). Not [outside](../../etc/passwd.md).
@@ -35,8 +35,8 @@ FILES: dict[str, bytes] = {
     "image.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
     "latin1.txt": "caf\xe9 au lait\n".encode("latin-1"),
 }
-# Paths whose records intake writes (the others are skipped).
-TEXT_FILES = sorted(p for p in FILES if p != "image.png")
+# Paths whose records intake writes from the folder (the image as an attachment).
+RECORDED = sorted(FILES)
 
 
 def write_folder(root: Path, outside: Path | None = None) -> Path:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import GatewayFactory
-from tests.intake._folder import FILES, RUNBOOK, TEXT_FILES, write_folder
+from tests.intake._folder import FILES, RECORDED, RUNBOOK, write_folder
 from tests.support import Gateway, sql
 from tests.test_cli import edgeloom
 
@@ -73,7 +73,7 @@ async def test_a_folder_becomes_records_and_reruns_write_only_changes(
     assert out.splitlines()[1:] == dry.replace("would be ", "").splitlines()[1:], (out, dry)
     items = await records(gateway, token)
     files = by_path(items)
-    assert sorted(files) == TEXT_FILES
+    assert sorted(files) == RECORDED
     [folder_record] = [r for r in items if props(r, "folder")]
     assert props(folder_record, "folder") == ["notes"]
     folder_id = props(folder_record, "folder_id")[0]
@@ -85,6 +85,11 @@ async def test_a_folder_becomes_records_and_reruns_write_only_changes(
         assert len(props(record, "sha256")[0]) == 64
         assert props(record, "modified")[0].endswith("+00:00")
         file_id = props(record, "file_id")[0]
+        if path == "image.png":
+            # An attachment: its record only, its media type, never its bytes.
+            assert props(record, "media_type") == ["image/png"]
+            assert [r for r in items if props(r, "file_id") == [file_id]] == [record]
+            continue
         parts = sorted(
             (r for r in items if props(r, "file_id") == [file_id] and not props(r, "path")),
             key=lambda r: int(props(r, "part")[0]),
@@ -107,33 +112,28 @@ async def test_a_folder_becomes_records_and_reruns_write_only_changes(
             assert text.index(link["quote"]) <= link["offset"]
             stated += 1
     assert stated == 8
-    assert "edges detected: wikilink@1 2, mdlink@1 2, sequence@1 3, same_dir@1 4" in out
-    assert len(items) == 1 + len(TEXT_FILES) + 9
-    assert "skipped: image.png: binary" in out
+    assert "edges detected: wikilink@1 3, mdlink@1 2, sequence@1 3, same_dir@1 5" in out
+    assert "links found: 8: 5 edges, 3 unresolved, 0 skipped" in out
+    assert len(items) == 1 + len(RECORDED) + 9
+    assert "skipped: " not in out.replace("skipped: leak.md", "")
     assert "skipped: leak.md: a link pointing outside the folder (not followed)" in out
     assert "note: latin1.txt: not valid UTF-8 (first bad byte at 3)" in out
-    line = RUNBOOK.splitlines().index("Ambiguous: [[notes]].") + 1
-    assert (
-        f"unresolved: 01-runbook.md:{line}: notes (ambiguous: the file name of other/notes.md, "
-        "sub/notes.md)"
-    ) in out
+    # No title fallback: `[[Overview]]` names no file (the overview's title is no name).
+    assert "unresolved: 01-runbook.md:3: Overview (no file has this path or file name)" in out
     assert "unresolved: sub/guide.md:2: ../../etc/passwd.md (leaves the folder)" in out
     assert "unresolved: 01-runbook.md:6: later-note (no file has this path" in out
 
     # Nothing changed: nothing is read, nothing written.
     status, out, err = await intake(url, folder)
     assert status == 0, (out, err)
-    assert (
-        f"records written: 0; files unchanged: {len(TEXT_FILES)} ({len(TEXT_FILES)} not read)"
-        in out
-    )
+    assert f"records written: 0; files unchanged: {len(RECORDED)} ({len(RECORDED)} not read)" in out
     assert await records(gateway, token) == items
 
     # A touched file with the same content is read and writes nothing.
     os.utime(folder / "plain.txt", (1_700_000_000, 1_700_000_000))
     status, out, err = await intake(url, folder)
     assert (
-        f"records written: 0; files unchanged: {len(TEXT_FILES)} ({len(TEXT_FILES) - 1} not read)"
+        f"records written: 0; files unchanged: {len(RECORDED)} ({len(RECORDED) - 1} not read)"
         in out
     )
 
@@ -172,7 +172,7 @@ async def test_a_folder_becomes_records_and_reruns_write_only_changes(
     status, out, err = await intake(url, folder)
     assert status == 0, (out, err)
     assert "later-note" not in out and "files new: 1," in out
-    assert "wikilink@1 3," in out
+    assert "wikilink@1 4," in out
 
     # A removed file's record and parts are retired, never deleted.
     before = by_path(await records(gateway, token))

@@ -71,11 +71,13 @@ async def test_detected_edges_with_evidence_and_their_life(
         ("sequence@1", ("01-runbook.md", 0), ("01-runbook.md", 1)),
         ("sequence@1", ("00-overview.md", None), ("01-runbook.md", None)),
         ("same_dir@1", ("00-overview.md", None), ("01-runbook.md", None)),
-        ("same_dir@1", ("01-runbook.md", None), ("latin1.txt", None)),
+        ("wikilink@1", ("01-runbook.md", 1), ("other/notes.md", None)),
+        ("same_dir@1", ("01-runbook.md", None), ("image.png", None)),
+        ("same_dir@1", ("image.png", None), ("latin1.txt", None)),
         ("same_dir@1", ("latin1.txt", None), ("plain.txt", None)),
         ("same_dir@1", ("sub/guide.md", None), ("sub/notes.md", None)),
     }
-    assert "written 11, retired 0" in out
+    assert "written 13, retired 0" in out
     confidence = {"wikilink": 0.95, "mdlink": 0.95, "sequence": 0.99, "same_dir": 0.4}
     for e in found:
         assert e["provenanceType"] == "detected" and e["detector"] == e["type"] + "@1"
@@ -96,7 +98,8 @@ async def test_detected_edges_with_evidence_and_their_life(
             assert set(evidence) == {"rationale", "source"} and "quote" not in evidence
     rationale = {e["evidence"]["rationale"] for e in found if e["type"] == "same_dir"}
     assert "00-overview.md and 01-runbook.md share directory ." in rationale
-    first = next(e for e in found if e["type"] == "wikilink" and named[e["toId"]][1] is None)
+    overview = ("00-overview.md", None)
+    first = next(e for e in found if e["type"] == "wikilink" and named[e["toId"]] == overview)
     assert first["evidence"] == {
         "quote": "See [[00-overview]] for context.",
         "source": "01-runbook.md",
@@ -115,7 +118,7 @@ async def test_detected_edges_with_evidence_and_their_life(
     before = datetime.now(UTC).isoformat()
 
     # An edit: the Goals link goes, a link to plain.txt comes, the later note exists.
-    edited = RUNBOOK.replace(" and [[00-overview#Goals]]", " and [[plain]]")
+    edited = RUNBOOK.replace(" and [[00-overview#Goals]]", " and [[plain.txt]]")
     (folder / "01-runbook.md").write_text(edited)
     (folder / "later-note.md").write_text("# Later\n")
     status, out, err = await intake(url, folder)

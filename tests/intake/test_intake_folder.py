@@ -101,11 +101,11 @@ async def test_the_mutation_gives_what_the_cli_gives(
         "mdlink@1": 2,
         "same_dir@1": 3,
         "sequence@1": 3,
-        "wikilink@1": 2,
+        "wikilink@1": 3,
     }
     assert [(u["path"], u["line"], u["target"]) for u in report["unresolved"]] == [
+        ("01-runbook.md", 3, "Overview"),
         ("01-runbook.md", 6, "later-note"),
-        ("01-runbook.md", 7, "notes"),
         ("sub/guide.md", 2, "../../etc/passwd.md"),
     ]
     # The same records, the same properties, the same versions.

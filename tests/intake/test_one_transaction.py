@@ -12,16 +12,11 @@ from typing import Any
 from store.intake.parts import split
 from store.intake.run import Intake
 from store.intake.sources import FolderSource
-from store.kinds.policy import in_force as policy_store
-from store.kinds.policy.in_force import PolicyCache
 from store.kinds.record.retire import RetireRecord
 from store.ledger.command import Command
-from store.ledger.executor import Executor
-from store.operations.roles import runtime_url
-from store.pool import create_pool
-from store.reads.snapshot import Snapshot
 from tests.conftest import GatewayFactory
 from tests.gql._policy_support import mint
+from tests.intake._engine import engine
 from tests.intake._folder import RUNBOOK, write_folder
 from tests.intake.test_cli_intake import POLICY, intake
 from tests.intake.test_intake_folder import send
@@ -74,7 +69,7 @@ async def test_an_edited_file_and_a_removed_file_are_each_one_transaction(
 
     # The Steps section goes (its part is retired, with the edges from it); the Goals
     # link becomes a link to plain.txt (an old edge retired, a new one written).
-    edited = RUNBOOK.replace(" and [[00-overview#Goals]]", " and [[plain]]")
+    edited = RUNBOOK.replace(" and [[00-overview#Goals]]", " and [[plain.txt]]")
     (folder / "01-runbook.md").write_text(edited.split("## Steps")[0])
     status, out, err = await intake(url, folder)
     assert status == 0, (out, err)
@@ -86,6 +81,7 @@ async def test_an_edited_file_and_a_removed_file_are_each_one_transaction(
     assert shown == [
         ("edge", "edge_retired", 2),  # the Goals link
         ("edge", "edge_retired", 2),  # the Markdown link of the Steps part, with it
+        ("edge", "edge_retired", 2),  # the Steps part's link to the nearest notes, too
         ("edge", "edge_retired", 2),  # the sequence of the two parts, with the second
         ("edge", "edge_upserted", 1),  # the link to plain.txt
         ("record", "sr_retired", 2),  # the Steps part
@@ -179,32 +175,23 @@ async def test_a_refused_edge_leaves_its_whole_file_unwritten_and_the_run_goes_o
             if any(label == "path" for label, _ in json.loads(r["properties"]))
         ]
     # The runbook gains a link to plain.txt; the other notes file changes too.
-    (folder / "01-runbook.md").write_text(RUNBOOK.replace("[[notes]]", "[[plain]]"))
+    (folder / "01-runbook.md").write_text(RUNBOOK.replace("[[notes]]", "[[plain.txt]]"))
     (folder / "other" / "notes.md").write_text("# Notes B\nsecond, edited\n")
     before = await ledger(url)
 
-    pool = await create_pool(runtime_url(url), 4)
-    snapshot = Snapshot(pool)
-    try:
-        cache = PolicyCache.empty()
-        executor = Executor(pool, cache)
-        in_force = await policy_store.current(pool, cache)
-        assert in_force is not None
+    async with engine(url) as on:
         retired: list[str] = []
 
         async def execute(command: Command[Any]) -> Any:
             # Meanwhile an agent retires plain.txt's record, after intake read the folder.
             if not retired:
                 retired.append(target)
-                await executor.execute("curator", RetireRecord(target, "gone"))
-            return await executor.execute("writer", command)
+                await on.executor.execute("curator", RetireRecord(target, "gone"))
+            return await on.executor.execute("writer", command)
 
         report = await Intake(
-            FolderSource(folder), "notes", folder.name, "writer", in_force, snapshot, execute
+            FolderSource(folder), "notes", folder.name, "writer", on.policy, on.snapshot, execute
         ).run()
-    finally:
-        await snapshot.close()
-        await pool.close()
 
     assert retired == [target]
     [refused] = report.refused

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from store.intake.walk import Skipped, Text, decode, read, text_hash, walk
+from store.intake.walk import Attachment, Skipped, Text, decode, read, text_hash, walk
 
 
 def tree(root: Path, files: dict[str, bytes]) -> None:
@@ -53,11 +53,22 @@ def test_links_out_of_the_folder_are_not_followed(tmp_path: Path) -> None:
     )
 
 
-def test_binary_files_are_skipped_and_bad_utf8_is_read_per_file(tmp_path: Path) -> None:
-    tree(tmp_path, {"img.png": b"\x89PNG\r\n\x1a\n\x00\x00\x00", "bad.txt": b"caf\xe9 ok"})
+def test_attachments_are_kept_by_hash_and_bad_utf8_is_read_per_file(tmp_path: Path) -> None:
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00"
+    files = {"img.png": png, "bad.txt": b"caf\xe9 ok", "blob.bin": b"a\x00b", "doc.pdf": b"%PDF"}
+    tree(tmp_path, files)
     walked = walk(tmp_path)
     by_path = {f.path: f for f in walked.files}
-    assert read(tmp_path, by_path["img.png"]) == Skipped("img.png", "binary")
+    # By their kind, whatever their bytes, or because their bytes hold a NUL.
+    assert read(tmp_path, by_path["img.png"]) == Attachment(
+        hashlib.sha256(png).hexdigest(), "image/png"
+    )
+    assert read(tmp_path, by_path["doc.pdf"]) == Attachment(
+        hashlib.sha256(b"%PDF").hexdigest(), "application/pdf"
+    )
+    assert read(tmp_path, by_path["blob.bin"]) == Attachment(
+        hashlib.sha256(b"a\x00b").hexdigest(), "application/octet-stream"
+    )
     text = read(tmp_path, by_path["bad.txt"])
     assert isinstance(text, Text)
     assert text.content == "caf\ufffd ok"
@@ -74,7 +85,7 @@ def test_an_unreadable_file_is_skipped_with_why(tmp_path: Path) -> None:
 
 
 def test_text_sent_as_text_hashes_as_the_same_file_on_disk() -> None:
-    text = decode("a.md", "Überblick [[b]]".encode())
+    text = decode("Überblick [[b]]".encode())
     assert isinstance(text, Text) and text.note is None
     assert text.sha256 == text_hash("Überblick [[b]]")
 
