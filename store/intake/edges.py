@@ -7,7 +7,8 @@ transaction carries out the plan of the edges from it (`store.intake.run`); the 
 after every file writes what is left. An edge whose
 end has no record (a refused file) is left out; one whose evidence changed (the link
 moved within its line or file) is upserted again, so it keeps its id and gains a
-version; one no longer detected is retired as a tombstone, never deleted.
+version (one whose evidence differs only by its offset has only moved, and is counted
+so); one no longer detected is retired as a tombstone, never deleted.
 """
 
 from __future__ import annotations
@@ -32,12 +33,17 @@ class Upsert:
     from_id: str
     to_id: str
     edge: Edge
+    moved: bool = False  # held already, its evidence the same but for its offset
 
 
 @dataclass
 class EdgePlan:
     upserts: list[Upsert] = field(default_factory=list)
     retires: list[LiveEdge] = field(default_factory=list)
+
+    @property
+    def moved(self) -> int:
+        return sum(u.moved for u in self.upserts)
 
 
 def plan_edges(
@@ -57,9 +63,14 @@ def plan_edges(
         wanted.add(key)
         found = held.get(key)
         if found is None or found.evidence != dict(edge.evidence):
-            plan.upserts.append(Upsert(start, end, edge))
+            moved = found is not None and _but_offset(found.evidence) == _but_offset(edge.evidence)
+            plan.upserts.append(Upsert(start, end, edge, moved))
     plan.retires = [e for key, e in sorted(held.items()) if key not in wanted]
     return plan
+
+
+def _but_offset(evidence: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in evidence.items() if k != "offset"}
 
 
 def edge_commands(plan: EdgePlan, kinds: Kinds) -> list[Command[Any]]:
@@ -106,6 +117,7 @@ async def write_edges(
                     report.refused.append(Refused(path, why))
                     return
         report.edges_written += len(mine.upserts)
+        report.edges_moved += mine.moved
         report.edges_retired += len(mine.retires)
 
     await asyncio.gather(*(one(path) for path in sorted(by_file)))

@@ -130,14 +130,15 @@ class FileMeta:
             f"{FILE_ID}:{file_id}",
             f"{PATH}:{self.path}",
             f"{SIZE}:{self.size}",
-            *self.modified(),
+            *modified(self.modified_at),
             f"{SHA256}:{self.sha256}",
             *media,
         )
 
-    def modified(self) -> tuple[str, ...]:
-        # A file sent without a time has none to keep.
-        return () if self.modified_at is None else (f"{MODIFIED}:{self.modified_at.isoformat()}",)
+
+def modified(at: datetime | None) -> tuple[str, ...]:
+    """A file's `modified` label (none for a file sent without a time)."""
+    return () if at is None else (f"{MODIFIED}:{at.isoformat()}",)
 
 
 def part_properties(file_id: str, index: int, offset: int) -> tuple[str, ...]:

@@ -35,6 +35,7 @@ class IntakeReport:
     records_written: int = 0  # records given a new version (or, dry, that would be)
     unchanged: int = 0  # files nothing was written for
     not_read: int = 0  # of them, files whose size and modified time matched
+    refreshed: int = 0  # of them, read and the same: their record's modified time moved on
     created: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     moved: list[tuple[str, str]] = field(default_factory=list)  # (from, to)
@@ -45,6 +46,7 @@ class IntakeReport:
     refused: list[Refused] = field(default_factory=list)
     edges: Counter[str] = field(default_factory=Counter)  # detected, by detector id
     edges_written: int = 0
+    edges_moved: int = 0  # of them, held already and only moved (their offset changed)
     edges_retired: int = 0
     unresolved: list[Unresolved] = field(default_factory=list)
     links_skipped: Counter[str] = field(default_factory=Counter)  # links no edge, by why
@@ -58,12 +60,14 @@ class IntakeReport:
             f"{'dry run: ' if self.dry_run else ''}folder '{self.folder}' in lane '{self.lane}': "
             f"{self.files} files",
             f"records {would}written: {self.records_written}; files unchanged: {self.unchanged} "
-            f"({self.not_read} not read); records {would}retired: {self.retired}",
+            f"({self.not_read} not read, {self.refreshed} with their time {would}refreshed); "
+            f"records {would}retired: {self.retired}",
             f"files new: {len(self.created)}, changed: {len(self.changed)}, "
             f"moved: {len(self.moved)}, removed: {len(self.removed)}",
             "edges detected: "
             + ", ".join(f"{d.id} {self.edges.get(d.id, 0)}" for d in DETECTORS)
-            + f"; {would}written {self.edges_written}, {would}retired {self.edges_retired}",
+            + f"; {would}written {self.edges_written} ({self.edges_moved} only moved), "
+            f"{would}retired {self.edges_retired}",
             self.links_line(),
         ]
         for old, new in self.moved:

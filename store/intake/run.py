@@ -20,9 +20,11 @@ written. A dry run asks each command for its decision and writes nothing, so it
 reports what a run would write, refusals included.
 
 Re-runs are incremental: a file whose size and modified time match its record is not
-read; one whose content hash matches writes nothing; a changed file gets a new version
-of its record and its parts are updated, added or retired; a file whose content moved
-to a new path keeps its record; a removed file's records are retired.
+read; one whose content hash matches gets only its record's modified time moved on (a
+new version of its `modified` label alone), so the next run does not read it again; a
+changed file gets a new version of its record and its parts are updated, added or
+retired; a file whose content moved to a new path keeps its record; a removed file's
+records are retired.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from store.intake.records import (
     fingerprint,
     folder_content,
     folder_properties,
+    modified,
     new_file_id,
     new_folder_id,
     part_properties,
@@ -162,8 +165,10 @@ class Intake:
     _before: dict[Ref, str] = field(init=False, default_factory=dict)
     # Each file's edges upserted and retired with it, once it is written; and those
     # edges as the files' transactions left them (the reads see the run's start).
-    _edge_counts: dict[str, tuple[int, int]] = field(init=False, default_factory=dict)
+    _edge_counts: dict[str, tuple[int, int, int]] = field(init=False, default_factory=dict)
     _wrote: dict[str, tuple[LiveEdge, bool]] = field(init=False, default_factory=dict)
+    # Files read whose content is that of their record, though their time moved on.
+    _stale: dict[str, Found] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.report = IntakeReport(self.lane, self.folder, self.dry_run)
@@ -231,8 +236,9 @@ class Intake:
                 report.refused.append(outcome)
                 continue
             report.records_written += outcome.count - outcome.retired
-            upserted, retired = self._edge_counts.get(path, (0, 0))
+            upserted, retired, moved = self._edge_counts.get(path, (0, 0, 0))
             report.edges_written += upserted
+            report.edges_moved += moved
             report.edges_retired += retired
             if known is None:
                 report.created.append(path)
@@ -240,6 +246,7 @@ class Intake:
                 report.moved.append((known.meta.path, path))
             else:
                 report.changed.append(path)
+        await self._refresh(kept)
         for path in removed:
             if self.stopping():
                 break
@@ -297,6 +304,8 @@ class Intake:
                 self.report.notes.append(Skipped(found.path, text.note))
             if known is not None and known.reading == READING and known.meta.sha256 == text.sha256:
                 kept[found.path] = known
+                if found.modified_at is not None:
+                    self._stale[found.path] = found
                 continue
             read[found.path] = fresh(found, text)
         return kept, read
@@ -422,7 +431,7 @@ class Intake:
         def edges(results: Sequence[Any]) -> Sequence[Command[Any]]:
             made = dict(refs_of(path, Written(0, list(results))))
             plan = plan_edges(detected, {**before, **made}, live)
-            counts[path] = (len(plan.upserts), len(plan.retires))
+            counts[path] = (len(plan.upserts), len(plan.retires), plan.moved)
             return edge_commands(plan, kinds)
 
         return (edges,), joined_locks(ahead)
@@ -475,6 +484,31 @@ class Intake:
             self.report,
             self.dry_run,
         )
+
+    async def _refresh(self, kept: dict[str, Described]) -> None:
+        """Move on the modified time of the files read and found the same (every file a
+        checkout touched), each its own transaction: a version of the `modified` label
+        alone, so the ledger stays the one account of what intake saw, and the next run
+        reads none of them."""
+        gate = asyncio.Semaphore(WRITERS)
+
+        async def refresh(path: str) -> None:
+            record = kept[path].record
+            command = Together((Update(record.id, None, modified(self._stale[path].modified_at)),))
+            async with gate:
+                if self.stopping():
+                    return
+                try:
+                    written = await self._run(command, {record.id: record})
+                except (PolicyError, StoreError) as exc:
+                    # The file is as its record says: only its next run reads it again.
+                    why = f"its modified time was not refreshed: {refusal(exc)}"
+                    self.report.notes.append(Skipped(path, why))
+                    return
+            self.report.records_written += written.count
+            self.report.refreshed += 1
+
+        await asyncio.gather(*(refresh(path) for path in sorted(self._stale)))
 
     async def _summarise(
         self, state: FolderState, kept: dict[str, Described], read: dict[str, Fresh]

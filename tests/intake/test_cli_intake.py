@@ -126,15 +126,18 @@ async def test_a_folder_becomes_records_and_reruns_write_only_changes(
     # Nothing changed: nothing is read, nothing written.
     status, out, err = await intake(url, folder)
     assert status == 0, (out, err)
-    assert f"records written: 0; files unchanged: {len(RECORDED)} ({len(RECORDED)} not read)" in out
+    assert (
+        f"records written: 0; files unchanged: {len(RECORDED)} ({len(RECORDED)} not read, 0 "
+        "with their time refreshed)" in out
+    )
     assert await records(gateway, token) == items
 
-    # A touched file with the same content is read and writes nothing.
+    # A touched file with the same content is read and its record's time moved on.
     os.utime(folder / "plain.txt", (1_700_000_000, 1_700_000_000))
     status, out, err = await intake(url, folder)
     assert (
-        f"records written: 0; files unchanged: {len(RECORDED)} ({len(RECORDED) - 1} not read)"
-        in out
+        f"records written: 1; files unchanged: {len(RECORDED)} ({len(RECORDED) - 1} not read, 1 "
+        "with their time refreshed)" in out
     )
 
     # An edited file: a new version of its record, parts updated, added; no new record.

@@ -77,7 +77,7 @@ async def test_detected_edges_with_evidence_and_their_life(
         ("same_dir@1", ("latin1.txt", None), ("plain.txt", None)),
         ("same_dir@1", ("sub/guide.md", None), ("sub/notes.md", None)),
     }
-    assert "written 13, retired 0" in out
+    assert "written 13 (0 only moved), retired 0" in out
     confidence = {"wikilink": 0.95, "mdlink": 0.95, "sequence": 0.99, "same_dir": 0.4}
     for e in found:
         assert e["provenanceType"] == "detected" and e["detector"] == e["type"] + "@1"
@@ -113,7 +113,7 @@ async def test_detected_edges_with_evidence_and_their_life(
 
     # Nothing changed: no edge written, none retired.
     status, out, err = await intake(url, folder)
-    assert "written 0, retired 0" in out
+    assert "written 0 (0 only moved), retired 0" in out
     assert await edges(gateway, token) == found
     before = datetime.now(UTC).isoformat()
 

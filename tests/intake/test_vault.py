@@ -1,11 +1,13 @@
 """A vault written the way Obsidian users write one: intake finds exactly the links
 Obsidian's rules find (names in any case, the nearest of several files so named, table
-pipes, attachments, no title fallback, code inside a callout), and accounts for every
-link."""
+pipes, attachments, no title fallback, code inside a callout), accounts for every link,
+refreshes the times a checkout moved so the next run reads nothing, and keeps the ids of
+edges that only moved."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +179,39 @@ async def test_a_vault_links_as_obsidian_resolves_them(
         body = json.loads(await conn.fetchval("SELECT content FROM records WHERE id = $1", home))
     assert body["reading"] == 2 and len(body["links"]) == 17
     assert link_edges(await live_edges(url), refs) == OBSIDIAN
+
+
+async def test_a_checkout_is_refreshed_once_and_an_edit_keeps_edges_that_only_moved(
+    start_gateway: GatewayFactory, tmp_path: Path
+) -> None:
+    url = (await start_gateway(policy_yaml=POLICY)).database_url
+    folder = write_vault(tmp_path / "vault")
+    await run(url, folder)
+    before = {e["id"]: e for e in await live_edges(url)}
+
+    # A checkout: every file's time moves, no content changes. Each record's time is
+    # moved on (one version of its `modified` label), and nothing else is written.
+    for rel in VAULT:
+        stat = (folder / rel).stat()
+        os.utime(folder / rel, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**10))
+    second = await run(url, folder)
+    assert (second.not_read, second.refreshed) == (0, len(VAULT)), second.summary()
+    assert second.records_written == len(VAULT) and second.edges_written == 0
+    assert not second.changed and not second.refused
+    third = await run(url, folder)
+    assert (third.not_read, third.refreshed, third.records_written) == (len(VAULT), 0, 0)
+
+    # Two characters near the top of Home (two blank lines) shift every link below them:
+    # the edges from Home keep their ids, each a new version with its new offset, and
+    # none is retired.
+    (folder / "Home.md").write_text(HOME.replace("# Home\n", "# Home\n\n\n"))
+    edited = await run(url, folder)
+    after = {e["id"]: e for e in await live_edges(url)}
+    assert set(after) == set(before)
+    moved = [i for i in after if after[i]["evidence"] != before[i]["evidence"]]
+    assert len(moved) == 11
+    for i in moved:
+        assert after[i]["evidence"]["offset"] == before[i]["evidence"]["offset"] + 2
+        assert after[i]["version"] == before[i]["version"] + 1
+    assert (edited.edges_written, edited.edges_moved, edited.edges_retired) == (11, 11, 0)
+    assert "written 11 (11 only moved), retired 0" in "\n".join(edited.summary())
