@@ -1,4 +1,5 @@
-"""Folder intake speed: a first intake, a re-run with nothing changed, one with 1% changed.
+"""Folder intake speed: a first intake, a re-run with nothing changed, one with 1% changed,
+one after every file's time moved (a checkout), and the run after it.
 
     .venv/bin/python -m bench.intake                 # 2,000 notes
     .venv/bin/python -m bench.intake --notes 200
@@ -6,7 +7,7 @@
 Writes N generated Markdown notes into a temporary folder (ten subfolders, numbered
 names, two to four headings each, wikilinks with and without aliases and headings,
 relative Markdown links, some links to notes that do not exist) and runs intake on it
-three times through the real write path (`store.intake.run.Intake`, the executor, one
+five times through the real write path (`store.intake.run.Intake`, the executor, one
 transaction per file), as `edgeloom intake` does. With DATABASE_URL unset it runs on
 an embedded PostgreSQL in a temporary folder.
 """
@@ -131,6 +132,14 @@ async def measure(url: str, folder: Path, notes: int) -> dict[str, float]:
         path.write_text(path.read_text(encoding="utf-8") + "\nEdited.\n", encoding="utf-8")
     edited = await intake_once(url, folder)
     assert len(edited.report.changed) == changed, edited.report.summary()
+    # A checkout: every file's time moves on, no content changes.
+    for path in folder.rglob("*.md"):
+        stat = path.stat()
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**10))
+    touched = await intake_once(url, folder)
+    assert touched.report.refreshed == notes, touched.report.summary()
+    after = await intake_once(url, folder)
+    assert after.report.not_read == notes and after.report.records_written == 0
     return {
         "notes": notes,
         "records": first.report.records_written,
@@ -139,6 +148,8 @@ async def measure(url: str, folder: Path, notes: int) -> dict[str, float]:
         "unchanged_s": same.seconds,
         "changed": changed,
         "changed_s": edited.seconds,
+        "touched_s": touched.seconds,
+        "after_touch_s": after.seconds,
     }
 
 
@@ -151,7 +162,9 @@ async def main(notes: int) -> None:
         f"{figures['notes']:,} notes ({figures['records']:,} records): first intake "
         f"{figures['first_s']:.1f} s ({figures['first_files_per_s']:.0f} files/s); "
         f"re-run, nothing changed: {figures['unchanged_s']:.2f} s; "
-        f"re-run, {figures['changed']} changed: {figures['changed_s']:.2f} s"
+        f"re-run, {figures['changed']} changed: {figures['changed_s']:.2f} s; "
+        f"every file touched: {figures['touched_s']:.2f} s; "
+        f"the run after: {figures['after_touch_s']:.2f} s"
     )
 
 

@@ -81,6 +81,8 @@ Progress = Callable[[int, int], None]
 DEFAULT_SOURCE_TYPE = "documentary"
 # Files written at once: enough to fill the executor's group commits.
 WRITERS = 8
+# Records whose time one transaction moves on.
+REFRESH_BATCH = 100
 # The name of a folder sent without one (the CLI names it after the folder itself).
 DEFAULT_FOLDER = "folder"
 
@@ -487,28 +489,39 @@ class Intake:
 
     async def _refresh(self, kept: dict[str, Described]) -> None:
         """Move on the modified time of the files read and found the same (every file a
-        checkout touched), each its own transaction: a version of the `modified` label
-        alone, so the ledger stays the one account of what intake saw, and the next run
-        reads none of them."""
+        checkout touched): a version of each record's `modified` label alone, so the
+        ledger stays the one account of what intake saw, and the next run reads none of
+        them. A time is no part of a file's content: many records are moved on in one
+        transaction, and a batch refused is tried again file by file."""
         gate = asyncio.Semaphore(WRITERS)
 
-        async def refresh(path: str) -> None:
-            record = kept[path].record
-            command = Together((Update(record.id, None, modified(self._stale[path].modified_at)),))
+        async def refresh(paths: Sequence[str]) -> None:
+            records = {kept[p].record.id: kept[p].record for p in paths}
+            updates = tuple(
+                Update(kept[p].record.id, None, modified(self._stale[p].modified_at)) for p in paths
+            )
             async with gate:
                 if self.stopping():
                     return
                 try:
-                    written = await self._run(command, {record.id: record})
+                    written = await self._run(Together(updates), records)
                 except (PolicyError, StoreError) as exc:
-                    # The file is as its record says: only its next run reads it again.
-                    why = f"its modified time was not refreshed: {refusal(exc)}"
-                    self.report.notes.append(Skipped(path, why))
-                    return
-            self.report.records_written += written.count
-            self.report.refreshed += 1
+                    refused: Exception | None = exc
+                else:
+                    refused = None
+            if refused is None:
+                self.report.records_written += written.count
+                self.report.refreshed += len(paths)
+            elif len(paths) > 1:
+                await asyncio.gather(*(refresh([p]) for p in paths))
+            else:
+                # The file is as its record says: only its next run reads it again.
+                why = f"its modified time was not refreshed: {refusal(refused)}"
+                self.report.notes.append(Skipped(paths[0], why))
 
-        await asyncio.gather(*(refresh(path) for path in sorted(self._stale)))
+        stale = sorted(self._stale)
+        batches = [stale[n : n + REFRESH_BATCH] for n in range(0, len(stale), REFRESH_BATCH)]
+        await asyncio.gather(*(refresh(batch) for batch in batches))
 
     async def _summarise(
         self, state: FolderState, kept: dict[str, Described], read: dict[str, Fresh]
