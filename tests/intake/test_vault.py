@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +115,7 @@ async def state(url: str) -> tuple[dict[str, dict[str, str]], dict[str, Ref]]:
 async def live_edges(url: str) -> list[dict[str, Any]]:
     async with sql(url) as conn:
         rows = await conn.fetch(
-            "SELECT id, from_id, to_id, detector, evidence, version FROM edges "
+            "SELECT id, from_id, to_id, detector, evidence, version, valid_at FROM edges "
             "WHERE namespace = 'intake' AND expired_at IS NULL"
         )
     return [{**dict(r), "evidence": json.loads(r["evidence"])} for r in rows]
@@ -179,6 +180,19 @@ async def test_a_vault_links_as_obsidian_resolves_them(
         body = json.loads(await conn.fetchval("SELECT content FROM records WHERE id = $1", home))
     assert body["reading"] == 2 and len(body["links"]) == 17
     assert link_edges(await live_edges(url), refs) == OBSIDIAN
+
+    # A link to a note not written yet resolves in the run that finds the note, valid
+    # from that run's instant.
+    (folder / "Example.md").write_text("# Example\n")
+    started = datetime.now(UTC)
+    later = await run(url, folder)
+    assert later.created == ["Example.md"] and not later.unresolved
+    labels, refs = await state(url)
+    found = await live_edges(url)
+    new = {("wikilink@1", ("Home.md", 0), ("Example.md", None))}
+    assert link_edges(found, refs) == OBSIDIAN | new
+    [edge] = [e for e in found if refs[e["to_id"]] == ("Example.md", None)]
+    assert edge["valid_at"] >= started
 
 
 async def test_a_checkout_is_refreshed_once_and_an_edit_keeps_edges_that_only_moved(
