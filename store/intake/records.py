@@ -37,7 +37,7 @@ OFFSET = "offset"
 LABELS = (FOLDER, FOLDER_ID, FILE_ID, PATH, SIZE, MODIFIED, SHA256, MEDIA_TYPE, PART, OFFSET)
 # How a file's links were read (its record says, under `reading`): a record of an earlier
 # reading is read again, as its links may be read otherwise now.
-READING = 2
+READING = 3
 # A file's record keeps at most this many links (the rest are still detected and
 # written whenever the file itself is read).
 MAX_KEPT_LINKS = 2000
@@ -156,6 +156,7 @@ class Described:
     parts: int
     stated: tuple[Mapping[str, Any], ...]  # its links as kept, read when needed
     reading: int = READING
+    front: tuple[str, ...] = ()  # the labels its frontmatter gave it
 
     @functools.cached_property
     def links(self) -> tuple[Link, ...]:
@@ -173,7 +174,9 @@ class Described:
         )
 
 
-def file_content(info: FileInfo, parts: int, links: Sequence[Link]) -> str:
+def file_content(
+    info: FileInfo, parts: int, links: Sequence[Link], front: Sequence[str] = ()
+) -> str:
     kept = [
         {
             "detector": link.detector.name,
@@ -193,6 +196,7 @@ def file_content(info: FileInfo, parts: int, links: Sequence[Link]) -> str:
         "headings": list(info.headings),
         "links": kept,
         "reading": READING,
+        "frontmatter": list(front),
     }
     return json.dumps(body, ensure_ascii=False)
 
@@ -208,9 +212,10 @@ def described(record: Record) -> Described | None:
         info = FileInfo(path, str(body["title"]), tuple(body["headings"]))
         parts = int(body["parts"])
         size = int(value(record, SIZE) or "0")
+        reading, front = int(body.get("reading", 1)), tuple(map(str, body.get("frontmatter", ())))
     except (ValueError, KeyError, TypeError):
         return None
     modified = value(record, MODIFIED)
     at = datetime.fromisoformat(modified) if modified else None
     meta = FileMeta(path, size, at, sha, value(record, MEDIA_TYPE))
-    return Described(record, file_id, meta, info, parts, stated, int(body.get("reading", 1)))
+    return Described(record, file_id, meta, info, parts, stated, reading, front)

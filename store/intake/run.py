@@ -41,6 +41,7 @@ from store.errors import StoreError
 from store.ids import RECORD_KIND
 from store.intake.detect import Edge, Link, Linked, Ref, link_edges, links, structure_edges
 from store.intake.edges import edge_commands, plan_edges, write_edges
+from store.intake.frontmatter import Frontmatter, frontmatter
 from store.intake.parts import Part, split, title_of
 from store.intake.records import (
     LABELS,
@@ -70,7 +71,7 @@ from store.intake.state import FolderState, folder_state, part_ids, parts_of
 from store.intake.together import RETIRED, Step, Together, Written, joined_locks
 from store.intake.walk import Attachment, Found, Skipped, Text
 from store.kinds.policy.in_force import PolicyVersion
-from store.kinds.record.commands import Ingest, NewRecord, Update
+from store.kinds.record.commands import Ingest, NewRecord, RemoveProperties, Update
 from store.kinds.record.model import Record
 from store.ledger.command import Command, Current, Locks, Txn
 from store.limits import MAX_BATCH
@@ -96,6 +97,7 @@ class Fresh:
     parts: tuple[Part, ...]
     info: FileInfo
     links: tuple[Link, ...]
+    front: Frontmatter = Frontmatter()
 
     @property
     def meta(self) -> FileMeta:
@@ -109,8 +111,10 @@ def fresh(found: Found, text: Text | Attachment) -> Fresh:
         # Linked and embedded as a note is, without parts or links of its own.
         return Fresh(found, text, (), FileInfo(found.path, title_of(found.path, "")), ())
     parts = split(found.path, text.content)
-    info = FileInfo(found.path, title_of(found.path, text.content), tuple(p.title for p in parts))
-    return Fresh(found, text, parts, info, tuple(links(found.path, text.content, parts)))
+    front = frontmatter(found.path, text.content, frozenset(LABELS))
+    title = front.title or title_of(found.path, text.content)
+    info = FileInfo(found.path, title, tuple(p.title for p in parts))
+    return Fresh(found, text, parts, info, tuple(links(found.path, text.content, parts)), front)
 
 
 def source_type_for(policy: Policy, lane: str) -> str:
@@ -310,6 +314,7 @@ class Intake:
                     self._stale[found.path] = found
                 continue
             read[found.path] = fresh(found, text)
+            self.report.notes += [Skipped(found.path, n) for n in read[found.path].front.notes]
         return kept, read
 
     @staticmethod
@@ -551,18 +556,18 @@ class Intake:
     async def _write_file(self, f: Fresh, known: Described | None, folder_id: str) -> Written:
         """A file's records and the detected edges from it, in one transaction."""
         path = f.meta.path
-        content = file_content(f.info, len(f.parts), f.links)
+        content = file_content(f.info, len(f.parts), f.links, f.front.labels)
         self._parts_of[path] = f.parts
         if known is None:
             file_id = new_file_id()
-            inputs = [NewRecord(content, f.meta.properties(folder_id, file_id), *self._where)]
+            props = f.meta.properties(folder_id, file_id) + f.front.properties
+            inputs = [NewRecord(content, props, *self._where)]
             inputs += [self._new_part(file_id, p) for p in f.parts]
             then, ahead = await self._edge_step(path, {})
             return await self._run(Together(_ingests(inputs), then, ahead), {})
         file_id = known.file_id
-        commands: list[Command[Any]] = [
-            Update(known.record.id, content, f.meta.properties(folder_id, file_id))
-        ]
+        props = f.meta.properties(folder_id, file_id) + f.front.properties
+        commands: list[Command[Any]] = [Update(known.record.id, content, props)]
         records = {known.record.id: known.record}
         mine = {Ref(path): known.record.id}
         held = await parts_of(self.db, self.lane, file_id)
@@ -586,6 +591,11 @@ class Intake:
             commands.append(retiring)
             records |= {r.id: r for r in extra}
         then, ahead = await self._edge_step(path, mine)
+        gone = tuple(sorted(set(known.front) - set(f.front.labels)))
+        if gone:
+            # Keys the frontmatter no longer has: their properties go, once it is updated.
+            record_id = known.record.id
+            then = (lambda _: [RemoveProperties(record_id, labels=gone)], *then)
         written = await self._run(Together(tuple(commands), then, ahead), records)
         self._retired(extra if retiring is not None else [])
         return written

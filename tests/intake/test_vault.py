@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from store.intake.records import READING
 from store.intake.report import IntakeReport
 from store.intake.run import Intake
 from store.intake.sources import FolderSource
@@ -85,15 +86,15 @@ def write_vault(root: Path) -> Path:
     return root
 
 
-async def run(url: str, folder: Path) -> IntakeReport:
-    """One intake of `folder` into lane `notes`, in process, as the CLI runs it."""
+async def run(url: str, folder: Path, lane: str = "notes") -> IntakeReport:
+    """One intake of `folder` into `lane`, in process, as the CLI runs it."""
     async with engine(url) as on:
 
         async def execute(command: Command[Any]) -> Any:
             return await on.executor.execute("writer", command)
 
         return await Intake(
-            FolderSource(folder), "notes", "vault", "writer", on.policy, on.snapshot, execute
+            FolderSource(folder), lane, "vault", "writer", on.policy, on.snapshot, execute
         ).run()
 
 
@@ -178,7 +179,7 @@ async def test_a_vault_links_as_obsidian_resolves_them(
     assert reread.changed == ["Home.md"] and reread.not_read == len(VAULT) - 1
     async with sql(url) as conn:
         body = json.loads(await conn.fetchval("SELECT content FROM records WHERE id = $1", home))
-    assert body["reading"] == 2 and len(body["links"]) == 17
+    assert body["reading"] == READING and len(body["links"]) == 17
     assert link_edges(await live_edges(url), refs) == OBSIDIAN
 
     # A link to a note not written yet resolves in the run that finds the note, valid
