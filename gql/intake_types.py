@@ -61,9 +61,18 @@ class UnresolvedLink:
     line: int = strawberry.field(description="The line of the link in that file, from 1.")
     target: str = strawberry.field(description="The link's target as written.")
     reason: str = strawberry.field(
-        description="missing (no file matches) or ambiguous (several do); a later run "
-        "resolves it once one file matches."
+        description="Why: no file has this path or file name, or the path leaves the folder; "
+        "a later run resolves it once a file matches."
     )
+
+
+@strawberry.type(description="Links that made no edge of their own, for one reason.")
+class SkippedLinks:
+    reason: str = strawberry.field(
+        description="A second link from its section to the same target, or a link to the "
+        "section that holds it."
+    )
+    count: int = strawberry.field(description="How many links were skipped for it.")
 
 
 @strawberry.type(
@@ -84,6 +93,10 @@ class IntakeReport:
     )
     unchanged: int = strawberry.field(description="Files nothing was written for.")
     not_read: int = strawberry.field(description="Unchanged files whose size and time matched.")
+    refreshed: int = strawberry.field(
+        description="Unchanged files read because their time moved: their record's time was "
+        "moved on, so the next call leaves them unread."
+    )
     created: list[str] = strawberry.field(description="Paths of files new to memory.")
     changed: list[str] = strawberry.field(
         description="Paths of files whose content changed: a new version of their record."
@@ -104,11 +117,19 @@ class IntakeReport:
     edges_written: int = strawberry.field(
         description="Detected typed edges written (new or changed)."
     )
+    edges_moved: int = strawberry.field(
+        description="Of the edges written, those held already whose link only moved in its "
+        "file (the same edge, a new version with the new offset)."
+    )
     edges_retired: int = strawberry.field(
         description="Detected edges retired because the link or layout that taught them is gone."
     )
     unresolved: list[UnresolvedLink] = strawberry.field(
         description="Links that name no file or several: no edge made for them."
+    )
+    links_skipped: list[SkippedLinks] = strawberry.field(
+        description="Links found that made no edge of their own, by why: with the detected "
+        "wikilink and mdlink edges and the unresolved links, every link found."
     )
     pending: list[str] = strawberry.field(description="What this engine could not write yet.")
 
@@ -123,6 +144,7 @@ class IntakeReport:
             records_written=r.records_written,
             unchanged=r.unchanged,
             not_read=r.not_read,
+            refreshed=r.refreshed,
             created=r.created,
             changed=r.changed,
             moved=[IntakeMove(from_=a, to=b) for a, b in r.moved],
@@ -133,10 +155,14 @@ class IntakeReport:
             refused=[IntakeRefused(path=x.path, message=x.message) for x in r.refused],
             edges=[DetectorCount(detector=d, count=n) for d, n in sorted(r.edges.items())],
             edges_written=r.edges_written,
+            edges_moved=r.edges_moved,
             edges_retired=r.edges_retired,
             unresolved=[
                 UnresolvedLink(path=u.path, line=u.line, target=u.target, reason=u.reason)
                 for u in r.unresolved
+            ],
+            links_skipped=[
+                SkippedLinks(reason=why, count=n) for why, n in sorted(r.links_skipped.items())
             ],
             pending=r.pending,
         )

@@ -22,8 +22,8 @@ from tests.support import Gateway
 REPORT = """
   lane folder folderId dryRun files recordsWritten unchanged notRead created changed
   moved { from to } removed retired skipped { path reason } notes { path reason }
-  refused { path message } edges { detector count } edgesWritten edgesRetired
-  unresolved { path line target reason } pending
+  refused { path message } edges { detector count } edgesWritten edgesMoved edgesRetired
+  unresolved { path line target reason } linksSkipped { reason count } refreshed pending
 """
 INTAKE = f"""
 mutation($lane: String!, $files: [FileInput!]!, $dryRun: Boolean, $folder: String) {{
@@ -117,7 +117,12 @@ async def test_the_mutation_gives_what_the_cli_gives(
 
     again = await send(by_api, api_tokens["writer"], sent(folder))
     assert again["recordsWritten"] == 0 and again["notRead"] == 6
+    assert (again["refreshed"], again["edgesMoved"], again["linksSkipped"]) == (0, 0, [])
     assert await records(by_api, api_tokens["curator"]) == from_api
+    # Links that make no edge are counted by why.
+    self_links = {"path": "self.md", "content": "# A\nSee [[#A]] and [[self#a]].\n"}
+    dry = await send(by_api, api_tokens["writer"], [*sent(folder), self_links], dryRun=True)
+    assert dry["linksSkipped"] == [{"reason": "a link to the section that holds it", "count": 2}]
 
 
 async def test_limits_and_paths_are_refused_naming_what_is_allowed(gateway: Gateway) -> None:
