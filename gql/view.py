@@ -3,7 +3,9 @@ compiled path and offline GraphiQL."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -125,12 +127,19 @@ class GraphQLView(GraphQL[Context, None]):
             await refused(scope, receive, send)
             return
         # Who is calling is decided from the headers alone, before the body is read:
-        # a caller without a valid token costs the gateway nothing more.
-        refusal = await self._refuse_caller(request)
+        # a caller without a valid token costs the gateway nothing more. It may wait for
+        # a connection (the policy's head) like the answer does, so within the same time.
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(self.settings.request_timeout):
+                refusal = await self._refuse_caller(request)
+        except TimeoutError:
+            refusal = self._stopped([])
         if refusal is not None:
             await refusal(scope, receive, send)
             return
-        response = await self._answer_while_connected(request)
+        left = self.settings.request_timeout - (time.monotonic() - started)
+        response = await self._answer_while_connected(request, left)
         if response is not None:
             await response(scope, receive, send)
 
@@ -148,8 +157,8 @@ class GraphQLView(GraphQL[Context, None]):
         request.state.session = lsn.http_session(services, caller, request)
         return None
 
-    async def _answer_while_connected(self, request: Request) -> Response | None:
-        """The response, unless the client left first (None); past the timeout, a refusal.
+    async def _answer_while_connected(self, request: Request, timeout: float) -> Response | None:
+        """The response, unless the client left first (None); past `timeout`, a refusal.
 
         Leaving or timing out cancels the work: its reads stop at their next await, and
         a write not yet committing rolls back (or leaves the group-commit queue). A write
@@ -162,7 +171,7 @@ class GraphQLView(GraphQL[Context, None]):
             return None
         response = None
         # The body is read: what the request receives now tells whether the client left.
-        watch = ClientWatch(request.receive, self.settings.request_timeout)
+        watch = ClientWatch(request.receive, max(timeout, 0.0))
         completed: list[str] = []
         noted = COMPLETED_WRITES.set(completed)
         try:
@@ -174,6 +183,10 @@ class GraphQLView(GraphQL[Context, None]):
             return None
         if not watch.stopped:
             return response
+        return self._stopped(completed)
+
+    def _stopped(self, completed: list[str]) -> Response:
+        """The answer to a request stopped at its time limit, after `completed` writes."""
         seconds = self.settings.request_timeout
         if completed:
             written = (

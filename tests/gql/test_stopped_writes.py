@@ -161,10 +161,14 @@ async def test_writes_committing_when_their_time_runs_out_are_answered_what_happ
     ]
 
 
-async def test_a_request_stopped_after_one_of_its_writes_says_so(
-    start_gateway: GatewayFactory,
-) -> None:
-    gateway = await start_gateway(anonymous_agent="dev", request_timeout=1)
+@pytest.fixture(scope="module")
+async def hasty(start_gateway: GatewayFactory) -> Gateway:
+    """A development gateway whose requests may run one second."""
+    return await start_gateway(anonymous_agent="dev", request_timeout=1)
+
+
+async def test_a_request_stopped_after_one_of_its_writes_says_so(hasty: Gateway) -> None:
+    gateway = hasty
     tag = f"t:{unique()}"
     locked = await ingest(gateway, "locked", [tag])
     both = """
@@ -188,3 +192,31 @@ async def test_a_request_stopped_after_one_of_its_writes_says_so(
     assert error["extensions"]["completedWrites"] == 1
     assert "1 of its writes had been made before it stopped" in error["message"]
     assert await contents_tagged(gateway, tag) == ["first", "locked"]
+
+
+@PATHS
+async def test_a_request_waiting_for_a_connection_is_answered_when_its_time_is_up(
+    hasty: Gateway, compiled: bool
+) -> None:
+    query = "{ records(first: 1) { totalCount } }" if compiled else "{ labels { label } }"
+    services = hasty.state["services"] if hasty.state else None
+    assert services is not None
+    held = [await services.pool.acquire() for _ in range(services.pool.get_max_size())]
+    try:
+        # Deciding who calls needs the policy (read again past its cache's second), and
+        # answering needs a connection: every one is held elsewhere, so the request waits,
+        # within its time, and is answered when that is up.
+        for stale in (True, False):
+            if stale:
+                services.policies.checked_at = 0.0
+            answer = await asyncio.wait_for(
+                hasty.client.post(hasty.graphql_url, json={"query": query}), 5
+            )
+            assert answer.status_code == 503, answer.text
+            [error] = answer.json()["errors"]
+            assert error["extensions"]["timeoutSeconds"] == 1
+            assert "nothing it asked to write was written" in error["message"]
+    finally:
+        for conn in held:
+            await services.pool.release(conn)
+    assert (await hasty.data(query)) is not None
