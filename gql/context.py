@@ -175,8 +175,9 @@ class OperationScope(SchemaExtension):
     """Gives each operation its own context and ends its read snapshot when it ends.
 
     Listed first, so every other extension and resolver sees the operation's own
-    context. A subscription's snapshot ends after each event it sends, so each
-    event is read at one moment and no connection is held between events.
+    context. A subscription's snapshot ends after each event it sends, and before it
+    waits for the next (`Rights.next`), so each event is read at one moment and no
+    connection is held between events.
     """
 
     async def on_operation(self) -> AsyncIterator[None]:

@@ -116,6 +116,14 @@ class Rights:
         if self.bearer is not None and await self.hub.token_agent(self.bearer.secret) != self.agent:
             raise token_revoked()
 
+    async def next(self, subscriber: Subscriber) -> Item | None:
+        """What the hub hands `subscriber` next, waited for holding no connection: the
+        operation's snapshot ends first, whether or not anything was sent from it (a
+        later read opens a new one), so that waiting subscriptions, however many, leave
+        the pool to the requests."""
+        await self.context.end_reads()
+        return await subscriber.next()
+
     async def due(
         self, item: Item | None, subscriber: Subscriber, progress: Progress
     ) -> Sequence[FeedEvent]:

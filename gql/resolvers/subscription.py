@@ -276,7 +276,7 @@ async def _audit_events(
         while True:
             # Waiting with nothing queued, it may be served by the hub (feed_hub.Direct).
             subscriber.direct = _direct(rights, schema, outlet, context.services, progress)
-            batch = await subscriber.next()
+            batch = await rights.next(subscriber)
             subscriber.direct = None
             if subscriber.pending is not None:
                 pending, subscriber.pending = subscriber.pending, None

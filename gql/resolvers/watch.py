@@ -128,7 +128,7 @@ async def watch_changes(
             async for change in _members(context, wanted, progress):
                 yield change
         while True:
-            batch = await subscriber.next()
+            batch = await rights.next(subscriber)
             for item in await rights.due(batch, subscriber, progress):
                 change = await _change(context, wanted, item, entries)
                 if change is not None:

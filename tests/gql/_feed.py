@@ -133,3 +133,46 @@ async def newest_cursor(gateway: Gateway) -> str:
     async with sql(gateway.database_url) as conn:
         newest = await conn.fetchval("SELECT coalesce(max(seq), 0) FROM audit_events")
     return str(newest)
+
+
+WATCH_MEMBERS = """
+subscription($match: [String!]!) {
+  watch(match: $match, initial: true) { change cursor record { id content } }
+}
+"""
+
+
+async def no_transaction_waits(gateway: Gateway, seconds: float = 5.0) -> None:
+    """Proves that the gateway's connections come to sit in no transaction (a read under
+    way may, between its statements, for a moment): fails if some still do after
+    `seconds`."""
+    deadline = time.monotonic() + seconds
+    async with sql(gateway.database_url) as conn:
+        while True:
+            count = await conn.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND application_name = 'edgeloom' AND state = 'idle in transaction'"
+            )
+            if count == 0:
+                return
+            assert time.monotonic() < deadline, f"{count} connections idle in transaction"
+            await asyncio.sleep(0.02)
+
+
+@asynccontextmanager
+async def watch_idly(
+    gateway: Gateway, token: str | None, match: list[str], count: int
+) -> AsyncIterator[FeedClient]:
+    """`count` watches with `initial: true` on `match` (a gather the watcher sees empty),
+    each past its members read once this yields (the hub holds them all)."""
+    hub = gateway.state["services"].feed if gateway.state else None
+    assert hub is not None
+    before = hub.stats().subscribers
+    async with feed_client(gateway, token) as client:
+        for n in range(count):
+            await client.subscribe(f"w{n}", WATCH_MEMBERS, match=match)
+        deadline = time.monotonic() + TIMEOUT
+        while hub.stats().subscribers < before + count:
+            assert time.monotonic() < deadline, "the watches never subscribed"
+            await asyncio.sleep(0.01)
+        yield client

@@ -3,6 +3,7 @@ leaving a gather, what is asserted on given records, the filtered resume, and ri
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -13,7 +14,14 @@ from tests.conftest import GatewayFactory
 from tests.gql._api import ADD, INGEST, REMOVE, UPDATE, ingest, unique
 from tests.gql._asserted import CORRECT, connect
 from tests.gql._edges import upsert
-from tests.gql._feed import FIELDS, FeedClient, feed_client, newest_cursor
+from tests.gql._feed import (
+    FIELDS,
+    FeedClient,
+    feed_client,
+    newest_cursor,
+    no_transaction_waits,
+    watch_idly,
+)
 from tests.gql._policy_support import mint
 from tests.support import Gateway, plan_nodes, sql
 
@@ -183,6 +191,31 @@ async def test_a_filtered_subscription_gets_nothing_of_an_unreadable_lane(crm: G
         await client.subscribe("hidden", FILTERED, recordIds=[note["id"]])
         error = await client.error("hidden")
         assert error["extensions"]["code"] == "NOT_FOUND", error
+
+
+async def test_watches_on_a_gather_of_unreadable_members_hold_no_connection(crm: Gateway) -> None:
+    minted = await mint(crm, "curator", "sales", "planner")
+    org = unique("org:")
+    # The gather's only member is in notes, which sales may not read: empty to sales.
+    await crm.data(
+        INGEST,
+        {"input": {"content": "hidden", "lane": "notes", "properties": [org]}},
+        minted["planner"],
+    )
+    # More idle watches than the read pool (of 4 in the tests) has connections.
+    async with watch_idly(crm, minted["sales"], [org], 6) as client:
+        await no_transaction_waits(crm)
+        read = crm.data("{ records(first: 1) { totalCount } }", token=minted["planner"])
+        await asyncio.wait_for(read, 5)
+        async with asyncio.timeout(5), feed_client(crm, minted["curator"]):
+            pass
+        deal = {"content": "a deal", "lane": "crm", "sourceType": "deal", "properties": [org]}
+        joined = (await crm.data(INGEST, {"input": deal}, minted["curator"]))["ingest"]
+        for n in range(6):
+            message = await client.message(f"w{n}")
+            assert message["type"] == "next", message
+            change = message["payload"]["data"]["watch"]
+            assert (change["change"], change["record"]["id"]) == ("JOINED", joined["id"])
 
 
 async def test_actors_narrow_the_feed_to_some_agents(crm: Gateway) -> None:

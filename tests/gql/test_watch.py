@@ -3,12 +3,13 @@ on and leaving the gather live, and a resume from a cursor with no gap."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from tests.gql._api import ADD, REMOVE, RESTORE_RECORD, RETIRE_RECORD, UPDATE, ingest, unique
 from tests.gql._edges import RETIRE as RETIRE_EDGE
 from tests.gql._edges import upsert
-from tests.gql._feed import FeedClient, feed_client
+from tests.gql._feed import FeedClient, feed_client, no_transaction_waits, watch_idly
 from tests.support import Gateway
 
 WATCH = """
@@ -145,3 +146,21 @@ async def test_typed_edges_are_not_told_as_changes(gateway: Gateway) -> None:
         # The record's own change comes; the edge's three events never did.
         assert told(await changes(client, "w", 1)) == [("CHANGED", b["id"], "b, revised")]
         await client.nothing("w", 0.3)
+
+
+async def test_watches_waiting_on_an_empty_gather_hold_no_connection(gateway: Gateway) -> None:
+    # More idle watches than the read pool (of 4 in the tests) has connections.
+    project = unique("project:")
+    async with watch_idly(gateway, None, [project], 6) as client:
+        await no_transaction_waits(gateway)
+        # Another client reads, on the compiled path and the ordinary one, and a new
+        # socket is acknowledged: none of them waits for a connection a watch holds.
+        await asyncio.wait_for(gateway.data("{ records(first: 1) { totalCount } }"), 5)
+        await asyncio.wait_for(gateway.data("{ labels { label } }"), 5)
+        async with asyncio.timeout(5), feed_client(gateway):
+            pass
+        joined = await ingest(gateway, "the first member", [project])
+        for n in range(6):
+            assert told(await changes(client, f"w{n}", 1)) == [
+                ("JOINED", joined["id"], "the first member")
+            ]
