@@ -1,15 +1,15 @@
 """What a caller may see at time T: the one rule every read takes its predicate from.
 
 A row is visible to a caller when its lane is one the caller may read (events with no
-lane concern everyone), when it held at T (a membership interval open at T; a
-correction made by T), when it is not retired at T (records: a retired record is
-absent from every current read and present, as it was, in every read at an earlier
-instant), and, for a typed edge, when the caller may read both records it joins and
+lane concern everyone), when it held at T (a membership interval open at T; a correction
+made by T), when it is not retired at T (records: a retired record is absent from every
+current read and present, as it was, in every read at an earlier instant), and, for a
+typed edge, when the caller may read both records it joins, neither is retired at T, and
 it is valid at T. The engine's hidden labels are never listed as the caller's own or as
-hyperedges. `Rule` writes each condition once, as SQL text with the row's alias and
-the placeholders of the caller's dialect: `$n` for the fixed-text statements and the
-compiled path (`store.reads.statements`), `CAST(:name AS type)` for SQLAlchemy Core (`core`), so
-the texts stay fixed per shape and every dialect reads the same predicate.
+hyperedges. `Rule` writes each condition once, as SQL text with the row's alias and the
+placeholders of the caller's dialect: `$n` for the fixed-text statements and the
+compiled path (`store.reads.statements`), `CAST(:name AS type)` for SQLAlchemy Core
+(`core`), so the texts stay fixed per shape and every dialect reads the same predicate.
 
 An event reaches a reader who may read its lane (and, for an event whose payload names
 the lane of a second record it concerns, `toLane` of a typed edge's events, that lane
@@ -206,18 +206,21 @@ class Rule:
 
     def edge(self, t: str, lanes: str, at: str | None, include_expired: bool = False) -> str:
         """SQL: a typed edge the caller may see at `at` (None: now): both its records in
-        readable lanes, valid then (`valid_at <= T < invalid_at`) and recorded by then;
-        `include_expired` also shows the edges no longer valid at T."""
-        shown = [self.edge_ends(t, lanes), self.edge_valid(t, at, include_expired)]
-        if include_expired:
-            shown.append(self.edge_ends_kept(t, at))
+        readable lanes and neither retired then, valid then (`valid_at <= T <
+        invalid_at`) and recorded by then; `include_expired` also shows the edges no
+        longer valid at T (never those to a record retired at T)."""
+        shown = [
+            self.edge_ends(t, lanes),
+            self.edge_valid(t, at, include_expired),
+            self.edge_ends_kept(t, at),
+        ]
         return " AND ".join(shown)
 
     def edge_ends_kept(self, t: str, at: str | None) -> str:
-        """SQL: neither record the edge joins is retired (now, or by `at`): an edge to a
-        forgotten record is gone from every read, the expired ones shown too. An edge
-        valid then never joins one (retiring a record retires its edges), so only a
-        read that shows expired edges asks."""
+        """SQL: neither record the edge joins is retired (now, or at `at`): an edge to a
+        forgotten record is gone from every read, whatever its own validity. Retiring a
+        record retires its live edges, but one already retired with a later `invalidAt`
+        keeps that time, so its validity alone would still show it."""
         if self.retired is None:
             return "true"
         ends = f"{_col(t, 'from_id')}, {_col(t, 'to_id')}"

@@ -3,7 +3,9 @@ the ledger, and every read leaving a retired record out now and showing it befor
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -11,8 +13,10 @@ import pytest
 from tests.conftest import GatewayFactory
 from tests.gql._api import AUDIT, GATHER, RECORD, RESTORE_RECORD, RETIRE_RECORD, UPDATE, unique
 from tests.gql._asserted import CONNECT, DISCONNECT, GROUP, UNGROUP
-from tests.gql._edges import RELATED, UPSERT, edges, ego, upsert
+from tests.gql._differential import compiled_path
+from tests.gql._edges import CONFLICTS, RELATED, RETIRE, UPSERT, edges, ego, upsert
 from tests.gql._feed import feed_client
+from tests.gql._mcp import call, over_http
 from tests.gql._policy_support import ADD, mint, without_id
 from tests.support import Gateway, assert_verified
 
@@ -286,3 +290,72 @@ async def test_retiring_a_record_retires_its_typed_edges_and_restoring_leaves_th
     again = await upsert(gateway, writer, fromId=a, toId=b, type="supports")
     assert again["id"] != out["id"]
     await assert_verified(gateway.database_url)
+
+
+@contextmanager
+def ordinary_path(gateway: Gateway) -> Iterator[None]:
+    """Every request of the block answered by strawberry, none by the compiled path."""
+    view = gateway.app.view
+    compiled, view.compiled = view.compiled, None
+    try:
+        yield
+    finally:
+        view.compiled = compiled
+
+
+async def test_an_edge_retired_for_later_is_gone_once_a_record_it_joins_is_retired(
+    env: tuple[Gateway, dict[str, str]],
+) -> None:
+    gateway, tokens = env
+    writer = tokens["writer"]
+    a, b = [await write(gateway, writer, name, []) for name in ("a3", "a4")]
+    namespace = unique("ns")
+    edge = await upsert(gateway, writer, fromId=a, toId=b, type="contradicts", namespace=namespace)
+    # Retired to stop holding tomorrow: it holds until then.
+    tomorrow = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    await gateway.data(RETIRE, {"id": edge["id"], "invalidAt": tomorrow}, writer)
+    before = now()
+    await gateway.data(RETIRE_RECORD, {"id": b, "reason": "forgotten"}, writer)
+    after = now()
+
+    async def listed() -> list[list[str]]:
+        pages = [
+            await edges(gateway, writer, namespace=namespace, includeExpired=expired, asOf=at)
+            for expired in (False, True)
+            for at in (None, after)
+        ]
+        pages.append(await edges(gateway, writer, fromId=a))
+        pages.append(await edges(gateway, writer, fromId=a[:12], includeExpired=True))
+        found = [[e["id"] for e in page["items"]] for page in pages]
+        assert [page["totalCount"] for page in pages] == [len(f) for f in found]
+        around = (await gateway.data(RELATED, {"id": a}, writer))["related"]
+        for side in ("outgoing", "incoming"):
+            assert around[side]["totalCount"] == len(around[side]["items"])
+        ends = around["outgoing"]["items"] + around["incoming"]["items"]
+        found.append([e["id"] for e in ends])
+        queue = await gateway.data(CONFLICTS, {"status": "ALL", "first": 500}, writer)
+        found.append([e["id"] for e in queue["conflicts"]["items"] if e["id"] == edge["id"]])
+        for expired in (False, True):
+            view = await ego(gateway, writer, nodes=[a], includeExpired=expired)
+            found.append([e["id"] for e in view["edges"]])
+        return found
+
+    answered = compiled_path(gateway).answered
+    assert await listed() == [[]] * 10
+    assert compiled_path(gateway).answered > answered
+    with ordinary_path(gateway):
+        assert await listed() == [[]] * 10
+    async with over_http(gateway, writer) as session:
+        assert (await call(session, "edge_list", namespace=namespace))["items"] == []
+        around = await call(session, "related", id=a)
+        assert around["outgoing"]["items"] == around["incoming"]["items"] == []
+        queue = await call(session, "conflicts", status="all", first=100)
+        assert edge["id"] not in {e["id"] for e in queue["items"]}
+    # Before its record was retired it held, as it was then; restored, it holds again
+    # until its own invalidAt (retiring the record wrote nothing to it).
+    then = await edges(gateway, writer, namespace=namespace, asOf=before)
+    assert [e["id"] for e in then["items"]] == [edge["id"]]
+    await gateway.data(RESTORE_RECORD, {"id": b}, writer)
+    back = await edges(gateway, writer, namespace=namespace)
+    assert [e["id"] for e in back["items"]] == [edge["id"]]
+    assert (await edges(gateway, writer, namespace=namespace, asOf=after))["items"] == []

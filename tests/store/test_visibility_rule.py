@@ -121,16 +121,23 @@ def test_each_slot_renders_its_predicate() -> None:
     assert RULE.correction("c", "$1", "$2") == "c.lane = ANY($1) AND c.at <= $2"
     assert RULE.shown_label("m.label") == "m.label <> 'e_adjustment'"
     assert RULE.caller_label("x.p->>0") == "left(x.p->>0, 2) <> 'e_'"
-    assert RULE.edge("g", "$1", "$2") == (
-        "g.lane = ANY($1) AND g.to_lane = ANY($1) AND g.valid_at <= $2 AND g.created_at <= $2 "
-        "AND (g.invalid_at IS NULL OR $2 < g.invalid_at)"
-    )
-    assert RULE.edge("g", "$1", "$2", include_expired=True) == (
-        "g.lane = ANY($1) AND g.to_lane = ANY($1) AND g.valid_at <= $2 AND g.created_at <= $2 "
+    ends_kept_at = (
         "AND NOT EXISTS (SELECT 1 FROM unnest(ARRAY[g.from_id, g.to_id]) AS x_(id) "
         "CROSS JOIN LATERAL (SELECT v_.state FROM ledger v_ WHERE v_.kind = 'record' "
         "AND v_.object_id = x_.id AND v_.at <= $2 ORDER BY v_.version DESC LIMIT 1) v_ "
         "WHERE NOT (v_.state->'retired' IS NULL))"
+    )
+    assert RULE.edge("g", "$1", "$2") == (
+        "g.lane = ANY($1) AND g.to_lane = ANY($1) AND g.valid_at <= $2 AND g.created_at <= $2 "
+        "AND (g.invalid_at IS NULL OR $2 < g.invalid_at) " + ends_kept_at
+    )
+    assert RULE.edge("g", "$1", "$2", include_expired=True) == (
+        "g.lane = ANY($1) AND g.to_lane = ANY($1) AND g.valid_at <= $2 AND g.created_at <= $2 "
+        + ends_kept_at
+    )
+    assert RULE.edge("g", "$1", None).endswith(
+        "AND NOT EXISTS (SELECT 1 FROM records x_ WHERE x_.id IN (g.from_id, g.to_id) "
+        "AND x_.retired_at IS NOT NULL)"
     )
     assert RULE.edge("g", "$1", None, include_expired=True).endswith(
         "AND NOT EXISTS (SELECT 1 FROM records x_ WHERE x_.id IN (g.from_id, g.to_id) "
@@ -223,22 +230,28 @@ async def test_a_typed_edge_is_visible_while_valid_and_recorded(conn: Connection
     assert now == {"open", "later", "recorded_later"}
 
 
-async def test_an_edge_to_a_retired_record_is_gone_expired_ones_shown_too(
-    conn: Connection,
-) -> None:
+async def retired_at_t(conn: Connection) -> None:
+    """The record 'sr_gone' (in the module's own database): written at T0, retired at T."""
     await conn.execute(
         "INSERT INTO records (id, lane, source_type, authority, content, properties, version, "
         "created_at, updated_at, created_by, ledger_hash, retired_at) VALUES ('sr_gone', "
-        "'notes', 'conversational', 'conversational', '', '[]', 2, $1, $2, 'dev', '', $2)",
+        "'notes', 'conversational', 'conversational', '', '[]', 2, $1, $2, 'dev', '', $2) "
+        "ON CONFLICT DO NOTHING",
         T0,
         T,
     )
-    # Its versions: written at T0, retired at T.
     await conn.executemany(
         "INSERT INTO ledger (kind, object_id, version, event, actor, at, policy_version, state, "
-        "hash) VALUES ('record', 'sr_gone', $1, $2, 'dev', $3, 1, $4::jsonb, '')",
+        "hash) VALUES ('record', 'sr_gone', $1, $2, 'dev', $3, 1, $4::jsonb, '') "
+        "ON CONFLICT DO NOTHING",
         [(1, "sr_ingested", T0, '{"content": ""}'), (2, "sr_retired", T, '{"retired": {}}')],
     )
+
+
+async def test_an_edge_to_a_retired_record_is_gone_expired_ones_shown_too(
+    conn: Connection,
+) -> None:
+    await retired_at_t(conn)
     await conn.execute("UPDATE things SET from_id = 'sr_gone' WHERE id = 'retired_before'")
     notes = ["notes"]
     shown = RULE.edge("t", "$1::text[]", "$2", include_expired=True)
@@ -251,6 +264,28 @@ async def test_an_edge_to_a_retired_record_is_gone_expired_ones_shown_too(
     assert "retired_before" not in await ids(conn, now, notes)
     unslotted = Rule(retired=None).edge("t", "$1::text[]", None, include_expired=True)
     assert "retired_before" in await ids(conn, unslotted, notes)
+
+
+async def test_an_edge_to_a_retired_record_is_gone_whatever_its_own_validity(
+    conn: Connection,
+) -> None:
+    await retired_at_t(conn)
+    # Valid for ever, and valid until after T (a retirement with a later invalidAt):
+    # either way, one of its records is retired at T.
+    await conn.execute("UPDATE things SET from_id = 'sr_gone' WHERE id = 'open'")
+    await conn.execute("UPDATE things SET to_id = 'sr_gone' WHERE id = 'retired_after'")
+    notes = ["notes"]
+    before = T - timedelta(hours=1)
+    for expired in (False, True):
+        shown = RULE.edge("t", "$1::text[]", "$2", include_expired=expired)
+        assert {"open", "retired_after"} <= await ids(conn, shown, notes, before)
+        for at in (T, AFTER):
+            assert not {"open", "retired_after"} & await ids(conn, shown, notes, at)
+        now = RULE.edge("t", "$1::text[]", None, include_expired=expired)
+        assert "open" not in await ids(conn, now, notes)
+        assert await ids(conn, shown, notes, T) == await core_ids(
+            conn, RULE.edge("things", CORE_LANES, CORE_AT, expired), lanes=notes, as_of=T
+        )
 
 
 async def test_hidden_and_engine_labels(conn: Connection) -> None:
