@@ -105,7 +105,8 @@ class IntakeReport:
         description="Files found under a new path with the same content: each kept its record."
     )
     removed: list[str] = strawberry.field(
-        description="Paths of files gone from the folder: their records and parts retired."
+        description="Paths of files gone from the folder (of the range the call is "
+        "complete for): their records and parts retired."
     )
     retired: int = strawberry.field(description="Records retired (of removed files and parts).")
     skipped: list[IntakeSkipped] = strawberry.field(description="Files not read, each with why.")

@@ -13,6 +13,7 @@ from graphql import DocumentNode, FieldNode, GraphQLError, Node
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gql.errors import refusal_response
+from store.intake.sources import IN_PARTS
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
 # ingestMany takes at most 1000 records, and no other list argument is longer.
@@ -57,7 +58,8 @@ def check_variables(variables: object) -> None:
                 raise RequestLimitError(
                     f"a list in the variables has {len(value):,} items; lists may hold at "
                     f"most {MAX_LIST_ITEMS} (ingestMany takes at most {MAX_LIST_ITEMS} records "
-                    "per call), so split the work into smaller calls",
+                    "per call), so split the work into smaller calls (a folder for "
+                    f"intakeFolder: {IN_PARTS})",
                     details={"maxListItems": MAX_LIST_ITEMS},
                 )
             pending.extend(value)

@@ -25,11 +25,12 @@ from policies.properties import Property
 from store.errors import NotFoundError
 from store.ids import ADJUSTMENT, CONNECT, GROUP
 from store.intake.run import DEFAULT_FOLDER, Intake
-from store.intake.sources import SentSource
+from store.intake.sources import IN_PARTS, Covered, SentSource
 from store.kinds.correction.commands import Correct
 from store.kinds.policy.commands import ApplyPolicy
 from store.kinds.record import asserted, asserted_commands, commands, retire
 from store.ledger.command import Command
+from store.limits import MAX_BATCH
 
 
 def _arg(text: str) -> Any:
@@ -279,7 +280,8 @@ class Mutation(EdgeMutation):
     @strawberry.mutation(
         description="Build or refresh memory from a folder's files, as `edgeloom intake` does: "
         "one record for the folder, one per file and per part, detected edges; a file the "
-        "policy refuses is reported and the others are written."
+        "policy refuses is reported and the others are written. A file the call does not "
+        "send is left as it is, unless the call says it is complete for its path (`complete`)."
     )
     async def intake_folder(
         self,
@@ -298,8 +300,33 @@ class Mutation(EdgeMutation):
                 f"(default '{DEFAULT_FOLDER}'); the CLI uses the folder's own name."
             ),
         ] = None,
+        complete: Annotated[
+            bool | None,
+            _arg(
+                "True: the files sent are every file of the folder (of the range "
+                "`pathsAfter`..`pathsThrough` when given), so the folder's files of that "
+                "range not sent are retired, as the CLI's walk retires removed files. False "
+                f"(the default): nothing not sent is retired. Over {MAX_BATCH:,} files: "
+                f"{IN_PARTS}."
+            ),
+        ] = False,
+        paths_after: Annotated[
+            str | None,
+            _arg(
+                "With complete: the range starts after this path (code point order); the "
+                "previous part's last path."
+            ),
+        ] = None,
+        paths_through: Annotated[
+            str | None,
+            _arg(
+                "With complete: the range ends at this path, included; this part's last "
+                "path (none for the last part: to the end)."
+            ),
+        ] = None,
     ) -> IntakeReport:
-        source = SentSource([f.to_domain() for f in files])
+        covered = Covered(bool(complete), paths_after, paths_through)
+        source = SentSource([f.to_domain() for f in files], covered)
         ctx = info.context
         version = await ctx.policy()
         async with ctx.read() as (db, _):

@@ -24,7 +24,9 @@ read; one whose content hash matches gets only its record's modified time moved 
 new version of its `modified` label alone), so the next run does not read it again; a
 changed file gets a new version of its record and its parts are updated, added or
 retired; a file whose content moved to a new path keeps its record; a removed file's
-records are retired.
+records are retired. A file is removed when the source covers its path but does not list
+it (`Source.covers`): a folder's walk covers every path, a call sending files only the
+range it says it is complete for.
 """
 
 from __future__ import annotations
@@ -190,7 +192,11 @@ class Intake:
         report.files = len(kept) + len(read)
         report.unchanged = len(kept)
         listed = {f.path for f in listing.files} | {s.path for s in listing.skipped}
-        gone = {p: d for p, d in state.files.items() if p not in listed}
+        unlisted = {p: d for p, d in state.files.items() if p not in listed}
+        gone = {p: d for p, d in unlisted.items() if self.source.covers(p)}
+        # What the source does not speak for stays as it is, and is part of the folder
+        # its edges are detected over.
+        kept |= {p: d for p, d in unlisted.items() if p not in gone}
         moves = self._moves(read, state, gone)
         removed = sorted(p for p in gone if p not in {d.meta.path for d in moves.values()})
         stored = None if state.folder is None else summary_of(state.folder)

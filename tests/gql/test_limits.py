@@ -12,6 +12,7 @@ import pytest
 from gql.auth import NO_TOKEN
 from gql.limits import DEFAULT_MAX_FIELDS, MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
 from gql.schema import MAX_VALIDATION_WORK
+from store.intake.sources import IN_PARTS
 from tests.conftest import GatewayFactory
 from tests.gql._api import INGEST_MANY
 from tests.gql._policy_support import mint
@@ -95,7 +96,8 @@ async def test_a_list_over_the_batch_size_is_refused_before_coercion(crm: Gatewa
     [error] = response.json()["errors"]
     assert error["message"] == (
         "a list in the variables has 100,000 items; lists may hold at most 1000 "
-        "(ingestMany takes at most 1000 records per call), so split the work into smaller calls"
+        "(ingestMany takes at most 1000 records per call), so split the work into smaller calls "
+        f"(a folder for intakeFolder: {IN_PARTS})"
     )
     assert no_request_id(error)["extensions"] == {
         "code": "BAD_USER_INPUT",

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from store.errors import InvalidInputError
-from store.intake.sources import SentFile, SentSource
+from store.intake.sources import IN_PARTS, SentFile, SentSource
 from store.limits import MAX_BATCH, MAX_CONTENT_CHARS
 from tests.conftest import GatewayFactory
+from tests.gql._api import unique
 from tests.gql._policy_support import mint
 from tests.intake._folder import write_folder
 from tests.intake.test_cli_intake import POLICY, intake, records
@@ -26,8 +27,10 @@ REPORT = """
   unresolved { path line target reason } linksSkipped { reason count } refreshed pending
 """
 INTAKE = f"""
-mutation($lane: String!, $files: [FileInput!]!, $dryRun: Boolean, $folder: String) {{
-  intakeFolder(lane: $lane, files: $files, dryRun: $dryRun, folder: $folder) {{ {REPORT} }}
+mutation($lane: String!, $files: [FileInput!]!, $dryRun: Boolean, $folder: String,
+         $complete: Boolean, $pathsAfter: String, $pathsThrough: String) {{
+  intakeFolder(lane: $lane, files: $files, dryRun: $dryRun, folder: $folder, complete: $complete,
+               pathsAfter: $pathsAfter, pathsThrough: $pathsThrough) {{ {REPORT} }}
 }}
 """
 MADE = re.compile(r"\b(?:sr|fo|fi)_[0-9a-f]{32}\b")
@@ -133,14 +136,16 @@ async def test_limits_and_paths_are_refused_naming_what_is_allowed(gateway: Gate
     [error] = body["errors"]
     # The gateway's own list limit, that of ingestMany, names it first.
     assert f"lists may hold at most {MAX_BATCH} (ingestMany takes at most" in error["message"]
+    # And how to send a larger folder without losing any of it.
+    assert f"(a folder for intakeFolder: {IN_PARTS})" in error["message"]
     assert error["extensions"]["code"] == "BAD_USER_INPUT"
     # And intake's own, for any other way in.
     with pytest.raises(InvalidInputError) as refused:
         SentSource([SentFile(f"{n}.md", "x") for n in range(MAX_BATCH + 1)])
     assert refused.value.message == (
-        f"intakeFolder takes at most {MAX_BATCH} files per call (got {MAX_BATCH + 1}); "
-        "send the folder in several calls"
+        f"intakeFolder takes at most {MAX_BATCH} files per call (got {MAX_BATCH + 1}); {IN_PARTS}"
     )
+    assert "complete: true" in IN_PARTS
     assert refused.value.allowed == MAX_BATCH
     big = {"path": "big.txt", "content": "x" * (MAX_CONTENT_CHARS + 1)}
     body = await gateway.post(INTAKE, {"lane": "default", "files": [big]})
@@ -196,3 +201,73 @@ async def test_a_policy_refusal_names_the_file_and_what_is_allowed(
     [error] = body["errors"]
     assert error["message"] == "agent 'reader' may not write to lane 'notes'; writable lanes: []"
     assert error["extensions"]["code"] == "FORBIDDEN"
+
+
+async def dev_send(gateway: Gateway, files: list[dict[str, Any]], **kw: Any) -> Any:
+    """`intakeFolder` on the development gateway's open lane; the report."""
+    variables = {"lane": "default", "files": files, **kw}
+    return (await gateway.data(INTAKE, variables))["intakeFolder"]
+
+
+async def test_a_sent_file_holding_nul_is_skipped_as_binary_as_the_cli_skips_it(
+    gateway: Gateway,
+) -> None:
+    files = [
+        {"path": "a.md", "content": "# A\n"},
+        {"path": "image.png", "content": "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"},
+    ]
+    report = await dev_send(gateway, files, folder=unique("nul"))
+    assert report["created"] == ["a.md"]
+    assert report["skipped"] == [{"path": "image.png", "reason": "binary"}]
+    assert report["refused"] == []
+
+
+def part_files(*paths: str) -> list[dict[str, Any]]:
+    return [{"path": p, "content": f"# {p}\nsee [the first](../part1/f0.md)\n"} for p in paths]
+
+
+async def test_a_call_retires_only_what_it_says_it_is_complete_for(gateway: Gateway) -> None:
+    folder = unique("parts")
+    first = await dev_send(
+        gateway, part_files("part1/f0.md", "part1/f1.md", "part1/f2.md"), folder=folder
+    )
+    assert len(first["created"]) == 3
+    # A second part of the same folder: the first part is left as it is, and is still
+    # the folder its links resolve in.
+    second = await dev_send(
+        gateway, part_files("part2/f0.md", "part2/f1.md", "part2/f2.md"), folder=folder
+    )
+    assert second["created"] == ["part2/f0.md", "part2/f1.md", "part2/f2.md"]
+    assert second["removed"] == [] and second["retired"] == 0
+    assert second["unresolved"] == []
+    # The folder again, in two complete parts of a path range each, one file gone from
+    # each: each part retires what its range lost, and nothing of the other's.
+    parts = [
+        ({"pathsThrough": "part1/f2.md"}, ["part1/f0.md", "part1/f2.md"], "part1/f1.md"),
+        ({"pathsAfter": "part1/f2.md"}, ["part2/f0.md", "part2/f1.md"], "part2/f2.md"),
+    ]
+    for bounds, paths, gone in parts:
+        done = await dev_send(gateway, part_files(*paths), folder=folder, complete=True, **bounds)
+        assert done["removed"] == [gone] and done["unchanged"] == 2
+    # One complete call for the whole folder retires every file it does not send.
+    whole = await dev_send(gateway, part_files("part1/f0.md"), folder=folder, complete=True)
+    assert whole["removed"] == ["part1/f2.md", "part2/f0.md", "part2/f1.md"]
+
+    body = await gateway.post(
+        INTAKE,
+        {
+            "lane": "default",
+            "folder": folder,
+            "files": part_files("part2/f0.md"),
+            "complete": True,
+            "pathsThrough": "part1/f2.md",
+        },
+    )
+    [error] = body["errors"]
+    assert error["message"] == (
+        "file path 'part2/f0.md' is outside this call's range (paths up to 'part1/f2.md'); "
+        "send it in the call whose range holds it"
+    )
+    assert error["extensions"]["code"] == "BAD_USER_INPUT"
+    body = await gateway.post(INTAKE, {"lane": "default", "files": [], "pathsAfter": "a.md"})
+    assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
