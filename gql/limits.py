@@ -58,7 +58,7 @@ def check_variables(variables: object) -> None:
                 raise RequestLimitError(
                     f"a list in the variables has {len(value):,} items; lists may hold at "
                     f"most {MAX_LIST_ITEMS} (ingestMany takes at most {MAX_LIST_ITEMS} records "
-                    "per call), so split the work into smaller calls (a folder for "
+                    "per call), so split the work into smaller calls (for "
                     f"intakeFolder: {IN_PARTS})",
                     details={"maxListItems": MAX_LIST_ITEMS},
                 )

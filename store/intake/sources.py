@@ -53,7 +53,7 @@ class SentFile:
 
 # How to send a folder of more files than one call takes, in every refusal that says so.
 IN_PARTS = (
-    f"send it in calls of at most {MAX_BATCH} files taken in path order, each with "
+    f"send the folder in calls of at most {MAX_BATCH} files taken in path order, each with "
     "complete: true, pathsAfter: the previous call's last path (none for the first call) "
     "and pathsThrough: its own last path (none for the last call); each call then retires "
     "the files of its range it does not send, and none of the others"

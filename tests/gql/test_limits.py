@@ -97,7 +97,7 @@ async def test_a_list_over_the_batch_size_is_refused_before_coercion(crm: Gatewa
     assert error["message"] == (
         "a list in the variables has 100,000 items; lists may hold at most 1000 "
         "(ingestMany takes at most 1000 records per call), so split the work into smaller calls "
-        f"(a folder for intakeFolder: {IN_PARTS})"
+        f"(for intakeFolder: {IN_PARTS})"
     )
     assert no_request_id(error)["extensions"] == {
         "code": "BAD_USER_INPUT",

@@ -137,7 +137,7 @@ async def test_limits_and_paths_are_refused_naming_what_is_allowed(gateway: Gate
     # The gateway's own list limit, that of ingestMany, names it first.
     assert f"lists may hold at most {MAX_BATCH} (ingestMany takes at most" in error["message"]
     # And how to send a larger folder without losing any of it.
-    assert f"(a folder for intakeFolder: {IN_PARTS})" in error["message"]
+    assert f"(for intakeFolder: {IN_PARTS})" in error["message"]
     assert error["extensions"]["code"] == "BAD_USER_INPUT"
     # And intake's own, for any other way in.
     with pytest.raises(InvalidInputError) as refused:
