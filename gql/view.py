@@ -15,11 +15,12 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
-from strawberry.exceptions import ConnectionRejectionError
+from strawberry.exceptions import ConnectionRejectionError, MissingQueryError
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
-from strawberry.schema.exceptions import InvalidOperationTypeError
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types import ExecutionResult
+from strawberry.types.graphql import OperationType
 
 from gql import lsn, over_http
 from gql.auth import authorize, socket_authorization
@@ -40,6 +41,12 @@ from store.errors import NoPolicyError
 from store.kinds.policy import in_force as policy_store
 from store.ledger.executor import COMPLETED_WRITES
 from store.reads.replicas import Freshness
+
+SUBSCRIPTION_OVER_HTTP = (
+    "subscriptions are served over WebSocket, at this same path with the protocol "
+    "graphql-transport-ws (send the token in the connection_init payload); over HTTP "
+    "send queries and mutations only"
+)
 
 
 class GraphQLView(GraphQL[Context, None]):
@@ -227,15 +234,30 @@ class GraphQLView(GraphQL[Context, None]):
         root_value: None,
         request_data: GraphQLRequestData,
     ) -> ExecutionResult:
+        # Strawberry allows subscriptions over HTTP for its multipart protocol, which this
+        # view does not serve: run as a query, one would fail as an internal error.
+        allowed = OperationType.from_http(request_adapter.method) - {OperationType.SUBSCRIPTION}
         try:
-            return await super().execute_single(
-                request, request_adapter, sub_response, context, root_value, request_data
+            return await self.schema.execute(
+                request_data.query,
+                root_value=root_value,
+                variable_values=request_data.variables,
+                context_value=context,
+                operation_name=request_data.operation_name,
+                allowed_operation_types=allowed,
+                operation_extensions=request_data.extensions,
             )
-        except HTTPException as exc:
-            if isinstance(exc.__cause__, InvalidOperationTypeError):
-                # A mutation over GET: the method is what is wrong (GraphQL over HTTP).
-                raise HTTPException(405, exc.reason) from exc
-            raise
+        except CannotGetOperationTypeError as exc:
+            raise HTTPException(400, exc.as_http_error_reason()) from exc
+        except InvalidOperationTypeError as exc:
+            if exc.operation_type is OperationType.SUBSCRIPTION:
+                raise RequestLimitError(
+                    SUBSCRIPTION_OVER_HTTP, 400, {"protocol": GRAPHQL_TRANSPORT_WS_PROTOCOL}
+                ) from exc
+            # A mutation over GET: the method is what is wrong (GraphQL over HTTP).
+            raise HTTPException(405, exc.as_http_error_reason(request_adapter.method)) from exc
+        except MissingQueryError as exc:
+            raise HTTPException(400, "No GraphQL query found in the request") from exc
 
     async def process_result(
         self, request: Request, result: ExecutionResult

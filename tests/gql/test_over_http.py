@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gql.view import SUBSCRIPTION_OVER_HTTP
+from tests.conftest import DEV, GatewayFactory
 from tests.gql._node import node_or_skip
-from tests.support import Gateway
+from tests.support import Gateway, without_request_ids
 
 AUDIT = """
 const { serverAudits } = require('graphql-http');
@@ -119,3 +122,38 @@ async def test_mutations_over_get_and_other_methods_are_405_as_json(gateway: Gat
         assert response.headers["allow"] == "GET, POST"
         assert response.headers["content-type"].startswith("application/json")
         assert method in response.json()["errors"][0]["message"]
+
+
+SUBSCRIPTIONS = (
+    ("subscription { auditEvents { cursor } }", {}),
+    (
+        "subscription Resume($after: String) { auditEvents(after: $after) { cursor } }",
+        {"after": "0"},
+    ),
+    ('subscription { watch(match: ["topic:none"], initial: true) { change cursor } }', {}),
+)
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "ordinary"])
+async def test_a_subscription_over_http_is_refused_naming_the_websocket(
+    start_gateway: GatewayFactory, compiled: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    gateway = await start_gateway(anonymous_agent=DEV, compiled_path=compiled)
+    with caplog.at_level(logging.WARNING):
+        for query, variables in SUBSCRIPTIONS:
+            for method in ("POST", "GET"):
+                asked = {"query": query, "variables": variables}
+                if method == "POST":
+                    response = await gateway.client.post(gateway.graphql_url, json=asked)
+                else:
+                    params = {"query": query, "variables": json.dumps(variables)}
+                    response = await gateway.client.get(
+                        gateway.graphql_url, params=params, headers={"accept": "application/json"}
+                    )
+                assert response.status_code == 400, (method, query, response.text)
+                [error] = without_request_ids(response.json())["errors"]
+                assert error == {
+                    "message": SUBSCRIPTION_OVER_HTTP,
+                    "extensions": {"code": "BAD_USER_INPUT", "protocol": "graphql-transport-ws"},
+                }, (method, query)
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == [], caplog.text
