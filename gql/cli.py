@@ -37,6 +37,7 @@ from store.operations import backup, checkpoints, signing, tokens
 from store.operations.migrate import migrate
 from store.operations.verify import verify
 from store.pool import connect, create_pool
+from store.printable import printable
 from store.reads.replicas import ReplicaOptions, read_urls
 from store.reads.snapshot import Snapshot
 
@@ -277,9 +278,9 @@ async def _run(args: argparse.Namespace) -> int:
             where = key_path(args)
             sealer = signing.load(where, signing.memory_of(database.url))
             if sealer is None:
-                print(f"export not signed: no checkpoint key at {where}")
+                print(f"export not signed: no checkpoint key at {printable(where)}")
             done = await backup.export(database.url, args.file, ProgressBar("export"), sealer)
-            print(f"exported {_counted(done.counts)} to {args.file}")
+            print(f"exported {_counted(done.counts)} to {printable(args.file)}")
             return 0
         if args.command == "import":
             # A key that exists before the import checks the file's signatures; one made
@@ -316,7 +317,7 @@ async def _run(args: argparse.Namespace) -> int:
             where = key_path(args)
             signer = signing.load(where, signing.memory_of(database.url))
             if signer is None:
-                print(f"checkpoint signatures not checked: no checkpoint key at {where}")
+                print(f"checkpoint signatures not checked: no checkpoint key at {printable(where)}")
             report = await verify(database.url, signer)
             for problem in report.problems:
                 print(problem)
@@ -335,7 +336,7 @@ async def _run(args: argparse.Namespace) -> int:
 async def _intake(args: argparse.Namespace, url: str) -> int:
     root = Path(args.path)
     if not root.is_dir():
-        print(f"edgeloom: {root} is not a folder", file=sys.stderr)
+        print(f"edgeloom: {printable(root)} is not a folder", file=sys.stderr)
         return 2
     name = args.folder or root.resolve().name
     # One connection for the reads, the others for the files written at once.
@@ -437,7 +438,7 @@ def _serve(args: argparse.Namespace) -> int:
             policy_yaml = args.policy.read_text(encoding="utf-8")
         except OSError as exc:
             print(
-                f"edgeloom: cannot read policy file '{args.policy}': {exc.strerror}",
+                f"edgeloom: cannot read policy file '{printable(args.policy)}': {exc.strerror}",
                 file=sys.stderr,
             )
             return 2
@@ -601,7 +602,7 @@ def _policy_line(in_force: PolicyVersion, path: Path | None, given: str | None) 
     if in_force.yaml == DEV_POLICY_YAML:
         origin = "the development policy"
     elif path is not None and in_force.yaml == given:
-        origin = f"from {path}"
+        origin = f"from {printable(path)}"
     else:
         origin = "applied earlier, by applyPolicy or serve --policy"
     at = in_force.applied_at.strftime("%Y-%m-%d %H:%M:%S %Z")

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from store.errors import StoreError
+from store.printable import printable
 
 DEFAULT_DATA_DIR = Path(".edgeloom") / "pgdata"
 NO_EMBEDDED = (
@@ -38,7 +39,7 @@ class Database:
     @property
     def description(self) -> str:
         if self.embedded is not None:
-            return f"embedded PostgreSQL in {self.embedded.pgdata}"
+            return f"embedded PostgreSQL in {printable(self.embedded.pgdata)}"
         parts = urlsplit(self.url)
         host = parts.hostname or "local socket"
         return f"PostgreSQL at {host}:{parts.port or 5432}{parts.path}"

@@ -9,6 +9,7 @@ from store.errors import BatchItemError
 from store.intake.detect import DETECTORS, MDLINK, WIKILINK
 from store.intake.resolve import Unresolved
 from store.intake.walk import Skipped
+from store.printable import printable
 
 
 def refusal(exc: Exception) -> str:
@@ -54,7 +55,8 @@ class IntakeReport:
     interrupted: bool = False  # stopped before every file was written
 
     def summary(self) -> list[str]:
-        """The lines the CLI prints at the end."""
+        """The lines the CLI prints at the end, each one line of printable text (a file
+        name, a link's target or a message may hold anything)."""
         would = "would be " if self.dry_run else ""
         lines = [
             f"{'dry run: ' if self.dry_run else ''}folder '{self.folder}' in lane '{self.lane}': "
@@ -83,7 +85,7 @@ class IntakeReport:
         lines += [f"not written: {p}" for p in self.pending]
         if self.interrupted:
             lines.append("interrupted: the files above were written whole; run again to complete")
-        return lines
+        return [printable(line) for line in lines]
 
     def links_line(self) -> str:
         """Every link found, accounted for: an edge, unresolved, or skipped and why."""

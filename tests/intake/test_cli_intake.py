@@ -202,3 +202,51 @@ async def test_a_folder_becomes_records_and_reruns_write_only_changes(
     file_id = props(runbook, "file_id")
     parts = [r for r in await records(gateway, token) if props(r, "file_id") == file_id]
     assert sorted(r["content"] for r in parts if props(r, "part")) == ["# Runbook\nShort now.\n"]
+
+
+CLOSED_PATHS = """
+lanes:
+  notes:
+    source_types:
+      documentary:
+        authority: documentary
+        allowed_labels:
+          [folder, folder_id, file_id, { label: path, values: [a.md] }, size, modified,
+           sha256, part, offset]
+agents:
+  writer: { read: [notes], write: [notes] }
+"""
+# Retitles the terminal and clears the screen; the other splits a line in two.
+HOSTILE = ("x\x1b]0;pwned\x07\x1b[2J.md", "new\nline.md")
+
+
+def printed_whole(text: str) -> None:
+    """No terminal control sequence, and no line broken by a name."""
+    assert "\x1b" not in text and "\x07" not in text, text
+    for line in text.splitlines():
+        assert line.startswith(("refused: ", "edgeloom: ", "folder ", "records ", "files ",
+                                "edges ", "links ")), line  # fmt: skip
+
+
+async def test_every_file_name_printed_is_escaped(
+    start_gateway: GatewayFactory, tmp_path: Path
+) -> None:
+    gateway = await start_gateway(policy_yaml=CLOSED_PATHS)
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n")
+    for name in HOSTILE:
+        (folder / name).write_text("# hostile\n")
+    status, out, err = await intake(gateway.database_url, folder)
+    assert status == 0, (out, err)
+    printed_whole(out + err)
+    refused = sorted(line for line in out.splitlines() if line.startswith("refused: "))
+    assert [line.split(": ")[1] for line in refused] == [
+        "new\\nline.md",
+        "x\\x1b]0;pwned\\x07\\x1b[2J.md",
+    ], out
+    # A path named on the command line is printed escaped too.
+    status, out, err = await intake(gateway.database_url, folder / HOSTILE[0])
+    assert status == 2
+    printed_whole(out + err)
+    assert "x\\x1b]0;pwned\\x07\\x1b[2J.md is not a folder" in err, err
