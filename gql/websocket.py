@@ -205,6 +205,15 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     """Closes the socket with 4400 on a malformed message; refuses oversized variables;
     an acknowledged connection leaves the caps on unauthenticated ones (gql.sockets)."""
 
+    # Set once an operation found the socket's credentials gone and the gateway closes it.
+    closing = False
+
+    async def send_message(self, message: Message) -> None:
+        # The socket's other operations (and its pings) may still be running when the
+        # gateway closes it; what they would send after the close is dropped, not an error.
+        if not self.closing:
+            await super().send_message(message)
+
     async def handle_connection_init(self, message: ConnectionInitMessage) -> None:
         await super().handle_connection_init(message)
         if self.connection_acknowledged and isinstance(self.websocket, ASGIWebSocketAdapter):
@@ -220,13 +229,14 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 operation.query,
                 operation.variables,
                 operation.operation_name,
-                lambda: not operation.completed,
+                lambda: not (operation.completed or self.closing),
             )
         )
         end = SocketEnd()
         current_socket_end.set(end)
         await super().run_operation(operation)
-        if end.code is not None:
+        if end.code is not None and not self.closing:
+            self.closing = True
             await self.websocket.close(code=end.code, reason=end.reason)
 
     async def handle_message(self, message: Message) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -289,6 +290,36 @@ async def test_a_revocation_nobody_notified_still_ends_the_subscription(
         await engine.dispose()
     assert no_request_id(error)["extensions"] == {"code": "UNAUTHENTICATED"}
     assert code == 4403
+
+
+async def test_a_socket_the_gateway_closes_on_revocation_logs_no_error(
+    start_gateway: GatewayFactory, crm_yaml: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Closing a socket whose token was revoked is the gateway's decision, not a failure:
+    its other operations, still running when it closes, end without an error line."""
+    from gql.feed_hub import FeedOptions
+    from store.database import create_engine
+    from store.operations import tokens
+
+    gateway = await start_gateway(policy_yaml=crm_yaml, feed=FeedOptions(token_recheck_seconds=0.3))
+    engine = create_engine(gateway.database_url, pool_size=1)
+    try:
+        info, secret = await tokens.create(engine, "planner")
+        with caplog.at_level(logging.WARNING):
+            async with feed_client(gateway, secret) as client:
+                after = await newest_cursor(gateway)
+                for op in ("a", "b", "c"):
+                    await client.subscribe(op, after=after)
+                note = await ingest_note(gateway, secret, "before revocation")
+                for op in ("a", "b", "c"):
+                    assert (await client.event(op))["recordId"] == note["id"]
+                await tokens.revoke(engine, info.id)
+                code, _ = await asyncio.wait_for(client.closed, 5)
+            await asyncio.sleep(0.5)  # what the server logs after the close
+    finally:
+        await engine.dispose()
+    assert code == 4403
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == [], caplog.text
 
 
 async def test_revoking_one_token_ends_only_its_subscription_and_the_rest_stay_direct(
