@@ -13,10 +13,10 @@ from gql.dashboard import dashboard_routes
 from gql.frames import keep_raw_send
 from gql.front import Front
 from gql.graphiql import STATIC_PATH, static_app
+from gql.hosts import HostCheck, Hosts
 from gql.landing import landing_route
 from gql.lifespan import lifespan
 from gql.limits import BodySizeLimit
-from gql.loopback import LoopbackOnly
 from gql.mcp.http import PATH as MCP_PATH
 from gql.mcp.http import McpEndpoint
 from gql.metrics import Metrics, metrics_route, multiprocess_dir
@@ -75,8 +75,9 @@ class GatewayApp:
         )
         self.sockets = SocketLimits(app, fitted(caps, open_files_limit()))
         app = self.sockets
-        if settings.anonymous_agent is not None:
-            app = LoopbackOnly(app)  # refused before anything is read
+        development = settings.anonymous_agent is not None
+        # Refused before anything is read, in every mode (DNS rebinding).
+        app = HostCheck(app, Hosts(settings.allowed_hosts, development))
         # Outermost: every request's note, security headers, log line and metrics.
         self._app = Front(app, metrics.request_done)
 

@@ -21,8 +21,8 @@ import asyncpg
 from sqlalchemy.exc import DBAPIError
 
 from gql import token_commands
+from gql.hosts import ALLOWED_HOSTS_VARIABLE, allowed_hosts, is_loopback
 from gql.listen import listen_problem
-from gql.loopback import is_loopback
 from gql.progress import ProgressBar
 from policies.errors import PolicyError
 from policies.loader import DEV_POLICY_YAML, load_policy
@@ -123,6 +123,16 @@ def _parser() -> argparse.ArgumentParser:
         "are small, and compressing each frame costs more CPU than it saves on a fast network)",
     )
     serve.add_argument("--new-checkpoint-key", action="store_true", help=NEW_KEY_HELP)
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name clients and pages address the gateway by, besides the one it listens "
+        "on, loopback names and IP addresses (repeatable; also "
+        f"{ALLOWED_HOSTS_VARIABLE}=NAME,NAME); requests for other names are refused (DNS "
+        "rebinding)",
+    )
     serve.add_argument(
         "--workers",
         type=int,
@@ -464,6 +474,11 @@ def _serve(args: argparse.Namespace) -> int:
         checkpoint_key=key_path(args),
         new_checkpoint_key=args.new_checkpoint_key,
         request_log=args.log_level in ("debug", "info"),
+        allowed_hosts=(
+            args.host,
+            *args.allowed_host,
+            *allowed_hosts(os.environ.get(ALLOWED_HOSTS_VARIABLE)),
+        ),
         **{name: getattr(args, name) for name in SOCKET_OPTIONS if getattr(args, name) is not None},
     )
     problem, in_force = asyncio.run(_start(database, settings, exposed=not loopback))

@@ -42,7 +42,7 @@ from starlette.responses import Response
 
 from gql.auth import authorize
 from gql.errors import refusal_response
-from gql.loopback import is_loopback
+from gql.hosts import is_loopback
 from gql.observe import RequestNote
 from gql.session import Services, policy_in_force
 

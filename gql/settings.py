@@ -24,6 +24,10 @@ class Settings:
     policy_source: str = "policy"
     # The agent a request without a token acts as; only ever set for loopback.
     anonymous_agent: str | None = None
+    # Host names a gateway with a policy answers besides loopback names and IP addresses
+    # (serve: the name it listens on, --allowed-host, EDGELOOM_ALLOWED_HOSTS); a request
+    # addressed to another name, or from a page on one, is refused (gql.hosts).
+    allowed_hosts: tuple[str, ...] = ()
     # Also the largest WebSocket message.
     max_body_bytes: int = DEFAULT_MAX_BODY
     # The most objects one operation may ask for (see gql.cost).

@@ -1,6 +1,6 @@
 """The tools over streamable HTTP at /mcp, on the gateway's own app: the same bearer
-tokens, the same loopback rule in development mode (gql.loopback wraps the whole app),
-and the SDK's session manager run by the app's lifespan."""
+tokens, the same host names (gql.hosts wraps the whole app), and the SDK's session
+manager run by the app's lifespan."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ class McpEndpoint:
         self.server: MCPServer[Any] = build_server(HttpGate(anonymous_agent))
         # One transport per request (stateless): any gateway replica answers any call,
         # and no session outlives its request. DNS rebinding is refused by the gateway's
-        # own loopback rule, which the SDK's host check would duplicate.
+        # own host check (gql.hosts), which the SDK's would duplicate.
         self.app: ASGIApp = self.server.streamable_http_app(
             streamable_http_path=PATH,
             stateless_http=True,

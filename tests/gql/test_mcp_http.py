@@ -11,7 +11,7 @@ from graphql import GraphQLObjectType
 from mcp import MCPError
 
 from gql.auth import BAD_TOKEN, NO_TOKEN
-from gql.loopback import loopback_problem
+from gql.hosts import Hosts
 from gql.schema import schema
 from store.database import create_engine
 from store.operations import tokens
@@ -206,7 +206,9 @@ async def test_development_mode_answers_loopback_only(start_gateway: GatewayFact
             headers={"host": "evil.example", "accept": "application/json"},
         )
     assert response.status_code == 403
-    assert response.json()["errors"][0]["message"] == loopback_problem("evil.example", None)
+    assert response.json()["errors"][0]["message"] == Hosts((), development=True).problem(
+        "evil.example", None
+    )
 
 
 async def test_an_unknown_argument_is_refused_naming_the_tools_arguments(

@@ -121,7 +121,7 @@ def from_address(gateway: Gateway, address: str) -> httpx.AsyncClient:
 async def test_metrics_are_refused_elsewhere_without_a_token_that_allows_them(
     start_gateway: GatewayFactory,
 ) -> None:
-    gateway = await start_gateway(policy_yaml=SCRAPER_POLICY)
+    gateway = await start_gateway(policy_yaml=SCRAPER_POLICY, allowed_hosts=("gateway.example",))
     tokens = await mint(gateway, "writer", "scraper")
     async with from_address(gateway, "203.0.113.9") as remote:
         for headers in ({}, {"authorization": f"Bearer {tokens['writer']}"}):
