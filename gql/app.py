@@ -24,6 +24,8 @@ from gql.observe import configure_request_log
 from gql.settings import Settings
 from gql.sockets import SocketCaps, SocketLimits, fitted, open_files_limit
 from gql.view import GraphQLView
+from gql.waiting import STATE_KEY as WAITING
+from gql.waiting import Waiting, waiting_cap
 
 
 def create_app(settings: Settings) -> GatewayApp:
@@ -33,6 +35,8 @@ def create_app(settings: Settings) -> GatewayApp:
     view = GraphQLView(settings)
     mcp = McpEndpoint(settings.anonymous_agent)
     metrics = Metrics(multiprocess_dir())
+    open_files = open_files_limit()
+    waiting = Waiting(waiting_cap(open_files), settings.header_timeout)
     app = Starlette(
         routes=[
             landing_route(settings),
@@ -46,9 +50,14 @@ def create_app(settings: Settings) -> GatewayApp:
             Route(MCP_PATH, mcp),
             Route("/metrics", metrics_route(metrics)),
         ],
-        lifespan=lifespan(settings, metrics, also=[mcp.server.session_manager.run]),
+        lifespan=lifespan(
+            settings,
+            metrics,
+            also=[mcp.server.session_manager.run],
+            state={WAITING: waiting},
+        ),
     )
-    return GatewayApp(app, view, settings, metrics)
+    return GatewayApp(app, view, settings, metrics, open_files)
 
 
 class GatewayApp:
@@ -62,7 +71,12 @@ class GatewayApp:
     """
 
     def __init__(
-        self, starlette: Starlette, view: GraphQLView, settings: Settings, metrics: Metrics
+        self,
+        starlette: Starlette,
+        view: GraphQLView,
+        settings: Settings,
+        metrics: Metrics,
+        open_files: int,
     ) -> None:
         self.starlette = starlette
         self.view = view
@@ -73,7 +87,7 @@ class GatewayApp:
             settings.max_ws_unauthenticated,
             settings.max_ws_unauthenticated_per_address,
         )
-        self.sockets = SocketLimits(app, fitted(caps, open_files_limit()))
+        self.sockets = SocketLimits(app, fitted(caps, open_files))
         app = self.sockets
         development = settings.anonymous_agent is not None
         # Refused before anything is read, in every mode (DNS rebinding).

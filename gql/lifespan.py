@@ -4,7 +4,7 @@ checkpoint key, the policy, the live feed, and the checkpoint loop."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, suppress
 from typing import Any
 
@@ -33,9 +33,11 @@ def lifespan(
     settings: Settings,
     metrics: Metrics | None = None,
     also: Sequence[Callable[[], AbstractAsyncContextManager[None]]] = (),
+    state: Mapping[str, object] | None = None,
 ) -> Lifespan:
-    """The app's lifespan: it yields the `Services` every request shares, with what
-    `also` names running inside it (the MCP session manager)."""
+    """The app's lifespan: it yields the `Services` every request shares, and `state`
+    (what the server's connections read: gql.waiting), with what `also` names running
+    inside it (the MCP session manager)."""
 
     @asynccontextmanager
     async def run(app: Starlette) -> AsyncIterator[dict[str, Any]]:
@@ -88,7 +90,7 @@ def lifespan(
                 async with AsyncExitStack() as running:
                     for start in also:
                         await running.enter_async_context(start())
-                    yield {"services": services}
+                    yield {"services": services, **(state or {})}
             finally:
                 for task in tasks:
                     task.cancel()

@@ -26,6 +26,7 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from gql.keepalive import TickedKeepaliveProtocol
+from gql.waiting import MAX_HEADER_BYTES, Waiting, waiting_of
 
 logger = logging.getLogger(__name__)
 
@@ -102,16 +103,67 @@ class GatheringTransport:
 
 class GatheringHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol on a `GatheringTransport`; a response is written as
-    soon as it is complete, not after the rest of its task's step."""
+    soon as it is complete, not after the rest of its task's step. While it waits for a
+    request's headers it counts among the app's waiting connections (`gql.waiting`)."""
+
+    _waiting: Waiting | None = None
+    _header_bytes = -1  # bytes of headers received so far; -1: not waiting for any
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses, only alike.
         self._gathering = GatheringTransport(transport)
         super().connection_made(self._gathering)  # type: ignore[arg-type]
+        self._waiting = waiting_of(self.app_state)
+        self._wait()
+
+    def _wait(self) -> None:
+        if self._waiting is not None:
+            self._header_bytes = 0
+            self._waiting.start(self)
+
+    def _waited(self) -> None:
+        if self._waiting is not None:
+            self._header_bytes = -1
+            self._waiting.stop(self)
+
+    def give_up(self) -> None:
+        """Closed for waiting too long, or to make room for a newer connection."""
+        self._header_bytes = -1
+        self.transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._header_bytes >= 0:
+            self._header_bytes += len(data)
+            if self._header_bytes > MAX_HEADER_BYTES and not self.transport.is_closing():
+                self._waited()
+                self._refuse_headers()
+
+    def _refuse_headers(self) -> None:
+        message = (
+            f"the request's headers are over {MAX_HEADER_BYTES} bytes, the most the gateway reads"
+        ).encode()
+        self.transport.write(
+            b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+            b"content-type: text/plain; charset=utf-8\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(message), message)
+        )
+        self.transport.close()
+
+    def on_headers_complete(self) -> None:
+        self._waited()
+        super().on_headers_complete()
 
     def on_response_complete(self) -> None:
         self._gathering.flush()
+        pipelined = bool(self.pipeline)
         super().on_response_complete()
+        if not pipelined and not self.transport.is_closing():
+            self._wait()  # kept alive: waiting for the next request
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._waited()
+        super().connection_lost(exc)
 
 
 def release(text: str) -> tuple[int, int]:

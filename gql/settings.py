@@ -8,6 +8,7 @@ from pathlib import Path
 from gql.cost import DEFAULT_MAX_COST
 from gql.feed_hub import FeedOptions
 from gql.limits import DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS
+from gql.waiting import DEFAULT_HEADER_TIMEOUT
 from store.kinds.record.queries import DEFAULT_MAX_RESPONSE_BYTES
 from store.ledger.group_commit import DEFAULT_OUTCOME_TIMEOUT
 from store.reads.replicas import ReplicaOptions
@@ -49,6 +50,9 @@ class Settings:
     max_ws_connections: int = 16_384
     max_ws_unauthenticated: int = 1024
     max_ws_unauthenticated_per_address: int = 256
+    # A connection whose request headers are not complete this many seconds after it
+    # opened (or after its last response) is closed (gql.waiting).
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
     # A WebSocket that has not sent connection_init after this many seconds is closed (4408).
     ws_init_timeout: float = 10.0
     # Connections of the SQLAlchemy engine (tokens, the feed's catch-up reads).

@@ -19,6 +19,10 @@ from gql.session import Caller, Services, Session
 
 PATH = "/mcp"
 CALLER = "mcp_caller"
+NO_STREAM = (
+    "GET /mcp would open a stream of server-initiated messages, and this gateway sends "
+    "none (every call is answered on its own request): send tool calls with POST"
+)
 
 
 class HttpGate:
@@ -58,6 +62,14 @@ class McpEndpoint:
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] == "GET":
+            # A GET opens a stream for messages the server sends unasked; a stateless
+            # server has none to send, so the stream would only hold a connection open
+            # (MCP's streamable HTTP lets a server answer 405 instead).
+            refused = refusal_response(405, NO_STREAM)
+            refused.headers["allow"] = "POST"
+            await refused(scope, receive, send)
+            return
         services: Services = scope["state"]["services"]
         headers = dict(scope.get("headers") or [])
         raw = headers.get(b"authorization")

@@ -15,7 +15,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,10 +59,13 @@ async def serving(
     tmp_path: Path,
     *args: str,
     stop: signal.Signals = signal.SIGTERM,
+    env: Mapping[str, str] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> AsyncIterator[Served]:
     """`edgeloom serve ARGS` on a free loopback port, until /healthz answers; then `stop`ped.
 
-    Without `database_url` it runs an embedded PostgreSQL (pass --data-dir).
+    Without `database_url` it runs an embedded PostgreSQL (pass --data-dir). `env` adds
+    to its environment; `preexec_fn` runs in the child before it starts (a limit).
     """
     port = free_port()
     log = tmp_path / f"serve-{port}.log"
@@ -78,9 +81,10 @@ async def serving(
             "warning",
             *args,
             cwd=REPO,
-            env=environment(database_url),
+            env=environment(database_url) | dict(env or {}),
             stdout=out,
             stderr=asyncio.subprocess.STDOUT,
+            preexec_fn=preexec_fn,
         )
     base = f"http://127.0.0.1:{port}"
     try:
