@@ -55,3 +55,22 @@ def write_folder(root: Path, outside: Path | None = None) -> Path:
     (outside / "secret.md").write_text("# Secret\nnot for memory\n")
     (folder / "leak.md").symlink_to(outside / "secret.md")
     return folder
+
+
+# A lane closed to every path but a.md, and a lane whose own source type refuses folders.
+CLOSED = """
+lanes:
+  notes:
+    source_types:
+      documentary:
+        authority: documentary
+        allowed_labels:
+          [folder, folder_id, file_id, { label: path, values: [a.md] }, size, modified,
+           sha256, part, offset]
+  strict:
+    source_types:
+      memo: { authority: documentary, allowed_labels: [topic] }
+agents:
+  writer: { read: [notes, strict], write: [notes, strict] }
+  reader: { read: [notes], write: [] }
+"""

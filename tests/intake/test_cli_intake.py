@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import GatewayFactory
-from tests.intake._folder import FILES, RECORDED, RUNBOOK, write_folder
+from tests.intake._folder import CLOSED, FILES, RECORDED, RUNBOOK, write_folder
 from tests.support import Gateway, sql
 from tests.test_cli import edgeloom
 
@@ -204,18 +204,6 @@ async def test_a_folder_becomes_records_and_reruns_write_only_changes(
     assert sorted(r["content"] for r in parts if props(r, "part")) == ["# Runbook\nShort now.\n"]
 
 
-CLOSED_PATHS = """
-lanes:
-  notes:
-    source_types:
-      documentary:
-        authority: documentary
-        allowed_labels:
-          [folder, folder_id, file_id, { label: path, values: [a.md] }, size, modified,
-           sha256, part, offset]
-agents:
-  writer: { read: [notes], write: [notes] }
-"""
 # Retitles the terminal and clears the screen; the other splits a line in two.
 HOSTILE = ("x\x1b]0;pwned\x07\x1b[2J.md", "new\nline.md")
 
@@ -231,7 +219,7 @@ def printed_whole(text: str) -> None:
 async def test_every_file_name_printed_is_escaped(
     start_gateway: GatewayFactory, tmp_path: Path
 ) -> None:
-    gateway = await start_gateway(policy_yaml=CLOSED_PATHS)
+    gateway = await start_gateway(policy_yaml=CLOSED)
     folder = tmp_path / "folder"
     folder.mkdir()
     (folder / "a.md").write_text("# A\n")

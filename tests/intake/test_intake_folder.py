@@ -16,7 +16,7 @@ from store.limits import MAX_BATCH, MAX_CONTENT_CHARS
 from tests.conftest import GatewayFactory
 from tests.gql._api import unique
 from tests.gql._policy_support import mint
-from tests.intake._folder import write_folder
+from tests.intake._folder import CLOSED, write_folder
 from tests.intake.test_cli_intake import POLICY, intake, records
 from tests.support import Gateway
 
@@ -161,24 +161,6 @@ async def test_limits_and_paths_are_refused_naming_what_is_allowed(gateway: Gate
         assert error["extensions"]["code"] == "BAD_USER_INPUT"
     body = await gateway.post(INTAKE, {"lane": "default", "files": [one, one]})
     assert body["errors"][0]["message"] == "file path 'a.md' is given twice; give each once"
-
-
-CLOSED = """
-lanes:
-  notes:
-    source_types:
-      documentary:
-        authority: documentary
-        allowed_labels:
-          [folder, folder_id, file_id, { label: path, values: [a.md] }, size, modified,
-           sha256, part, offset]
-  strict:
-    source_types:
-      memo: { authority: documentary, allowed_labels: [topic] }
-agents:
-  writer: { read: [notes, strict], write: [notes, strict] }
-  reader: { read: [notes], write: [] }
-"""
 
 
 async def test_a_policy_refusal_names_the_file_and_what_is_allowed(
