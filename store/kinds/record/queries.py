@@ -94,12 +94,17 @@ class ContentBudget:
 
 _UNBOUNDED = ContentBudget(limit=1 << 62)
 
-# The content of each row only when the whole batch fits in what is left ($3).
+# The content of each row only when the whole batch fits in what is left ($3). Each id
+# is a probe of the primary key (a lateral subquery, kept apart by OFFSET 0): with
+# `id = ANY(...)` and tables not yet analyzed (right after a bulk load) the planner
+# scanned a whole lane, or skip-scanned the (lane, created_at, id) index, instead.
 _RECORDS_BY_ID = f"""
 SELECT {RECORD_COLUMNS.replace("content, ", "")},
        sum(octet_length(content)) OVER () AS batch_bytes,
        CASE WHEN sum(octet_length(content)) OVER () <= $3 THEN content END AS content
-FROM records WHERE id = ANY($1::text[]) AND {RULE.record("", "$2::text[]")}
+FROM (SELECT DISTINCT unnest($1::text[]) AS key) asked
+CROSS JOIN LATERAL (SELECT * FROM records WHERE id = asked.key OFFSET 0) records
+WHERE {RULE.record("", "$2::text[]")}
 """
 # The newest version written by `as_of`, per record; readable by its current lane, and
 # left out when that version is a tombstone (the record was retired then).

@@ -33,10 +33,20 @@ MAX_LABELS = 32
 # out is a lower bound. Read further only while the hop still has room to list.
 COUNT_BUDGET = 10_000
 
+# Each lookup is a lateral subquery kept apart by OFFSET 0, so it is an index probe by
+# the keys the hop has whatever the statistics say: right after a bulk load, before
+# ANALYZE, the tables look empty, and a join let the planner read a whole lane of
+# memberships, and the frontier's `record_id = ANY(...)` skip-scanned the lane-led
+# index. The frontier's held test stays outside its subquery: the partial index on
+# current memberships looks tiny then, and drew the lookup away from the record id.
 _HOP = """
 WITH edges AS (
-  SELECT DISTINCT m.label, m.value, m.value_key FROM edge_properties m
-  WHERE m.record_id = ANY(CAST(:frontier AS text[])) AND {at_m} {labels}
+  SELECT DISTINCT m.label, m.value, m.value_key
+  FROM unnest(CAST(:frontier AS text[])) AS f(id) CROSS JOIN LATERAL (
+    SELECT m.label, m.value, m.value_key, m.recorded_from, m.recorded_to
+    FROM edge_properties m WHERE m.record_id = f.id {labels} OFFSET 0
+  ) m
+  WHERE {at_m}
 ),
 sized AS (
   SELECT e.label, e.value, e.value_key, ({size}) AS n FROM edges e
@@ -51,9 +61,10 @@ walked AS (
 reached AS (
   -- Of the edges reaching a record at one hop, name the first in order.
   SELECT DISTINCT ON (x.record_id) x.record_id, s.label, s.value
-  FROM walked s JOIN edge_properties x
-    ON x.label = s.label AND x.value_key = s.value_key
-   AND {member_x}
+  FROM walked s CROSS JOIN LATERAL (
+    SELECT x.record_id FROM edge_properties x
+    WHERE x.label = s.label AND x.value_key = s.value_key AND {member_x} OFFSET 0
+  ) x
   -- An anti join, hashed whatever the plan: `<> ALL(:seen)` compares each member with
   -- every record seen, and a generic plan (from a statement's sixth run) cannot hash it.
   WHERE s.before < :budget AND NOT EXISTS (
