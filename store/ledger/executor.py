@@ -83,6 +83,7 @@ from store.ledger.group_commit import (
     GroupCommit,
     Waiting,
 )
+from store.ledger.upkeep import ANALYZE_AFTER_ROWS, Upkeep
 from store.pool import Conn, Pool
 from store.reads.replicas import Lsn, commit_lsn
 from store.reads.visibility import RULE
@@ -249,8 +250,10 @@ class Executor:
         policies: PolicyCache,
         outcome_timeout: float = DEFAULT_OUTCOME_TIMEOUT,
         report_lsn: bool = False,
+        analyze_after: int = ANALYZE_AFTER_ROWS,
     ) -> None:
         self.pool = pool
+        self.upkeep = Upkeep(pool, analyze_after)
         self.policies = policies
         self.report_lsn = report_lsn
         self._unfolded = 0.0
@@ -376,6 +379,7 @@ class Executor:
             applied = Applied(entries=entries, records=written)
             held.written.update(w.object_id for w in plan.writes)
             self._unfolded += counts.fold_share(table_rows)
+            self.upkeep.wrote(table_rows)
         return txn, plan, applied
 
     async def _write_group(self, group: Sequence[Waiting]) -> Sequence[Waiting]:
@@ -405,6 +409,7 @@ class Executor:
                 if rows.entries:
                     await append(conn, rows)
                     self._unfolded += counts.fold_share(rows)
+                    self.upkeep.wrote(rows)
             lsn = await self._lsn(conn, bool(rows.entries))
             await self._fold(conn)
         for waiting, one in decided:
@@ -425,6 +430,8 @@ class Executor:
         # Off the write transaction: fold the count deltas this process appended.
         if self._unfolded >= 1 and await counts.fold(conn):
             self._unfolded = 0.0
+            self.upkeep.folded()
+        self.upkeep.committed()
 
     async def _exact_ids(
         self, conn: Conn, agent: str, idents: Sequence[str], retired: bool = False

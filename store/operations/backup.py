@@ -424,6 +424,9 @@ async def import_(
             ) from exc
         if signer is not None:
             signer.remember(made.seq, made.hash)
+        # Committed: the new rows' statistics now, not autovacuum's tens of seconds
+        # later, so the first reads are not planned for tables believed empty.
+        await conn.execute("ANALYZE")
     finally:
         await conn.close()
     return summary

@@ -1,0 +1,89 @@
+"""Planner statistics for what bulk writes changed, refreshed off the request path.
+
+Until PostgreSQL analyzes new rows it plans for tables it believes empty, and
+autovacuum's first ANALYZE comes tens of seconds after a large load, or never soon
+after a smaller one. So once the writes of this process have changed
+`ANALYZE_AFTER_ROWS` rows of a table since its last analyze here, the table is analyzed
+in a background task: after the commit, on a connection of its own, never in a write's
+transaction nor before its caller's answer. A task waits `SETTLE_SECONDS` first and then
+takes every table due by then, so a stream of batches is analyzed once per pause rather
+than after each batch. The count fold deletes every delta row it folds: its tables are
+analyzed once it has deleted that many (their dead rows are autovacuum's, which VACUUM
+needs the owner outside any function for).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from store import kinds
+from store.kinds import Rows
+from store.pool import Pool
+
+# Rows a table's share of the writes (entries, events and projection rows together: an
+# upper bound on its own rows) may change before it is analyzed.
+ANALYZE_AFTER_ROWS = 10_000
+SETTLE_SECONDS = 1.0
+
+_EVERY_WRITE = ("ledger", "audit_events")
+_DELTAS = ("label_deltas", "record_deltas", "member_deltas")
+_COUNTS = ("label_counts", "record_counts", "member_counts")
+
+log = logging.getLogger(__name__)
+
+
+class Upkeep:
+    """Counts the rows this process's writes change per table, and analyzes the tables
+    past `after_rows` in the background."""
+
+    def __init__(
+        self, pool: Pool, after_rows: int = ANALYZE_AFTER_ROWS, settle: float = SETTLE_SECONDS
+    ) -> None:
+        self._pool = pool
+        self._after_rows = after_rows
+        self._settle = settle
+        self._changed: dict[str, int] = {}
+        self._unfolded = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def wrote(self, rows: Rows) -> None:
+        """Counts a write's rows (appended in a transaction that may yet roll back: the
+        count is an upper bound)."""
+        n = len(rows.entries) + len(rows.events) + sum(len(p) for p in rows.parts.values())
+        tables = set(_EVERY_WRITE)
+        for name in {entry["kind"] for entry in rows.entries}:
+            kind = kinds.kind_of(name)
+            tables.update(() if kind is None else (t.name for t in kind.tables))
+        for table in tables:
+            self._changed[table] = self._changed.get(table, 0) + n
+        self._unfolded += n
+
+    def folded(self) -> None:
+        """The fold deleted the delta rows counted so far and moved the counts."""
+        for table in (*_DELTAS, *_COUNTS):
+            self._changed[table] = self._changed.get(table, 0) + self._unfolded
+        self._unfolded = 0
+
+    def committed(self) -> None:
+        """Starts the background task when a table is due and none is running."""
+        if self._task is None and self._due():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def _due(self) -> list[str]:
+        return sorted(t for t, n in self._changed.items() if n >= self._after_rows)
+
+    async def _run(self) -> None:
+        try:
+            await asyncio.sleep(self._settle)
+            while due := self._due():
+                for table in due:
+                    self._changed.pop(table)
+                async with self._pool.acquire() as conn:
+                    # As the tables' owner (migration 0018): the gateway's role owns none.
+                    await conn.execute("SELECT edgeloom_analyze($1::text[])", due)
+        except Exception:
+            # Statistics come late, not wrong: autovacuum still analyzes in time.
+            log.warning("analyzing the tables bulk writes changed failed", exc_info=True)
+        finally:
+            self._task = None
