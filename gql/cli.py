@@ -389,6 +389,7 @@ async def _intake(args: argparse.Namespace, url: str) -> int:
         finally:
             loop.remove_signal_handler(signal.SIGINT)
             await snapshot.close()
+            await executor.upkeep.finish()
     finally:
         await pool.close()
     for line in report.summary():

@@ -97,6 +97,7 @@ def lifespan(
                     with suppress(asyncio.CancelledError):
                         await task
                 await feed.stop()
+                await executor.upkeep.finish()
         finally:
             await replicas.close()
             await pool.close()

@@ -72,7 +72,10 @@ async def serve_stdio(database_url: str, token: str | None, runtime_url: str | N
         settings = Settings(database_url=database_url, anonymous_agent=DEV_AGENT)
         await ensure_policy(executor, settings)
         services = Services(engine=engine, pool=pool, executor=executor, policies=cache)
-        await build_server(StdioGate(services, token)).run_stdio_async()
+        try:
+            await build_server(StdioGate(services, token)).run_stdio_async()
+        finally:
+            await executor.upkeep.finish()
     finally:
         await pool.close()
         await engine.dispose()

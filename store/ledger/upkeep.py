@@ -7,19 +7,23 @@ after a smaller one. So once the writes of this process have changed
 in a background task: after the commit, on a connection of its own, never in a write's
 transaction nor before its caller's answer. A task waits `SETTLE_SECONDS` first and then
 takes every table due by then, so a stream of batches is analyzed once per pause rather
-than after each batch. The count fold deletes every delta row it folds: its tables are
-analyzed once it has deleted that many (their dead rows are autovacuum's, which VACUUM
-needs the owner outside any function for).
+than after each batch. The count fold deletes every delta row it folds: once it has
+deleted that many, its tables are vacuumed too (on PostgreSQL 17 and later, where the
+gateway's role is granted MAINTAIN on them; before, VACUUM is the owner's alone, and
+autovacuum, told by migration 0018 to vacuum them after as many dead rows whatever
+their size, removes them within its nap time).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from store import kinds
 from store.kinds import Rows
-from store.pool import Pool
+from store.operations.roles import MAINTAIN_SINCE
+from store.pool import Pool, PoolClosedError
 
 # Rows a table's share of the writes (entries, events and projection rows together: an
 # upper bound on its own rows) may change before it is analyzed.
@@ -45,6 +49,7 @@ class Upkeep:
         self._settle = settle
         self._changed: dict[str, int] = {}
         self._unfolded = 0
+        self._vacuum: set[str] = set()
         self._task: asyncio.Task[None] | None = None
 
     def wrote(self, rows: Rows) -> None:
@@ -63,6 +68,7 @@ class Upkeep:
         """The fold deleted the delta rows counted so far and moved the counts."""
         for table in (*_DELTAS, *_COUNTS):
             self._changed[table] = self._changed.get(table, 0) + self._unfolded
+        self._vacuum.update(_DELTAS)
         self._unfolded = 0
 
     def committed(self) -> None:
@@ -73,17 +79,41 @@ class Upkeep:
     def _due(self) -> list[str]:
         return sorted(t for t, n in self._changed.items() if n >= self._after_rows)
 
+    async def finish(self) -> None:
+        """Analyzes what is due now, without the pause: the process is ending (a folder
+        intake, the gateway stopping), and a task left waiting would be lost."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._analyze()
+
     async def _run(self) -> None:
         try:
             await asyncio.sleep(self._settle)
+            await self._analyze()
+        finally:
+            self._task = None
+
+    async def _analyze(self) -> None:
+        try:
             while due := self._due():
                 for table in due:
                     self._changed.pop(table)
+                vacuum = [t for t in due if t in self._vacuum]
+                self._vacuum.difference_update(vacuum)
                 async with self._pool.acquire() as conn:
+                    if vacuum and conn.get_server_version().major * 10_000 >= MAINTAIN_SINCE:
+                        # Outside any transaction and function, as VACUUM must be.
+                        for table in vacuum:
+                            await conn.execute(f"VACUUM (ANALYZE) {table}")
+                    else:
+                        vacuum = []
                     # As the tables' owner (migration 0018): the gateway's role owns none.
-                    await conn.execute("SELECT edgeloom_analyze($1::text[])", due)
+                    rest = [t for t in due if t not in vacuum]
+                    await conn.execute("SELECT edgeloom_analyze($1::text[])", rest)
+        except PoolClosedError:
+            pass
         except Exception:
             # Statistics come late, not wrong: autovacuum still analyzes in time.
             log.warning("analyzing the tables bulk writes changed failed", exc_info=True)
-        finally:
-            self._task = None

@@ -27,6 +27,8 @@ APPEND_ONLY_TABLES = ("ledger", "audit_events", "checkpoints")
 READ_ONLY_TABLES = ("tokens", "alembic_version")
 # Kept up to date by the gateway (when each token was last used).
 RECORDED_TABLES = ("token_uses",)
+# The server version (server_version_num) with the MAINTAIN privilege (VACUUM, ANALYZE).
+MAINTAIN_SINCE = 170_000
 
 
 def tables(grant: str) -> tuple[str, ...]:
@@ -74,6 +76,11 @@ def grant_runtime(connection: Connection) -> bool:
         *(f"GRANT {what} ON {', '.join(on)} TO {role}" for what, on in granted.items() if on),
         f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}",
     ]
+    version = connection.execute(text("SHOW server_version_num")).scalar_one()
+    if int(version) >= MAINTAIN_SINCE:
+        # The fold deletes every delta row it folds; the gateway vacuums them away after
+        # a large fold (store.ledger.upkeep). Before PostgreSQL 17 only an owner may.
+        statements.append(f"GRANT MAINTAIN ON {', '.join(tables('folded'))} TO {role}")
     for statement in statements:
         connection.execute(text(statement))
     return True

@@ -11,23 +11,35 @@ from policies.loader import DEV_POLICY_YAML
 from store.kinds.policy.commands import ApplyPolicy
 from store.kinds.policy.in_force import PolicyCache
 from store.kinds.record.commands import Ingest, NewRecord
+from store.kinds.record.counts import FOLD_AFTER_APPENDS
 from store.ledger.executor import Executor
-from store.operations.roles import runtime_url
+from store.operations.roles import MAINTAIN_SINCE, runtime_url
 from store.pool import create_pool
 from tests.support import Databases, sql
 
 AFTER = 400
 
 
-async def _analyzed(conn: asyncpg.Connection) -> set[str]:
+async def _analyzed(conn: asyncpg.Connection, what: str = "analyze") -> set[str]:
     rows = await conn.fetch(
-        "SELECT relname FROM pg_stat_user_tables WHERE last_analyze IS NOT NULL"
+        f"SELECT relname FROM pg_stat_user_tables WHERE last_{what} IS NOT NULL"
     )
     return {r[0] for r in rows}
 
 
+async def _until(conn: asyncpg.Connection, table: str, what: str = "analyze") -> set[str]:
+    """The tables analyzed (or vacuumed) once `table` is, or after ten seconds."""
+    done: set[str] = set()
+    for _ in range(100):
+        done = await _analyzed(conn, what)
+        if table in done:
+            break
+        await asyncio.sleep(0.1)
+    return done
+
+
 async def _ingest(executor: Executor, n: int) -> None:
-    batch = tuple(NewRecord(f"note {k}", ()) for k in range(n))
+    batch = tuple(NewRecord(f"note {k}", (f"topic:t{k % 7}",)) for k in range(n))
     await executor.execute("dev", Ingest(batch))
 
 
@@ -45,12 +57,29 @@ async def test_a_bulk_write_has_its_tables_analyzed_in_the_background(
             await asyncio.sleep(2)
             assert not await _analyzed(conn)
             await _ingest(executor, AFTER)
-            analyzed: set[str] = set()
-            for _ in range(100):
-                analyzed = await _analyzed(conn)
-                if "records" in analyzed:
-                    break
-                await asyncio.sleep(0.1)
+            analyzed = await _until(conn, "records")
             assert {"records", "edge_properties", "ledger", "audit_events"} <= analyzed
     finally:
+        await executor.upkeep.finish()
+        await pool.close()
+
+
+async def test_a_large_count_fold_has_the_deltas_vacuumed(databases: Databases) -> None:
+    url = await databases.create()
+    pool = await create_pool(runtime_url(url), 2)
+    try:
+        cache = PolicyCache.empty()
+        executor = Executor(pool, cache, analyze_after=AFTER)
+        await executor.execute("dev", ApplyPolicy(DEV_POLICY_YAML, "test", None, cache))
+        # The fold is due after FOLD_AFTER_APPENDS appends.
+        for _ in range(FOLD_AFTER_APPENDS):
+            await _ingest(executor, 5)
+        async with sql(url) as conn:
+            assert await conn.fetchval("SELECT count(*) FROM member_counts")  # folded
+            # Vacuumed where the gateway's role may (PostgreSQL 17 on), else analyzed.
+            maintain = conn.get_server_version().major * 10_000 >= MAINTAIN_SINCE
+            done = await _until(conn, "member_deltas", "vacuum" if maintain else "analyze")
+            assert "member_deltas" in done
+    finally:
+        await executor.upkeep.finish()
         await pool.close()
