@@ -1,4 +1,5 @@
-"""Synthetic memory: records with five Zipf-distributed edge properties, and gather pairs."""
+"""Synthetic memory: records with five Zipf-distributed edge properties (or the CRM shape's
+three), and gather pairs."""
 
 from __future__ import annotations
 
@@ -54,6 +55,34 @@ class Generator:
         words = " ".join(self.rng.choices(_WORDS, k=12))
         properties = [z.sample(self.rng) for z in self.zipfs]
         return {"content": f"bench note {self.count}: {words}", "properties": properties}
+
+    def records(self, n: int) -> list[dict[str, object]]:
+        return [self.record() for _ in range(n)]
+
+
+@dataclass
+class CrmGenerator:
+    """A CRM-like memory: each record an `org` of 300 with Zipf weights, a `topic` of 60
+    and a `person` of 5,000, both uniform (the shape agents' notes on accounts take)."""
+
+    seed: int = 1
+    rng: random.Random = field(init=False)
+    org: Zipf = field(init=False)
+    count: int = 0
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+        self.org = Zipf("org", 300)
+
+    def record(self) -> dict[str, object]:
+        self.count += 1
+        words = " ".join(self.rng.choices(_WORDS, k=12))
+        properties = [
+            self.org.sample(self.rng),
+            f"topic:t{self.rng.randrange(60):02d}",
+            f"person:p{self.rng.randrange(5_000):04d}",
+        ]
+        return {"content": f"crm note {self.count}: {words}", "properties": properties}
 
     def records(self, n: int) -> list[dict[str, object]]:
         return [self.record() for _ in range(n)]
