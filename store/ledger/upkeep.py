@@ -22,7 +22,7 @@ import logging
 
 from store import kinds
 from store.kinds import Rows
-from store.operations.roles import MAINTAIN_SINCE
+from store.operations.roles import MAINTAIN_SINCE, tables
 from store.pool import Pool, PoolClosedError
 
 # Rows a table's share of the writes (entries, events and projection rows together: an
@@ -31,8 +31,6 @@ ANALYZE_AFTER_ROWS = 10_000
 SETTLE_SECONDS = 1.0
 
 _EVERY_WRITE = ("ledger", "audit_events")
-_DELTAS = ("label_deltas", "record_deltas", "member_deltas")
-_COUNTS = ("label_counts", "record_counts", "member_counts")
 
 log = logging.getLogger(__name__)
 
@@ -56,19 +54,21 @@ class Upkeep:
         """Counts a write's rows (appended in a transaction that may yet roll back: the
         count is an upper bound)."""
         n = len(rows.entries) + len(rows.events) + sum(len(p) for p in rows.parts.values())
-        tables = set(_EVERY_WRITE)
+        touched = set(_EVERY_WRITE)
         for name in {entry["kind"] for entry in rows.entries}:
             kind = kinds.kind_of(name)
-            tables.update(() if kind is None else (t.name for t in kind.tables))
-        for table in tables:
+            touched.update(() if kind is None else (t.name for t in kind.tables))
+        for table in touched:
             self._changed[table] = self._changed.get(table, 0) + n
         self._unfolded += n
 
     def folded(self) -> None:
-        """The fold deleted the delta rows counted so far and moved the counts."""
-        for table in (*_DELTAS, *_COUNTS):
-            self._changed[table] = self._changed.get(table, 0) + self._unfolded
-        self._vacuum.update(_DELTAS)
+        """The fold deleted the delta rows of the writes since the last fold: past
+        `after_rows` (counted as in `wrote`), their tables are vacuumed."""
+        if self._unfolded >= self._after_rows:
+            for table in tables("folded"):
+                self._changed[table] = max(self._changed.get(table, 0), self._unfolded)
+                self._vacuum.add(table)
         self._unfolded = 0
 
     def committed(self) -> None:
