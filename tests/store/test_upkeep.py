@@ -4,6 +4,8 @@ request; writes below the threshold have none analyzed."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 import asyncpg
 
@@ -43,43 +45,40 @@ async def _ingest(executor: Executor, n: int) -> None:
     await executor.execute("dev", Ingest(batch))
 
 
+@contextlib.asynccontextmanager
+async def _writer(databases: Databases) -> AsyncIterator[tuple[str, Executor]]:
+    """A fresh database's URL and an executor serving as the gateway does, analyzing
+    after AFTER rows."""
+    url = await databases.create()
+    pool = await create_pool(runtime_url(url), 2)
+    executor = Executor(pool, PolicyCache.empty(), analyze_after=AFTER)
+    try:
+        await executor.execute("dev", ApplyPolicy(DEV_POLICY_YAML, "test", None, executor.policies))
+        yield url, executor
+    finally:
+        await executor.upkeep.finish()
+        await pool.close()
+
+
 async def test_a_bulk_write_has_its_tables_analyzed_in_the_background(
     databases: Databases,
 ) -> None:
-    url = await databases.create()
-    pool = await create_pool(runtime_url(url), 2)
-    try:
-        cache = PolicyCache.empty()
-        executor = Executor(pool, cache, analyze_after=AFTER)
-        await executor.execute("dev", ApplyPolicy(DEV_POLICY_YAML, "test", None, cache))
-        async with sql(url) as conn:
-            await _ingest(executor, 50)
-            await asyncio.sleep(2)
-            assert not await _analyzed(conn)
-            await _ingest(executor, AFTER)
-            analyzed = await _until(conn, "records")
-            assert {"records", "edge_properties", "ledger", "audit_events"} <= analyzed
-    finally:
-        await executor.upkeep.finish()
-        await pool.close()
+    async with _writer(databases) as (url, executor), sql(url) as conn:
+        await _ingest(executor, 50)
+        await asyncio.sleep(2)
+        assert not await _analyzed(conn)
+        await _ingest(executor, AFTER)
+        analyzed = await _until(conn, "records")
+        assert {"records", "edge_properties", "ledger", "audit_events"} <= analyzed
 
 
 async def test_a_large_count_fold_has_the_deltas_vacuumed(databases: Databases) -> None:
-    url = await databases.create()
-    pool = await create_pool(runtime_url(url), 2)
-    try:
-        cache = PolicyCache.empty()
-        executor = Executor(pool, cache, analyze_after=AFTER)
-        await executor.execute("dev", ApplyPolicy(DEV_POLICY_YAML, "test", None, cache))
+    async with _writer(databases) as (url, executor), sql(url) as conn:
         # The fold is due after FOLD_AFTER_APPENDS appends.
         for _ in range(FOLD_AFTER_APPENDS):
             await _ingest(executor, 5)
-        async with sql(url) as conn:
-            assert await conn.fetchval("SELECT count(*) FROM member_counts")  # folded
-            # Vacuumed where the gateway's role may (PostgreSQL 17 on), else analyzed.
-            maintain = conn.get_server_version().major * 10_000 >= MAINTAIN_SINCE
-            done = await _until(conn, "member_deltas", "vacuum" if maintain else "analyze")
-            assert "member_deltas" in done
-    finally:
-        await executor.upkeep.finish()
-        await pool.close()
+        assert await conn.fetchval("SELECT count(*) FROM member_counts")  # folded
+        # Vacuumed where the gateway's role may (PostgreSQL 17 on), else analyzed.
+        maintain = conn.get_server_version().major * 10_000 >= MAINTAIN_SINCE
+        done = await _until(conn, "member_deltas", "vacuum" if maintain else "analyze")
+        assert "member_deltas" in done
