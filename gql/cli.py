@@ -32,6 +32,7 @@ from store.intake.run import Intake
 from store.intake.sources import FolderSource
 from store.kinds.policy import in_force as policy_store
 from store.kinds.policy.in_force import PolicyCache, PolicyVersion
+from store.kinds.record import words
 from store.ledger.executor import Executor
 from store.operations import backup, checkpoints, signing, tokens
 from store.operations.migrate import migrate
@@ -168,6 +169,17 @@ def _parser() -> argparse.ArgumentParser:
         parents=[data_dir],
         help="check the ledger's hash chains and that projections equal a rebuild",
         description="Exit 0 when ledger and projections agree; 1 listing the differences.",
+    )
+
+    commands.add_parser(
+        "search-languages",
+        parents=[data_dir],
+        help="index each lane's words in the text_search language its policy declares",
+        description=(
+            "For every lane whose words are indexed in another language than the policy in "
+            "force declares, switch to the declared one and rebuild the lane's words in "
+            "batches, with progress; searches and writes go on meanwhile."
+        ),
     )
 
     anchor = commands.add_parser(
@@ -323,6 +335,8 @@ async def _run(args: argparse.Namespace) -> int:
             return 1 if taken.strays else 0
         if args.command == "intake":
             return await _intake(args, database.url)
+        if args.command == "search-languages":
+            return await _search_languages(database.url)
         if args.command == "verify":
             where = key_path(args)
             signer = signing.load(where, signing.memory_of(database.url))
@@ -634,3 +648,23 @@ def _agents(in_force: PolicyVersion) -> str:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+async def _search_languages(url: str) -> int:
+    policy = await policy_store.in_force_at(url)
+    if policy is None:
+        print("no policy applied yet: every lane's words stay in 'simple'")
+        return 0
+    wanted = {name: lane.text_search for name, lane in policy.policy.lanes.items()}
+    conn = await connect(url)
+    try:
+        moved = await words.follow_policy(
+            conn, wanted, lambda lane: ProgressBar(f"words of {lane}", unit="rows")
+        )
+    finally:
+        await conn.close()
+    for lane, was, now, rows in moved:
+        print(f"lane {lane}: words moved from {was} to {now} ({rows} rows rebuilt)")
+    if not moved:
+        print("every lane's words are in the language its policy declares")
+    return 0

@@ -19,6 +19,8 @@ from policies.errors import PolicyLoadError
 from policies.model import (
     ALL_LANES,
     DEFAULT_AUTHORITY,
+    DEFAULT_TEXT_SEARCH,
+    TEXT_SEARCH_CONFIGS,
     AgentProfile,
     LabelRule,
     Lane,
@@ -64,6 +66,7 @@ class RawLane(TypedDict, total=False):
     """One entry under `lanes`; null or `{}` declares an open lane."""
 
     source_types: dict[str, RawSourceType | None] | None
+    text_search: str
 
 
 class RawAgent(TypedDict, total=False):
@@ -327,9 +330,10 @@ class _Reader:
         if raw is None:
             return Lane(name)
         fields = cast(RawLane, self.fields(raw, key, RawLane.__optional_keys__))
+        language = self.text_search(fields.get("text_search", DEFAULT_TEXT_SEARCH), key)
         raw_types = fields.get("source_types")
         if raw_types is None:
-            return Lane(name)
+            return Lane(name, text_search=language)
         key = f"{key}.source_types"
         entries = self.entries(raw_types, key, "source type")
         return Lane(
@@ -338,7 +342,18 @@ class _Reader:
                 type_name: self.source_type(type_name, raw_type, f"{key}.{type_name}")
                 for type_name, raw_type in entries.items()
             },
+            text_search=language,
         )
+
+    def text_search(self, value: object, key: str) -> str:
+        if not isinstance(value, str) or value not in TEXT_SEARCH_CONFIGS:
+            self.fail(
+                f"{key}.text_search",
+                f"{_show(value)} is not a text-search language; allowed: "
+                + ", ".join(TEXT_SEARCH_CONFIGS),
+                TEXT_SEARCH_CONFIGS,
+            )
+        return value
 
     def source_type(self, name: str, raw: object, key: str) -> SourceType:
         if raw is None:

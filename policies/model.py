@@ -17,6 +17,40 @@ DEFAULT_SOURCE_TYPE = "conversational"
 DEFAULT_AUTHORITY = "conversational"
 DEFAULT_LANE = "default"
 ALL_LANES = "*"
+# PostgreSQL's built-in text-search configurations (15 and later): `simple` lower-cases
+# words of every language and stems none; the others stem one language's words.
+DEFAULT_TEXT_SEARCH = "simple"
+TEXT_SEARCH_CONFIGS: tuple[str, ...] = (
+    "simple",
+    "arabic",
+    "armenian",
+    "basque",
+    "catalan",
+    "danish",
+    "dutch",
+    "english",
+    "finnish",
+    "french",
+    "german",
+    "greek",
+    "hindi",
+    "hungarian",
+    "indonesian",
+    "irish",
+    "italian",
+    "lithuanian",
+    "nepali",
+    "norwegian",
+    "portuguese",
+    "romanian",
+    "russian",
+    "serbian",
+    "spanish",
+    "swedish",
+    "tamil",
+    "turkish",
+    "yiddish",
+)
 
 _V = TypeVar("_V")
 
@@ -76,6 +110,8 @@ class Lane:
 
     name: str
     source_types: Mapping[str, SourceType] = field(default_factory=dict)
+    # The text-search configuration its records' words are indexed in (search).
+    text_search: str = DEFAULT_TEXT_SEARCH
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "source_types", _frozen_mapping(self.source_types))

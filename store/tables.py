@@ -17,7 +17,7 @@ from sqlalchemy import (
     Text,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR
 from sqlalchemy.dialects.postgresql.base import ischema_names
 from sqlalchemy.types import UserDefinedType
 
@@ -422,4 +422,36 @@ record_tags = Table(
     Column("tags", ARRAY(Text), nullable=False),
     Index("ix_record_tags_tags", "tags", postgresql_using="gin"),
     Index("ix_record_tags_lane", "lane"),
+)
+
+# Projection: the words of each interval in which a live record's content, lane and
+# source type stayed the same (store.kinds.record.words), as a `tsvector` in the lane's
+# text-search language, with the interval's transaction time. Search reads the current
+# rows from the partial GIN index and the rows held at an earlier instant from the whole.
+record_words = Table(
+    "record_words",
+    metadata,
+    Column("record_id", RECORD_ID, primary_key=True),
+    Column("from_version", Integer, primary_key=True),
+    Column("lane", Text, nullable=False),
+    Column("source_type", Text, nullable=False),
+    Column("recorded_from", TZ, nullable=False),
+    Column("recorded_to", TZ, nullable=True),
+    Column("words", TSVECTOR, nullable=False),
+    Index(
+        "ix_record_words_current",
+        "words",
+        postgresql_using="gin",
+        postgresql_where=text("recorded_to IS NULL"),
+    ),
+    Index("ix_record_words_words", "words", postgresql_using="gin"),
+)
+
+# The text-search configuration each lane's words are indexed in (no row: `simple`);
+# moved by `edgeloom search-language`, which rebuilds the lane's words.
+search_languages = Table(
+    "search_languages",
+    metadata,
+    Column("lane", Text, primary_key=True),
+    Column("config", Text, nullable=False),
 )

@@ -75,7 +75,9 @@ async def test_verify_fails_after_tampering(databases: Databases) -> None:
     status, out, err = await edgeloom(url, "verify")
     assert status == 1, (out, err)
     assert f"{record['id']} v1: hash does not match content" in out
-    assert "verify FAILED (1 problems)" in out
+    # The words index of that version was made from the genuine content.
+    assert f"{record['id']}: words of version 1 differ from its content" in out
+    assert "verify FAILED (2 problems)" in out
     assert "Traceback" not in err
 
     async with sql(url) as conn:

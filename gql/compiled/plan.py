@@ -40,6 +40,7 @@ from policies.properties import parse_property
 from store.errors import StoreError
 from store.ids import RECORD_ID
 from store.kinds.edge.reads import CONFLICT_STATUSES, conflict_cursor
+from store.kinds.record import search, search_compiled
 from store.kinds.record.queries import GatherMode, gather_properties
 from store.kinds.record.resolve import check_record_ident
 from store.kinds.record.tags import normal_tag
@@ -363,3 +364,33 @@ def bind_conflicts(
             key
         )
     return Shape(after=key is not None)
+
+
+def bind_search(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    _page(prefix, args.get("first"), values)
+    mode = GatherMode((args.get("mode") or GatherMode.INTERSECT).value)
+    chosen = RULE.chosen(lanes, args.get("lanes"))
+    source_types = args.get("sourceTypes")
+    shape = search.bind(
+        values,
+        prefix,
+        args.get("text"),
+        args.get("match"),
+        mode,
+        chosen,
+        source_types,
+        args.get("asOf"),
+        args.get("after"),
+    )
+    if shape is None:
+        # Nothing to find (match names only the engine's labels): the resolver says so.
+        raise Declined()
+    return Shape(
+        as_of=shape.as_of,
+        after=shape.after,
+        mode=shape.mode,
+        properties=shape.properties,
+        filters=(search_compiled.SOURCE_TYPES,) if shape.source_types else (),
+    )

@@ -18,6 +18,7 @@ from gql.compiled.plan import (
 )
 from gql.policy_types import PolicyVersion, Profile
 from gql.resolvers.edges import EdgeQuery
+from gql.resolvers.search import SearchQuery
 from gql.types import (
     AuditEvent,
     AuditPage,
@@ -52,7 +53,7 @@ def _arg(text: str) -> Any:
 
 
 @strawberry.type(description="What can be read: records, gathers, walks, history and rights.")
-class Query(EdgeQuery):
+class Query(SearchQuery, EdgeQuery):
     @strawberry.field(
         description="One record, as it is or as it was at asOf; null when no record you "
         "can read has that id. A record retired then (now, without asOf) is refused with "

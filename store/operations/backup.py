@@ -618,6 +618,8 @@ async def _finish(conn: Conn, importer: _Importer) -> None:
             [i for i, _ in importer.keys],
             [k for _, k in importer.keys],
         )
+    # What a kind sums up may read the copied rows (the text index reads the ledger).
+    await importer.flush()
     for replay in importer.replays.values():
         await replay.finish(conn, importer.add)
     await importer.flush()

@@ -539,6 +539,7 @@ ARGUMENT_SCALARS = {
     "first": "Page",
     "fromId": "FullIdent",
     "toId": "FullIdent",
+    "text": "Words!",
 }
 
 
@@ -566,7 +567,7 @@ def restricted_sdl() -> str:
     names = ("DateTime", "Ident", "FullIdent", "Prop", "Props", "Lane", "JSON")
     scalars = "".join(f"scalar {name}\n" for name in names)
     return (
-        f"{scalars}scalar Source\nscalar Page\n"
+        f"{scalars}scalar Source\nscalar Page\nscalar Words\n"
         "enum GatherMode { INTERSECT UNION TIMELINE }\n"
         "enum ConflictResolution { ACCEPTED_DUAL SUPERSEDED REFUTED MERGED }\n"
         "enum ConflictStatus { UNRESOLVED RESOLVED ALL }\n" + "\n".join(types)
@@ -597,6 +598,8 @@ def generated_documents(world: World, count: int) -> list[str]:
             lambda values: ListValueNode(values=tuple(values))
         ),
         "Lane": text(["crm", "notes"]),
+        # Search words (an empty text is refused, so declined).
+        "Words": text(["renewal", "acme deal", '"renewal risk"', "ren", "-deal note"]),
         "Source": text(["meeting", "note"]),
         "Page": st.sampled_from([1, 2, 3, 50]).map(lambda n: IntValueNode(value=str(n))),
     }

@@ -215,6 +215,8 @@ def arguments(world: World, name: str, gfield: GraphQLField, nested: bool) -> It
         "includeExpired": [True],
         "namespace": ["default"],
         "tag": ["common", "secret"],
+        "text": ["content", "changed or secret", "h1 conte", '"v1 content" -fixed'],
+        "sourceTypes": [["conversational"]],
     }
     if name == "auditEvent":
         pools["id"] = world.events

@@ -103,8 +103,10 @@ def test_required_keys_with_text_format_refused() -> None:
         ("lanes:", "lanes", "lane names"),
         ("lanes: [a, b]", "lanes", "mapping of lane names"),
         ("lanes: {a: {}}\nextra: 1", "", "allowed keys: ['agents', 'lanes']"),
-        ("lanes: {a: {types: {}}}", "lanes.a", "allowed keys: ['source_types']"),
-        ("lanes: {a: [x]}", "lanes.a", "mapping with keys ['source_types']"),
+        ("lanes: {a: {types: {}}}", "lanes.a", "allowed keys: ['source_types', 'text_search']"),
+        ("lanes: {a: {text_search: klingon}}", "lanes.a.text_search", "allowed: simple, arabic"),
+        ("lanes: {a: {text_search: 3}}", "lanes.a.text_search", "english"),
+        ("lanes: {a: [x]}", "lanes.a", "mapping with keys ['source_types', 'text_search']"),
         ("lanes: {a: {source_types: [x]}}", "lanes.a.source_types", "source type names"),
         (
             one_type("{labels: [org]}"),
@@ -336,3 +338,9 @@ def test_a_scalar_its_tag_cannot_read_is_refused_at_its_position(text: str) -> N
     error = refuse(f"lanes:\n  n: {{}}\nagents:\n  a: {{apply_policy: {text}}}\n")
     assert "not valid YAML" in error.message
     assert "line 4" in error.message
+
+
+def test_a_lane_declares_its_text_search_language() -> None:
+    policy = load_policy("lanes: {a: {text_search: english}, b: {}}", "test.yaml")
+    assert policy.lanes["a"].text_search == "english"
+    assert policy.lanes["b"].text_search == "simple"

@@ -11,7 +11,7 @@ import asyncpg
 
 from store.ids import RECORD_KIND
 from store.kinds import Copy, Cte, KindDefaults, Rows, Table
-from store.kinds.record import tags
+from store.kinds.record import tags, words
 from store.kinds.record.counts import CLOSED, LABEL_DELTAS, MEMBER_DELTAS, OPENED, RECORD_DELTAS
 from store.kinds.record.model import Record
 from store.kinds.record.projection import (
@@ -127,6 +127,7 @@ _CTES = (
   GROUP BY label, value_key, lane, value HAVING sum(d) <> 0""",
     ),
     tags.CTE,
+    *words.CTES,
 )
 
 _RECORDS = """
@@ -172,6 +173,7 @@ class _Writer:
         # so too per (lane, source type). The member deltas are the statement's own.
         self.labels: Counter[tuple[str, str]] = Counter()
         self.records: Counter[tuple[str, str]] = Counter()
+        self.words = words.Writer()
 
     def add(self, write: Write, entry: Entry, rows: Rows) -> Record:
         was = self.written.get(write.object_id, self.before.get(write.object_id))
@@ -186,6 +188,7 @@ class _Writer:
         )
         rows.part(OPENED).extend(m.row() for m in delta.opened)
         tags.add(was, delta.record, rows)
+        self.words.add(was, delta.record, rows)
         return delta.record
 
     def finish(self, rows: Rows) -> None:
@@ -207,12 +210,16 @@ class _Replay:
         self.labels: Counter[tuple[str, str]] = Counter()
         self.counted: Counter[tuple[str, str]] = Counter()
         self.members: Counter[tuple[str, str, str]] = Counter()
+        # Written after the copied rows (import): their words come from the ledger.
+        self.words: list[words.Interval] = []
 
     def object(self, entries: Sequence[Entry]) -> Iterator[tuple[str, tuple[Any, ...]]]:
         record: Record | None = None
         opened: dict[str, Membership] = {}
+        versions: list[Record] = []
         for entry in entries:
             delta = project_record(record, entry)
+            versions.append(delta.record)
             label_changes(record, delta.record, self.labels)
             record_changes(record, delta.record, self.counted)
             member_changes(record, delta, self.members)
@@ -225,6 +232,7 @@ class _Replay:
                 yield self._membership(closed)
             opened.update((m.id, m) for m in delta.opened)
         assert record is not None
+        self.words.extend(words.intervals(versions))
         for m in opened.values():
             yield self._membership(m)
         if self.keep:
@@ -246,6 +254,7 @@ class _Replay:
         await self._compare_record_counts(conn, report)
         await self._compare_member_counts(conn, report)
         await tags.compare(conn, self.records, report)
+        await words.compare(conn, self.words, report)
 
     async def _compare_records(self, conn: Conn, report: Report) -> None:
         live: dict[str, asyncpg.Record] = {}
@@ -317,6 +326,7 @@ class _Replay:
             )
 
     async def finish(self, conn: Conn, copy: Copy) -> None:
+        await words.insert(conn, self.words)
         for (lane, label), n in self.labels.items():
             if n:
                 await copy("label_counts", (lane, label, n))
@@ -348,6 +358,8 @@ class RecordKind(KindDefaults):
         Table("member_counts", ("label", "value_key", "lane", "value", "records")),
         Table("member_deltas", grant="folded"),
         tags.TABLE,
+        words.TABLE,
+        words.LANGUAGES,
     )
     event_kinds: tuple[str, ...] = (*RECORD_EVENT_KINDS, *ASSERTED_EVENT_KINDS)
     unique_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

@@ -1,0 +1,269 @@
+"""Search: records by their words, narrowed like any other read, in one statement.
+
+The candidates are the record versions whose words (`store.kinds.record.words`) match
+the query, each lane's in that lane's language: the current rows from the partial GIN
+index, or at `as_of` the rows held then. They are narrowed by the visibility rule
+(readable lane, not retired now or then), by `sourceTypes`, and by `match`: the same
+membership set a gather reads (`queries.members_sql`). Hits are ranked by
+`ts_rank_cd` (cover density: how many of the query's words a record holds and how close
+together), ties broken by id, paged by (score, id), and counted exactly.
+
+The query syntax is PostgreSQL's `websearch_to_tsquery`: words (all of them), `"a
+phrase"`, `or`, `-word` (not); the last word, when it is a bare word the caller may still
+be typing, also matches as a prefix. Nothing a caller types is a syntax error. Each hit's
+highlights are the words `ts_headline` marks in the content of the version read, with
+their offsets in code points into that content.
+
+`search_sql` is the one builder of the statement: the resolver runs it here, and the
+compiled path builds the same SQL inside its response.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from store.errors import InvalidInputError
+from store.kinds.record.queries import GatherMode, gather_properties, members_sql
+from store.kinds.record.words import CONFIG
+from store.reads.pages import Page, encode_cursor, key_cursor, page_size
+from store.reads.snapshot import Reader
+from store.reads.statements import Params, Statement
+from store.reads.visibility import RULE
+
+MAX_QUERY_CHARS = 1000
+# Highlights per hit: a long record's every occurrence of a common word is not a snippet.
+MAX_HIGHLIGHTS = 50
+# The markers ts_headline puts around a matched word; the content read has none.
+_START, _STOP = "\\x01", "\\x02"
+
+
+@dataclass(frozen=True)
+class SearchShape:
+    """What varies the statement's text: how many properties `match` has (0: none), how
+    they combine, and which optional arguments are set."""
+
+    properties: int = 0
+    mode: GatherMode = GatherMode.INTERSECT
+    as_of: bool = False
+    source_types: bool = False
+    after: bool = False
+
+
+@dataclass(frozen=True)
+class Highlight:
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    score: float
+    text_rank: int | None
+    vector_rank: int | None
+    highlights: tuple[Highlight, ...]
+
+
+def highlights_sql(content: str, config: str, query: str) -> str:
+    """SQL: the JSON list of the words of `content` that `query` matches, each with its
+    offsets (code points, end exclusive) into `content`, at most MAX_HIGHLIGHTS."""
+    marked = (
+        f"ts_headline({config}, translate({content}, E'{_START}{_STOP}', E'\\x20\\x20'), {query}, "
+        f"E'StartSel={_START}, StopSel={_STOP}, HighlightAll=true')"
+    )
+    # The n-th marked word starts after the 2(n-1) markers before it.
+    return f"""(SELECT coalesce(json_agg(json_build_object('text', t.w, 'start', t.s,
+          'end', t.s + length(t.w)) ORDER BY t.n), '[]'::json)
+        FROM (SELECT n, regexp_substr(hl.h, E'{_START}([^{_STOP}]*){_STOP}', 1, n, '', 1) AS w,
+                     regexp_instr(hl.h, E'{_START}', 1, n) - 1 - 2 * (n - 1) AS s
+              FROM (SELECT {marked} AS h) hl
+              CROSS JOIN generate_series(1, least(regexp_count(hl.h, E'{_START}'),
+                                                  {MAX_HIGHLIGHTS})) n) t)"""
+
+
+def search_sql(p: Params, shape: SearchShape) -> tuple[str, str]:
+    """SQL: the page (rows id, from_version, score, text_rank, highlights; at most limit+1
+    of them, best first) and the statement counting every hit, over a `hits` CTE the
+    caller defines with the first element of `hits_sql`."""
+    keyed = ""
+    if shape.after:
+        score = p("after_score", "real")
+        keyed = f"WHERE k.score < {score} OR (k.score = {score} AND k.id > {p('after_id')})"
+    content = (
+        "(SELECT e.state->>'content' FROM ledger e WHERE e.kind = 'record' "
+        "AND e.object_id = k.id AND e.version = k.from_version)"
+    )
+    # The score as a double (as the API writes it), and as the real it is for cursors.
+    page = f"""SELECT k.id, k.from_version, k.score::float8 AS score, k.score::text AS score_key,
+          k.text_rank,
+          {highlights_sql(content, "k.config", "k.query")} AS highlights
+        FROM ranked k {keyed} ORDER BY k.text_rank LIMIT {p("limit")}"""
+    return page, "SELECT count(*) FROM hits"
+
+
+def hits_sql(p: Params, shape: SearchShape) -> str:
+    """SQL: the CTEs `hits` (every readable match, with its score) and `ranked` (with its
+    place in the text list)."""
+    lanes = p("lanes", "text[]")
+    at = p("as_of", "timestamptz") if shape.as_of else None
+    text = p("text")
+    query = f"websearch_to_tsquery(c.config, {text})"
+    # The tsquery's text ends with its last lexeme's quote when its last element is a
+    # word: that word then matches as a prefix.
+    prefixed = (
+        f"CASE WHEN {p('prefix', 'boolean')} "
+        f"THEN regexp_replace({query}::text, '''$', ''':*')::tsquery ELSE {query} END"
+    )
+    where = ""
+    if shape.source_types:
+        where += f" AND w.source_type = ANY({p('source_types', 'text[]')})"
+    if shape.properties:
+        members = members_sql(p, shape.properties, shape.mode, shape.as_of)
+        where += f" AND w.record_id IN (SELECT m.record_id FROM ({members}) m)"
+    return f"""hits AS (
+        SELECT w.record_id AS id, w.from_version, l.config, l.query,
+               ts_rank_cd(w.words, l.query) AS score
+        FROM (SELECT c.lane, c.config, {prefixed} AS query
+              FROM (SELECT x.lane, {CONFIG}(x.lane) AS config
+                    FROM (SELECT DISTINCT unnest({lanes}) AS lane) x) c) l
+        JOIN record_words w ON w.lane = l.lane AND w.words @@ l.query AND {RULE.held("w", at)}
+        JOIN records r ON r.id = w.record_id AND {RULE.record("r", lanes, at)}
+        WHERE true{where}),
+      ranked AS (
+        SELECT h.*, row_number() OVER (ORDER BY h.score DESC, h.id) AS text_rank FROM hits h)"""
+
+
+@functools.cache
+def _statement(shape: SearchShape, count: bool) -> Statement:
+    p = Params()
+    hits = hits_sql(p, shape)
+    page, total = search_sql(p, shape)
+    counted = f"({total})" if count else "NULL::bigint"
+    return p.statement(
+        f"""WITH {hits} SELECT {counted} AS total, q.* FROM (SELECT 1) c
+        LEFT JOIN LATERAL ({page}) q ON true"""
+    )
+
+
+def check_text(text: str | None) -> str:
+    """The query text, or a refusal naming what is wrong with it."""
+    if text is None or not text.strip():
+        raise InvalidInputError(
+            'text is empty: give the words to search for, e.g. "renewal risk"', allowed="words"
+        )
+    if len(text) > MAX_QUERY_CHARS:
+        raise InvalidInputError(
+            f"text is {len(text)} characters long; a search takes at most {MAX_QUERY_CHARS}",
+            allowed=MAX_QUERY_CHARS,
+        )
+    if "\x00" in text:
+        raise InvalidInputError("text holds a NUL character, which no content holds")
+    return text
+
+
+def prefix_last(text: str) -> bool:
+    """Whether the query's last word is a bare word the caller may still be typing (not
+    closing a phrase, not negated, not the word `or`)."""
+    stripped = text.rstrip()
+    if stripped.endswith('"') or stripped.count('"') % 2 == 1:
+        return False
+    last = stripped.split()[-1]
+    return not last.startswith("-") and last.lower() != "or" and last[-1].isalnum()
+
+
+def search_cursor(after: str | None) -> tuple[float, str] | None:
+    key = key_cursor(after, 2)
+    if key is None:
+        return None
+    try:
+        score = float(key[0])
+    except ValueError:
+        score = math.nan
+    if not math.isfinite(score):
+        key_cursor("x", 2)  # refused as every cursor this list did not give out
+    return score, key[1]
+
+
+def bind(
+    values: dict[str, Any],
+    prefix: str,
+    text: str | None,
+    match: Sequence[str] | None,
+    mode: GatherMode,
+    lanes: Sequence[str],
+    source_types: Sequence[str] | None,
+    as_of: datetime | None,
+    after: str | None,
+) -> SearchShape | None:
+    """Check a search's arguments (refusing what is wrong, naming it), put the values its
+    statement takes in `values` (each name after `prefix`), and say its shape; None when
+    `match` leaves nothing to find (only the engine's labels)."""
+    words = check_text(text)
+    props = gather_properties(match) if match else []
+    if match and not props:
+        return None
+    key = search_cursor(after)
+    values.update(
+        {
+            prefix + "lanes": list(lanes),
+            prefix + "as_of": as_of,
+            prefix + "text": words,
+            prefix + "prefix": prefix_last(words),
+            prefix + "source_types": list(source_types or ()),
+        }
+    )
+    for n, prop in enumerate(props):
+        values[f"{prefix}label_{n}"], values[f"{prefix}value_{n}"] = prop.label, prop.value
+    if key is not None:
+        values[prefix + "after_score"], values[prefix + "after_id"] = key
+    return SearchShape(
+        len(props), mode, as_of is not None, source_types is not None, key is not None
+    )
+
+
+async def search(
+    db: Reader,
+    text: str | None,
+    match: Sequence[str] | None,
+    mode: GatherMode,
+    lanes: Sequence[str],
+    source_types: Sequence[str] | None,
+    as_of: datetime | None,
+    first: int | None,
+    after: str | None,
+    count: bool = True,
+) -> Page[Hit]:
+    """The readable records whose words match `text`, best first (see the module)."""
+    size = page_size(first)
+    values: dict[str, Any] = {"limit": size + 1}
+    shape = bind(values, "", text, match, mode, lanes, source_types, as_of, after)
+    if shape is None:
+        return Page([], 0 if count else None, False, None)
+    statement = _statement(shape, count)
+    rows = await db.fetch(statement.text, *statement.args(values))
+    total = rows[0]["total"] if rows and count else None
+    found = [row for row in rows if row["id"] is not None]
+    items = [_hit(row) for row in found[:size]]
+    last = found[len(items) - 1] if items else None
+    end = None if last is None else encode_cursor([last["score_key"], last["id"]])
+    return Page(items, total, len(found) > size, end)
+
+
+def _hit(row: Any) -> Hit:
+    # A pool's connections decode JSON (store.pool); a plain connection gives its text.
+    marks = row["highlights"]
+    marks = json.loads(marks) if isinstance(marks, str) else marks or []
+    return Hit(
+        id=row["id"],
+        score=float(row["score"]),
+        text_rank=int(row["text_rank"]),
+        vector_rank=None,
+        highlights=tuple(Highlight(m["text"], m["start"], m["end"]) for m in marks),
+    )

@@ -1,0 +1,113 @@
+"""Search on the compiled path: `search(...)` and its hits' fields as SQL building the
+response, for `store.reads.compiled_sql`'s one statement per request.
+
+The hits, their ranks, highlights and count are `store.kinds.record.search`'s own SQL
+(`hits_sql`, `search_sql`), so both paths read the same rows under the same rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from store.kinds.record.search import SearchShape, hits_sql, search_sql
+from store.reads.compiled_sql import Compiler, PageRow, RecordRow, Sel, SiteParams
+from store.reads.json_sql import Shape
+from store.reads.visibility import RULE
+
+SOURCE_TYPES = "source_types"
+
+
+def search_shape(shape: Shape) -> SearchShape:
+    return SearchShape(
+        shape.properties, shape.mode, shape.as_of, SOURCE_TYPES in shape.filters, shape.after
+    )
+
+
+def search_root(compiler: Compiler, sel: Sel, _: None) -> str:
+    """SQL: a SearchPage, best first, with the exact count."""
+    shape = search_shape(compiler.shapes[sel.site or 0])
+    p = SiteParams(compiler, sel.site)
+    hits = hits_sql(p, shape)
+    page, count = search_sql(p, shape)
+    as_of = compiler.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
+    s, r = compiler.alias("s"), compiler.alias("r")
+    size = f"{{size_{s}}}"
+    lateral, cols = compiler.record_source(r, as_of)
+    row = PageRow(
+        s,
+        r,
+        size,
+        count,
+        lateral,
+        RecordRow(cols, as_of),
+        [f"{s}.score_key", f"{s}.id"],
+        False,
+        as_of,
+    )
+    body = compiler.fields(sel.children, row)
+    if size in body:
+        body = body.replace(size, compiler.arg(sel.site, "size"))
+    return (
+        f"(WITH {hits}, {s} AS (SELECT row_number() OVER (ORDER BY w.text_rank) AS n, * "
+        f"FROM ({page}) w) SELECT {body})"
+    )
+
+
+@dataclass(frozen=True)
+class HitRow:
+    """A hit being read: the alias of its page row, and its record's columns."""
+
+    alias: str
+    record: RecordRow
+
+
+def search_items(compiler: Compiler, sel: Sel, row: PageRow) -> str:
+    """SQL: the page's hits, best first, each with its record as read (the extra row only
+    tells of a next page)."""
+    s, r, i = row.s, row.r, compiler.alias("i")
+    body = compiler.fields(sel.children, HitRow(i, row.record))
+    return f"""coalesce((SELECT json_agg({body} ORDER BY {i}.n)
+        FROM (SELECT * FROM {s} WHERE {s}.n <= {row.size}) {i}
+        JOIN records {r} ON {r}.id = {i}.id AND {RULE.record(r, compiler.lanes(), row.as_of)}
+        {row.lateral} WHERE true{compiler.alive(r, row.as_of)}), '[]'::json)"""
+
+
+def total_exact(compiler: Compiler, sel: Sel, row: PageRow) -> str:
+    return "true"
+
+
+def hit_record(compiler: Compiler, sel: Sel, row: HitRow) -> str:
+    return compiler.fields(sel.children, row.record)
+
+
+def hit_score(compiler: Compiler, sel: Sel, row: HitRow) -> str:
+    return f"{row.alias}.score"
+
+
+def hit_text_rank(compiler: Compiler, sel: Sel, row: HitRow) -> str:
+    return f"{row.alias}.text_rank"
+
+
+def hit_vector_rank(compiler: Compiler, sel: Sel, row: HitRow) -> str:
+    return "NULL::int"
+
+
+def hit_highlights(compiler: Compiler, sel: Sel, row: HitRow) -> str:
+    h = compiler.alias("h")
+    body = compiler.fields(sel.children, h)
+    return (
+        f"(SELECT coalesce(json_agg({body} ORDER BY {h}.o), '[]'::json) "
+        f"FROM json_array_elements({row.alias}.highlights) WITH ORDINALITY AS {h}(v, o))"
+    )
+
+
+def highlight_text(compiler: Compiler, sel: Sel, h: str) -> str:
+    return f"({h}.v->>'text')"
+
+
+def highlight_start(compiler: Compiler, sel: Sel, h: str) -> str:
+    return f"({h}.v->'start')"
+
+
+def highlight_end(compiler: Compiler, sel: Sel, h: str) -> str:
+    return f"({h}.v->'end')"

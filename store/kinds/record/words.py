@@ -1,0 +1,275 @@
+"""The words of each record version: the text index search reads (`store.kinds.record.search`).
+
+A row holds one interval in which a live record's content, lane and source type stayed
+the same, with that content's `tsvector` in its lane's text-search language and the
+interval's transaction time (recorded_from, recorded_to): the current rows have
+recorded_to NULL, and a search as of T reads the rows held at T from the same GIN index.
+A change of properties alone keeps the row; a retirement closes it and a restoring opens
+another, so a retired record is found by no current search and by every earlier one.
+
+Like the tags, the words are not in the ledger: the rule that cuts a record's history
+into intervals (`opens`) is pure, run by the write path on each new version and by
+`verify` and import over the replayed ledger; the `tsvector` is PostgreSQL's function of
+the version's content, which verify recomputes from the ledger. Each lane's language is
+kept in `search_languages` (no row: `simple`); `relanguage` moves a lane to another one
+and rebuilds its rows in batches, off the request path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from store.kinds import Cte, Rows, Table
+from store.kinds.record.model import Record
+from store.operations.verify import Report
+from store.pool import Conn
+
+TABLE = Table(
+    "record_words",
+    ("record_id", "from_version", "lane", "source_type", "recorded_from", "recorded_to"),
+)
+LANGUAGES = Table("search_languages", ("lane", "config"))
+DEFAULT_LANGUAGE = "simple"
+
+# The language a lane's words are indexed in, as a function the write path and the
+# reads share (migration 0019).
+CONFIG = "edgeloom_search_config"
+
+CLOSED_WORDS = "closed_words"
+OPENED_WORDS = "opened_words"
+CTES = (
+    Cte(
+        CLOSED_WORDS,
+        """UPDATE record_words w SET recorded_to = x.at
+  FROM {rows} WHERE w.record_id = x.record_id AND w.recorded_to IS NULL""",
+        (("record_id", "text"), ("at", "timestamptz")),
+    ),
+    Cte(
+        OPENED_WORDS,
+        f"""INSERT INTO record_words (record_id, from_version, lane, source_type,
+                          recorded_from, recorded_to, words)
+  SELECT record_id, from_version, lane, source_type, recorded_from, recorded_to,
+         to_tsvector({CONFIG}(lane), content)
+  FROM {{rows}}""",
+        (
+            ("record_id", "text"),
+            ("from_version", "int"),
+            ("lane", "text"),
+            ("source_type", "text"),
+            ("recorded_from", "timestamptz"),
+            ("recorded_to", "timestamptz"),
+            ("content", "text"),
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One row of record_words without its words (the version's content gives them)."""
+
+    record_id: str
+    from_version: int
+    lane: str
+    source_type: str
+    recorded_from: datetime
+    recorded_to: datetime | None = None
+
+
+def _live(record: Record | None) -> bool:
+    return record is not None and record.state.retired is None
+
+
+def opens(before: Record | None, after: Record) -> tuple[bool, bool]:
+    """Whether the version `after` closes the interval `before` held, and opens one."""
+    if _live(before) and _live(after):
+        assert before is not None
+        s, t = before.state, after.state
+        same = (s.content, s.lane, s.source_type) == (t.content, t.lane, t.source_type)
+        return (not same, not same)
+    return (_live(before), _live(after))
+
+
+def intervals(versions: Iterable[Record]) -> list[Interval]:
+    """A record's intervals over its versions, oldest first (verify, import, migration)."""
+    found: list[Interval] = []
+    before: Record | None = None
+    for record in versions:
+        close, open_ = opens(before, record)
+        if close:
+            last = found[-1]
+            found[-1] = Interval(**{**last.__dict__, "recorded_to": record.updated_at})
+        if open_:
+            found.append(
+                Interval(
+                    record.id,
+                    record.version,
+                    record.lane,
+                    record.state.source_type,
+                    record.updated_at,
+                )
+            )
+        before = record
+    return found
+
+
+class Writer:
+    """The write path's rows for one command: an interval opened and closed within the
+    command is written closed (the statement's parts cannot see each other's rows)."""
+
+    def __init__(self) -> None:
+        self.opened: dict[str, dict[str, Any]] = {}
+
+    def add(self, before: Record | None, after: Record, rows: Rows) -> None:
+        close, open_ = opens(before, after)
+        if close:
+            pending = self.opened.pop(after.id, None)
+            if pending is not None:
+                pending["recorded_to"] = after.updated_at
+            else:
+                rows.part(CLOSED_WORDS).append({"record_id": after.id, "at": after.updated_at})
+        if open_:
+            row = {
+                "record_id": after.id,
+                "from_version": after.version,
+                "lane": after.lane,
+                "source_type": after.state.source_type,
+                "recorded_from": after.updated_at,
+                "recorded_to": None,
+                "content": after.state.content,
+            }
+            rows.part(OPENED_WORDS).append(row)
+            self.opened[after.id] = row
+
+
+# The words of given intervals from their versions' content in the ledger, in the lane's
+# language (import, the migration, verify's rebuild).
+_INSERT = f"""
+INSERT INTO record_words (record_id, from_version, lane, source_type, recorded_from,
+                          recorded_to, words)
+SELECT u.record_id, u.from_version, u.lane, u.source_type, u.recorded_from, u.recorded_to,
+       to_tsvector({CONFIG}(u.lane), l.state->>'content')
+FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::timestamptz[],
+            $6::timestamptz[])
+  AS u(record_id, from_version, lane, source_type, recorded_from, recorded_to)
+JOIN ledger l ON l.kind = 'record' AND l.object_id = u.record_id AND l.version = u.from_version
+"""
+_BATCH = 2000
+
+
+async def insert(conn: Conn, rows: Sequence[Interval]) -> None:
+    """Write the rows of `rows`, their words computed from the ledger, in batches."""
+    for start in range(0, len(rows), _BATCH):
+        batch = rows[start : start + _BATCH]
+        columns = [[getattr(r, c) for r in batch] for c in TABLE.columns]
+        await conn.execute(_INSERT, *columns)
+
+
+_LIVE = "SELECT " + ", ".join(TABLE.columns) + " FROM record_words"
+# The rows whose words are not their version's content in their lane's language.
+_STALE = f"""
+SELECT w.record_id, w.from_version FROM record_words w
+LEFT JOIN ledger l ON l.kind = 'record' AND l.object_id = w.record_id
+  AND l.version = w.from_version
+WHERE w.words IS DISTINCT FROM to_tsvector({CONFIG}(w.lane), l.state->>'content')
+ORDER BY 1, 2 LIMIT 50
+"""
+
+
+async def compare(conn: Conn, expected: Iterable[Interval], report: Report) -> None:
+    """verify: the live intervals against the replayed ones, and each row's words against
+    its version's content."""
+    want = set(expected)
+    live: set[Interval] = set()
+    async for row in conn.cursor(_LIVE, prefetch=5000):
+        live.add(Interval(**dict(row)))
+    for found in sorted(want - live, key=_key)[:50]:
+        report.problems.append(
+            f"{found.record_id}: words of version {found.from_version} missing from the index"
+        )
+    for found in sorted(live - want, key=_key)[:50]:
+        report.problems.append(
+            f"{found.record_id}: words of version {found.from_version} indexed, "
+            "the ledger has no such interval"
+        )
+    for row in await conn.fetch(_STALE):
+        report.problems.append(
+            f"{row['record_id']}: words of version {row['from_version']} differ from its content"
+        )
+
+
+def _key(row: Interval) -> tuple[str, int]:
+    return (row.record_id, row.from_version)
+
+
+# -- the language of a lane --------------------------------------------------------
+
+_LANGUAGE = f"SELECT {CONFIG}($1)::text"
+_SET_LANGUAGE = """
+INSERT INTO search_languages (lane, config) VALUES ($1, $2)
+ON CONFLICT (lane) DO UPDATE SET config = EXCLUDED.config
+"""
+_REWORD = f"""
+WITH batch AS (
+  SELECT record_id, from_version FROM record_words
+  WHERE lane = $1 AND (record_id, from_version) > ($2, $3)
+  ORDER BY record_id, from_version LIMIT $4
+),
+moved AS (
+  UPDATE record_words w SET words = to_tsvector({CONFIG}(w.lane), l.state->>'content')
+  FROM batch b, ledger l
+  WHERE w.record_id = b.record_id AND w.from_version = b.from_version
+    AND l.kind = 'record' AND l.object_id = b.record_id AND l.version = b.from_version
+)
+SELECT b.record_id, b.from_version, (SELECT count(*) FROM batch) AS n
+FROM batch b ORDER BY 1 DESC, 2 DESC LIMIT 1
+"""
+_LANE_ROWS = "SELECT count(*) FROM record_words WHERE lane = $1"
+
+
+async def language(conn: Conn, lane: str) -> str:
+    """The language `lane`'s words are indexed in."""
+    found: str = await conn.fetchval(_LANGUAGE, lane)
+    return found
+
+
+async def relanguage(
+    conn: Conn, lane: str, config: str, progress: Callable[[int, int], None] | None = None
+) -> int:
+    """Index `lane`'s words in `config` from now on and rebuild the rows it holds, each
+    batch its own transaction (writers wait for none of it); `progress(done, total)`
+    after each batch. Returns how many rows were rebuilt. Searches of the lane use the
+    new language at once: rows not rebuilt yet match only on words both agree on."""
+    await conn.execute(_SET_LANGUAGE, lane, config)
+    total: int = await conn.fetchval(_LANE_ROWS, lane)
+    done, after = 0, ("", 0)
+    while True:
+        last = await conn.fetchrow(_REWORD, lane, after[0], after[1], _BATCH)
+        if last is None:
+            break
+        after = (last["record_id"], last["from_version"])
+        done += last["n"]
+        if progress is not None:
+            progress(done, total)
+    return done
+
+
+async def follow_policy(
+    conn: Conn,
+    wanted: Mapping[str, str],
+    progress: Callable[[str], Callable[[int, int], None]] | None = None,
+) -> list[tuple[str, str, str, int]]:
+    """Move every lane whose words are in another language than `wanted` (lane ->
+    language, as the policy declares) to it: (lane, was, now, rows rebuilt) of each."""
+    moved = []
+    for lane, config in sorted(wanted.items()):
+        was = await language(conn, lane)
+        if was != config:
+            rows = await relanguage(
+                conn, lane, config, None if progress is None else progress(lane)
+            )
+            moved.append((lane, was, config, rows))
+    return moved

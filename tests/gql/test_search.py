@@ -1,0 +1,100 @@
+"""Search over GraphQL: the compiled path and the resolvers answer alike, and bad input
+is refused naming the problem. (What search finds is tested at the store: tests/store.)"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from tests.conftest import GatewayFactory
+from tests.gql._api import UPDATE, ingest, unique
+from tests.gql._differential import compiled_path
+from tests.support import Gateway
+
+SEARCH = """
+query($text: String, $match: [String!], $asOf: DateTime, $first: Int, $after: String) {
+  search(text: $text, match: $match, asOf: $asOf, first: $first, after: $after) {
+    totalCount totalCountExact
+    items {
+      score textRank vectorRank
+      highlights { text start end }
+      record { id content version properties }
+    }
+    pageInfo { hasNextPage endCursor }
+  }
+}
+"""
+
+
+@dataclass
+class Pair:
+    compiled: Gateway
+    plain: Gateway
+
+
+@pytest.fixture(scope="module")
+async def pair(start_gateway: GatewayFactory) -> Pair:
+    compiled = await start_gateway(anonymous_agent="dev")
+    plain = await start_gateway(
+        anonymous_agent="dev", database_url=compiled.database_url, compiled_path=False
+    )
+    return Pair(compiled, plain)
+
+
+async def both(pair: Pair, variables: dict[str, Any]) -> dict[str, Any]:
+    """The answer, the same from both paths; the compiled path must have answered."""
+    path = compiled_path(pair.compiled)
+    before = path.answered
+    got = await pair.compiled.data(SEARCH, variables)
+    assert path.answered == before + 1
+    expected = await pair.plain.data(SEARCH, variables)
+    assert json.dumps(got) == json.dumps(expected)
+    return got["search"]
+
+
+async def test_both_paths_answer_alike(pair: Pair) -> None:
+    word, org = unique("c"), unique("Org")
+    first = await ingest(pair.compiled, f"{word} renewal risk, the renewal", [f"org:{org}"])
+    await ingest(pair.compiled, f"{word} the renewal", [f"org:{org}"])
+    await ingest(pair.compiled, f"{word} café résumé renewal")
+    then = first["updatedAt"]
+    await pair.compiled.data(UPDATE, {"id": first["id"], "content": f"{word} churn"})
+
+    found = await both(pair, {"text": f"{word} renewal", "first": 1})
+    assert found["totalCount"] == 2 and found["totalCountExact"] is True
+    hit = found["items"][0]
+    content = hit["record"]["content"]
+    assert all(content[h["start"] : h["end"]] == h["text"] for h in hit["highlights"])
+    rest = await both(pair, {"text": f"{word} renewal", "after": found["pageInfo"]["endCursor"]})
+    assert len(rest["items"]) == 1 and not rest["pageInfo"]["hasNextPage"]
+    assert rest["items"][0]["textRank"] == 2
+
+    matched = await both(pair, {"text": f"{word} renew", "match": [f"org:{org}"]})
+    assert matched["totalCount"] == 1
+    past = await both(pair, {"text": f"{word} renewal", "match": [f"org:{org}"], "asOf": then})
+    # Then only the first record was written, with the words it has since lost.
+    assert [i["record"]["id"] for i in past["items"]] == [first["id"]]
+    assert past["items"][0]["record"]["version"] == 1
+    assert past["totalCount"] == 1
+
+
+@pytest.mark.parametrize(
+    ("variables", "problem"),
+    [
+        ({"text": " "}, "text is empty"),
+        ({}, "text is empty"),
+        ({"text": "x" * 1001}, "at most 1000"),
+        ({"text": "renewal", "first": 501}, "first must be between 1 and 500"),
+        ({"text": "renewal", "after": "nonsense"}, "cursor"),
+    ],
+)
+async def test_bad_input_is_refused_naming_the_problem(
+    pair: Pair, variables: dict[str, Any], problem: str
+) -> None:
+    for gateway in (pair.compiled, pair.plain):
+        error = await gateway.error(SEARCH, variables)
+        assert error["extensions"]["code"] == "BAD_USER_INPUT", error
+        assert problem in error["message"]
