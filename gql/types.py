@@ -3,7 +3,9 @@ corrections, traversals), each built from a store dataclass with `from_domain`."
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
@@ -15,11 +17,11 @@ from gql.compiled.fields import compiled
 from gql.compiled.plan import bind_members
 from gql.context import Context
 from gql.scalars import JSON
-from policies.properties import Property
+from policies.properties import Property, parse_property
 from store.errors import NotFoundError
 from store.ids import ADJUSTMENT, CONNECT, GROUP, edge_property_id
 from store.kinds.correction.commands import corrections_of
-from store.kinds.record import asserted, commands, queries, traverse
+from store.kinds.record import asserted, commands, queries, traverse, values
 from store.kinds.record import model as domain
 from store.kinds.record.projection import CorrectionRow
 from store.reads import compiled_sql as sql
@@ -239,6 +241,33 @@ class Retirement:
     )
 
 
+@strawberry.type(description="Something a write did that you may want to correct.")
+class Warning:
+    code: str = strawberry.field(
+        description="SIMILAR_VALUE: a new value near an existing one of the same label."
+    )
+    message: str = strawberry.field(description="What was noticed, and what you may do.")
+    property: str | None = strawberry.field(description="The property written, label:value.")
+    similar_to: str | None = strawberry.field(
+        description="The existing property it is near, label:value."
+    )
+    member_count: int | None = strawberry.field(
+        description="How many records you can read carry similarTo."
+    )
+
+    @classmethod
+    def similar(cls, written: Property, near: values.ValueCount) -> Warning:
+        return cls(
+            code="SIMILAR_VALUE",
+            message=f"'{written}' is a new value; '{near.property}' is near it and "
+            f"{near.member_count} record(s) carry it: if you meant the same, write that one "
+            "(update or removeProperties, then addProperties)",
+            property=str(written),
+            similar_to=near.property,
+            member_count=near.member_count,
+        )
+
+
 @strawberry.type(description="A record in memory, as it is now or as it was at asOf.")
 class Record:
     id: strawberry.ID = strawberry.field(
@@ -284,6 +313,22 @@ class Record:
     )
     _model: strawberry.Private[domain.Record]
     _as_of: strawberry.Private[datetime | None]
+    # What the write answering with this record gave it: each property and how many
+    # records of the write carry it (None: a read, which never warns).
+    _written: strawberry.Private[Mapping[Property, int] | None] = None
+
+    @strawberry.field(
+        description="What the write that answers with this record noticed: a value it "
+        "introduced near one already in use (SIMILAR_VALUE), so you can correct it. Empty "
+        "on reads.",
+        metadata=compiled(sql.nothing_listed),
+    )
+    async def warnings(self, info: Info) -> list[Warning]:
+        if not self._written:
+            return []
+        async with info.context.read() as (db, lanes):
+            found = await values.near(db, self._written, lanes)
+        return [Warning.similar(p, v) for p, near in found.items() for v in near]
 
     @strawberry.field(
         description="When, by whom and why it was retired; null while it is not. Reads "
@@ -351,6 +396,18 @@ class Record:
         return bool(await self.corrections(info))
 
     @classmethod
+    def written(cls, r: domain.Record, written: Mapping[Property, int] | None = None) -> Record:
+        """A record as a write answers with it: `written` (default: every property it
+        holds, on this one record) are the properties the write gave, checked for
+        near values when `warnings` is asked for."""
+        given = (
+            written
+            if written is not None
+            else dict.fromkeys(domain.declared(r.state.properties), 1)
+        )
+        return dataclasses.replace(cls.from_domain(r), _written=given)
+
+    @classmethod
     def from_domain(cls, r: domain.Record, as_of: datetime | None = None) -> Record:
         return cls(
             id=strawberry.ID(r.id),
@@ -403,7 +460,9 @@ class PropertyChange:
     @classmethod
     def from_domain(cls, change: commands.PropertyChange) -> PropertyChange:
         return cls(
-            record=Record.from_domain(change.record),
+            record=Record.written(
+                change.record, dict.fromkeys(map(parse_property, change.added), 1)
+            ),
             added=change.added,
             already_held=change.already_held,
             rejected=change.rejected,

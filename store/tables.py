@@ -396,6 +396,18 @@ member_counts = Table(
     Column("lane", Text, primary_key=True),
     Column("value", Text, nullable=False),
     Column("records", BigInteger, nullable=False),
+    # For `values(similarTo:)` (migration 0020): the value without case, accents, spacing
+    # or punctuation, and that key with each one character deleted, after the label.
+    Column(
+        "similar_key", Text, Computed("edgeloom_similar_key(value)", persisted=True), nullable=True
+    ),
+    Column(
+        "near_keys",
+        ARRAY(Text),
+        Computed("edgeloom_near_keys(label, edgeloom_similar_key(value))", persisted=True),
+        nullable=True,
+    ),
+    Index("ix_member_counts_near_keys", "near_keys", postgresql_using="gin"),
 )
 
 # A delta row has no key: the fold takes every committed one. A member delta is found by

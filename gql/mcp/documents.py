@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 # What a write answers with: enough to read, link or update the record next.
-BRIEF = "id lane sourceType version properties"
+BRIEF = (
+    "id lane sourceType version properties warnings { code message property similarTo memberCount }"
+)
 RECORD = (
     "id lane sourceType authority content version createdAt updatedAt createdBy properties "
     "connections { id hint active } groups { id hint active } adjustments { id hint active } "
@@ -36,6 +38,17 @@ UPDATE = f"""mutation($id: ID!, $content: String, $properties: [String!], $expec
   {{ {BRIEF} }} }}"""
 
 LABELS = "query($lane: String) { labels(lane: $lane) { label recordCount } }"
+VALUES = """query($label: String!, $lane: String, $prefix: String, $similarTo: String, $first: Int,
+    $after: String) {
+  values(label: $label, lane: $lane, prefix: $prefix, similarTo: $similarTo, first: $first,
+    after: $after) { items { property memberCount } pageInfo { hasNextPage endCursor } } }"""
+SEARCH = f"""query($text: String, $match: [String!], $mode: GatherMode, $lanes: [String!],
+    $asOf: DateTime, $first: Int, $after: String) {{
+  search(text: $text, match: $match, mode: $mode, lanes: $lanes, asOf: $asOf, first: $first,
+    after: $after) {{
+    items {{ score textRank vectorRank highlights {{ text start end }}
+      record {{ id lane content properties }} }}
+    totalCountExact {PAGE_INFO} }} }}"""
 ADD = f"""mutation($id: ID!, $properties: [String!]!) {{
   addProperties(id: $id, properties: $properties) {{
     added alreadyHeld rejected record {{ {BRIEF} }} }} }}"""

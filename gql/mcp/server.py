@@ -28,21 +28,29 @@ def _describe(tool: str) -> str:
     said = {
         "e_ingest": "Write records into memory (one with content, many with records). "
         + d.field("Mutation", "ingest")
-        + " Returns the record's id, lane, source_type, version and properties ({records: "
-        "[...]} for many). " + _ingest("properties"),
+        + " Returns the record's id, lane, source_type, version, properties and warnings "
+        "(a new value near one in use: correct it if you meant that one) ({records: [...]} "
+        "for many). " + _ingest("properties"),
         "e_gather": "Find records by their edge properties: intersect (every one), union "
         "(any one), timeline (any one, in time order), or traverse (walk from one record "
         "over what it shares). Returns a page of records (id, lane, source_type, content, "
         "properties); traverse returns {items: [{hop, via, record}], not_shown, beyond_limit, "
         "clipped}. " + PAGE_SHAPE,
+        "e_search": "Find records by their words, best first, optionally only among a "
+        "gather's records (match): "
+        + d.field("Query", "search")
+        + " Returns a page of {id, lane, score, text_rank, snippet (the content around the "
+        "first word matched), matched, properties}; read a hit whole with e_read. " + PAGE_SHAPE,
         "e_read": "Read one record by id: "
         + d.field("Query", "record")
         + " Returns its content, properties, version, connections, groups, adjustments and "
         "corrections; with versions, a page of its history.",
         "e_update": d.field("Mutation", "update")
         + " Returns the record's id, lane, source_type, version and properties.",
-        "e_property": "List the labels in use, or change a record's edge properties and "
+        "e_property": "List the labels in use or a label's values (values, with similar_to: "
+        "those near a value you are about to write), or change a record's edge properties and "
         "asserted edges (connect, group). Returns a page of {label, record_count} for list; "
+        "of {property, member_count} for values; "
         "{added, already_held, rejected, record} for add; {removed, not_held, record} for "
         "remove; the connection or group {id, hint, active, records} otherwise. " + PAGE_SHAPE,
         "e_audit": "The audit trail: list events (of one record, or of some kinds), inspect "
@@ -55,7 +63,16 @@ def _describe(tool: str) -> str:
     return said[tool]
 
 
-RECORD_TOOLS = ("e_ingest", "e_gather", "e_read", "e_update", "e_property", "e_audit", "e_system")
+RECORD_TOOLS = (
+    "e_ingest",
+    "e_gather",
+    "e_search",
+    "e_read",
+    "e_update",
+    "e_property",
+    "e_audit",
+    "e_system",
+)
 WRITES = {"e_ingest", "e_update", "e_property", "edge_upsert", "conflict_resolve", "retire"}
 
 

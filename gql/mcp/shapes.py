@@ -96,3 +96,29 @@ def page_of(items: list[Any], first: int, after: str | None) -> dict[str, Any]:
 
 def not_found(record_id: str) -> Refused:
     return refused(NotFoundError("record", record_id))
+
+
+SNIPPET_CHARS = 160
+"""About how much of a hit's content `e_search` shows, around its first matched word."""
+
+
+def compact_hit(hit: dict[str, Any]) -> dict[str, Any]:
+    """A search hit as a model reads it: id, score, ranks, a snippet of the content around
+    the first matched word (with "..." where it is cut), the words matched, properties."""
+    record = hit["record"]
+    content: str = record["content"]
+    marks = hit["highlights"]
+    start = max(0, marks[0]["start"] - SNIPPET_CHARS // 3) if marks else 0
+    end = min(len(content), start + SNIPPET_CHARS)
+    snippet = content[start:end]
+    snippet = ("..." if start > 0 else "") + snippet + ("..." if end < len(content) else "")
+    return {
+        "id": record["id"],
+        "lane": record["lane"],
+        "score": hit["score"],
+        "text_rank": hit["text_rank"],
+        "vector_rank": hit["vector_rank"],
+        "snippet": snippet,
+        "matched": sorted({m["text"] for m in marks}),
+        "properties": record["properties"],
+    }

@@ -16,7 +16,7 @@ from gql.mcp import describe as d
 from gql.mcp import documents as doc
 from gql.mcp.feed import settled
 from gql.mcp.run import REFUSALS, Refused, answer, bad_input, refused, run
-from gql.mcp.shapes import ingest_input, item_schema, needs, not_found, page_of
+from gql.mcp.shapes import compact_hit, ingest_input, item_schema, needs, not_found, page_of
 from gql.session import Session
 from store.errors import NotFoundError
 
@@ -163,6 +163,35 @@ class Tools:
 
         return await self._call(ctx, work)  # type: ignore[no-any-return]
 
+    async def e_search(
+        self,
+        ctx: Context[Any, Any],
+        text: Annotated[str | None, described(query_arg("search", "text"))] = None,
+        match: Annotated[list[str] | None, described(query_arg("search", "match"))] = None,
+        mode: Annotated[
+            Literal["intersect", "union"], described(query_arg("search", "mode"))
+        ] = "intersect",
+        lanes: Annotated[list[str] | None, described(query_arg("search", "lanes"))] = None,
+        as_of: Annotated[datetime | None, described(query_arg("search", "asOf"))] = None,
+        first: Annotated[int, described(query_arg("search", "first") + PAGE_NOTE)] = TOOL_PAGE,
+        after: Annotated[str | None, described(query_arg("search", "after"))] = None,
+    ) -> CallToolResult:
+        async def work(session: Session) -> Any:
+            variables = {
+                "text": text,
+                "match": match,
+                "mode": mode.upper(),
+                "lanes": lanes,
+                "asOf": None if as_of is None else as_of.isoformat(),
+                "first": first,
+                "after": after,
+            }
+            found = (await run(session, doc.SEARCH, variables))["search"]
+            found["items"] = [compact_hit(hit) for hit in found["items"]]
+            return found
+
+        return await self._call(ctx, work)  # type: ignore[no-any-return]
+
     async def e_read(
         self,
         ctx: Context[Any, Any],
@@ -221,10 +250,12 @@ class Tools:
         self,
         ctx: Context[Any, Any],
         action: Annotated[
-            Literal["list", "add", "remove", "connect", "disconnect", "group", "ungroup"],
+            Literal["list", "values", "add", "remove", "connect", "disconnect", "group", "ungroup"],
             described(
                 "list: "
                 + d.field("Query", "labels")
+                + " values: "
+                + d.field("Query", "values")
                 + " add: "
                 + d.field("Mutation", "addProperties")
                 + " remove: "
@@ -262,7 +293,14 @@ class Tools:
         labels: Annotated[
             list[str] | None, described("remove: " + mutation_arg("removeProperties", "labels"))
         ] = None,
-        lane: Annotated[str | None, described("list: " + query_arg("labels", "lane"))] = None,
+        lane: Annotated[
+            str | None, described("list, values: " + query_arg("labels", "lane"))
+        ] = None,
+        label: Annotated[str | None, described("values: " + query_arg("values", "label"))] = None,
+        prefix: Annotated[str | None, described("values: " + query_arg("values", "prefix"))] = None,
+        similar_to: Annotated[
+            str | None, described("values: " + query_arg("values", "similarTo"))
+        ] = None,
         a: Annotated[str | None, described("connect: " + mutation_arg("connect", "a"))] = None,
         b: Annotated[str | None, described("connect: " + mutation_arg("connect", "b"))] = None,
         hint: Annotated[
@@ -283,12 +321,24 @@ class Tools:
         after: Annotated[str | None, described("list: " + query_arg("gather", "after"))] = None,
     ) -> CallToolResult:
         async def work(session: Session) -> Any:
+            variables: dict[str, Any]
             if action == "list":
                 found = (await run(session, doc.LABELS, {"lane": lane}))["labels"]
                 return page_of(found, first, after)
+            if action == "values":
+                needs(action, "e_property", label=label)
+                variables = {
+                    "label": label,
+                    "lane": lane,
+                    "prefix": prefix,
+                    "similarTo": similar_to,
+                    "first": first,
+                    "after": after,
+                }
+                return (await run(session, doc.VALUES, variables))["values"]
             if action == "add":
                 needs(action, "e_property", id=id, properties=properties)
-                variables: dict[str, Any] = {"id": id, "properties": properties}
+                variables = {"id": id, "properties": properties}
                 return (await run(session, doc.ADD, variables))["add_properties"]
             if action == "remove":
                 needs(action, "e_property", id=id)

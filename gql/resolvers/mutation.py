@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Annotated, Any
 
 import strawberry
@@ -21,7 +22,7 @@ from gql.types import (
     Record,
     load_one,
 )
-from policies.properties import Property
+from policies.properties import Property, parse_property
 from store.errors import NotFoundError
 from store.ids import ADJUSTMENT, CONNECT, GROUP
 from store.intake.run import DEFAULT_FOLDER, Intake
@@ -29,6 +30,7 @@ from store.intake.sources import IN_PARTS, Covered, SentSource
 from store.kinds.correction.commands import Correct
 from store.kinds.policy.commands import ApplyPolicy
 from store.kinds.record import asserted, asserted_commands, commands, retire
+from store.kinds.record.model import declared
 from store.ledger.command import Command
 from store.limits import MAX_BATCH
 
@@ -68,7 +70,7 @@ class Mutation(EdgeMutation):
         self, info: Info, input: Annotated[IngestInput, _arg("The record to write.")]
     ) -> Record:
         [record] = await info.context.execute(ingest_command([input]))
-        return Record.from_domain(record)
+        return Record.written(record)
 
     @strawberry.mutation(
         description="Write many records in one transaction: all or nothing (the first refusal "
@@ -79,7 +81,9 @@ class Mutation(EdgeMutation):
         info: Info,
         inputs: Annotated[list[IngestInput], _arg("The records to write. " + d.BATCH)],
     ) -> list[Record]:
-        return [Record.from_domain(r) for r in await info.context.execute(ingest_command(inputs))]
+        records = await info.context.execute(ingest_command(inputs))
+        written = Counter(p for r in records for p in set(declared(r.state.properties)))
+        return [Record.written(r, written) for r in records]
 
     @strawberry.mutation(
         description="A new version (event sr_updated) with new content and/or new values for "
@@ -115,7 +119,10 @@ class Mutation(EdgeMutation):
             properties=None if properties is None else tuple(properties),
             expected_version=expected_version,
         )
-        return Record.from_domain(await info.context.execute(command))
+        record = await info.context.execute(command)
+        named = {parse_property(p).label for p in properties or ()}
+        given = [p for p in declared(record.state.properties) if p.label in named]
+        return Record.written(record, dict.fromkeys(given, 1))
 
     @strawberry.mutation(
         description="Add edge properties as a new version (one property_added event per "

@@ -1,4 +1,5 @@
-"""Search: the `search` query field, its types, and how a page of hits is built."""
+"""Finding what you have no label for: the `search` and `values` query fields and their
+types."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from gql.compiled.plan import bind_search
 from gql.types import GatherMode, Info, PageInfo, Record, asks_for, page_info
 from store.kinds.record import search as store_search
 from store.kinds.record import search_compiled as sql
+from store.kinds.record import values as store_values
 from store.reads.compiled_sql import Compiler
 from store.reads.visibility import RULE
 
@@ -85,6 +87,29 @@ class SearchPage:
     )
 
 
+@strawberry.type(description="A value of a label, with how many records you can read carry it.")
+class ValueCount:
+    label: str = strawberry.field(description="The label.")
+    value: str = strawberry.field(description="The value.")
+    property: str = strawberry.field(description="label:value, as written on records.")
+    member_count: int = strawberry.field(description="How many records you can read carry it.")
+
+    @classmethod
+    def from_domain(cls, found: store_values.ValueCount) -> ValueCount:
+        return cls(
+            label=found.label,
+            value=found.value,
+            property=found.property,
+            member_count=found.member_count,
+        )
+
+
+@strawberry.type(description="A page of a label's values, in value order.")
+class ValuePage:
+    items: list[ValueCount] = strawberry.field(description="The values of this page.")
+    page_info: PageInfo = strawberry.field(description="Whether more follow, and the cursor.")
+
+
 SEARCH_TEXT = (
     "The words to find, in PostgreSQL's websearch syntax: words (all must match), "
     '"a phrase", `or` between alternatives, -word to leave out; the last bare word also '
@@ -144,4 +169,31 @@ class SearchQuery:
             total_count=page.total_count or 0,
             total_count_exact=True,
             page_info=page_info(page),
+        )
+
+    @strawberry.field(
+        description="A label's values that records you can read carry now, in value order, "
+        "each with how many carry it: see which exist before writing a new one. With "
+        "similarTo, the values near the one given: the same but for case, accents, spacing "
+        "or punctuation, or one letter apart (inserted, deleted, changed or swapped)."
+    )
+    async def values(
+        self,
+        info: Info,
+        label: Annotated[str, _arg("The label whose values to list, e.g. org.")],
+        lane: Annotated[str | None, _arg(d.LANE_FILTER)] = None,
+        prefix: Annotated[
+            str | None, _arg("Only values starting with this (case and accents count).")
+        ] = None,
+        similar_to: Annotated[
+            str | None, _arg("Only the values near this one (it left out), e.g. ACME.")
+        ] = None,
+        first: Annotated[int | None, _arg(d.FIRST)] = None,
+        after: Annotated[str | None, _arg(d.AFTER)] = None,
+    ) -> ValuePage:
+        async with info.context.read() as (db, readable):
+            chosen = RULE.chosen(readable, None if lane is None else [lane])
+            page = await store_values.values(db, label, chosen, prefix, similar_to, first, after)
+        return ValuePage(
+            items=[ValueCount.from_domain(v) for v in page.items], page_info=page_info(page)
         )

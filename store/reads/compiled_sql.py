@@ -618,3 +618,8 @@ def edge_label(compiler: Compiler, sel: Sel, row: EdgePropertyRow) -> str:
 
 def edge_value(compiler: Compiler, sel: Sel, row: EdgePropertyRow) -> str:
     return row.value
+
+
+def nothing_listed(compiler: Compiler, sel: Sel, row: object) -> str:
+    """A list no read holds (what a write noticed: only a write's answer has any)."""
+    return "'[]'::json"

@@ -217,6 +217,9 @@ def arguments(world: World, name: str, gfield: GraphQLField, nested: bool) -> It
         "tag": ["common", "secret"],
         "text": ["content", "changed or secret", "h1 conte", '"v1 content" -fixed'],
         "sourceTypes": [["conversational"]],
+        "label": ["org", "person", "secret"],
+        "prefix": ["A", "S"],
+        "similarTo": ["acme", "ACME!", "Sal", "kim"],
     }
     if name == "auditEvent":
         pools["id"] = world.events

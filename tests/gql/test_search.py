@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import GatewayFactory
 from tests.gql._api import UPDATE, ingest, unique
 from tests.gql._differential import compiled_path
+from tests.gql._mcp import call, over_http, refused
 from tests.support import Gateway
 
 SEARCH = """
@@ -98,3 +99,55 @@ async def test_bad_input_is_refused_naming_the_problem(
         error = await gateway.error(SEARCH, variables)
         assert error["extensions"]["code"] == "BAD_USER_INPUT", error
         assert problem in error["message"]
+
+
+WARNED = """
+mutation($input: IngestInput!) {
+  ingest(input: $input) {
+    id warnings { code message property similarTo memberCount }
+  }
+}
+"""
+VALUES = """
+query($label: String!, $similarTo: String) {
+  values(label: $label, similarTo: $similarTo) {
+    items { label value property memberCount } pageInfo { hasNextPage endCursor }
+  }
+}
+"""
+
+
+async def test_a_new_value_near_one_in_use_is_written_and_warned_of(pair: Pair) -> None:
+    label = unique("org")
+    for _ in range(2):
+        await ingest(pair.compiled, "renewal note", [f"{label}:Acme"])
+    data = await pair.compiled.data(
+        WARNED, {"input": {"content": "x", "properties": [f"{label}:ACME"]}}
+    )
+    [warning] = data["ingest"]["warnings"]
+    assert warning["code"] == "SIMILAR_VALUE"
+    assert warning["property"] == f"{label}:ACME"
+    assert (warning["similarTo"], warning["memberCount"]) == (f"{label}:Acme", 2)
+    # An existing value is no news.
+    again = await pair.compiled.data(
+        WARNED, {"input": {"content": "x", "properties": [f"{label}:Acme"]}}
+    )
+    assert again["ingest"]["warnings"] == []
+    listed = await pair.compiled.data(VALUES, {"label": label, "similarTo": "acme"})
+    assert [(v["value"], v["memberCount"]) for v in listed["values"]["items"]] == [
+        ("ACME", 1),
+        ("Acme", 3),
+    ]
+
+    async with over_http(pair.compiled) as session:
+        told = await call(session, "e_ingest", content="y", properties=[f"{label}:acme"])
+        assert [w["similar_to"] for w in told["warnings"]] == [f"{label}:Acme", f"{label}:ACME"]
+        values = await call(session, "e_property", action="values", label=label, similar_to="ACME")
+        assert [v["property"] for v in values["items"]] == [f"{label}:Acme", f"{label}:acme"]
+        found = await call(session, "e_search", text="renewal", match=[f"{label}:Acme"], first=1)
+        [hit] = found["items"]
+        assert hit["snippet"] == "renewal note" and hit["matched"] == ["renewal"]
+        assert hit["properties"] == [f"{label}:Acme"] and hit["text_rank"] == 1
+        assert found["total_count"] == 2 and found["page_info"]["has_next_page"]
+        empty = await refused(session, "e_search", text="")
+        assert empty["code"] == "BAD_USER_INPUT" and "text is empty" in empty["error"]

@@ -1,0 +1,141 @@
+"""A label's values with their readable member counts, and the values near a value.
+
+Read from the counts the write path keeps (`store.kinds.record.counts`): the folded
+`member_counts` rows of the caller's lanes plus the deltas not folded yet, summed per
+value, so a value only other lanes hold has no count here and is never listed.
+
+Near values (`similarTo`, and the warning a write gets when it introduces a new value
+near an existing one) come from two generated columns of `member_counts` (migration
+0020): `similar_key`, the value without case, accents, spacing or ASCII punctuation, and
+`near_keys`, that key and each key one character shorter (keys of at most 32 characters),
+after the label, on a GIN index. Two values share an entry when their keys are equal or
+one insertion, deletion, substitution or adjacent swap apart (a deletion-neighbourhood
+match, as SymSpell does): a lookup reads the index entries of the n+1 keys of the value
+asked about, and each counted value costs its n+1 entries in the index. Nothing here
+needs a contrib extension.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from policies.properties import Property
+from store.kinds.record.queries import member_counts
+from store.reads.pages import Page, encode_cursor, key_cursor, page_size
+from store.reads.snapshot import Reader
+from store.reads.statements import Params, Statement
+from store.reads.visibility import RULE
+
+# Near values a write's warning names, at most, per property.
+MAX_NEAR = 3
+
+
+@dataclass(frozen=True)
+class ValueCount:
+    label: str
+    value: str
+    member_count: int
+
+    @property
+    def property(self) -> str:
+        return f"{self.label}:{self.value}"
+
+
+@functools.cache
+def _statement(prefix: bool, similar: bool, after: bool, by_count: bool) -> Statement:
+    p = Params()
+    label, lanes = p("label"), p("lanes", "text[]")
+    folded = [f"c.label = {label}", RULE.lane("c", lanes)]
+    unfolded = [f"d.label = {label}", RULE.lane("d", lanes)]
+    key = "edgeloom_value_key(d.value)"
+    if prefix:
+        start = p("prefix")
+        # A range of the primary key (label, value_key, lane): value keys sort bytewise.
+        folded.append(f"c.value_key >= {start} AND starts_with(c.value_key, {start})")
+        unfolded.append(f"starts_with({key}, {start})")
+    if similar:
+        near = f"edgeloom_near_keys({label}, edgeloom_similar_key({p('similar')}))"
+        itself = f"edgeloom_value_key({p('similar')})"
+        folded.append(f"c.near_keys && {near} AND c.value_key <> {itself}")
+        unfolded.append(
+            f"edgeloom_near_keys(d.label, edgeloom_similar_key(d.value)) && {near} "
+            f"AND {key} <> {itself}"
+        )
+    if after:
+        folded.append(f"c.value_key > {p('after')}")
+        unfolded.append(f"{key} > {p('after')}")
+    order = "n DESC, u.value_key" if by_count else "u.value_key"
+    return p.statement(
+        f"""SELECT u.value_key, min(u.value) AS value, sum(u.n)::bigint AS n FROM (
+          SELECT c.value_key, c.value, c.records AS n FROM member_counts c
+          WHERE {" AND ".join(folded)}
+          UNION ALL
+          SELECT {key}, d.value, d.delta FROM member_deltas d WHERE {" AND ".join(unfolded)}
+        ) u GROUP BY u.value_key HAVING sum(u.n) > 0 ORDER BY {order} LIMIT {p("limit")}"""
+    )
+
+
+def _listed(label: str) -> bool:
+    """Whether `label`'s values may be listed: a caller's label, not the engine's."""
+    return not label.startswith(RULE.engine_prefix) and label not in RULE.hidden_labels
+
+
+async def values(
+    db: Reader,
+    label: str,
+    lanes: Sequence[str],
+    prefix: str | None,
+    similar_to: str | None,
+    first: int | None,
+    after: str | None,
+) -> Page[ValueCount]:
+    """The values of `label` that readable current records carry, in value order, each
+    with how many such records carry it; with `prefix`, those starting with it; with
+    `similar_to`, those near it (see the module), the value itself left out."""
+    size = page_size(first)
+    key = key_cursor(after, 1)
+    if not _listed(label) or not lanes:
+        return Page([], None, False, None)
+    statement = _statement(prefix is not None, similar_to is not None, key is not None, False)
+    names: dict[str, Any] = {
+        "label": label,
+        "lanes": list(lanes),
+        "prefix": prefix,
+        "similar": similar_to,
+        "after": None if key is None else key[0],
+        "limit": size + 1,
+    }
+    rows = await db.fetch(statement.text, *statement.args(names))
+    items = [ValueCount(label, row["value"], int(row["n"])) for row in rows[:size]]
+    end = encode_cursor([rows[len(items) - 1]["value_key"]]) if items else None
+    return Page(items, None, len(rows) > size, end)
+
+
+async def near(
+    db: Reader, written: Mapping[Property, int], lanes: Sequence[str]
+) -> dict[Property, list[ValueCount]]:
+    """For each property a write just gave `written[p]` records: when that write
+    introduced its value (no other readable record carries it), the readable values of
+    its label near it, most members first (at most MAX_NEAR)."""
+    found: dict[Property, list[ValueCount]] = {}
+    asked = [p for p in written if _listed(p.label)]
+    if not lanes or not asked:
+        return found
+    held = await member_counts(db, asked, lanes, None)
+    close = _statement(False, True, False, True)
+    for prop in asked:
+        if held.get(prop, 0) > written[prop]:
+            continue
+        names: dict[str, Any] = {
+            "label": prop.label,
+            "lanes": list(lanes),
+            "similar": prop.value,
+            "limit": MAX_NEAR,
+        }
+        rows = await db.fetch(close.text, *close.args(names))
+        if rows:
+            found[prop] = [ValueCount(prop.label, r["value"], int(r["n"])) for r in rows]
+    return found
