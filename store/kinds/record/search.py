@@ -83,7 +83,7 @@ def highlights_sql(content: str, config: str, query: str) -> str:
           'end', t.s + length(t.w)) ORDER BY t.n), '[]'::json)
         FROM (SELECT n, regexp_substr(hl.h, E'{_START}([^{_STOP}]*){_STOP}', 1, n, '', 1) AS w,
                      regexp_instr(hl.h, E'{_START}', 1, n) - 1 - 2 * (n - 1) AS s
-              FROM (SELECT {marked} AS h) hl
+              FROM (SELECT {marked} AS h OFFSET 0) hl
               CROSS JOIN generate_series(1, least(regexp_count(hl.h, E'{_START}'),
                                                   {MAX_HIGHLIGHTS})) n) t)"""
 
@@ -92,25 +92,37 @@ def search_sql(p: Params, shape: SearchShape) -> tuple[str, str]:
     """SQL: the page (rows id, from_version, score, text_rank, highlights; at most limit+1
     of them, best first) and the statement counting every hit, over a `hits` CTE the
     caller defines with the first element of `hits_sql`."""
-    keyed = ""
+    keyed, before = "", "0"
     if shape.after:
-        score = p("after_score", "real")
-        keyed = f"WHERE k.score < {score} OR (k.score = {score} AND k.id > {p('after_id')})"
+        score, after_id = p("after_score", "real"), p("after_id")
+        keyed = f"WHERE k.score < {score} OR (k.score = {score} AND k.id > {after_id})"
+        # The place of this page's first hit: one more than the hits before it.
+        before = (
+            f"(SELECT count(*) FROM hits b WHERE b.score > {score} "
+            f"OR (b.score = {score} AND b.id <= {after_id}))"
+        )
     content = (
         "(SELECT e.state->>'content' FROM ledger e WHERE e.kind = 'record' "
         "AND e.object_id = k.id AND e.version = k.from_version)"
     )
-    # The score as a double (as the API writes it), and as the real it is for cursors.
+    # The best `limit` hits by a top-N sort (no ranking of every hit); the score as a
+    # double (as the API writes it), and as the real it is for cursors.
     page = f"""SELECT k.id, k.from_version, k.score::float8 AS score, k.score::text AS score_key,
-          k.text_rank,
+          {before} + row_number() OVER (ORDER BY k.score DESC, k.id) AS text_rank,
           {highlights_sql(content, "k.config", "k.query")} AS highlights
-        FROM ranked k {keyed} ORDER BY k.text_rank LIMIT {p("limit")}"""
+        FROM (SELECT * FROM hits k {keyed} ORDER BY k.score DESC, k.id LIMIT {p("limit")}) k
+        ORDER BY text_rank"""
     return page, "SELECT count(*) FROM hits"
 
 
 def hits_sql(p: Params, shape: SearchShape) -> str:
-    """SQL: the CTEs `hits` (every readable match, with its score) and `ranked` (with its
-    place in the text list)."""
+    """SQL: the CTE `hits`, every readable match with its score.
+
+    Now, a words row open in a readable lane is a live record of that lane: the write
+    that retires a record or moves it closes the row in its own transaction, so the rule
+    on the row (`RULE.in_lane`, `RULE.held`) is the whole rule, with no read of `records`
+    per match. At an earlier instant the record's rule is read as every read as of an
+    instant reads it (`RULE.record`: its lane now, and retired after then if at all)."""
     lanes = p("lanes", "text[]")
     at = p("as_of", "timestamptz") if shape.as_of else None
     text = p("text")
@@ -127,17 +139,20 @@ def hits_sql(p: Params, shape: SearchShape) -> str:
     if shape.properties:
         members = members_sql(p, shape.properties, shape.mode, shape.as_of)
         where += f" AND w.record_id IN (SELECT m.record_id FROM ({members}) m)"
+    then = ""
+    if at is not None:
+        then = f"JOIN records r ON r.id = w.record_id AND {RULE.record('r', lanes, at)}"
+    # OFFSET 0: each lane's query is parsed once, not once a matching row.
     return f"""hits AS (
         SELECT w.record_id AS id, w.from_version, l.config, l.query,
                ts_rank_cd(w.words, l.query) AS score
         FROM (SELECT c.lane, c.config, {prefixed} AS query
               FROM (SELECT x.lane, {CONFIG}(x.lane) AS config
-                    FROM (SELECT DISTINCT unnest({lanes}) AS lane) x) c) l
-        JOIN record_words w ON w.lane = l.lane AND w.words @@ l.query AND {RULE.held("w", at)}
-        JOIN records r ON r.id = w.record_id AND {RULE.record("r", lanes, at)}
-        WHERE true{where}),
-      ranked AS (
-        SELECT h.*, row_number() OVER (ORDER BY h.score DESC, h.id) AS text_rank FROM hits h)"""
+                    FROM (SELECT DISTINCT unnest({lanes}) AS lane) x) c OFFSET 0) l
+        JOIN record_words w ON {RULE.in_lane("w", "l.lane")} AND w.words @@ l.query
+          AND {RULE.held("w", at)}
+        {then}
+        WHERE true{where})"""
 
 
 @functools.cache
