@@ -24,6 +24,24 @@ _WORDS = [
 ]
 
 
+# Content words: the list above first, then made-up words from syllables, to VOCABULARY
+# words in all; a word's frequency follows Zipf's law by its rank, so common words are
+# common and most words are rare.
+VOCABULARY = 20_000
+_SYLLABLES = ("ka", "lo", "ren", "tu", "mi", "sa", "vor", "pe", "dax", "qui", "zen", "bo")
+
+
+def word(rank: int) -> str:
+    """The content word of `rank` (1: the most common)."""
+    if rank <= len(_WORDS):
+        return _WORDS[rank - 1]
+    n, parts = rank, []
+    while n:
+        n, k = divmod(n, len(_SYLLABLES))
+        parts.append(_SYLLABLES[k])
+    return "".join(parts)
+
+
 class Zipf:
     """Values `label:v00001`..`label:vNNNNN` drawn with P(rank k) proportional to 1/k^s."""
 
@@ -48,11 +66,15 @@ class Generator:
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
         self.zipfs = [Zipf(label, vocab) for label, vocab in LABELS]
+        self.words = [word(rank) for rank in range(1, VOCABULARY + 1)]
+        self.word_weights = list(
+            itertools.accumulate(1.0 / k**ZIPF_S for k in range(1, VOCABULARY + 1))
+        )
 
     def record(self) -> dict[str, object]:
         """One IngestInput: about 120 characters of content and five properties."""
         self.count += 1
-        words = " ".join(self.rng.choices(_WORDS, k=12))
+        words = " ".join(self.rng.choices(self.words, cum_weights=self.word_weights, k=12))
         properties = [z.sample(self.rng) for z in self.zipfs]
         return {"content": f"bench note {self.count}: {words}", "properties": properties}
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import edges, peer, phases
+from bench import edges, peer, phases, search
 from bench.capture import capture_gateway
 from bench.measure import Row, median, say, table
 from bench.phases import Bench
@@ -34,6 +34,7 @@ TARGET_GATHER = 1.3
 TARGET_SCALE = 2.0
 TARGET_FLAT = 1.5
 TARGET_AS_OF = 2.0
+TARGET_SEARCH = 1.3
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -135,6 +136,7 @@ async def stage(bench: Bench, size: int) -> dict[str, Any]:
     out["records"] = await phases.count_records(bench)
     out["gather"] = await phases.gather_phase(bench)
     out["edges"] = await edges.raw_phase(bench)
+    out["search"] = await search.search_phase(bench)
     for name, g in out["gather"].items():
         say(f"gather {name}:\n" + phases.explain_summary(g["explain"]))
     if not bench.args.skip_peer:
@@ -223,6 +225,29 @@ def rows(results: dict[str, Any]) -> list[Row]:
             # The compiled read against its own statement on asyncpg (no target).
             gw, raw = median(e["gateway_p50_ms"]), median(e["raw_p50_ms"])
             out.append(Row(f"{name} p50 ms {at}", gw, raw, gw / raw, "", None))
+        for name, found in s.get("search", {}).items():
+            gw, raw = median(found["gateway_p50_ms"]), median(found["raw_p50_ms"])
+            out.append(
+                Row(
+                    f"search {name} ({found['hits']:,} hits) p50 ms {at}",
+                    gw,
+                    raw,
+                    gw / raw,
+                    f"<={TARGET_SEARCH}",
+                    gw / raw <= TARGET_SEARCH,
+                )
+            )
+            past = median(found["as_of_p50_ms"])
+            out.append(
+                Row(
+                    f"search {name} asOf p50 ms (vs now) {at}",
+                    past,
+                    gw,
+                    past / gw,
+                    f"<={TARGET_AS_OF}",
+                    past / gw <= TARGET_AS_OF,
+                )
+            )
         if s.get("peer"):
             out.extend(peer.rows(s["peer"], at, Row))
     if len(stages) > 1:

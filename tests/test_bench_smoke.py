@@ -44,6 +44,8 @@ def test_bench_run_on_a_tiny_load(tmp_path: Path) -> None:
     assert "gather zipf asOf p50 ms (vs now)" in stdout
     # The largest value's page and memberCount, one statement the raw side replays.
     assert "gather largest one property p50 ms" in stdout
+    for search in ("search rare word (", "search common word, match (", "search phrase asOf p50"):
+        assert search in stdout, stdout
     for read in ("edges(fromId, first: 20)", "related(id)", "conflicts(first: 20)"):
         assert f"{read}" in stdout, stdout
     [stage] = json.loads(out.read_text())["stages"]
