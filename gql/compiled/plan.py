@@ -372,18 +372,16 @@ def bind_search(
     _page(prefix, args.get("first"), values)
     mode = GatherMode((args.get("mode") or GatherMode.INTERSECT).value)
     chosen = RULE.chosen(lanes, args.get("lanes"))
-    source_types = args.get("sourceTypes")
-    shape = search.bind(
-        values,
-        prefix,
+    given = search.SearchArgs(
         args.get("text"),
         args.get("match"),
         mode,
         chosen,
-        source_types,
+        args.get("sourceTypes"),
         args.get("asOf"),
         args.get("after"),
     )
+    shape = search.bind(values, prefix, given)
     if shape is None:
         # Nothing to find (match names only the engine's labels): the resolver says so.
         raise Declined()

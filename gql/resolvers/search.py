@@ -149,9 +149,8 @@ class SearchQuery:
         mode_ = (mode or GatherMode.INTERSECT).to_store()
         async with info.context.read() as (db, readable):
             chosen = RULE.chosen(readable, lanes)
-            page = await store_search.search(
-                db, text, match, mode_, chosen, source_types, as_of, first, after, count
-            )
+            asked = store_search.SearchArgs(text, match, mode_, chosen, source_types, as_of, after)
+            page = await store_search.search(db, asked, first, count)
         found = await info.context.records([h.id for h in page.items], as_of)
         items = [
             SearchHit(

@@ -6,7 +6,6 @@ transaction); the searches run the store's function on a plain connection.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
@@ -15,33 +14,17 @@ from asyncpg import Connection
 
 from store.errors import InvalidInputError
 from store.kinds.record.queries import GatherMode
-from store.kinds.record.search import MAX_QUERY_CHARS, Hit, prefix_last, search
+from store.kinds.record.search import MAX_QUERY_CHARS, Hit, SearchArgs, prefix_last, search
 from store.kinds.record.words import language, relanguage
 from store.operations.verify import verify
 from store.reads.pages import Page
-from tests.conftest import GatewayFactory
 from tests.gql._api import RETIRE_RECORD, UPDATE, ingest, unique
-from tests.support import Gateway, sql
+from tests.store import _two_lanes
+from tests.store._two_lanes import BOTH
+from tests.support import Gateway
 
-POLICY = """
-lanes:
-  notes: {}
-  secret: {}
-agents:
-  dev: { read: [notes, secret], write: [notes, secret] }
-"""
-BOTH = ["notes", "secret"]
-
-
-@pytest.fixture(scope="module")
-async def gateway(start_gateway: GatewayFactory) -> Gateway:
-    return await start_gateway(policy_yaml=POLICY, anonymous_agent="dev")
-
-
-@pytest.fixture
-async def conn(gateway: Gateway) -> AsyncIterator[Connection]:
-    async with sql(gateway.database_url) as connection:
-        yield connection
+# The module's gateway and a plain connection to its database.
+gateway, conn = _two_lanes.gateway, _two_lanes.conn
 
 
 async def find(
@@ -51,14 +34,10 @@ async def find(
     match: list[str] | None = None,
     **kw: Any,
 ) -> Page[Hit]:
-    defaults: dict[str, Any] = {
-        "mode": GatherMode.INTERSECT,
-        "source_types": None,
-        "as_of": None,
-        "first": None,
-        "after": None,
-    }
-    return await search(conn, text, match, lanes=lanes or BOTH, **{**defaults, **kw})
+    first = kw.pop("first", None)
+    given: dict[str, Any] = {"mode": GatherMode.INTERSECT, "source_types": None, "as_of": None}
+    given |= {"after": None, **kw}
+    return await search(conn, SearchArgs(text, match, lanes=lanes or BOTH, **given), first)
 
 
 def ids(page: Page[Hit]) -> list[str]:

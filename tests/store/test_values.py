@@ -3,35 +3,16 @@ introducing a value near an existing one is told."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
 from asyncpg import Connection
 
 from policies.properties import Property
 from store.kinds.record.values import near, values
-from tests.conftest import GatewayFactory
 from tests.gql._api import ingest, unique
-from tests.support import Gateway, sql
+from tests.store import _two_lanes
+from tests.support import Gateway
 
-POLICY = """
-lanes:
-  notes: {}
-  secret: {}
-agents:
-  dev: { read: [notes, secret], write: [notes, secret] }
-"""
-
-
-@pytest.fixture(scope="module")
-async def gateway(start_gateway: GatewayFactory) -> Gateway:
-    return await start_gateway(policy_yaml=POLICY, anonymous_agent="dev")
-
-
-@pytest.fixture
-async def conn(gateway: Gateway) -> AsyncIterator[Connection]:
-    async with sql(gateway.database_url) as connection:
-        yield connection
+# The module's gateway and a plain connection to its database.
+gateway, conn = _two_lanes.gateway, _two_lanes.conn
 
 
 async def write(gateway: Gateway, label: str, value: str, n: int, lane: str = "notes") -> None:

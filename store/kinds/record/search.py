@@ -206,59 +206,50 @@ def search_cursor(after: str | None) -> tuple[float, str] | None:
     return score, key[1]
 
 
-def bind(
-    values: dict[str, Any],
-    prefix: str,
-    text: str | None,
-    match: Sequence[str] | None,
-    mode: GatherMode,
-    lanes: Sequence[str],
-    source_types: Sequence[str] | None,
-    as_of: datetime | None,
-    after: str | None,
-) -> SearchShape | None:
+@dataclass(frozen=True)
+class SearchArgs:
+    """A search's arguments, as the caller gave them (`lanes`: those it may read)."""
+
+    text: str | None
+    match: Sequence[str] | None
+    mode: GatherMode
+    lanes: Sequence[str]
+    source_types: Sequence[str] | None
+    as_of: datetime | None
+    after: str | None
+
+
+def bind(values: dict[str, Any], prefix: str, args: SearchArgs) -> SearchShape | None:
     """Check a search's arguments (refusing what is wrong, naming it), put the values its
     statement takes in `values` (each name after `prefix`), and say its shape; None when
     `match` leaves nothing to find (only the engine's labels)."""
-    words = check_text(text)
-    props = gather_properties(match) if match else []
-    if match and not props:
+    words = check_text(args.text)
+    props = gather_properties(args.match) if args.match else []
+    if args.match and not props:
         return None
-    key = search_cursor(after)
+    key = search_cursor(args.after)
     values.update(
         {
-            prefix + "lanes": list(lanes),
-            prefix + "as_of": as_of,
+            prefix + "lanes": list(args.lanes),
+            prefix + "as_of": args.as_of,
             prefix + "text": words,
             prefix + "prefix": prefix_last(words),
-            prefix + "source_types": list(source_types or ()),
+            prefix + "source_types": list(args.source_types or ()),
         }
     )
     for n, prop in enumerate(props):
         values[f"{prefix}label_{n}"], values[f"{prefix}value_{n}"] = prop.label, prop.value
     if key is not None:
         values[prefix + "after_score"], values[prefix + "after_id"] = key
-    return SearchShape(
-        len(props), mode, as_of is not None, source_types is not None, key is not None
-    )
+    given = args.source_types is not None
+    return SearchShape(len(props), args.mode, args.as_of is not None, given, key is not None)
 
 
-async def search(
-    db: Reader,
-    text: str | None,
-    match: Sequence[str] | None,
-    mode: GatherMode,
-    lanes: Sequence[str],
-    source_types: Sequence[str] | None,
-    as_of: datetime | None,
-    first: int | None,
-    after: str | None,
-    count: bool = True,
-) -> Page[Hit]:
-    """The readable records whose words match `text`, best first (see the module)."""
+async def search(db: Reader, args: SearchArgs, first: int | None, count: bool = True) -> Page[Hit]:
+    """The readable records whose words match `args.text`, best first (see the module)."""
     size = page_size(first)
     values: dict[str, Any] = {"limit": size + 1}
-    shape = bind(values, "", text, match, mode, lanes, source_types, as_of, after)
+    shape = bind(values, "", args)
     if shape is None:
         return Page([], 0 if count else None, False, None)
     statement = _statement(shape, count)

@@ -1,0 +1,32 @@
+"""A gateway whose development agent reads and writes two lanes, and a plain connection
+to its database: for store tests that write through the write path and read below it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from asyncpg import Connection
+
+from tests.conftest import GatewayFactory
+from tests.support import Gateway, sql
+
+POLICY = """
+lanes:
+  notes: {}
+  secret: {}
+agents:
+  dev: { read: [notes, secret], write: [notes, secret] }
+"""
+BOTH = ["notes", "secret"]
+
+
+@pytest.fixture(scope="module")
+async def gateway(start_gateway: GatewayFactory) -> Gateway:
+    return await start_gateway(policy_yaml=POLICY, anonymous_agent="dev")
+
+
+@pytest.fixture
+async def conn(gateway: Gateway) -> AsyncIterator[Connection]:
+    async with sql(gateway.database_url) as connection:
+        yield connection
