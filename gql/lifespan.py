@@ -14,7 +14,7 @@ from gql.checkpoint_loop import anchor_every
 from gql.feed_hub import FeedHub
 from gql.heap import settle_heap
 from gql.metrics import Metrics
-from gql.policy_startup import ensure_policy
+from gql.policy_startup import ensure_policy, note_search_languages
 from gql.session import Services
 from gql.settings import Settings
 from store.database import create_engine
@@ -66,7 +66,7 @@ def lifespan(
             executor = Executor(
                 pool, cache, settings.write_outcome_timeout, report_lsn=replicas.enabled
             )
-            await ensure_policy(executor, settings)
+            await note_search_languages(pool, await ensure_policy(executor, settings))
             feed = FeedHub(url, engine, pool, cache, settings.feed)
             await feed.start()
             services = Services(

@@ -9,7 +9,9 @@ from policies.loader import DEV_POLICY_YAML
 from store.kinds.policy import in_force as policy_store
 from store.kinds.policy.commands import ApplyPolicy
 from store.kinds.policy.in_force import PolicyVersion
+from store.kinds.record import words
 from store.ledger.executor import Executor
+from store.pool import Pool
 
 log = logging.getLogger("edgeloom")
 
@@ -41,3 +43,27 @@ async def ensure_policy(executor: Executor, settings: Settings) -> PolicyVersion
         current = await executor.execute(DEV_POLICY_ACTOR, command)
         log.info("development policy version %s in force", current.version)
     return current
+
+
+async def note_search_languages(pool: Pool, version: PolicyVersion | None) -> None:
+    """At start, index each lane without words yet in the language the policy declares,
+    and say once which lanes' words are in another: rebuilding them is an operator's
+    command (`edgeloom search-languages`), never a start's work."""
+    if version is None:
+        return
+    async with pool.acquire() as conn:
+        for name, lane in sorted(version.policy.lanes.items()):
+            indexed = await words.language(conn, name)
+            if indexed == lane.text_search:
+                continue
+            if await words.adopt_if_empty(conn, name, lane.text_search):
+                log.info("lane %s: words indexed in %s from now on", name, lane.text_search)
+            else:
+                log.warning(
+                    "lane %s: the policy declares text_search %s but its words are indexed in "
+                    "%s; searches of it use %s until `edgeloom search-languages` rebuilds them",
+                    name,
+                    lane.text_search,
+                    indexed,
+                    indexed,
+                )

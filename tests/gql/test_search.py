@@ -151,3 +151,16 @@ async def test_a_new_value_near_one_in_use_is_written_and_warned_of(pair: Pair) 
         assert found["total_count"] == 2 and found["page_info"]["has_next_page"]
         empty = await refused(session, "e_search", text="")
         assert empty["code"] == "BAD_USER_INPUT" and "text is empty" in empty["error"]
+
+
+async def test_a_lane_declaring_a_language_is_searched_in_it_from_the_start(
+    start_gateway: GatewayFactory,
+) -> None:
+    policy = (
+        "lanes: {notes: {text_search: english}}\nagents: {dev: {read: [notes], write: [notes]}}"
+    )
+    gateway = await start_gateway(policy_yaml=policy, anonymous_agent="dev")
+    record = await ingest(gateway, "Renewals were risky", lane="notes")
+    found = (await gateway.data(SEARCH, {"text": "renewal risk"}))["search"]
+    assert [i["record"]["id"] for i in found["items"]] == [record["id"]]
+    assert [h["text"] for h in found["items"][0]["highlights"]] == ["Renewals", "risky"]

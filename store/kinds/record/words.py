@@ -32,7 +32,6 @@ TABLE = Table(
     ("record_id", "from_version", "lane", "source_type", "recorded_from", "recorded_to"),
 )
 LANGUAGES = Table("search_languages", ("lane", "config"))
-DEFAULT_LANGUAGE = "simple"
 
 # The language a lane's words are indexed in, as a function the write path and the
 # reads share (migration 0019).
@@ -273,3 +272,17 @@ async def follow_policy(
             )
             moved.append((lane, was, config, rows))
     return moved
+
+
+_SET_IF_EMPTY = """
+INSERT INTO search_languages (lane, config)
+SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM record_words WHERE lane = $1)
+ON CONFLICT (lane) DO UPDATE SET config = EXCLUDED.config
+RETURNING lane
+"""
+
+
+async def adopt_if_empty(conn: Conn, lane: str, config: str) -> bool:
+    """Index `lane`'s words in `config` from now on when it has none to rebuild; whether
+    it did."""
+    return await conn.fetchval(_SET_IF_EMPTY, lane, config) is not None
