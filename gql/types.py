@@ -243,16 +243,26 @@ class Retirement:
 
 @strawberry.type(description="Something a write did that you may want to correct.")
 class Warning:
+    # Compiled as columns of a row no read has: a read's `warnings` is always empty.
     code: str = strawberry.field(
-        description="SIMILAR_VALUE: a new value near an existing one of the same label."
+        description="SIMILAR_VALUE: a new value near an existing one of the same label.",
+        metadata=compiled(sql.column("code")),
     )
-    message: str = strawberry.field(description="What was noticed, and what you may do.")
-    property: str | None = strawberry.field(description="The property written, label:value.")
+    message: str = strawberry.field(
+        description="What was noticed, and what you may do.",
+        metadata=compiled(sql.column("message")),
+    )
+    property: str | None = strawberry.field(
+        description="The property written, label:value.",
+        metadata=compiled(sql.column("property")),
+    )
     similar_to: str | None = strawberry.field(
-        description="The existing property it is near, label:value."
+        description="The existing property it is near, label:value.",
+        metadata=compiled(sql.column("similar_to")),
     )
     member_count: int | None = strawberry.field(
-        description="How many records you can read carry similarTo."
+        description="How many records you can read carry similarTo.",
+        metadata=compiled(sql.column("member_count")),
     )
 
     @classmethod

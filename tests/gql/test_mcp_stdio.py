@@ -39,7 +39,7 @@ async def test_the_tools_over_stdio_as_the_tokens_agent(crm: Gateway) -> None:
         hidden = await call(s, "e_ingest", content="curator's note", assign_lane="notes")
     async with over_stdio(crm.database_url, minted["sales"]) as s:
         listed = (await s.list_tools()).tools
-        assert len(listed) == 14
+        assert len(listed) == 15
         assert (await call(s, "e_system"))["agent"] == "sales"
         made = await call(
             s,

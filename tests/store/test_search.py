@@ -203,3 +203,17 @@ async def test_verify_reports_words_that_differ(gateway: Gateway, conn: Connecti
             record["id"],
             record["content"],
         )
+
+
+async def test_equal_scores_list_the_newest_first_and_page_through_once(
+    gateway: Gateway, conn: Connection
+) -> None:
+    word = unique("e")
+    written = [(await ingest(gateway, f"{word} same", lane="notes"))["id"] for _ in range(4)]
+    seen, ranks, after = [], [], None
+    for _ in range(4):
+        page = await find(conn, word, first=1, after=after)
+        seen.extend(ids(page))
+        ranks.extend(h.text_rank for h in page.items)
+        after = page.end_cursor
+    assert seen == written[::-1] and ranks == [1, 2, 3, 4]

@@ -6,7 +6,8 @@ index, or at `as_of` the rows held then. They are narrowed by the visibility rul
 (readable lane, not retired now or then), by `sourceTypes`, and by `match`: the same
 membership set a gather reads (`queries.members_sql`). Hits are ranked by
 `ts_rank_cd` (cover density: how many of the query's words a record holds and how close
-together), ties broken by id, paged by (score, id), and counted exactly.
+together), ties by the newest version first and then by id (an order no other lane can
+change), paged by that key, and counted exactly.
 
 The query syntax is PostgreSQL's `websearch_to_tsquery`: words (all of them), `"a
 phrase"`, `or`, `-word` (not); the last word, when it is a bare word the caller may still
@@ -39,6 +40,9 @@ from store.reads.visibility import RULE
 MAX_QUERY_CHARS = 1000
 # Highlights per hit: a long record's every occurrence of a common word is not a snippet.
 MAX_HIGHLIGHTS = 50
+# Best first; among equal scores, the version written last first, then by id: an order
+# no record of another lane or another world's ids can change.
+_ORDER = "k.score DESC, k.since DESC, k.id"
 # The markers ts_headline puts around a matched word; the content read has none.
 _START, _STOP = "\\x01", "\\x02"
 
@@ -94,12 +98,16 @@ def search_sql(p: Params, shape: SearchShape) -> tuple[str, str]:
     caller defines with the first element of `hits_sql`."""
     keyed, before = "", "0"
     if shape.after:
-        score, after_id = p("after_score", "real"), p("after_id")
-        keyed = f"WHERE k.score < {score} OR (k.score = {score} AND k.id > {after_id})"
+        score, at, after_id = p("after_score", "real"), p("after_at", "timestamptz"), p("after_id")
+        keyed = (
+            f"WHERE k.score < {score} OR (k.score = {score} AND (k.since < {at} "
+            f"OR (k.since = {at} AND k.id > {after_id})))"
+        )
         # The place of this page's first hit: one more than the hits before it.
         before = (
             f"(SELECT count(*) FROM hits b WHERE b.score > {score} "
-            f"OR (b.score = {score} AND b.id <= {after_id}))"
+            f"OR (b.score = {score} AND (b.since > {at} "
+            f"OR (b.since = {at} AND b.id <= {after_id}))))"
         )
     content = (
         "(SELECT e.state->>'content' FROM ledger e WHERE e.kind = 'record' "
@@ -108,9 +116,9 @@ def search_sql(p: Params, shape: SearchShape) -> tuple[str, str]:
     # The best `limit` hits by a top-N sort (no ranking of every hit); the score as a
     # double (as the API writes it), and as the real it is for cursors.
     page = f"""SELECT k.id, k.from_version, k.score::float8 AS score, k.score::text AS score_key,
-          {before} + row_number() OVER (ORDER BY k.score DESC, k.id) AS text_rank,
+          k.since, {before} + row_number() OVER (ORDER BY {_ORDER}) AS text_rank,
           {highlights_sql(content, "k.config", "k.query")} AS highlights
-        FROM (SELECT * FROM hits k {keyed} ORDER BY k.score DESC, k.id LIMIT {p("limit")}) k
+        FROM (SELECT * FROM hits k {keyed} ORDER BY {_ORDER} LIMIT {p("limit")}) k
         ORDER BY text_rank"""
     return page, "SELECT count(*) FROM hits"
 
@@ -118,11 +126,11 @@ def search_sql(p: Params, shape: SearchShape) -> tuple[str, str]:
 def hits_sql(p: Params, shape: SearchShape) -> str:
     """SQL: the CTE `hits`, every readable match with its score.
 
-    Now, a words row open in a readable lane is a live record of that lane: the write
-    that retires a record or moves it closes the row in its own transaction, so the rule
-    on the row (`RULE.in_lane`, `RULE.held`) is the whole rule, with no read of `records`
-    per match. At an earlier instant the record's rule is read as every read as of an
-    instant reads it (`RULE.record`: its lane now, and retired after then if at all)."""
+    The rule on the words row (`RULE.in_lane`, `RULE.held`) is the whole visibility
+    rule, with no read of `records` per match: a row holds its record's lane (which no
+    version changes) and the interval in which the record was live with that content,
+    closed by a retirement in the retiring write's own transaction. So a row held now is
+    a record not retired now, and a row held at T one not retired at T."""
     lanes = p("lanes", "text[]")
     at = p("as_of", "timestamptz") if shape.as_of else None
     text = p("text")
@@ -139,19 +147,15 @@ def hits_sql(p: Params, shape: SearchShape) -> str:
     if shape.properties:
         members = members_sql(p, shape.properties, shape.mode, shape.as_of)
         where += f" AND w.record_id IN (SELECT m.record_id FROM ({members}) m)"
-    then = ""
-    if at is not None:
-        then = f"JOIN records r ON r.id = w.record_id AND {RULE.record('r', lanes, at)}"
     # OFFSET 0: each lane's query is parsed once, not once a matching row.
     return f"""hits AS (
-        SELECT w.record_id AS id, w.from_version, l.config, l.query,
+        SELECT w.record_id AS id, w.from_version, w.recorded_from AS since, l.config, l.query,
                ts_rank_cd(w.words, l.query) AS score
         FROM (SELECT c.lane, c.config, {prefixed} AS query
               FROM (SELECT x.lane, {CONFIG}(x.lane) AS config
                     FROM (SELECT DISTINCT unnest({lanes}) AS lane) x) c OFFSET 0) l
         JOIN record_words w ON {RULE.in_lane("w", "l.lane")} AND w.words @@ l.query
           AND {RULE.held("w", at)}
-        {then}
         WHERE true{where})"""
 
 
@@ -193,17 +197,21 @@ def prefix_last(text: str) -> bool:
     return not last.startswith("-") and last.lower() != "or" and last[-1].isalnum()
 
 
-def search_cursor(after: str | None) -> tuple[float, str] | None:
-    key = key_cursor(after, 2)
+def search_cursor(after: str | None) -> tuple[float, datetime, str] | None:
+    """The (score, since, id) after which a page of hits goes on (None: from the start)."""
+    key = key_cursor(after, 3)
     if key is None:
         return None
     try:
-        score = float(key[0])
-    except ValueError:
-        score = math.nan
-    if not math.isfinite(score):
-        key_cursor("x", 2)  # refused as every cursor this list did not give out
-    return score, key[1]
+        score, since = float(key[0]), datetime.fromisoformat(key[1])
+        if not math.isfinite(score) or since.tzinfo is None:
+            raise ValueError(key)
+    except ValueError as exc:
+        raise InvalidInputError(
+            f"cursor '{(after or '')[:40]}' is not one this list gave out: a cursor is a "
+            "page's endCursor, passed back unchanged; omit after for the first page"
+        ) from exc
+    return score, since, key[2]
 
 
 @dataclass(frozen=True)
@@ -240,7 +248,9 @@ def bind(values: dict[str, Any], prefix: str, args: SearchArgs) -> SearchShape |
     for n, prop in enumerate(props):
         values[f"{prefix}label_{n}"], values[f"{prefix}value_{n}"] = prop.label, prop.value
     if key is not None:
-        values[prefix + "after_score"], values[prefix + "after_id"] = key
+        values[prefix + "after_score"], values[prefix + "after_at"], values[prefix + "after_id"] = (
+            key
+        )
     given = args.source_types is not None
     return SearchShape(len(props), args.mode, args.as_of is not None, given, key is not None)
 
@@ -258,7 +268,9 @@ async def search(db: Reader, args: SearchArgs, first: int | None, count: bool = 
     found = [row for row in rows if row["id"] is not None]
     items = [_hit(row) for row in found[:size]]
     last = found[len(items) - 1] if items else None
-    end = None if last is None else encode_cursor([last["score_key"], last["id"]])
+    end = None
+    if last is not None:
+        end = encode_cursor([last["score_key"], last["since"].isoformat(), last["id"]])
     return Page(items, total, len(found) > size, end)
 
 

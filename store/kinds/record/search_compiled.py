@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from store.kinds.record.search import SearchShape, hits_sql, search_sql
 from store.reads.compiled_sql import Compiler, PageRow, RecordRow, Sel, SiteParams
-from store.reads.json_sql import Shape
+from store.reads.json_sql import Shape, iso
 from store.reads.visibility import RULE
 
 SOURCE_TYPES = "source_types"
@@ -40,7 +40,7 @@ def search_root(compiler: Compiler, sel: Sel, _: None) -> str:
         count,
         lateral,
         RecordRow(cols, as_of),
-        [f"{s}.score_key", f"{s}.id"],
+        [f"{s}.score_key", iso(f"{s}.since"), f"{s}.id"],
         False,
         as_of,
     )
