@@ -18,17 +18,13 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from gql.descriptors import HTTP_HEADROOM, LOG_EVERY_SECONDS
 from gql.errors import refusal_response
 
 log = logging.getLogger("edgeloom.sockets")
 
-# Descriptors kept out of the WebSocket caps for HTTP clients, the database pools, the
-# listener, log and key files; at most a quarter of a small open-file limit.
-HTTP_HEADROOM = 1024
 # The client is told to wait this long before it connects again.
 RETRY_AFTER_SECONDS = 5
-# A refused upgrade is logged at most once per cap in this many seconds.
-LOG_EVERY_SECONDS = 10.0
 TRY_AGAIN_LATER = 1013
 _SLOT = "edgeloom.socket"
 

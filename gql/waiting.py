@@ -20,14 +20,14 @@ import time
 from collections.abc import Mapping
 from typing import Protocol
 
-from gql.sockets import HTTP_HEADROOM, LOG_EVERY_SECONDS
+from gql.descriptors import HTTP_HEADROOM, LOG_EVERY_SECONDS
 
 log = logging.getLogger("edgeloom.sockets")
 
 DEFAULT_HEADER_TIMEOUT = 10.0
 MAX_HEADER_BYTES = 64 * 1024
 # The most connections one process lets wait, and at most half the descriptors the
-# WebSocket caps keep out for HTTP (gql.sockets): the other half is the database's and
+# WebSocket caps keep out for HTTP (gql.descriptors): the other half is the database's and
 # the requests' being answered.
 MAX_WAITING = 512
 STATE_KEY = "edgeloom.waiting"

@@ -16,8 +16,9 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from gql.descriptors import HTTP_HEADROOM
 from gql.settings import Settings
-from gql.sockets import HTTP_HEADROOM, SocketCaps, fitted
+from gql.sockets import SocketCaps, fitted
 from tests.conftest import GatewayFactory
 from tests.gql._policy_support import mint
 from tests.support import Gateway, without_request_ids
