@@ -158,7 +158,18 @@ class GatheringHttpToolsProtocol(HttpToolsProtocol):
         self._gathering.flush()
         pipelined = bool(self.pipeline)
         super().on_response_complete()
-        if not pipelined and not self.transport.is_closing():
+        # A response may end before its request's body does (a 413 answered from the
+        # length): the bytes still coming are that body, not the next request's headers.
+        if not pipelined and not self.cycle.more_body:
+            self._wait_for_next()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        if self.cycle.response_complete and not self.pipeline:
+            self._wait_for_next()
+
+    def _wait_for_next(self) -> None:
+        if not self.transport.is_closing():
             self._wait()  # kept alive: waiting for the next request
 
     def connection_lost(self, exc: Exception | None) -> None:
