@@ -15,15 +15,27 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import Databases
+
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _bench(*args: str, timeout: float = 300) -> str:
+@pytest.fixture(scope="module")
+def server(databases: Databases) -> str:
+    """The suite's server: a bench given it makes its database there rather than starting
+    an embedded server of its own (initdb, start, restart: seconds each)."""
+    return databases.url
+
+
+def _bench(*args: str, server: str | None = None, timeout: float = 300) -> str:
     # A subprocess: each bench runs its own event loop (and its own gateways, servers).
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    if server is not None:
+        env["DATABASE_URL"] = server
     done = subprocess.run(
         [sys.executable, "-m", *args],
         cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -32,13 +44,15 @@ def _bench(*args: str, timeout: float = 300) -> str:
     return done.stdout
 
 
-def test_bench_run_on_a_tiny_load(tmp_path: Path) -> None:
+@pytest.mark.over10s("bench.run end to end: a load, then each read and write against raw SQL")
+def test_bench_run_on_a_tiny_load(server: str, tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     stdout = _bench(
         "bench.run",
         *("--records", "1000", "--duration", "1", "--rounds", "1", "--queries", "10"),
         *("--clients", "2", "--many-clients", "1", "--load-clients", "1", "--skip-peer"),
         *("--json", str(out)),
+        server=server,
     )
     assert "gather zipf INTERSECT p50" in stdout
     assert "gather zipf asOf p50 ms (vs now)" in stdout
@@ -66,6 +80,7 @@ def test_bench_run_on_a_tiny_load(tmp_path: Path) -> None:
 
 
 def test_bench_traverse_on_a_tiny_load() -> None:
+    # On a server of its own, as the README runs a bench without DATABASE_URL.
     stdout = _bench("bench.traverse", "--records", "1500", "--starts", "5", "--shape", "crm")
     states = stdout.split("-- after ANALYZE")
     assert len(states) == 2 and "-- right after the load (no ANALYZE)" in states[0], stdout
@@ -80,27 +95,31 @@ def test_bench_traverse_on_a_tiny_load() -> None:
         assert "hop plan scans: [" in state
 
 
-def test_bench_backup_on_a_tiny_load() -> None:
-    stdout = _bench("bench.backup", "--records", "1000")
+def test_bench_backup_on_a_tiny_load(server: str) -> None:
+    stdout = _bench("bench.backup", "--records", "1000", server=server)
     assert "verify on the copy: ok" in stdout, stdout
     assert "entries/s" in stdout
 
 
-def test_bench_feed_on_a_tiny_load() -> None:
+@pytest.mark.over10s("bench.feed end to end: gateways, subscriber processes and a timed round")
+def test_bench_feed_on_a_tiny_load(server: str) -> None:
     stdout = _bench(
         "bench.feed",
         *("--duration", "1", "--subscribers", "4", "--replicas", "1", "--writers", "1"),
         *("--rounds", "1", "--subscriber-processes", "1"),
+        server=server,
     )
     assert "duplicates / unexpected / resumes                 0 / 0 / 0" in stdout, stdout
     assert "delivered / expected per subscriber (min, max)    1.000, 1.000" in stdout, stdout
 
 
-def test_bench_feed_scale_on_a_tiny_load() -> None:
+@pytest.mark.over10s("bench.feed --scale end to end: two subscriber processes, a timed round")
+def test_bench_feed_scale_on_a_tiny_load(server: str) -> None:
     stdout = _bench(
         "bench.feed",
         *("--scale", "--subscribers", "30", "--groups", "2", "--own", "10"),
         *("--duration", "2", "--subscriber-processes", "2"),
+        server=server,
     )
     assert "duplicates / unexpected / resumes                      0 / 0 / 0" in stdout, stdout
     assert "delivered / expected per subscriber (min, max)         1.000, 1.000" in stdout, stdout
