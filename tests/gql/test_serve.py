@@ -26,6 +26,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gql.auth import NO_TOKEN
+from gql.cli import main
 from gql.metrics import SAMPLE_SECONDS
 from store.database import create_engine
 from store.operations import tokens
@@ -231,15 +232,26 @@ async def test_serve_off_loopback_with_a_policy_but_no_token_is_refused(
     )
 
 
-async def test_serve_refuses_a_missing_or_bad_policy_file(tmp_path: Path) -> None:
+def refused_in_process(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """`edgeloom serve ARGS` run by the CLI's own entry point, in this process: the refusals
+    that come before any database or socket (the process as a whole is the tests above)."""
+    assert main(["serve", *args]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    return err
+
+
+def test_serve_refuses_a_missing_or_bad_policy_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     missing = tmp_path / "missing.yaml"
-    err = await refused(None, "--policy", str(missing), "--data-dir", str(tmp_path / "pg"))
+    err = refused_in_process(capsys, "--policy", str(missing), "--data-dir", str(tmp_path / "pg"))
     assert (
         err.strip() == f"edgeloom: cannot read policy file '{missing}': No such file or directory"
     )
     bad = tmp_path / "bad.yaml"
     bad.write_text("lanes:\n  notes: {colour: red}\n", encoding="utf-8")
-    err = await refused(None, "--policy", str(bad), "--data-dir", str(tmp_path / "pg"))
+    err = refused_in_process(capsys, "--policy", str(bad), "--data-dir", str(tmp_path / "pg"))
     assert err.strip() == (
         f"edgeloom: policy '{bad}': key 'lanes.notes': unknown key 'colour'; "
         "allowed keys: ['source_types']"
@@ -247,7 +259,9 @@ async def test_serve_refuses_a_missing_or_bad_policy_file(tmp_path: Path) -> Non
     assert not (tmp_path / "pg").exists()
 
 
-async def test_serve_refuses_an_alias_bomb_policy_file(tmp_path: Path) -> None:
+def test_serve_refuses_an_alias_bomb_policy_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     levels = [f"&a0 [{', '.join(['lol'] * 10)}]"]
     levels += [f"&a{n} [{', '.join([f'*a{n - 1}'] * 10)}]" for n in range(1, 8)]
     bomb = tmp_path / "bomb.yaml"
@@ -255,12 +269,22 @@ async def test_serve_refuses_an_alias_bomb_policy_file(tmp_path: Path) -> None:
         f"lanes: {{crm: {{}}}}\nagents:\n  a:\n   apply_policy: [{', '.join(levels)}]\n",
         encoding="utf-8",
     )
-    # The time it takes is tested on the loader (tests/policies); a process start varies.
-    err = await refused(None, "--policy", str(bomb), "--data-dir", str(tmp_path / "pg"))
+    # The time it takes is tested on the loader (tests/policies).
+    err = refused_in_process(capsys, "--policy", str(bomb), "--data-dir", str(tmp_path / "pg"))
     assert err.strip() == (
         f"edgeloom: policy '{bomb}': not valid YAML (aliases may add at most 100,000 nodes "
         "to a document; those of the node at line 4 column 187)"
     ), err
+    assert not (tmp_path / "pg").exists()
+
+
+def test_dev_policy_is_refused_off_loopback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = refused_in_process(
+        capsys, "--host", "0.0.0.0", "--dev-policy", "--data-dir", str(tmp_path / "pg")
+    )
+    assert "the development policy (no tokens) is served on loopback only" in err
     assert not (tmp_path / "pg").exists()
 
 
@@ -312,14 +336,6 @@ async def test_a_plain_start_after_a_policy_file_keeps_it_and_says_how_to_get_ba
     async with serving(database_url, tmp_path) as s:
         assert await call(s.client, s.url, PROFILE) == {"data": {"profile": {"agent": "dev"}}}
     assert "policy version 2 in force (the development policy)" in s.log.read_text()
-
-
-async def test_dev_policy_is_refused_off_loopback(tmp_path: Path) -> None:
-    err = await refused(
-        None, "--host", "0.0.0.0", "--dev-policy", "--data-dir", str(tmp_path / "pg")
-    )
-    assert "the development policy (no tokens) is served on loopback only" in err
-    assert not (tmp_path / "pg").exists()
 
 
 # -- stopping: the embedded PostgreSQL stops with the last process ----------------
