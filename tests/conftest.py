@@ -11,6 +11,7 @@ from importlib.resources import files
 from pathlib import Path
 
 import pytest
+from _pytest.terminal import TerminalReporter
 
 from gql.settings import Settings
 from tests.support import Databases, Gateway, admin_url, assert_verified, run_gateway
@@ -22,6 +23,38 @@ DEV = "dev"
 os.environ["EDGELOOM_CHECKPOINT_KEY"] = str(
     Path(tempfile.mkdtemp(prefix="edgeloom-test-key-")) / "checkpoint-key.pem"
 )
+
+# A test whose call takes longer than this is marked `over10s` with its reason; one that
+# is not is named at the end of the run, so the next slow test shows the day it lands.
+SLOW_CALL_S = 10.0
+_unmarked_slow: list[tuple[str, float]] = []
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    long_files: set[Path] = set()
+    for item in items:
+        mark = item.get_closest_marker("over10s")
+        if mark is None:
+            continue
+        if not (mark.args and isinstance(mark.args[0], str)):
+            raise pytest.UsageError(f"{item.nodeid}: over10s needs its reason, over10s('...')")
+        long_files.add(item.path)
+    # The files with long tests go first, so that scripts/test's workers (each takes whole
+    # files) do not end with one of them still running a long file while the other waits.
+    items.sort(key=lambda item: item.path not in long_files)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # Under pytest-xdist the reports reach the controller too, with their keywords.
+    if report.when == "call" and report.duration > SLOW_CALL_S and "over10s" not in report.keywords:
+        _unmarked_slow.append((report.nodeid, report.duration))
+
+
+def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:
+    if _unmarked_slow and not hasattr(terminalreporter.config, "workerinput"):
+        terminalreporter.section(f"calls over {SLOW_CALL_S:.0f} s without an over10s mark")
+        for nodeid, seconds in sorted(_unmarked_slow, key=lambda s: -s[1]):
+            terminalreporter.write_line(f"{seconds:6.1f} s  {nodeid}")
 
 
 @pytest.fixture(scope="session")
@@ -35,8 +68,11 @@ async def databases() -> AsyncIterator[Databases]:
     try:
         yield dbs
     finally:
-        await dbs.drop_all()
-        if server is not None:
+        # The embedded server's databases go with its folder; dropped one by one, each
+        # would wait for a checkpoint (half a minute at the end of a run).
+        if server is None:
+            await dbs.drop_all()
+        else:
             server.cleanup()
         shutil.rmtree(data_dir, ignore_errors=True)
 

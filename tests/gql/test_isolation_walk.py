@@ -333,6 +333,7 @@ def over_cost(body: dict[str, Any]) -> bool:
     return any("cost" in e.get("extensions", {}) for e in body.get("errors", []))
 
 
+@pytest.mark.over10s("every query field at each depth, in two worlds, compared")
 async def test_every_query_field_answers_as_if_the_hidden_lane_never_existed(
     worlds: tuple[World, World],
 ) -> None:
@@ -418,6 +419,7 @@ async def forgetting(
     return world, before
 
 
+@pytest.mark.over10s("every query field at each depth, before and after, on two paths")
 async def test_every_query_field_answers_as_if_the_retired_records_were_never_written(
     worlds: tuple[World, World], forgetting: tuple[World, dict[str, Any]]
 ) -> None:

@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import GatewayFactory
 from tests.intake._folder import CLOSED, FILES, RECORDED, RUNBOOK, write_folder
 from tests.support import Gateway, sql
@@ -50,6 +52,7 @@ async def intake(url: str, folder: Path, *extra: str) -> tuple[int, str, str]:
     )
 
 
+@pytest.mark.over10s("four `edgeloom intake` processes, each a run as an operator makes it")
 async def test_a_folder_becomes_records_and_reruns_write_only_changes(
     start_gateway: GatewayFactory, tmp_path: Path
 ) -> None:
