@@ -34,7 +34,7 @@ from tests.gql._policy_support import INGEST, POLICY
 from tests.support import EDGELOOM, REPO, Databases, assert_verified, free_port, no_request_id
 
 START_TIMEOUT = 60.0  # a first embedded start runs initdb
-REFUSAL_TIMEOUT = 20.0
+REFUSAL_TIMEOUT = 20.0  # a refusal comes before any database: only a process start
 
 
 def environment(database_url: str | None) -> dict[str, str]:
@@ -183,7 +183,6 @@ async def test_serve_off_loopback_without_a_policy_is_refused_before_any_databas
     tmp_path: Path,
 ) -> None:
     data_dir = tmp_path / "pgdata"
-    started = time.monotonic()
     err = await refused(
         None, "--host", "0.0.0.0", "--port", str(free_port()), "--data-dir", str(data_dir)
     )
@@ -191,7 +190,6 @@ async def test_serve_off_loopback_without_a_policy_is_refused_before_any_databas
         "edgeloom: refusing to listen on 0.0.0.0: "
         "the development policy (no tokens) is served on loopback only; pass --policy FILE"
     ), err
-    assert time.monotonic() - started < 10
     assert not data_dir.exists()
 
 
@@ -201,7 +199,6 @@ async def test_a_port_in_use_is_refused_before_anything_starts(tmp_path: Path) -
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        started = time.monotonic()
         err = await refused(
             None, "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(data_dir)
         )
@@ -209,7 +206,6 @@ async def test_a_port_in_use_is_refused_before_anything_starts(tmp_path: Path) -
         f"edgeloom: port {port} on 127.0.0.1 is in use by another program; stop it, or pass "
         "--port with a free port\n"
     )
-    assert time.monotonic() - started < 10
     assert not data_dir.exists()  # no embedded server was started, nothing migrated
 
 
@@ -235,7 +231,7 @@ async def test_serve_off_loopback_with_a_policy_but_no_token_is_refused(
 def refused_in_process(capsys: pytest.CaptureFixture[str], *args: str) -> str:
     """`edgeloom serve ARGS` run by the CLI's own entry point, in this process: the refusals
     that come before any database or socket (the process as a whole is the tests above)."""
-    assert main(["serve", *args]) == 2
+    assert main(["serve", "--port", str(free_port()), *args]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err, err
     return err
@@ -293,6 +289,7 @@ def test_dev_policy_is_refused_off_loopback(
 PROFILE = "{ profile { agent } }"
 
 
+@pytest.mark.over10s("four `edgeloom serve` processes in turn on one database")
 async def test_a_plain_start_after_a_policy_file_keeps_it_and_says_how_to_get_back(
     databases: Databases, tmp_path: Path
 ) -> None:
@@ -390,6 +387,7 @@ async def test_a_stopped_gateway_stops_its_embedded_postgres(
         assert "Traceback" not in s.log.read_text()
 
 
+@pytest.mark.over10s("two `edgeloom serve` processes, each starting the embedded PostgreSQL")
 async def test_a_gateway_killed_outright_does_not_keep_postgres_running_later(
     tmp_path: Path,
 ) -> None:
@@ -410,6 +408,7 @@ def is_zombie(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] == "Z"
 
 
+@pytest.mark.over10s("two `edgeloom serve` processes, each starting the embedded PostgreSQL")
 async def test_a_gateway_starts_while_a_killed_server_is_still_a_zombie(tmp_path: Path) -> None:
     """A server killed outright stays a zombie until its parent reaps it, and its pid file
     still names it; the next gateway must not take it for a live server."""
