@@ -373,6 +373,7 @@ EXTRA = [
 ]
 
 
+@pytest.mark.over10s("every document of the suite, on both paths, checked against each other")
 @pytest.mark.parametrize("agent", AGENTS)
 async def test_every_read_of_the_suite_answers_the_same(world: World, agent: str) -> None:
     assert len(SUITE_DOCUMENTS) >= 8, SUITE_DOCUMENTS
