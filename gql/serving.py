@@ -165,7 +165,11 @@ class GatheringHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
-        if self.cycle.response_complete and not self.pipeline:
+        # An upgrade's request has no cycle of its own (a WebSocket takes the connection
+        # over); otherwise the body of a request already answered has just ended.
+        upgrade = self.parser.should_upgrade()
+        cycle = self.cycle
+        if not upgrade and cycle is not None and cycle.response_complete and not self.pipeline:
             self._wait_for_next()
 
     def _wait_for_next(self) -> None:
