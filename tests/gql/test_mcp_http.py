@@ -23,6 +23,7 @@ from tests.support import Gateway, no_request_id
 
 TOOLS = {
     *("e_ingest", "e_gather", "e_read", "e_update", "e_property", "e_audit", "e_system"),
+    "e_search",
     *("edge_upsert", "edge_list", "related", "conflict_resolve", "conflicts", "ego", "retire"),
 }
 BUDGET = (

@@ -269,6 +269,10 @@ async def cut_tail(url: str, rid: str) -> None:
             first["at"],
             first["hash"],
         )
+        await conn.execute(
+            "DELETE FROM record_words WHERE record_id = $1 AND from_version = 2", rid
+        )
+        await conn.execute("UPDATE record_words SET recorded_to = NULL WHERE record_id = $1", rid)
 
 
 async def copy_db(databases: Databases, url: str) -> str:

@@ -86,6 +86,7 @@ async def erase_record(url: str, rid: str) -> None:
             rid,
         )
         await conn.execute("DELETE FROM edge_properties WHERE record_id = $1", rid)
+        await conn.execute("DELETE FROM record_words WHERE record_id = $1", rid)
         await conn.execute("DELETE FROM records WHERE id = $1", rid)
 
 
@@ -150,6 +151,21 @@ async def test_rewriting_an_entry_with_recomputed_hashes_is_detected(
         )
         await conn.execute(
             "UPDATE records SET content = 'forged', ledger_hash = $2 WHERE id = $1", erased, forged
+        )
+        # Version 3 only added a property; forged, it changes the words, so the owner
+        # closes the words of version 2 there and indexes the forgery's.
+        await conn.execute(
+            "UPDATE record_words SET recorded_to = $2 WHERE record_id = $1 AND from_version = 2",
+            erased,
+            row["at"],
+        )
+        await conn.execute(
+            "INSERT INTO record_words (record_id, from_version, lane, source_type, "
+            "recorded_from, recorded_to, words) "
+            "SELECT id, 3, lane, source_type, $2, NULL, "
+            "to_tsvector(edgeloom_search_config(lane), 'forged') FROM records WHERE id = $1",
+            erased,
+            row["at"],
         )
     report = await verify(url)
     # The chain and the projection agree with the forgery; only the checkpoint does not.
