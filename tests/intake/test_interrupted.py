@@ -31,6 +31,25 @@ def many(root: Path) -> Path:
     return folder
 
 
+# Backends of this database still at work, other than the caller's.
+BUSY = """
+SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid()
+  AND backend_type = 'client backend' AND state <> 'idle'
+"""
+
+
+async def settled(url: str) -> None:
+    """Wait until the killed run's last statement is over: a COMMIT it sent before it
+    died still completes on the server, after the process is gone."""
+    async with sql(url) as conn:
+        for _ in range(200):
+            if await conn.fetchval(BUSY) == 0:
+                return
+            await asyncio.sleep(0.05)
+    raise AssertionError("a backend of the killed run was still busy after 10 s")
+
+
 async def whole_files(url: str) -> Counter[str]:
     """Each file record's path, checking that it has every part its record names and
     the edges between them (the sequence of its parts): its records and its edges are
@@ -94,6 +113,7 @@ async def test_an_interrupted_run_leaves_whole_files_and_the_next_completes_it(
     process.send_signal(how)
     out, err = await asyncio.wait_for(process.communicate(), timeout=60)
     assert process.returncode != 0, (out, err)
+    await settled(url)
     if how == signal.SIGINT:
         assert "Traceback" not in err.decode()
         assert "interrupted" in err.decode()
