@@ -5,12 +5,12 @@ for a client whose Accept header prefers it."""
 from __future__ import annotations
 
 import html
-from importlib.metadata import version
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from gql import edgeloom_version
 from gql.settings import Settings
 
 ENDPOINTS: tuple[tuple[str, str], ...] = (
@@ -28,11 +28,6 @@ MODES = {
     "development": "development: calls without a token act as agent 'dev' (loopback only)",
     "policy": "policy: every call needs a bearer token for an agent the policy declares",
 }
-
-
-def edgeloom_version() -> str:
-    """The installed package's version, as `pip show edgeloom` gives it."""
-    return version("edgeloom")
 
 
 def landing_route(settings: Settings) -> Route:

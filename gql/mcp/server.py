@@ -6,12 +6,12 @@ import difflib
 import inspect
 import logging
 from collections.abc import Mapping, Sequence
-from importlib import metadata
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 
+from gql import edgeloom_version
 from gql.mcp import describe as d
 from gql.mcp.edge_tools import EDGE_TOOLS, EdgeTools
 from gql.mcp.run import bad_input
@@ -123,7 +123,7 @@ def build_server(gate: Gate, name: str = "edgeloom") -> MCPServer[Any]:
     server = ToolServer(
         {tool_name: _arguments(getattr(tools, tool_name)) for tool_name in described},
         name=name,
-        version=metadata.version("edgeloom"),
+        version=edgeloom_version(),
         instructions=(
             "edgeloom is an exact, auditable, shared memory. Call e_system get_profile first, "
             "then e_property list to reuse labels before inventing one. " + d.type_("Mutation")
