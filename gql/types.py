@@ -24,6 +24,7 @@ from store.kinds.correction.commands import corrections_of
 from store.kinds.record import asserted, commands, queries, traverse, values
 from store.kinds.record import model as domain
 from store.kinds.record.projection import CorrectionRow
+from store.ledger import audit
 from store.reads import compiled_sql as sql
 from store.reads.pages import Page
 
@@ -504,7 +505,7 @@ class AuditEvent:
         description="What changed (for example the property added); never names or counts "
         "a record you cannot read."
     )
-    _model: strawberry.Private[domain.AuditEvent]
+    _model: strawberry.Private[audit.AuditEvent]
 
     @strawberry.field(description="The record's version before the change (null for a new one).")
     async def before(self, info: Info) -> Version | None:
@@ -522,7 +523,7 @@ class AuditEvent:
         return next((Version.from_domain(v) for v in history if v.number == number), None)
 
     @classmethod
-    def from_domain(cls, e: domain.AuditEvent) -> AuditEvent:
+    def from_domain(cls, e: audit.AuditEvent) -> AuditEvent:
         return cls(
             id=strawberry.ID(e.id),
             cursor=str(e.seq),

@@ -33,7 +33,7 @@ from strawberry.schema.schema_converter import GraphQLCoreConverter
 
 from gql.compiled.selection import collect, plain_operation
 from gql.types import AuditEvent
-from store.kinds.record.model import AuditEvent as Event
+from store.ledger.audit import AuditEvent as Event
 from store.reads.compiled_sql import NotCompilable
 
 ROOT_FIELD = "auditEvents"

@@ -9,7 +9,7 @@ from typing import Any
 
 from store.errors import InvalidIdError, InvalidInputError
 from store.ids import EVENT_ID
-from store.kinds.record.model import AuditEvent
+from store.ledger.audit import AuditEvent
 from store.ledger.events import check_kinds
 from store.reads.pages import Page, page_size, position_cursor
 from store.reads.snapshot import Reader

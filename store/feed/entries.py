@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from store import tables as t
 from store.ids import RECORD_KIND
-from store.kinds.record.model import AuditEvent
+from store.ledger.audit import AuditEvent
 
 Entry = tuple[str, int | None]
 """A record entry: the record's id and the version the entry wrote."""

@@ -26,8 +26,8 @@ from typing import Any
 
 from policies.properties import Property, property_of
 from store.ids import RECORD_KIND
-from store.kinds.record.model import AuditEvent
 from store.kinds.record.queries import carries, gather_properties
+from store.ledger.audit import AuditEvent
 from store.reads.snapshot import Reader
 from store.reads.visibility import CORE_LANES, RULE
 from store.tables import named_ids, names_records

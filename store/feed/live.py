@@ -29,7 +29,7 @@ from store import tables as t
 from store.errors import InvalidInputError
 from store.feed import filters
 from store.feed.filters import FeedFilter
-from store.kinds.record.model import AuditEvent
+from store.ledger.audit import AuditEvent
 from store.pool import json_codecs, plain_url
 from store.reads.pages import position_cursor
 from store.reads.snapshot import Reader

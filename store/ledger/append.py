@@ -4,7 +4,7 @@ Every table's rows travel as one JSON parameter that PostgreSQL expands with
 `jsonb_to_recordset`, and every data-modifying CTE runs whether or not the outer
 query reads it: one round trip whatever the command wrote, one fixed statement text
 that each connection prepares once. The statement is made from the registered kinds'
-parts (`store.kinds`): a new kind adds its parts there, not here.
+parts (`store.ledger.registry`): a new kind adds its parts there, not here.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
-from store import kinds
 from store.errors import StoreError
 from store.ids import new_event_id
-from store.kinds import Cte, Rows, Writer
 from store.kinds.record.model import Record
-from store.kinds.record.projection import Entry
+from store.ledger import registry
 from store.ledger.command import Txn, Write
+from store.ledger.entry import Entry
 from store.ledger.hashing import entry_hash
+from store.ledger.registry import Cte, Rows, Writer
 from store.pool import Conn
 
 TICK = timedelta(microseconds=1)
@@ -49,7 +49,7 @@ class UnknownKindError(StoreError):
     """A write of a ledger kind no module registered."""
 
     def __init__(self, kind: str) -> None:
-        names = [k.name for k in kinds.kinds()]
+        names = [k.name for k in registry.kinds()]
         super().__init__(f"no ledger kind '{kind}' is registered; the kinds are {names}")
 
 
@@ -75,9 +75,9 @@ def append_statement() -> tuple[str, tuple[str, ...]]:
     after the entries ($1) and events ($2), in parameter order. Its text is fixed for a
     registry generation, so each connection prepares it once."""
     global _built
-    generation = kinds.generation()
+    generation = registry.generation()
     if _built[0] != generation:
-        text, taking = _statement([cte for kind in kinds.kinds() for cte in kind.ctes])
+        text, taking = _statement([cte for kind in registry.kinds() for cte in kind.ctes])
         _built = (generation, text, taking)
     return _built[1], _built[2]
 
@@ -117,7 +117,7 @@ def build_rows(
         rows.entries.append(entry.row())
         writer = writers.get(write.kind)
         if writer is None:
-            kind = kinds.kind_of(write.kind)
+            kind = registry.kind_of(write.kind)
             if kind is None:
                 raise UnknownKindError(write.kind)
             writer = writers[write.kind] = kind.writer(before)

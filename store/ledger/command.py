@@ -21,7 +21,7 @@ from policies.model import AgentProfile, Policy
 from store.errors import NoPolicyError
 from store.kinds.policy.in_force import PolicyVersion
 from store.kinds.record.model import Record, RecordState
-from store.kinds.record.projection import Entry
+from store.ledger.entry import Entry
 
 R = TypeVar("R")
 

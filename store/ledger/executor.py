@@ -49,7 +49,6 @@ from typing import Any, Generic, TypeVar
 
 import asyncpg
 
-from store import kinds
 from store.errors import (
     AmbiguousIdError,
     InvalidInputError,
@@ -61,11 +60,11 @@ from store.errors import (
     StoreError,
     refusal_for,
 )
-from store.kinds import Kind, Rows
 from store.kinds.policy.in_force import PolicyCache
 from store.kinds.record import counts
 from store.kinds.record.model import Record, RecordState
 from store.kinds.record.resolve import MAX_CANDIDATES, check_record_ident
+from store.ledger import registry
 from store.ledger.append import UnknownKindError, append, build_rows
 from store.ledger.command import (
     Applied,
@@ -83,6 +82,7 @@ from store.ledger.group_commit import (
     GroupCommit,
     Waiting,
 )
+from store.ledger.registry import Kind, Rows
 from store.ledger.upkeep import ANALYZE_AFTER_ROWS, Upkeep
 from store.pool import Conn, Pool
 from store.reads.replicas import Lsn, commit_lsn
@@ -677,7 +677,7 @@ async def _attached(
 
 
 def _kind(name: str) -> Kind:
-    kind = kinds.kind_of(name)
+    kind = registry.kind_of(name)
     if kind is None:
         raise UnknownKindError(name)
     return kind

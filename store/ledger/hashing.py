@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 if TYPE_CHECKING:
-    from store.kinds.record.projection import Entry
+    from store.ledger.entry import Entry
 
 FORMAT = 2
 

@@ -20,8 +20,8 @@ import asyncio
 import contextlib
 import logging
 
-from store import kinds
-from store.kinds import Rows
+from store.ledger import registry
+from store.ledger.registry import Rows
 from store.operations.roles import MAINTAIN_SINCE, tables
 from store.pool import Pool, PoolClosedError
 
@@ -56,7 +56,7 @@ class Upkeep:
         n = len(rows.entries) + len(rows.events) + sum(len(p) for p in rows.parts.values())
         touched = set(_EVERY_WRITE)
         for name in {entry["kind"] for entry in rows.entries}:
-            kind = kinds.kind_of(name)
+            kind = registry.kind_of(name)
             touched.update(() if kind is None else (t.name for t in kind.tables))
         for table in touched:
             self._changed[table] = self._changed.get(table, 0) + n

@@ -36,9 +36,9 @@ import asyncpg
 import orjson
 
 from policies.properties import MAX_LABEL_LENGTH, MAX_VALUE_LENGTH
-from store import kinds
 from store.errors import StoreError
-from store.kinds.record.projection import Entry
+from store.ledger import registry
+from store.ledger.entry import Entry
 from store.ledger.hashing import stored_hash
 from store.ledger.implied import Problem, event_problems
 from store.limits import MAX_CONTENT_CHARS, MAX_PROPERTIES
@@ -225,7 +225,7 @@ class _Importer:
         self.buffers: dict[str, list[tuple[Any, ...]]] = {}
         self.object: list[Entry] = []
         self.keys: list[tuple[str, str]] = []
-        self.replays = {kind.name: kind.replay(keep=False) for kind in kinds.kinds()}
+        self.replays = {kind.name: kind.replay(keep=False) for kind in registry.kinds()}
         self.last: Entry | None = None  # the entry before, to check each chain as it is read
         # Where each entry, event and checkpoint is in the file (by its seq), to name
         # the line of what the checks after reading find.
@@ -284,7 +284,7 @@ class _Importer:
         """The entry continues its object's chain (or starts one, in the file's order)
         and its hash is the hash of its canonical bytes."""
         last, key = self.last, (entry.kind, entry.object_id)
-        name = kinds.describe(entry.kind, entry.object_id)
+        name = registry.describe(entry.kind, entry.object_id)
         if last is not None and (last.kind, last.object_id) == key:
             version, prev_hash = last.version + 1, last.hash
         else:
@@ -331,7 +331,7 @@ def _columns(table: str) -> tuple[str, ...]:
     """The columns import copies into `table`: its own, or a kind's projection's."""
     if table in _COLUMNS:
         return _COLUMNS[table]
-    return next(t.columns for k in kinds.kinds() for t in k.tables if t.name == table)
+    return next(t.columns for k in registry.kinds() for t in k.tables if t.name == table)
 
 
 _COLUMNS: dict[str, tuple[str, ...]] = {

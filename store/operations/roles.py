@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 from sqlalchemy import Connection, text
 
-from store import kinds
+from store.ledger import registry
 from store.pool import plain_url
 
 log = logging.getLogger("edgeloom.roles")
@@ -33,7 +33,7 @@ MAINTAIN_SINCE = 170_000
 
 def tables(grant: str) -> tuple[str, ...]:
     """Every registered kind's tables with `grant` ("projection", "append", "folded")."""
-    return tuple(t.name for kind in kinds.kinds() for t in kind.tables if t.grant == grant)
+    return tuple(t.name for kind in registry.kinds() for t in kind.tables if t.grant == grant)
 
 
 # CREATE ROLE is cluster-wide and races between databases migrated at once; an owner

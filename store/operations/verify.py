@@ -7,22 +7,22 @@ snapshot, so writers running meanwhile never look like tampering.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import asyncpg
 
-from store import kinds
-from store.kinds.record.projection import Entry
+from store.ledger import registry
+from store.ledger.entry import Entry
 from store.ledger.hashing import stored_hash
 from store.ledger.implied import event_problems
+from store.ledger.report import Report
 from store.operations import checkpoints
 from store.operations.checkpoints import Checkpoint, covered_hashes
 from store.operations.signing import Signer
 from store.pool import Conn, connect
 
 if TYPE_CHECKING:
-    from store.kinds import Replay
+    from store.ledger.registry import Replay
 
 _LEDGER = """
 SELECT kind, object_id, version, event, actor, at, policy_version, state, prev_hash, hash,
@@ -34,21 +34,6 @@ _UNCOVERED = """
 SELECT seq FROM ledger WHERE txid < $1::text::xid8 AND NOT seq <@ $2::text::int8multirange
 ORDER BY seq
 """
-
-
-@dataclass
-class Report:
-    """What verify found; `problems` is empty when everything holds."""
-
-    records: int = 0
-    entries: int = 0
-    memberships: int = 0
-    checkpoints: int = 0
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
 
 
 async def verify(url: str, signer: Signer | None = None) -> Report:
@@ -73,7 +58,7 @@ async def verify(url: str, signer: Signer | None = None) -> Report:
 
 async def _replay(conn: Conn, report: Report) -> dict[str, Replay]:
     """Every object's chain, checked and replayed by its kind's rule."""
-    replays = {kind.name: kind.replay(keep=True) for kind in kinds.kinds()}
+    replays = {kind.name: kind.replay(keep=True) for kind in registry.kinds()}
     chain_of: list[asyncpg.Record] = []
     async for row in conn.cursor(_LEDGER, prefetch=2000):
         report.entries += 1
@@ -92,7 +77,7 @@ async def _replay(conn: Conn, report: Report) -> dict[str, Replay]:
 def _replay_object(rows: list[asyncpg.Record], replays: dict[str, Replay], report: Report) -> None:
     """Check one object's chain and move the rebuilt projections through its entries."""
     kind, object_id = rows[0]["kind"], rows[0]["object_id"]
-    name = kinds.describe(kind, object_id)
+    name = registry.describe(kind, object_id)
     prev_hash: str | None = None
     entries: list[Entry] = []
     for number, row in enumerate(rows, start=1):

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from policies.properties import Property
-    from store.kinds.record.model import AuditEvent
+    from store.ledger.audit import AuditEvent
     from store.reads.snapshot import Reader
 
 # The payload key of an event naming the lane of the second record it concerns (the to

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gql.settings import Settings
-from store.kinds import event_kinds
+from store.ledger.registry import event_kinds
 from tests.conftest import DEV, GatewayFactory
 from tests.gql._api import INGEST, UPDATE, ingest, unique
 from tests.gql._feed import FIELDS, feed_client, newest_cursor

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from gql.feed_hub import Batch, Progress, Rendered
 from store.feed.live import FeedEvent, Snapshot
-from store.kinds.record.model import AuditEvent
+from store.ledger.audit import AuditEvent
 
 # The replay's snapshot: transactions below 100 had ended, except 97, still running.
 REPLAYED_UNDER = Snapshot(xmin=97, xmax=100, xip=frozenset({97}))

@@ -22,7 +22,7 @@ from store.feed.live import (
     poll_statement,
     widen_xid,
 )
-from store.kinds.record.model import AuditEvent
+from store.ledger.audit import AuditEvent
 from tests.support import Databases, plain, plan_nodes, sql
 
 POLL = poll_statement(500)

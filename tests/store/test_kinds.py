@@ -13,17 +13,18 @@ import pytest
 
 from gql.settings import Settings
 from policies.guard import ObjectChange, decide_object
-from store import kinds
 from store.database import create_engine
-from store.kinds import Copy, Cte, KindDefaults, Rows, Table
 from store.kinds.record.model import Record
-from store.kinds.record.projection import Entry
+from store.ledger import registry
 from store.ledger.append import append_statement
 from store.ledger.command import Applied, Current, Event, Locks, Plan, Txn, Write
+from store.ledger.entry import Entry
 from store.ledger.implied import Implied, Links, Shared
+from store.ledger.registry import Copy, Cte, KindDefaults, Rows, Table
+from store.ledger.report import Report
 from store.operations import backup
 from store.operations.migrate import migrate
-from store.operations.verify import Report, verify
+from store.operations.verify import verify
 from store.pool import Conn
 from tests.gql._feed import feed_client
 from tests.store.test_executor import executor_on
@@ -159,14 +160,14 @@ class WriteNote:
 @pytest.fixture
 def note_kind() -> Iterator[None]:
     built = append_statement()
-    kinds.register(NoteKind())
+    registry.register(NoteKind())
     try:
         yield
     finally:
-        kinds.unregister(NOTE)
+        registry.unregister(NOTE)
     # What was built from the registry while the kind was in it is built afresh.
     assert append_statement() == built
-    assert "note_written" not in kinds.event_kinds()
+    assert "note_written" not in registry.event_kinds()
 
 
 async def notes_database(databases: Databases) -> str:

@@ -12,7 +12,8 @@ import asyncpg
 import pytest
 
 from gql.settings import Settings
-from store.operations.verify import Report, verify
+from store.ledger.report import Report
+from store.operations.verify import verify
 from tests.gql._api import ADD, REMOVE, UPDATE, ingest
 from tests.gql._asserted import UNGROUP, connect, group
 from tests.support import Databases, Gateway, plain, run_gateway, sql, with_database

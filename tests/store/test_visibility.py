@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from store.kinds.record.model import AuditEvent
+from store.ledger.audit import AuditEvent
 from store.reads.visibility import Named, readable_payload
 
 NAMED = Named(

@@ -6,13 +6,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.kinds import Cte, KindDefaults, NewestRowReplay, RowWriter, Table, insert
 from store.kinds.record.model import Record
-from store.kinds.record.projection import CorrectionRow, Entry, project_correction
-from store.ledger.events import CORRECTION_EVENT_KINDS
+from store.kinds.record.projection import CorrectionRow, project_correction
+from store.ledger.entry import Entry
 from store.ledger.implied import Implied, Links, Shared
+from store.ledger.registry import Cte, KindDefaults, NewestRowReplay, RowWriter, Table, insert
 
 NAME = "correction"
+# A correction is its own ledgered object attached to a record; the record is unchanged.
+CORRECTION_EVENT_KINDS = ("corrected",)
 
 _TYPED = (
     ("id", "text"),

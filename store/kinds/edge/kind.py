@@ -26,13 +26,13 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.kinds import Cte, KindDefaults, NewestRowReplay, RowWriter, Table
 from store.kinds.edge.model import COLUMNS, EVENT_KINDS, LIVE_KEY, Edge
 from store.kinds.edge.payloads import payload_for
 from store.kinds.record.model import Record
-from store.kinds.record.projection import Entry
 from store.ledger.command import Current, Txn, Write
+from store.ledger.entry import Entry
 from store.ledger.implied import Implied, Links, Shared
+from store.ledger.registry import Cte, KindDefaults, NewestRowReplay, RowWriter, Table
 from store.pool import Conn
 
 NAME = "edge"

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from store.kinds.record.projection import Entry
+from store.ledger.entry import Entry
 from store.ledger.hashing import canonical_time
 
 PROVENANCE_TYPES = ("human", "agent", "rule", "frontmatter", "inferred", "detected")

@@ -6,16 +6,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.kinds import Copy, Cte, KindDefaults, RowWriter, Table, insert
 from store.kinds.policy.in_force import HEAD_SQL
 from store.kinds.record.model import Record
-from store.kinds.record.projection import Entry, PolicyRow, project_policy
-from store.ledger.events import POLICY_EVENT_KINDS
+from store.kinds.record.projection import PolicyRow, project_policy
+from store.ledger.entry import Entry
 from store.ledger.implied import Implied, Links, Shared
-from store.operations.verify import Report
+from store.ledger.registry import Copy, Cte, KindDefaults, RowWriter, Table, insert
+from store.ledger.report import Report
 from store.pool import Conn
 
 NAME = "policy"
+POLICY_EVENT_KINDS = ("policy_applied",)
 
 _POLICIES = "SELECT version, yaml, applied_at, applied_by FROM policy_versions ORDER BY version"
 _TYPED = (

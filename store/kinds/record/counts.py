@@ -15,7 +15,7 @@ intervals.
 
 from __future__ import annotations
 
-from store.kinds import Rows
+from store.ledger.registry import Rows
 from store.pool import Conn
 from store.reads.visibility import RULE
 

@@ -10,13 +10,12 @@ from typing import Any
 import asyncpg
 
 from store.ids import RECORD_KIND
-from store.kinds import Copy, Cte, KindDefaults, Rows, Table
 from store.kinds.record import tags, words
 from store.kinds.record.counts import CLOSED, LABEL_DELTAS, MEMBER_DELTAS, OPENED, RECORD_DELTAS
+from store.kinds.record.events import ASSERTED_EVENT_KINDS, RECORD_EVENT_KINDS, record_implied
 from store.kinds.record.model import Record
 from store.kinds.record.projection import (
     RECORD_COLUMNS,
-    Entry,
     Membership,
     label_changes,
     member_changes,
@@ -25,9 +24,10 @@ from store.kinds.record.projection import (
     record_row,
 )
 from store.ledger.command import Write
-from store.ledger.events import ASSERTED_EVENT_KINDS, RECORD_EVENT_KINDS
-from store.ledger.implied import Implied, Links, Shared, record_implied
-from store.operations.verify import Report
+from store.ledger.entry import Entry
+from store.ledger.implied import Implied, Links, Shared
+from store.ledger.registry import Copy, Cte, KindDefaults, Rows, Table
+from store.ledger.report import Report
 from store.pool import Conn
 
 NAME = RECORD_KIND

@@ -9,7 +9,6 @@ through them and compares the result with the live tables. Each kind's module in
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
@@ -17,41 +16,7 @@ from typing import Any
 
 from store.ids import edge_property_id
 from store.kinds.record.model import Record, RecordState
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One ledger entry: one version of one ledgered object, hash-chained to the last."""
-
-    kind: str
-    object_id: str
-    version: int
-    event: str
-    actor: str
-    at: datetime
-    policy_version: int
-    state: Mapping[str, Any]
-    prev_hash: str | None
-    hash: str
-
-    @classmethod
-    def from_row(cls, row: Any) -> Entry:
-        """An entry from a ledger row or mapping (an export line, its time parsed)."""
-        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
-
-    def row(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "object_id": self.object_id,
-            "version": self.version,
-            "event": self.event,
-            "actor": self.actor,
-            "at": self.at,
-            "policy_version": self.policy_version,
-            "state": self.state,
-            "prev_hash": self.prev_hash,
-            "hash": self.hash,
-        }
+from store.ledger.entry import Entry
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from typing import Any
 
 import asyncpg
 
-from store.kinds import Cte, Rows, Table
 from store.kinds.record.model import Record
-from store.operations.verify import Report
+from store.ledger.registry import Cte, Rows, Table
+from store.ledger.report import Report
 from store.pool import Conn
 from store.reads.snapshot import Reader
 from store.reads.statements import Params, Statement

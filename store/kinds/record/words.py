@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from store.kinds import Cte, Rows, Table
 from store.kinds.record.model import Record
-from store.operations.verify import Report
+from store.ledger.registry import Cte, Rows, Table
+from store.ledger.report import Report
 from store.pool import Conn
 
 TABLE = Table(

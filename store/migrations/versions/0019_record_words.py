@@ -16,8 +16,9 @@ from alembic import op
 from sqlalchemy.dialects.postgresql import TSVECTOR
 
 from store.kinds.record.model import Record
-from store.kinds.record.projection import Entry, project_record
+from store.kinds.record.projection import project_record
 from store.kinds.record.words import Interval, intervals
+from store.ledger.entry import Entry
 
 revision = "0019"
 down_revision = "0018"

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from store.kinds.record.model import Record
-    from store.kinds.record.projection import Entry
     from store.ledger.command import Current, Txn, Write
+    from store.ledger.entry import Entry
     from store.ledger.implied import Implied, Links, Shared
-    from store.operations.verify import Report
+    from store.ledger.report import Report
     from store.pool import Conn
 
 

@@ -1,0 +1,49 @@
+"""A ledger entry: one version of one ledgered object, as every kind writes it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+
+class Row(Protocol):
+    """A row by column name: a SQLAlchemy mapping or an asyncpg record."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One ledger entry: one version of one ledgered object, hash-chained to the last."""
+
+    kind: str
+    object_id: str
+    version: int
+    event: str
+    actor: str
+    at: datetime
+    policy_version: int
+    state: Mapping[str, Any]
+    prev_hash: str | None
+    hash: str
+
+    @classmethod
+    def from_row(cls, row: Any) -> Entry:
+        """An entry from a ledger row or mapping (an export line, its time parsed)."""
+        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "object_id": self.object_id,
+            "version": self.version,
+            "event": self.event,
+            "actor": self.actor,
+            "at": self.at,
+            "policy_version": self.policy_version,
+            "state": self.state,
+            "prev_hash": self.prev_hash,
+            "hash": self.hash,
+        }
