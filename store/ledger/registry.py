@@ -5,7 +5,8 @@ statement's part for each), the pure rule that moves them (`writer`, on the writ
 path) and replays them (`replay`, in verify and import), the audit events its entries
 imply, and the unique keys a command may lock it by. The append statement, `verify`,
 export/import, the runtime role's grants and the feed's event kinds loop over
-`kinds()`; nothing else names a kind. A new kind is one module and its migration.
+`kinds()`; nothing else names a kind. A new kind is one package under `store/kinds/`,
+one line there that registers it (`store.kinds`), and its migration.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator,
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from store.ledger.implied import Links
+
 if TYPE_CHECKING:
     from store.kinds.record.model import Record
     from store.ledger.command import Current, Txn, Write
     from store.ledger.entry import Entry
-    from store.ledger.implied import Implied, Links, Shared
+    from store.ledger.implied import Implied, Shared
     from store.ledger.report import Report
     from store.pool import Conn
 
@@ -194,6 +197,11 @@ class Kind(Protocol):
         """The events `entry` implies, or why none can be said."""
         ...
 
+    def links(self) -> Links:
+        """What its entries say about each other, gathered while verify reads them (one
+        for each run)."""
+        ...
+
     def saw_last(self, state: Mapping[str, Any], object_id: str, links: Links) -> None:
         """An object's newest state, after its events were checked."""
         ...
@@ -219,13 +227,17 @@ class Kind(Protocol):
 
 
 class KindDefaults:
-    """What most kinds declare alike: problems name an object by its kind and id, an
-    object's last state needs no check of its own, and no key is looked up."""
+    """What most kinds declare alike: problems name an object by its kind and id, its
+    events name no other object, an object's last state needs no check of its own, and
+    no key is looked up."""
 
     name: str
 
     def describe(self, object_id: str) -> str:
         return f"{self.name} {object_id}"
+
+    def links(self) -> Links:
+        return Links()
 
     def saw_last(self, state: Mapping[str, Any], object_id: str, links: Links) -> None:
         pass
@@ -269,24 +281,11 @@ class Rows:
 
 _registry: dict[str, Kind] = {}
 _generation = 0
-_loaded = False
 
 
-def _builtins() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    from store.kinds.correction import kind as correction
-    from store.kinds.edge import kind as edge
-    from store.kinds.policy import kind as policy
-    from store.kinds.record import kind as record
-
-    for kind in (record.KIND, correction.KIND, policy.KIND, edge.KIND):
-        _add(kind)
-
-
-def _add(kind: Kind) -> None:
+def register(kind: Kind) -> None:
+    """Add a kind; everything built from the registry is rebuilt. The built-in kinds
+    register themselves when `store.kinds` is first imported."""
     global _generation
     if kind.name in _registry:
         raise ValueError(f"ledger kind '{kind.name}' is registered already")
@@ -298,41 +297,39 @@ def _add(kind: Kind) -> None:
     _generation += 1
 
 
-def register(kind: Kind) -> None:
-    """Add a kind; everything built from the registry is rebuilt."""
-    _builtins()
-    _add(kind)
-
-
 def unregister(name: str) -> None:
     """Remove a kind registered with `register`."""
     global _generation
-    _builtins()
     del _registry[name]
     _generation += 1
 
 
 def kinds() -> tuple[Kind, ...]:
     """Every registered kind, in registration order (the built-in ones first)."""
-    _builtins()
-    return tuple(_registry.values())
+    return tuple(_loaded().values())
 
 
 def generation() -> int:
     """Changes whenever a kind is registered or removed: what is built from the
     registry is rebuilt when it changes."""
-    _builtins()
+    _loaded()
     return _generation
 
 
 def kind_of(name: str) -> Kind | None:
-    _builtins()
-    return _registry.get(name)
+    return _loaded().get(name)
 
 
 def describe(kind: str, object_id: str) -> str:
     found = kind_of(kind)
     return found.describe(object_id) if found is not None else f"{kind} {object_id}"
+
+
+def _loaded() -> dict[str, Kind]:
+    if not _registry:
+        # Nothing can be written or read without the built-in kinds.
+        raise RuntimeError("no ledger kind is registered: import store.kinds first")
+    return _registry
 
 
 def event_kinds() -> tuple[str, ...]:

@@ -35,12 +35,14 @@ from typing import Any
 import asyncpg
 import orjson
 
+import store.kinds  # noqa: F401  (registers the built-in kinds)
 from policies.properties import MAX_LABEL_LENGTH, MAX_VALUE_LENGTH
 from store.errors import StoreError
 from store.ledger import registry
 from store.ledger.entry import Entry
+from store.ledger.event_check import event_problems
 from store.ledger.hashing import stored_hash
-from store.ledger.implied import Problem, event_problems
+from store.ledger.implied import Problem
 from store.limits import MAX_CONTENT_CHARS, MAX_PROPERTIES
 from store.operations import checkpoints
 from store.operations.checkpoints import Checkpoint

@@ -9,6 +9,7 @@ from alembic.config import Config
 from sqlalchemy import Connection, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+import store.kinds  # noqa: F401  (registers the built-in kinds)
 from store.operations.roles import grant_runtime
 
 MIGRATIONS = Path(__file__).parent.parent / "migrations"

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 
 import asyncpg
 
+import store.kinds  # noqa: F401  (registers the built-in kinds)
 from store.ledger import registry
 from store.ledger.entry import Entry
+from store.ledger.event_check import event_problems
 from store.ledger.hashing import stored_hash
-from store.ledger.implied import event_problems
 from store.ledger.report import Report
 from store.operations import checkpoints
 from store.operations.checkpoints import Checkpoint, covered_hashes

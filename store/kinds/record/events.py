@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from policies.properties import Property
 from store.ids import ADJUSTMENT, CONNECT, GROUP, edge_property_id
 from store.kinds.record.model import RecordState, declared
 from store.ledger.entry import Entry
-from store.ledger.implied import Implied, Links, Shared
+from store.ledger.implied import Implied, Links, Shared, differs
 
 RECORD_EVENT_KINDS = (
     "sr_ingested",
@@ -30,6 +32,92 @@ ASSERTED_EVENT_KINDS = (
     "adjusted",
     "unadjusted",
 )
+
+
+@dataclass
+class RecordLinks(Links):
+    """What the entries of asserted edges say about each other, gathered while reading:
+    `other` of `connected` and `members` of `grouped` are checked exactly, `adjustedBy`
+    and `adjusts` of `adjusted` and `dissolved` of `ungrouped`/`unadjusted` only for what
+    the ledger can tell (it keeps no trace of which entries one transaction wrote)."""
+
+    minted: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    first: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    ever: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    held: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+
+    def saw(self, before: RecordState | None, entry: Entry, state: RecordState) -> None:
+        had = set() if before is None else set(before.properties)
+        for prop in state.properties:
+            if not prop.reserved:
+                continue
+            text = str(prop)
+            self.ever[text].add(entry.object_id)
+            if entry.version == 1:
+                self.first[text].add(entry.object_id)
+            if prop not in had and entry.event in ("connected", "grouped"):
+                self.minted[text].append(entry.object_id)
+
+    def last(self, state: Mapping[str, Any], object_id: str) -> None:
+        """An object's newest record state: the reserved values it holds now (none while
+        it is retired)."""
+        for prop in RecordState.from_json(state).held():
+            if prop.reserved:
+                self.held[str(prop)].add(object_id)
+
+    def check(self, me: str, name: str, payload: dict[str, Any]) -> str | None:
+        stored = payload[name]
+        if name == "other":
+            joined = self.minted.get(str(payload.get("property")), [])
+            others = [r for r in joined if r != me]
+            expected = others[0] if len(joined) == 2 and len(others) == 1 else None
+            return None if stored == expected else differs(name, stored, expected)
+        if name == "members":
+            count = len(self.minted.get(str(payload.get("property")), []))
+            return None if stored == count else differs(name, stored, count)
+        if name == "adjustedBy":
+            if stored != me and stored in self.first.get(str(payload.get("adjustment")), ()):
+                return None
+            return (
+                f"payload field 'adjustedBy' is {stored!r}, which is no record first written "
+                f"on {payload.get('adjustment')}"
+            )
+        if name == "adjusts":
+            chains = payload.get("adjustments") or []
+            on = set().union(*(self.ever.get(str(c), set()) for c in chains)) - {me}
+            if isinstance(stored, list) and stored == sorted(set(stored)) and set(stored) <= on:
+                return None
+            return (
+                f"payload field 'adjusts' is {stored!r}; the records on those chains are "
+                f"{sorted(on)}"
+            )
+        # dissolved: a value that is still held was not dissolved.
+        holders = sorted(self.held.get(str(payload.get("property")), ()))
+        if not isinstance(stored, bool):
+            return differs(name, stored, "true or false")
+        if stored and holders:
+            return (
+                f"payload field 'dissolved' is true, but {payload.get('property')} is still "
+                f"held by {holders}"
+            )
+        return None
+
+
+# Payload fields that name other records: checked by `RecordLinks` once every entry is read.
+_LINKED: dict[str, tuple[str, ...]] = {
+    "connected": ("other",),
+    "grouped": ("members",),
+    "adjusted": ("adjustedBy", "adjusts"),
+    "ungrouped": ("dissolved",),
+    "unadjusted": ("dissolved",),
+}
+
+
+def _linked(want: Implied) -> tuple[str, ...]:
+    """The payload fields of `want` that name other records (see `RecordLinks`)."""
+    if want.kind == "adjusted":
+        return ("adjusts",) if "adjustments" in want.payload else ("adjustedBy",)
+    return _LINKED.get(want.kind, ())
 
 
 def _prop(p: Property, **extra: object) -> dict[str, Any]:
@@ -137,7 +225,9 @@ def record_implied(
         return f"no audit event rule for a record entry '{entry.event}'"
     was = None if before is None else RecordState.from_json(before)
     state = RecordState.from_json(entry.state)
+    assert isinstance(links, RecordLinks)  # the record kind's own (`RecordKind.links`)
     links.saw(was, entry, state)
     lane = state.lane if was is None else was.lane
     previous = None if entry.version == 1 else entry.version - 1
-    return Shared(entry.object_id, lane, previous), rule(was, state, entry)
+    implied = [replace(i, linked=_linked(i)) for i in rule(was, state, entry)]
+    return Shared(entry.object_id, lane, previous), implied

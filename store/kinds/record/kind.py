@@ -12,7 +12,12 @@ import asyncpg
 from store.ids import RECORD_KIND
 from store.kinds.record import tags, words
 from store.kinds.record.counts import CLOSED, LABEL_DELTAS, MEMBER_DELTAS, OPENED, RECORD_DELTAS
-from store.kinds.record.events import ASSERTED_EVENT_KINDS, RECORD_EVENT_KINDS, record_implied
+from store.kinds.record.events import (
+    ASSERTED_EVENT_KINDS,
+    RECORD_EVENT_KINDS,
+    RecordLinks,
+    record_implied,
+)
 from store.kinds.record.model import Record
 from store.kinds.record.projection import (
     RECORD_COLUMNS,
@@ -378,7 +383,11 @@ class RecordKind(KindDefaults):
     ) -> tuple[Shared, list[Implied]] | str:
         return record_implied(before, entry, links)
 
+    def links(self) -> RecordLinks:
+        return RecordLinks()
+
     def saw_last(self, state: Mapping[str, Any], object_id: str, links: Links) -> None:
+        assert isinstance(links, RecordLinks)
         links.last(state, object_id)
 
 
