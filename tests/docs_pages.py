@@ -1,5 +1,5 @@
-"""The documentation's pages (the README and `docs/*.md`) and the fenced blocks they show,
-read the way the docs tests read them."""
+"""The documentation's pages (the README, `docs/*.md` and `bench/README.md`) and the fenced
+blocks they show, read the way the docs tests read them."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ class Block:
 
 
 def pages() -> list[Path]:
-    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    """The README, the docs pages and the benches' page (not their journal: past runs)."""
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "bench" / "README.md"]
 
 
 def page_text(name: str) -> str:

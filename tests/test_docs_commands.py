@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import os
 import re
 import shlex
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +30,7 @@ ASSIGNMENT = re.compile(r"[A-Z_][A-Z0-9_]*=")
 SCRIPTS = {"scripts/serve", "scripts/test", "scripts/lock", "scripts/chaos"}
 PRINTED_EDGELOOM = ".venv/bin/edgeloom"
 # Run for real: cheap, and concrete as printed (no placeholder to fill in).
-RUN = {("intake",), ("token", "create"), ("token", "list")}
+RUN = {("intake",), ("token", "create"), ("token", "list"), ("mcp", "--print-config")}
 SERVE_URL = "http://127.0.0.1:4000/"
 DEV = dev_policy()
 
@@ -144,5 +147,30 @@ async def test_the_cheap_commands_run_as_printed(gateway: Gateway, tmp_path: Pat
         )
         out, err = await asyncio.wait_for(process.communicate(), timeout=60)
         assert process.returncode == 0, (command.line, out.decode(), err.decode())
+        if run[0] == ("mcp", "--print-config"):
+            assert set(json.loads(out)["mcpServers"]) == {"edgeloom", "edgeloom-http"}, out
         ran.append(run[0])
     assert sorted(ran) == sorted(RUN)
+
+
+PYTHON_MODULES = sorted({c.words[2] for c in COMMANDS if c.words[0] == ".venv/bin/python"})
+
+
+@pytest.mark.parametrize("module", PYTHON_MODULES)
+def test_each_python_command_takes_the_options_shown(module: str) -> None:
+    """`python -m MODULE --help` runs (cheap: it measures nothing), and every option a
+    command shows for the module is one its help lists."""
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--help"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    listed = set(re.findall(r"--[a-z][a-z0-9-]*", done.stdout))
+    for command in COMMANDS:
+        if command.words[:3] == [".venv/bin/python", "-m", module]:
+            shown = {word.split("=")[0] for word in command.words[3:] if word.startswith("--")}
+            assert shown <= listed, (command.line, sorted(shown - listed))
