@@ -53,7 +53,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--queries", type=int, default=200, help="gather queries per round")
     p.add_argument("--page", type=int, default=20, help="gather page size (first)")
     p.add_argument(
-        "--client", choices=["lean", "httpx"], default="lean", help="HTTP client (see README)"
+        "--client",
+        choices=["lean", "httpx"],
+        default="lean",
+        help="HTTP client (see bench/README.md)",
     )
     p.add_argument(
         "--gateways", type=int, default=1, help="gateway processes (replicas) to spread calls over"

@@ -70,7 +70,7 @@ ledger = Table(
     Column("state", JSONB, nullable=False),
     Column("prev_hash", Text, nullable=True),
     Column("hash", Text, nullable=False),
-    # 2: the canonical bytes the README specifies; 1: entries written before it.
+    # 2: the canonical bytes docs/ledger.md specifies; 1: entries written before it.
     Column("hash_format", SmallInteger, nullable=False, server_default=text("2")),
     Column("txid", XID8, nullable=False, server_default=text("pg_current_xact_id()")),
     Index("uq_ledger_kind_object_id_version", "kind", "object_id", "version", unique=True),

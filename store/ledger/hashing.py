@@ -1,6 +1,6 @@
 """The ledger's hash chain: each entry's hash covers its content and the previous hash.
 
-Format 2 (README, "The ledger's canonical bytes"): a JSON object with exactly the keys
+Format 2 (docs/ledger.md, "The canonical bytes of an entry"): a JSON object with exactly the keys
 actor, at, event, id, kind, policy_version, prev_hash, state and version, keys sorted
 by code point at every level, no whitespace, non-ASCII characters as themselves, `at`
 in UTC as YYYY-MM-DDTHH:MM:SS.ffffffZ; SHA-256 over its UTF-8 bytes, as lower-case hex.
@@ -58,7 +58,7 @@ def canonical_bytes(
 
 
 def canonical_json(body: Mapping[str, Any]) -> bytes:
-    """The README's canonical JSON text of a body of strings, integers, null, booleans,
+    """The canonical JSON text (docs/ledger.md) of a body of strings, integers, null, booleans,
     lists and objects, as UTF-8.
 
     orjson writes exactly that with sorted keys (a test holds it to the reference,

@@ -1,6 +1,6 @@
 """Export and import: the whole memory as a portable, streaming file.
 
-The file is gzip-compressed JSON Lines (README, "Backups"): a header line, then one
+The file is gzip-compressed JSON Lines (docs/operations.md, "Backups"): a header line, then one
 object per line: `entry` (every ledger entry, by kind, object and version), `key`
 (idempotency keys, which live beside the ledger), `event` (every audit event, in feed
 order), `checkpoint`, `token` (hashes only, never secrets), and a closing `end` line

@@ -84,7 +84,8 @@ class Compiler:
         # Named apart from the compiler's aliases (`alias`), which the values hold.
         # The first root is always built (nothing comes before it), so it is read
         # directly rather than under a LATERAL and a CASE: most operations have one root,
-        # and that shape costs PostgreSQL less (bench/README.md, seventh pass and after).
+        # and that shape costs PostgreSQL less
+        # (bench/journal/2026-12-01-run-records-page-shape-cut.md).
         # OFFSET 0 keeps each step a subquery of its own, evaluated once, in order.
         chain = (
             f"(SELECT y.v, coalesce(octet_length(y.v::text), 0)::bigint AS t "

@@ -35,7 +35,7 @@ TZ = sa.DateTime(timezone=True)
 
 
 def _hash_v2(fields: dict[str, Any]) -> str:
-    """Format 2 of the entry hash, frozen here as the README specifies it."""
+    """Format 2 of the entry hash, frozen here as docs/ledger.md specifies it."""
     body = dict(fields)
     at: datetime = body["at"]
     body["at"] = at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
