@@ -8,7 +8,7 @@ from gql.settings import Settings
 from policies.loader import DEV_POLICY_YAML
 from store.kinds.policy import in_force as policy_store
 from store.kinds.policy.commands import ApplyPolicy
-from store.kinds.policy.in_force import PolicyVersion
+from store.kinds.policy.in_force import PolicyCache, PolicyVersion
 from store.kinds.record import words
 from store.ledger.executor import Executor
 from store.pool import Pool
@@ -22,6 +22,7 @@ async def ensure_policy(executor: Executor, settings: Settings) -> PolicyVersion
     """Apply the policy `settings` names (or the development one, if none is in force and
     the gateway is a development one); the policy in force after it."""
     cache = executor.policies
+    assert isinstance(cache, PolicyCache)  # the gateway's executor reads policies from one
     if settings.policy_yaml is not None:
         before = await policy_store.current(executor.pool, cache)
         if before is not None and before.yaml != settings.policy_yaml:

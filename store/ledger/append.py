@@ -15,7 +15,6 @@ from typing import Any
 
 from store.errors import StoreError
 from store.ids import new_event_id
-from store.kinds.record.model import Record
 from store.ledger import registry
 from store.ledger.command import Txn, Write
 from store.ledger.entry import Entry
@@ -103,26 +102,29 @@ def entry_for(txn: Txn, write: Write) -> Entry:
 
 
 def build_rows(
-    txn: Txn, writes: Sequence[Write], before: Mapping[str, Record]
-) -> tuple[Rows, list[Entry], dict[str, Record]]:
+    txn: Txn, writes: Sequence[Write], before: Mapping[str, Any]
+) -> tuple[Rows, list[Entry], dict[str, Any]]:
     """Entries, projection rows and event rows for `writes`; `before` holds the records
-    as they are (keyed by id) for the record writes that follow a version."""
+    as they are (keyed by id) for the record writes that follow a version. Also the
+    records as the writes leave them: the objects of the kind that locks rows
+    (`Kind.row_locks`), which commands are handed (`Applied.records`)."""
     rows = Rows()
     entries: list[Entry] = []
-    records: dict[str, Record] = {}
-    writers: dict[str, Writer] = {}
+    records: dict[str, Any] = {}
+    writers: dict[str, tuple[Writer, bool]] = {}
     for write in writes:
         entry = entry_for(txn, write)
         entries.append(entry)
         rows.entries.append(entry.row())
-        writer = writers.get(write.kind)
-        if writer is None:
+        found = writers.get(write.kind)
+        if found is None:
             kind = registry.kind_of(write.kind)
             if kind is None:
                 raise UnknownKindError(write.kind)
-            writer = writers[write.kind] = kind.writer(before)
+            found = writers[write.kind] = (kind.writer(before), kind.row_locks() is not None)
+        writer, locked_as_rows = found
         now = writer.add(write, entry, rows)
-        if isinstance(now, Record):
+        if locked_as_rows:
             records[entry.object_id] = now
         rows.events.extend(
             {
@@ -140,7 +142,7 @@ def build_rows(
             }
             for event in write.events
         )
-    for writer in writers.values():
+    for writer, _ in writers.values():
         writer.finish(rows)
     return rows, entries, records
 

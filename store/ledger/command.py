@@ -15,13 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from policies.model import AgentProfile, Policy
 from store.errors import NoPolicyError
-from store.kinds.policy.in_force import PolicyVersion
-from store.kinds.record.model import Record, RecordState
 from store.ledger.entry import Entry
+
+if TYPE_CHECKING:
+    # What a command decides on: the records it locked (the record kind's objects).
+    from store.kinds.record.model import Record
 
 R = TypeVar("R")
 
@@ -114,16 +116,29 @@ class Current:
         return self.heads.get((kind, object_id))
 
 
+class InForce(Protocol):
+    """A policy applied (the policy kind's version): the rules a command decides under."""
+
+    @property
+    def version(self) -> int: ...
+
+    @property
+    def yaml(self) -> str: ...
+
+    @property
+    def policy(self) -> Policy: ...
+
+
 @dataclass(frozen=True)
 class Txn:
     """Who decides, under which policy (None before the first), and the database clock."""
 
     agent_name: str
-    policy: PolicyVersion | None
+    policy: InForce | None
     at: datetime
 
     @property
-    def in_force(self) -> PolicyVersion:
+    def in_force(self) -> InForce:
         if self.policy is None:
             raise NoPolicyError()
         return self.policy
@@ -166,20 +181,6 @@ class Write:
     lane: str | None = None
     record_id: str | None = None
     idempotency_key: str | None = None
-
-
-def next_version(record: Record, state: RecordState, event: str, events: Sequence[Event]) -> Write:
-    """The next version of `record` with `state`, reported by `events`."""
-    return Write(
-        kind="record",
-        object_id=record.id,
-        event=event,
-        state=state.to_json(),
-        previous=Head(record.version, record.ledger_hash, record.updated_at),
-        events=tuple(events),
-        lane=record.lane,
-        record_id=record.id,
-    )
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 from store.ledger.implied import Links
 
 if TYPE_CHECKING:
-    from store.kinds.record.model import Record
     from store.ledger.command import Current, Txn, Write
     from store.ledger.entry import Entry
     from store.ledger.implied import Implied, Shared
+    from store.ledger.locks import RowLocks
     from store.ledger.report import Report
     from store.pool import Conn
 
@@ -87,6 +87,19 @@ class Replay(Protocol):
 
     async def finish(self, conn: Conn, copy: Copy) -> None:
         """import: what follows the copied rows (a head, counts)."""
+        ...
+
+
+class Fold(Protocol):
+    """What a kind does after commits, off the write transaction, once the writes of
+    this process come to it: the record kind folds its count deltas into the counts."""
+
+    def share(self, rows: Rows) -> float:
+        """How far one append's rows bring this process towards a fold, due at 1."""
+        ...
+
+    async def fold(self, conn: Conn) -> bool:
+        """Fold; False when it could not now (another process is folding)."""
         ...
 
 
@@ -187,7 +200,9 @@ class Kind(Protocol):
         """How problems name one of its objects."""
         ...
 
-    def writer(self, before: Mapping[str, Record]) -> Writer: ...
+    def writer(self, before: Mapping[str, Any]) -> Writer:
+        """Its writer for one command; `before`: the records the command locked, by id."""
+        ...
 
     def replay(self, keep: bool) -> Replay: ...
 
@@ -195,6 +210,15 @@ class Kind(Protocol):
         self, before: Mapping[str, Any] | None, entry: Entry, links: Links
     ) -> tuple[Shared, list[Implied]] | str:
         """The events `entry` implies, or why none can be said."""
+        ...
+
+    def row_locks(self) -> RowLocks | None:
+        """How commands lock its objects as rows with the policy head (`Locks.records`);
+        one kind has them, the record kind."""
+        ...
+
+    def fold(self) -> Fold | None:
+        """What it does after commits (None: nothing)."""
         ...
 
     def links(self) -> Links:
@@ -227,14 +251,21 @@ class Kind(Protocol):
 
 
 class KindDefaults:
-    """What most kinds declare alike: problems name an object by its kind and id, its
-    events name no other object, an object's last state needs no check of its own, and
-    no key is looked up."""
+    """What most kinds declare alike: problems name an object by its kind and id, no
+    command locks its objects as rows, nothing follows a commit, its events name no
+    other object, an object's last state needs no check of its own, and no key is
+    looked up."""
 
     name: str
 
     def describe(self, object_id: str) -> str:
         return f"{self.name} {object_id}"
+
+    def row_locks(self) -> RowLocks | None:
+        return None
+
+    def fold(self) -> Fold | None:
+        return None
 
     def links(self) -> Links:
         return Links()

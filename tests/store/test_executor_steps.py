@@ -17,7 +17,7 @@ from store.kinds.record.commands import Ingest, NewRecord
 from store.kinds.record.model import Record
 from store.kinds.record.retire import RetireRecord, RetireRecords
 from store.ledger.command import Command, Locks
-from store.ledger.executor import StepError
+from store.ledger.locks import StepError
 from tests.gql._api import ingest
 from tests.store.test_executor import executor_on
 from tests.support import Gateway, sql

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.kinds.record.model import Record
 from store.kinds.record.projection import CorrectionRow, project_correction
 from store.ledger.entry import Entry
 from store.ledger.implied import Implied, Links, Shared
@@ -39,7 +38,7 @@ class CorrectionKind(KindDefaults):
     event_kinds: tuple[str, ...] = CORRECTION_EVENT_KINDS
     unique_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def writer(self, before: Mapping[str, Record]) -> RowWriter:
+    def writer(self, before: Mapping[str, Any]) -> RowWriter:
         return RowWriter(project_correction, "new_corrections")
 
     def replay(self, keep: bool) -> NewestRowReplay:

@@ -28,7 +28,6 @@ from typing import Any
 
 from store.kinds.edge.model import COLUMNS, EVENT_KINDS, LIVE_KEY, Edge
 from store.kinds.edge.payloads import payload_for
-from store.kinds.record.model import Record
 from store.ledger.command import Current, Txn, Write
 from store.ledger.entry import Entry
 from store.ledger.implied import Implied, Links, Shared
@@ -93,7 +92,7 @@ class EdgeKind(KindDefaults):
         default_factory=lambda: {LIVE_KEY: ("from_id", "to_id", "type", "namespace")}
     )
 
-    def writer(self, before: Mapping[str, Record]) -> RowWriter:
+    def writer(self, before: Mapping[str, Any]) -> RowWriter:
         return RowWriter(Edge.from_entry, "moved_edges")
 
     def replay(self, keep: bool) -> NewestRowReplay:

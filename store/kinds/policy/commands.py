@@ -34,6 +34,8 @@ class ApplyPolicy:
 
     def decide(self, txn: Txn, current: Current) -> Plan[PolicyVersion]:
         in_force = txn.policy
+        # The executor reads the policy in force from this kind's cache.
+        assert in_force is None or isinstance(in_force, PolicyVersion)
         # Permission first: a caller who may not apply a policy learns nothing from
         # having its text validated.
         decide_policy(None if in_force is None else in_force.policy, PolicyChange(self.agent))

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from store.kinds.policy.in_force import HEAD_SQL
-from store.kinds.record.model import Record
 from store.kinds.record.projection import PolicyRow, project_policy
 from store.ledger.entry import Entry
 from store.ledger.implied import Implied, Links, Shared
@@ -83,7 +82,7 @@ class PolicyKind(KindDefaults):
     event_kinds: tuple[str, ...] = POLICY_EVENT_KINDS
     unique_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def writer(self, before: Mapping[str, Record]) -> RowWriter:
+    def writer(self, before: Mapping[str, Any]) -> RowWriter:
         return RowWriter(project_policy, "new_policies")
 
     def replay(self, keep: bool) -> _Replay:

@@ -24,8 +24,8 @@ from store.ids import (
     HINT,
     new_asserted_value,
 )
-from store.kinds.record.model import Record, RecordState
-from store.ledger.command import Current, Event, Locks, Plan, Txn, Write, next_version
+from store.kinds.record.model import Record, RecordState, next_version
+from store.ledger.command import Current, Event, Locks, Plan, Txn, Write
 from store.limits import MAX_BATCH, check_count
 
 _NAMES = {CONNECT: "connection", GROUP: "group", ADJUSTMENT: "adjustment chain"}

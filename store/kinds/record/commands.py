@@ -24,8 +24,8 @@ from store.errors import (
 )
 from store.ids import ADJUSTMENT, ADJUSTMENT_HINT, edge_property_id, new_record_id
 from store.kinds.record.asserted_commands import changing, joined, mint, pending_chains
-from store.kinds.record.model import Record, RecordState, declared
-from store.ledger.command import Applied, Current, Event, Locks, Plan, Txn, Write, next_version
+from store.kinds.record.model import Record, RecordState, declared, next_version
+from store.ledger.command import Applied, Current, Event, Locks, Plan, Txn, Write
 from store.limits import (
     check_batch,
     check_content,

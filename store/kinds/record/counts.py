@@ -67,6 +67,17 @@ ON CONFLICT (label, value_key, lane) DO UPDATE SET records = c.records + EXCLUDE
 )
 
 
+class CountsFold:
+    """The fold, as the record kind declares it (`Kind.fold`): the executor runs it after
+    the commits that bring its process to one."""
+
+    def share(self, rows: Rows) -> float:
+        return fold_share(rows)
+
+    async def fold(self, conn: Conn) -> bool:
+        return await fold(conn)
+
+
 def fold_share(rows: Rows) -> float:
     """How far a write's rows bring its process towards a fold, due at 1."""
     moved = len(rows.parts.get(OPENED, ())) + len(rows.parts.get(CLOSED, ()))

@@ -11,13 +11,21 @@ import asyncpg
 
 from store.ids import RECORD_KIND
 from store.kinds.record import tags, words
-from store.kinds.record.counts import CLOSED, LABEL_DELTAS, MEMBER_DELTAS, OPENED, RECORD_DELTAS
+from store.kinds.record.counts import (
+    CLOSED,
+    LABEL_DELTAS,
+    MEMBER_DELTAS,
+    OPENED,
+    RECORD_DELTAS,
+    CountsFold,
+)
 from store.kinds.record.events import (
     ASSERTED_EVENT_KINDS,
     RECORD_EVENT_KINDS,
     RecordLinks,
     record_implied,
 )
+from store.kinds.record.locks import RecordLocks
 from store.kinds.record.model import Record
 from store.kinds.record.projection import (
     RECORD_COLUMNS,
@@ -168,6 +176,10 @@ SELECT label, edgeloom_value_key(value), lane, value, n
 FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS u(lane, label, value, n)
 """
 _COMPARED = RECORD_COLUMNS[1:]  # every column but the id compared on
+
+
+_LOCKS = RecordLocks()
+_FOLD = CountsFold()
 
 
 class _Writer:
@@ -382,6 +394,12 @@ class RecordKind(KindDefaults):
         self, before: Mapping[str, Any] | None, entry: Entry, links: Links
     ) -> tuple[Shared, list[Implied]] | str:
         return record_implied(before, entry, links)
+
+    def row_locks(self) -> RecordLocks:
+        return _LOCKS
+
+    def fold(self) -> CountsFold:
+        return _FOLD
 
     def links(self) -> RecordLinks:
         return RecordLinks()

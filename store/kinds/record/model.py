@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from policies.properties import Property, property_of
+from store.ledger.command import Event, Head, Write
 from store.ledger.entry import Row
 from store.reads.visibility import RULE
 
@@ -191,3 +192,17 @@ class Version:
             state=RecordState.from_json(row["state"]),
             hash=row["hash"],
         )
+
+
+def next_version(record: Record, state: RecordState, event: str, events: Sequence[Event]) -> Write:
+    """The next version of `record` with `state`, reported by `events`."""
+    return Write(
+        kind="record",
+        object_id=record.id,
+        event=event,
+        state=state.to_json(),
+        previous=Head(record.version, record.ledger_hash, record.updated_at),
+        events=tuple(events),
+        lane=record.lane,
+        record_id=record.id,
+    )

@@ -20,8 +20,8 @@ from policies.guard import ObjectChange, decide_object
 from policies.properties import Property
 from store.errors import AlreadyRetiredError, InvalidInputError, NotRetiredError
 from store.ids import ADJUSTMENT, CONNECT, GROUP, RECORD_KIND
-from store.kinds.record.model import Record, Retired
-from store.ledger.command import Current, Event, Locks, Plan, Txn, Write, next_version
+from store.kinds.record.model import Record, Retired, next_version
+from store.ledger.command import Current, Event, Locks, Plan, Txn, Write
 from store.ledger.registry import kind_of, kinds
 from store.limits import check_storable
 
