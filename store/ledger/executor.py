@@ -1,9 +1,10 @@
 """The one way anything is written: every command runs through `Executor.execute`.
 
 1. begin; share-lock the policy head (exclusively for a policy change) and lock
-   every record the command names, in sorted id order, in one statement; then the
-   unique keys it names, then every other object it names or finds holding a key,
-   each round sorted: one order for every command;
+   every record the command names, in sorted id order, in one statement (as the
+   record kind locks them: `Kind.row_locks`); then the unique keys it names, then
+   every other object it names or finds holding a key, each round sorted: one order
+   for every command (`store.ledger.locks`);
 2. let the command decide, purely, on the current state under the policy in force
    (its guard decision included);
 3. append the ledger entries, move the projections and append the audit events in
@@ -25,6 +26,9 @@ commits (the cancellation ends there), its failure, or `OutcomeUnknownError` whe
 the outcome does not come within `outcome_timeout` seconds; never "stopped". A task
 already being cancelled begins no new write (`StoppedError`).
 
+After the commit, each kind does what follows it (`Kind.fold`: the record kind folds
+its count deltas once this process's writes come to a fold), off the transaction.
+
 With `report_lsn`, `run` also answers the WAL position the write committed at or before
 (read on its connection right after COMMIT), for read replicas (`store.reads.replicas`):
 a standby that has replayed it sees the write.
@@ -38,14 +42,12 @@ from collections.abc import (
     AsyncIterator,
     Awaitable,
     Callable,
-    Collection,
-    Mapping,
     Sequence,
 )
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import asyncpg
 
@@ -68,8 +70,11 @@ from store.ledger.command import (
 from store.ledger.group_commit import (
     DEFAULT_OUTCOME_TIMEOUT,
     MAX_GROUP_WRITES,
+    NOTHING_LOCKED,
+    Decided,
     GroupCommit,
     Waiting,
+    decided_in_group,
 )
 from store.ledger.locks import (
     LOCK_HEAD_EXCLUSIVE,
@@ -77,10 +82,8 @@ from store.ledger.locks import (
     Held,
     MovedError,
     Policies,
-    StepError,
     attached,
     key_holders,
-    late,
     lock_objects,
     read_heads,
     resolved_keys,
@@ -99,10 +102,6 @@ COMPLETED_WRITES: ContextVar[list[str] | None] = ContextVar("completed_writes", 
 
 # A retry after losing an idempotency race or a policy change sees the winner's state.
 _ATTEMPTS = 3
-# A command that locks nothing but the shared policy head reads nothing either; such
-# commands are written in groups (store.ledger.group_commit).
-_NOTHING_LOCKED = Locks()
-_NOTHING_READ = Current(records={}, first_writes={}, heads={})
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +144,7 @@ class Executor:
             # cancellation to answer its own outcome: this one does not begin.
             raise StoppedError()
         result: Written[R]
-        if command.locks() == _NOTHING_LOCKED:
+        if command.locks() == NOTHING_LOCKED:
             result = await self._groups.submit(agent, command)
         else:
             result = await self._alone(agent, command)
@@ -267,11 +266,11 @@ class Executor:
     async def _write_group(self, group: Sequence[Waiting]) -> Sequence[Waiting]:
         """Commands that lock nothing, decided under one share lock of the policy head and
         appended in one statement; answers each, and returns those past the group's size."""
-        decided: list[tuple[Waiting, _Decided]] = []
+        decided: list[tuple[Waiting, Decided]] = []
         left: Sequence[Waiting] = ()
         async with self.pool.acquire() as conn:
             async with conn.transaction():
-                shared, _ = await self._lock(conn, group[0].agent, _NOTHING_LOCKED, [])
+                shared, _ = await self._lock(conn, group[0].agent, NOTHING_LOCKED, [])
                 rows = Rows()
                 for n, waiting in enumerate(group):
                     if len(rows.entries) >= MAX_GROUP_WRITES:
@@ -281,7 +280,7 @@ class Executor:
                         continue
                     txn = replace(shared, agent_name=waiting.agent)
                     try:
-                        one = _decided_in_group(txn, waiting.command)
+                        one = decided_in_group(txn, waiting.command)
                     except Exception as exc:  # its own refusal; the others go on
                         waiting.fail(exc)
                         continue
@@ -325,66 +324,6 @@ class Executor:
                 self._unfolded[kind.name] = 0.0
                 self.upkeep.folded()
         self.upkeep.committed()
-
-
-@dataclass(frozen=True)
-class _Decided:
-    """A command of a group as decided, every step of it: the rows it appends, its
-    last step's plan and what that applied, and every step's hooks."""
-
-    rows: Rows
-    plan: Plan[Any]
-    applied: Applied
-    hooks: tuple[Callable[[], None], ...]
-
-
-def _decided_in_group(txn: Txn, command: Command[Any]) -> _Decided:
-    """A command that locks nothing, decided on nothing read; each later step of it on
-    what its earlier steps wrote, as they wrote it (nothing else may a later step
-    name: its first step locked nothing)."""
-    plan = command.decide(txn, _NOTHING_READ)
-    rows, entries, written = build_rows(txn, plan.writes, {})
-    made = dict(written)
-    objects = {w.object_id for w in plan.writes}
-    kinds_written = {w.kind for w in plan.writes}
-    applied = Applied(entries=entries, records=written)
-    hooks = list(plan.after_commit)
-    while plan.then is not None:
-        following = plan.then(applied)
-        if following is None:
-            break
-        plan = following.decide(txn, _on_written(following.locks(), made, objects, kinds_written))
-        if any(w.object_id in objects for w in plan.writes):
-            raise StepError(
-                "a later step of a command written in a group writes an object an earlier "
-                "step wrote: one append holds one version of each object"
-            )
-        more, entries, written = build_rows(txn, plan.writes, made)
-        rows.extend(more)
-        made |= written
-        objects |= {w.object_id for w in plan.writes}
-        kinds_written |= {w.kind for w in plan.writes}
-        applied = Applied(entries=entries, records=written)
-        hooks += plan.after_commit
-    return _Decided(rows, plan, applied, tuple(hooks))
-
-
-def _on_written(
-    locks: Locks, made: Mapping[str, Any], objects: Collection[str], kinds_written: set[str]
-) -> Current:
-    """What a later step of a group's command decides on: the records its earlier steps
-    made. A key it names holds one of their ids, and no object of the key's kind was
-    written yet, so nothing holds it."""
-    others = replace(locks, records=(), keys=())
-    if others != _NOTHING_LOCKED:
-        raise late("more than the records its earlier steps wrote and their keys")
-    for ident in locks.records:
-        if ident not in made:
-            raise late(f"record '{ident}'")
-    for kind_name, key, values in locks.keys:
-        if kind_name in kinds_written or not any(v in objects for v in values):
-            raise late(f"the {kind_name} key {key} of {list(values)}")
-    return Current(records={i: made[i] for i in locks.records}, first_writes={}, heads={})
 
 
 @asynccontextmanager

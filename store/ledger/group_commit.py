@@ -7,7 +7,8 @@ a group is being written, new such commands queue; when a writer is free, the qu
 becomes its next group. A command that arrives when a writer is idle waits for
 nothing: it is a group of one.
 
-Each command keeps its own decision, refusal and result. If writing a group fails
+Each command keeps its own decision (`decided_in_group`: on nothing read, its later
+steps on what its earlier steps wrote), refusal and result. If writing a group fails
 (the database refused the append, or the connection was lost), every command in it
 that has no answer yet runs again on its own, so one command cannot fail another.
 
@@ -22,12 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from store.errors import OutcomeUnknownError, StoppedError
-from store.ledger.command import Command
+from store.ledger.append import build_rows
+from store.ledger.command import Applied, Command, Current, Locks, Plan, Txn
+from store.ledger.locks import StepError, late
+from store.ledger.registry import Rows
 
 # Commands in one group, and the new versions one group may write: a group stays one
 # modest transaction however many callers queue.
@@ -35,6 +39,10 @@ MAX_GROUP = 64
 MAX_GROUP_WRITES = 2_000
 # How long a cancelled caller whose command is being committed waits for the outcome.
 DEFAULT_OUTCOME_TIMEOUT = 5.0
+# A command that locks nothing but the shared policy head reads nothing either; such
+# commands are written in groups.
+NOTHING_LOCKED = Locks()
+_NOTHING_READ = Current(records={}, first_writes={}, heads={})
 
 
 @dataclass(eq=False)
@@ -157,3 +165,63 @@ def _retrieved(answer: asyncio.Future[Any]) -> None:
     """Marks a late answer's failure as seen, so asyncio does not log it as lost."""
     if not answer.cancelled():
         answer.exception()
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A command of a group as decided, every step of it: the rows it appends, its
+    last step's plan and what that applied, and every step's hooks."""
+
+    rows: Rows
+    plan: Plan[Any]
+    applied: Applied
+    hooks: tuple[Callable[[], None], ...]
+
+
+def decided_in_group(txn: Txn, command: Command[Any]) -> Decided:
+    """A command that locks nothing, decided on nothing read; each later step of it on
+    what its earlier steps wrote, as they wrote it (nothing else may a later step
+    name: its first step locked nothing)."""
+    plan = command.decide(txn, _NOTHING_READ)
+    rows, entries, written = build_rows(txn, plan.writes, {})
+    made = dict(written)
+    objects = {w.object_id for w in plan.writes}
+    kinds_written = {w.kind for w in plan.writes}
+    applied = Applied(entries=entries, records=written)
+    hooks = list(plan.after_commit)
+    while plan.then is not None:
+        following = plan.then(applied)
+        if following is None:
+            break
+        plan = following.decide(txn, _on_written(following.locks(), made, objects, kinds_written))
+        if any(w.object_id in objects for w in plan.writes):
+            raise StepError(
+                "a later step of a command written in a group writes an object an earlier "
+                "step wrote: one append holds one version of each object"
+            )
+        more, entries, written = build_rows(txn, plan.writes, made)
+        rows.extend(more)
+        made |= written
+        objects |= {w.object_id for w in plan.writes}
+        kinds_written |= {w.kind for w in plan.writes}
+        applied = Applied(entries=entries, records=written)
+        hooks += plan.after_commit
+    return Decided(rows, plan, applied, tuple(hooks))
+
+
+def _on_written(
+    locks: Locks, made: Mapping[str, Any], objects: Collection[str], kinds_written: set[str]
+) -> Current:
+    """What a later step of a group's command decides on: the records its earlier steps
+    made. A key it names holds one of their ids, and no object of the key's kind was
+    written yet, so nothing holds it."""
+    others = replace(locks, records=(), keys=())
+    if others != NOTHING_LOCKED:
+        raise late("more than the records its earlier steps wrote and their keys")
+    for ident in locks.records:
+        if ident not in made:
+            raise late(f"record '{ident}'")
+    for kind_name, key, values in locks.keys:
+        if kind_name in kinds_written or not any(v in objects for v in values):
+            raise late(f"the {kind_name} key {key} of {list(values)}")
+    return Current(records={i: made[i] for i in locks.records}, first_writes={}, heads={})

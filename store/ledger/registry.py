@@ -3,7 +3,9 @@
 A kind says its id prefix, the projection tables it moves (with the append
 statement's part for each), the pure rule that moves them (`writer`, on the write
 path) and replays them (`replay`, in verify and import), the audit events its entries
-imply, and the unique keys a command may lock it by. The append statement, `verify`,
+imply, and the unique keys a command may lock it by; and what the write path asks of
+it: how commands lock its objects as rows (`row_locks`, the record kind's) and what
+follows a commit (`fold`). The append statement, the executor, `verify`,
 export/import, the runtime role's grants and the feed's event kinds loop over
 `kinds()`; nothing else names a kind. A new kind is one package under `store/kinds/`,
 one line there that registers it (`store.kinds`), and its migration.
