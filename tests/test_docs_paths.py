@@ -54,3 +54,32 @@ def test_each_module_exists(page: str, dotted: str) -> None:
             found = getattr(found, attribute)
         return
     pytest.fail(f"{page} names {dotted}, which does not import")
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces
+    as hyphens."""
+    headings = re.findall(
+        r"^#{1,6} (.+)$", re.sub(r"^```.*?^```", "", text, flags=re.M | re.S), re.M
+    )
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+LINKS = [
+    (page.relative_to(REPO).as_posix(), target)
+    for page in PAGES
+    for target in LINK.findall(page.read_text(encoding="utf-8"))
+    if not target.startswith(("http://", "https://"))
+]
+
+
+@pytest.mark.parametrize(("page", "target"), LINKS, ids=[f"{p}:{t}" for p, t in LINKS])
+def test_each_link_reaches_its_page_and_heading(page: str, target: str) -> None:
+    path, _, anchor = target.partition("#")
+    linked = (REPO / page).parent / path if path else REPO / page
+    assert linked.exists(), f"{page} links to {path}, which does not exist"
+    if anchor:
+        assert anchor in anchors(linked.read_text(encoding="utf-8")), f"{page}: no #{anchor}"
