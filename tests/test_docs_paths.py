@@ -83,3 +83,16 @@ def test_each_link_reaches_its_page_and_heading(page: str, target: str) -> None:
     assert linked.exists(), f"{page} links to {path}, which does not exist"
     if anchor:
         assert anchor in anchors(linked.read_text(encoding="utf-8")), f"{page}: no #{anchor}"
+
+
+def test_every_docs_page_is_reached_from_the_readme() -> None:
+    """A reader who starts at the README and follows links finds every page of docs/."""
+    reached, todo = set(), [REPO / "README.md"]
+    while todo:
+        page = todo.pop()
+        for target in LINK.findall(page.read_text(encoding="utf-8")):
+            path = (page.parent / target.partition("#")[0]).resolve()
+            if path.suffix == ".md" and path.exists() and path not in reached:
+                reached.add(path)
+                todo.append(path)
+    assert sorted(set((REPO / "docs").glob("*.md")) - reached) == []
