@@ -96,3 +96,39 @@ def test_every_docs_page_is_reached_from_the_readme() -> None:
                 reached.add(path)
                 todo.append(path)
     assert sorted(set((REPO / "docs").glob("*.md")) - reached) == []
+
+
+CITED = re.compile(
+    r'bench/README\.md`?,? ((?:"[^"]+"(?:,| and)? ?)+)|"([^"]+)" in `bench/README\.md`'
+)
+SOURCES = [
+    *PAGES,
+    *(
+        p
+        for package in ("gql", "store", "policies", "bench")
+        for p in (REPO / package).rglob("*.py")
+    ),
+]
+
+
+def cited_sections() -> list[tuple[str, str]]:
+    found = set()
+    for source in SOURCES:
+        text = re.sub(r"\s*\n\s*(?:#\s*)?", " ", source.read_text(encoding="utf-8"))
+        for match in CITED.finditer(text):
+            for title in re.findall(r'"([^"]+)"', match[1] or f'"{match[2]}"'):
+                found.add((source.relative_to(REPO).as_posix(), title))
+    return sorted(found)
+
+
+SECTIONS = cited_sections()
+
+
+def test_pages_and_code_cite_bench_sections() -> None:
+    assert len(SECTIONS) >= 8
+
+
+@pytest.mark.parametrize(("source", "title"), SECTIONS, ids=[f"{s}:{t}" for s, t in SECTIONS])
+def test_each_cited_bench_section_is_in_bench_readme(source: str, title: str) -> None:
+    headings = re.findall(r"^#+ (.+)$", (REPO / "bench" / "README.md").read_text(), re.M)
+    assert any(h.startswith(title) for h in headings), f"{source} cites {title!r}"
