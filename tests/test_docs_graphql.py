@@ -5,9 +5,10 @@ Each block is parsed and each of its operations validated against the schema; th
 query and mutation runs, in page order, against a development gateway and must answer
 without an error. A record id a block names (`sr_1a2b3c`) stands for a record the test
 writes first, one per id and per block, and an id shown cut short (`e_connect:reports_to_0f1e...`)
-for the id of that kind and hint an earlier operation of the block answered. Not run:
-subscriptions (they need a WebSocket; validated), the blocks of the README's first session
-(`test_readme_session.py` runs them and compares the answers) and blocks marked
+for the id of that kind and hint an earlier operation of the block answered. A subscription
+runs over a WebSocket after the test wrote a record on the edge properties it matches, and its
+first message must be an event without an error. Not run here: the blocks of the README's
+first session (`test_readme_session.py` runs them and compares the answers) and blocks marked
 `graphql not-run` (an instant fixed in the past that the test cannot give a record).
 A block marked `graphql illustrative` holds a placeholder a reader fills in (`files: [...]`,
 `<a part of ...>`) and is neither parsed nor run."""
@@ -18,10 +19,19 @@ import re
 from typing import Any
 
 import pytest
-from graphql import DocumentNode, OperationDefinitionNode, OperationType, parse, validate
+from graphql import (
+    DocumentNode,
+    ListValueNode,
+    OperationDefinitionNode,
+    OperationType,
+    StringValueNode,
+    parse,
+    validate,
+)
 
 from gql.schema import schema
 from tests.docs_pages import ILLUSTRATIVE, Block, blocks, page_text
+from tests.gql._feed import feed_client
 from tests.support import Gateway
 
 NOT_RUN = "not-run"
@@ -47,21 +57,21 @@ def in_session(block: Block) -> bool:
 
 
 def runs(block: Block) -> bool:
-    return (
-        ILLUSTRATIVE not in block.marks
-        and NOT_RUN not in block.marks
-        and not in_session(block)
-        and all(op.operation != OperationType.SUBSCRIPTION for op in operations(block))
-    )
+    return ILLUSTRATIVE not in block.marks and NOT_RUN not in block.marks and not in_session(block)
+
+
+def subscribes(block: Block) -> bool:
+    return any(op.operation == OperationType.SUBSCRIPTION for op in operations(block))
 
 
 CHECKED = [b for b in GRAPHQL if ILLUSTRATIVE not in b.marks]
-RUN = [b for b in CHECKED if runs(b)]
+RUN = [b for b in CHECKED if runs(b) and not subscribes(b)]
+SUBSCRIBE = [b for b in CHECKED if runs(b) and subscribes(b)]
 
 
 def test_the_docs_show_graphql() -> None:
     """The pages show blocks, most of them checked, and the marks are the known ones."""
-    assert len(CHECKED) > len(GRAPHQL) - len(CHECKED) > 0 and RUN
+    assert len(CHECKED) > len(GRAPHQL) - len(CHECKED) > 0 and RUN and SUBSCRIBE
     for block in GRAPHQL:
         assert set(block.marks) <= {ILLUSTRATIVE, NOT_RUN}, block.name
 
@@ -130,3 +140,29 @@ async def test_each_block_runs_as_printed(gateway: Gateway, block: Block) -> Non
         body = await gateway.post(await names.put_in(source))
         assert not body.get("errors") and body.get("data"), (block.name, source, body)
         names.learn(body["data"])
+
+
+def matched(operation: OperationDefinitionNode) -> list[str]:
+    """The edge properties the operation's `match` arguments name."""
+    found: list[str] = []
+    for selection in operation.selection_set.selections:
+        for argument in getattr(selection, "arguments", ()):
+            if argument.name.value == "match" and isinstance(argument.value, ListValueNode):
+                found += [v.value for v in argument.value.values if isinstance(v, StringValueNode)]
+    return found
+
+
+@pytest.mark.parametrize("block", SUBSCRIBE, ids=[b.name for b in SUBSCRIBE])
+async def test_each_subscription_block_delivers(gateway: Gateway, block: Block) -> None:
+    for number, operation in enumerate(operations(block)):
+        await gateway.data(
+            "mutation($c: String!, $p: [String!]) { ingest(input: {content: $c, properties: $p})"
+            " { id } }",
+            {"c": "A record for the docs' subscriptions.", "p": matched(operation) or ["org:Acme"]},
+        )
+        source = block.text[operation.loc.start : operation.loc.end]  # type: ignore[union-attr]
+        async with feed_client(gateway) as client:
+            await client.subscribe(str(number), source)
+            message = await client.message(str(number))
+            assert message["type"] == "next" and "errors" not in message["payload"], message
+            await client.stop(str(number))

@@ -54,3 +54,81 @@ def test_each_module_exists(page: str, dotted: str) -> None:
             found = getattr(found, attribute)
         return
     pytest.fail(f"{page} names {dotted}, which does not import")
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces
+    as hyphens."""
+    headings = re.findall(
+        r"^#{1,6} (.+)$", re.sub(r"^```.*?^```", "", text, flags=re.M | re.S), re.M
+    )
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+LINKS = [
+    (page.relative_to(REPO).as_posix(), target)
+    for page in PAGES
+    for target in LINK.findall(page.read_text(encoding="utf-8"))
+    if not target.startswith(("http://", "https://"))
+]
+
+
+@pytest.mark.parametrize(("page", "target"), LINKS, ids=[f"{p}:{t}" for p, t in LINKS])
+def test_each_link_reaches_its_page_and_heading(page: str, target: str) -> None:
+    path, _, anchor = target.partition("#")
+    linked = (REPO / page).parent / path if path else REPO / page
+    assert linked.exists(), f"{page} links to {path}, which does not exist"
+    if anchor:
+        assert anchor in anchors(linked.read_text(encoding="utf-8")), f"{page}: no #{anchor}"
+
+
+def test_every_docs_page_is_reached_from_the_readme() -> None:
+    """A reader who starts at the README and follows links finds every page of docs/."""
+    reached, todo = set(), [REPO / "README.md"]
+    while todo:
+        page = todo.pop()
+        for target in LINK.findall(page.read_text(encoding="utf-8")):
+            path = (page.parent / target.partition("#")[0]).resolve()
+            if path.suffix == ".md" and path.exists() and path not in reached:
+                reached.add(path)
+                todo.append(path)
+    assert sorted(set((REPO / "docs").glob("*.md")) - reached) == []
+
+
+CITED = re.compile(
+    r'bench/README\.md`?,? ((?:"[^"]+"(?:,| and)? ?)+)|"([^"]+)" in `bench/README\.md`'
+)
+SOURCES = [
+    *PAGES,
+    *(
+        p
+        for package in ("gql", "store", "policies", "bench")
+        for p in (REPO / package).rglob("*.py")
+    ),
+]
+
+
+def cited_sections() -> list[tuple[str, str]]:
+    found = set()
+    for source in SOURCES:
+        text = re.sub(r"\s*\n\s*(?:#\s*)?", " ", source.read_text(encoding="utf-8"))
+        for match in CITED.finditer(text):
+            for title in re.findall(r'"([^"]+)"', match[1] or f'"{match[2]}"'):
+                found.add((source.relative_to(REPO).as_posix(), title))
+    return sorted(found)
+
+
+SECTIONS = cited_sections()
+
+
+def test_pages_and_code_cite_bench_sections() -> None:
+    assert len(SECTIONS) >= 8
+
+
+@pytest.mark.parametrize(("source", "title"), SECTIONS, ids=[f"{s}:{t}" for s, t in SECTIONS])
+def test_each_cited_bench_section_is_in_bench_readme(source: str, title: str) -> None:
+    headings = re.findall(r"^#+ (.+)$", (REPO / "bench" / "README.md").read_text(), re.M)
+    assert any(h.startswith(title) for h in headings), f"{source} cites {title!r}"

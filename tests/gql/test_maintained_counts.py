@@ -170,7 +170,7 @@ async def test_every_maintained_count_equals_a_direct_count_after_a_mixed_worklo
         assert found["edgeProperty"]["memberCount"] == 2  # r1 and r3 in a; r5 is in c
 
     await compiled.data(APPLY, {"yaml": NARROWED}, tokens["curator"])
-    # The other gateway reads a new policy within its cache's second (README, "A first session").
+    # The other gateway reads a new policy within its cache's second (docs/policy.md).
     await asyncio.sleep(READ_TTL_SECONDS)
     for gateway in (compiled, plain):
         await check(gateway, tokens, {**READS, "wide": ["a", "c"]})

@@ -441,12 +441,12 @@ def test_the_line_limit_holds_the_largest_record_entry() -> None:
     assert len(orjson.dumps(line)) + 1 <= backup.RECORD_LINE_BYTES <= backup.MAX_LINE_BYTES
     # A policy version's YAML comes in one request body and is written no longer.
     assert backup.MAX_LINE_BYTES >= DEFAULT_MAX_BODY
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    limits = (Path(__file__).parents[2] / "docs" / "security.md").read_text(encoding="utf-8")
     assert (
         f"| line of an export file (`import`) | {backup.MAX_LINE_BYTES // 2**20} MiB "
         f"({backup.MAX_LINE_BYTES:,} bytes): over twice the longest entry a record at every "
         f"limit makes ({backup.RECORD_LINE_BYTES:,} bytes,"
-    ) in readme
+    ) in limits
 
 
 async def test_a_gzip_bomb_line_is_refused_quickly(databases: Databases, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The ledger's canonical JSON is the README's reference text, byte for byte."""
+"""The ledger's canonical JSON is the reference text of docs/ledger.md, byte for byte."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ VALUES = st.recursive(
 
 
 def reference(body: Any) -> bytes:
-    """The README's example, the specification's own words in Python."""
+    """The example of docs/ledger.md, the specification's own words in Python."""
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 

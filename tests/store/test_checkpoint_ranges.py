@@ -226,7 +226,7 @@ async def test_a_checkpoint_signed_before_every_field_was_still_verifies(
 async def test_a_tail_cut_after_the_newest_checkpoint_is_beyond_the_chains(
     databases: Databases, repo: Path
 ) -> None:
-    """What README's "What is protected" says: hash chains cannot see the newest versions
+    """What docs/security.md's "What is protected" says: hash chains cannot see the newest versions
     of a record removed with its projection rolled back to match; a checkpoint can."""
     url = await databases.create()
     async with run_gateway(settings(url)) as gateway:
@@ -242,8 +242,8 @@ async def test_a_tail_cut_after_the_newest_checkpoint_is_beyond_the_chains(
         "checkpoint 1: covers 3 entries, but the ledger holds 2 at those positions that hash "
         "differently: history before it was erased or rewritten"
     ]
-    readme = (repo / "README.md").read_text(encoding="utf-8")
-    chains = next(line for line in readme.splitlines() if line.startswith("| hash chains |"))
+    page = (repo / "docs" / "security.md").read_text(encoding="utf-8")
+    chains = next(line for line in page.splitlines() if line.startswith("| hash chains |"))
     stops, misses = chains.split(" | ")[1:3]
     assert "cut" not in stops
     assert "a chain's tail cut" in misses and "only a checkpoint" in misses

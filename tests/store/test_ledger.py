@@ -24,7 +24,7 @@ async def verify_report(url: str) -> Report:
 
 
 def expected_hash(row: asyncpg.Record) -> str:
-    """The chain's hash, written out from the README's specification alone."""
+    """The chain's hash, written out from the specification of docs/ledger.md alone."""
     body = {
         "kind": row["kind"],
         "id": row["object_id"],
