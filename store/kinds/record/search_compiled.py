@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from store.kinds.record.search import SearchShape, hits_sql, search_sql
 from store.reads.compiled_sql import Compiler, PageRow, RecordRow, Sel, SiteParams
-from store.reads.json_sql import Shape, iso
+from store.reads.json_sql import iso
+from store.reads.shape import Shape
 from store.reads.visibility import RULE
 
 SOURCE_TYPES = "source_types"
