@@ -26,6 +26,7 @@ from store.kinds.record import model as domain
 from store.kinds.record.projection import CorrectionRow
 from store.ledger import audit
 from store.reads import compiled_sql as sql
+from store.reads import shape
 from store.reads.pages import Page
 
 T = TypeVar("T")
@@ -40,8 +41,8 @@ class GatherMode(enum.Enum):
         "TIMELINE", description="the union, ordered by when each record joined the edge"
     )
 
-    def to_store(self) -> queries.GatherMode:
-        return queries.GatherMode(self.value)
+    def to_store(self) -> shape.GatherMode:
+        return shape.GatherMode(self.value)
 
 
 @strawberry.type(description="Where a page stands in its list.")
@@ -155,9 +156,7 @@ class EdgeProperty:
         prop = Property(self.label, self.value)
         count = asks_for(info, "totalCount")
         async with info.context.read() as (db, lanes):
-            page = await queries.edge_property_members(
-                db, prop, lanes, self.as_of, first, after, count
-            )
+            page = await queries.members(db, prop, lanes, self.as_of, first, after, count)
         return await record_page(info, page, self.as_of)
 
     @classmethod
@@ -642,9 +641,10 @@ class Group(AssertedEdge):
         first: Annotated[int | None, strawberry.argument(description=d.FIRST)] = None,
         after: Annotated[str | None, strawberry.argument(description=d.AFTER)] = None,
     ) -> RecordPage:
+        count = asks_for(info, "totalCount")
         async with info.context.read() as (conn, lanes):
-            page = await asserted.member_page(
-                conn, self._model.prop, lanes, self._model.as_of, first, after
+            page = await queries.members(
+                conn, self._model.prop, lanes, self._model.as_of, first, after, count
             )
         return await record_page(info, page, self._model.as_of)
 

@@ -15,7 +15,8 @@ from typing import Any
 from graphql import GraphQLField, GraphQLObjectType, GraphQLSchema, get_named_type
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 
-from store.reads.compiled_sql import Build, Shape
+from store.reads.compiled_sql import Build
+from store.reads.shape import Shape
 
 Values = dict[str, Any]
 # A field's arguments, bound: checks them as its resolver does (raising what it raises),

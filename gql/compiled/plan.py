@@ -39,13 +39,13 @@ from policies.errors import PolicyError
 from policies.properties import parse_property
 from store.errors import StoreError
 from store.ids import RECORD_ID
-from store.kinds.edge.reads import CONFLICT_STATUSES, conflict_cursor
-from store.kinds.record import search, search_compiled
-from store.kinds.record.queries import GatherMode, gather_properties
+from store.kinds.edge import reads as edge_reads
+from store.kinds.record import labels, queries, search, search_compiled
+from store.kinds.record import values as label_values
 from store.kinds.record.resolve import check_record_ident
-from store.kinds.record.tags import normal_tag
-from store.reads.compiled_sql import Compiler, NotCompilable, Sel, Shape, typename
+from store.reads.compiled_sql import Compiler, NotCompilable, Sel, typename
 from store.reads.pages import id_cursor, page_size, time_cursor
+from store.reads.shape import GatherMode, Shape
 from store.reads.visibility import RULE
 
 # A field's arguments from the request's coerced variables; raises GraphQLError.
@@ -229,46 +229,22 @@ def bind_record(
 def bind_records(
     prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
 ) -> Shape:
-    after = _time_page(prefix, args, values)
-    lane, source_type = args.get("lane"), args.get("sourceType")
+    _page(prefix, args.get("first"), values)
+    lane = args.get("lane")
     chosen = RULE.chosen(lanes, None if lane is None else [lane])
-    # Each lane is read on its own (unnest): once each.
-    values[prefix + "lanes"] = list(dict.fromkeys(chosen))
-    values[prefix + "source_type"] = source_type
-    tag = args.get("tag")
-    values[prefix + "tag"] = None if tag is None else normal_tag(tag)
-    return Shape(after=after, source_type=source_type is not None, tag=tag is not None)
+    return queries.bind_records(
+        values, prefix, chosen, args.get("sourceType"), args.get("after"), args.get("tag")
+    )
 
 
 def bind_gather(
     prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
 ) -> Shape:
     _page(prefix, args.get("first"), values)
-    props = gather_properties(args["match"])
     mode = GatherMode((args.get("mode") or GatherMode.INTERSECT).value)
-    asked = args.get("lanes")
-    values[prefix + "lanes"] = RULE.chosen(lanes, asked)
-    values[prefix + "as_of"] = args.get("asOf")
-    if not props:
-        return Shape(properties=0)
-    for n, prop in enumerate(props):
-        values[f"{prefix}label_{n}"], values[f"{prefix}value_{n}"] = prop.label, prop.value
-    timeline = mode is GatherMode.TIMELINE
-    if timeline:
-        keyed = time_cursor(args.get("after"))
-        paged = keyed is not None
-        if keyed is not None:
-            values[prefix + "after_at"], values[prefix + "after_id"] = keyed
-    else:
-        after_id = id_cursor(args.get("after"))
-        paged = after_id is not None
-        if after_id is not None:
-            values[prefix + "after_id"] = after_id
-    return Shape(
-        as_of=args.get("asOf") is not None,
-        after=paged,
-        mode=mode,
-        properties=len(props),
+    chosen = RULE.chosen(lanes, args.get("lanes"))
+    return queries.bind_gather(
+        values, prefix, args["match"], mode, chosen, args.get("asOf"), args.get("after")
     )
 
 
@@ -294,39 +270,28 @@ def bind_members(
 def bind_labels(
     prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
 ) -> Shape:
-    lane = args.get("lane")
-    values[prefix + "lanes"] = RULE.chosen(lanes, None if lane is None else [lane])
-    values[prefix + "as_of"] = args.get("asOf")
-    return Shape(as_of=args.get("asOf") is not None)
+    return labels.bind_labels(values, prefix, lanes, args.get("lane"), args.get("asOf"))
 
 
 def bind_edges(prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values) -> Shape:
-    after = _time_page(prefix, args, values)
+    _page(prefix, args.get("first"), values)
     as_of = args.get("asOf")
-    values[prefix + "as_of"] = as_of
-    filters = []
+    given = {}
     for name, key in (
         ("from_id", "fromId"),
         ("to_id", "toId"),
         ("type", "type"),
         ("namespace", "namespace"),
     ):
-        given = args.get(key)
-        if given is None:
-            continue
-        if name in ("from_id", "to_id"):
-            given = check_record_ident(given)
+        found = args.get(key)
+        if found is not None and name in ("from_id", "to_id"):
+            found = check_record_ident(found)
             # A prefix is resolved, and a record then retired refused, the ordinary way.
-            if RECORD_ID.fullmatch(given) is None or as_of is not None:
+            if RECORD_ID.fullmatch(found) is None or as_of is not None:
                 raise ValueError(f"{key} is resolved by the ordinary path")
-        values[prefix + name] = given
-        filters.append(name)
-    return Shape(
-        as_of=as_of is not None,
-        after=after,
-        filters=tuple(filters),
-        expired=bool(args.get("includeExpired")),
-    )
+        given[name] = found
+    expired = bool(args.get("includeExpired"))
+    return edge_reads.bind_list(values, prefix, lanes, given, as_of, expired, args.get("after"))
 
 
 def bind_related(
@@ -354,16 +319,9 @@ def bind_conflicts(
 ) -> Shape:
     _page(prefix, args.get("first"), values)
     status = args.get("status")
-    values[prefix + "states"] = list(
-        CONFLICT_STATUSES["UNRESOLVED" if status is None else status.name]
-    )
-    values[prefix + "chosen"] = RULE.chosen(lanes, args.get("lanes"))
-    key = conflict_cursor(args.get("after"))
-    if key is not None:
-        values[prefix + "after_rank"], values[prefix + "after_at"], values[prefix + "after_id"] = (
-            key
-        )
-    return Shape(after=key is not None)
+    chosen = RULE.chosen(lanes, args.get("lanes"))
+    state = "UNRESOLVED" if status is None else status.name
+    return edge_reads.bind_conflicts(values, prefix, lanes, state, chosen, args.get("after"))
 
 
 def bind_search(
@@ -392,3 +350,24 @@ def bind_search(
         properties=shape.properties,
         filters=(search_compiled.SOURCE_TYPES,) if shape.source_types else (),
     )
+
+
+def bind_values(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    _page(prefix, args.get("first"), values)
+    lane = args.get("lane")
+    chosen = RULE.chosen(lanes, None if lane is None else [lane])
+    shape = label_values.bind_values(
+        values,
+        prefix,
+        args["label"],
+        chosen,
+        args.get("prefix"),
+        args.get("similarTo"),
+        args.get("after"),
+    )
+    if shape is None:
+        # Nothing can be listed (the engine's label, no readable lane): the resolver says so.
+        raise Declined()
+    return shape

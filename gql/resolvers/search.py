@@ -10,12 +10,13 @@ import strawberry
 
 from gql import descriptions as d
 from gql.compiled.fields import compiled
-from gql.compiled.plan import bind_search
+from gql.compiled.plan import bind_search, bind_values
 from gql.types import GatherMode, Info, PageInfo, Record, asks_for, page_info
 from store.kinds.record import search as store_search
 from store.kinds.record import search_compiled as sql
 from store.kinds.record import values as store_values
-from store.reads.compiled_sql import Compiler
+from store.kinds.record import values_compiled as values_sql
+from store.reads.compiled_sql import Compiler, column
 from store.reads.visibility import RULE
 
 
@@ -89,10 +90,16 @@ class SearchPage:
 
 @strawberry.type(description="A value of a label, with how many records you can read carry it.")
 class ValueCount:
-    label: str = strawberry.field(description="The label.")
-    value: str = strawberry.field(description="The value.")
-    property: str = strawberry.field(description="label:value, as written on records.")
-    member_count: int = strawberry.field(description="How many records you can read carry it.")
+    label: str = strawberry.field(description="The label.", metadata=compiled(column("label")))
+    value: str = strawberry.field(description="The value.", metadata=compiled(column("value")))
+    property: str = strawberry.field(
+        description="label:value, as written on records.",
+        metadata=compiled(values_sql.value_property),
+    )
+    member_count: int = strawberry.field(
+        description="How many records you can read carry it.",
+        metadata=compiled(column("member_count")),
+    )
 
     @classmethod
     def from_domain(cls, found: store_values.ValueCount) -> ValueCount:
@@ -106,8 +113,12 @@ class ValueCount:
 
 @strawberry.type(description="A page of a label's values, in value order.")
 class ValuePage:
-    items: list[ValueCount] = strawberry.field(description="The values of this page.")
-    page_info: PageInfo = strawberry.field(description="Whether more follow, and the cursor.")
+    items: list[ValueCount] = strawberry.field(
+        description="The values of this page.", metadata=compiled(values_sql.value_items)
+    )
+    page_info: PageInfo = strawberry.field(
+        description="Whether more follow, and the cursor.", metadata=compiled(Compiler.page_info)
+    )
 
 
 SEARCH_TEXT = (
@@ -174,7 +185,8 @@ class SearchQuery:
         description="A label's values that records you can read carry now, in value order, "
         "each with how many carry it: see which exist before writing a new one. With "
         "similarTo, the values near the one given: the same but for case, accents, spacing "
-        "or punctuation, or one letter apart (inserted, deleted, changed or swapped)."
+        "or punctuation, or one letter apart (inserted, deleted, changed or swapped).",
+        metadata=compiled(values_sql.values_root, bind_values),
     )
     async def values(
         self,

@@ -26,9 +26,10 @@ from typing import Any
 
 from policies.properties import Property, property_of
 from store.ids import RECORD_KIND
-from store.kinds.record.queries import carries, gather_properties
+from store.kinds.record.queries import bind_properties, carries_any, gather_properties, on_gather
 from store.ledger.audit import AuditEvent
 from store.reads.snapshot import Reader
+from store.reads.statements import Params
 from store.reads.visibility import CORE_LANES, RULE
 from store.tables import named_ids, names_records
 
@@ -188,27 +189,33 @@ class FeedFilter:
     # -- SQL, for the replay ------------------------------------------------
 
     def sql(self, e: str, lanes: str) -> FilterSql:
-        """This filter as SQL over the events aliased `e` (binds `:fp_label_<n>`,
-        `:fp_value_<n>`, `:record_ids`, given by `FilterSql.values`)."""
+        """This filter as SQL over the events aliased `e` (binds the gather's properties
+        as a gather binds them, after `fp_`, and `:record_ids`, given by `FilterSql.values`)."""
         values: dict[str, Any] = {}
-        for n, prop in enumerate(self.match or ()):
-            values[f"fp_label_{n}"], values[f"fp_value_{n}"] = prop.label, prop.value
+        bind_properties(values, _FP, self.match or ())
+        p = _Named()
         conditions: list[str] = []
         candidates: list[str] = []
         if self.actors is not None:
             values["actors"] = sorted(self.actors)
             conditions.append(f"{e}.actor = ANY(CAST(:actors AS text[]))")
         if self.match is not None:
-            conditions.append(self._gather_sql(e))
+            count = len(self.match)
+
+            def at(version: str) -> str:
+                return on_gather(
+                    p, f"{e}.record_id", count, self.union, lambda m: _held_sql(m, e, version)
+                )
+
+            conditions.append(
+                f"({at('version_before')} OR {at('version_after')})" if count else "false"
+            )
             # Every record ever on the gather carried its first property (INTERSECT) or
             # one of them (UNION) at some time: found on the membership history's index.
-            props = range(len(self.match)) if self.union else range(min(1, len(self.match)))
-            carried = " OR ".join(
-                f"({carries('c', f':fp_label_{n}', f':fp_value_{n}')})" for n in props
-            )
+            props = range(count) if self.union else range(min(1, count))
             candidates.append(
                 f"SELECT DISTINCT c.record_id AS id FROM edge_properties c "
-                f"WHERE {RULE.lane('c', lanes)} AND ({carried or 'false'})"
+                f"WHERE {RULE.lane('c', lanes)} AND ({carries_any(p, 'c', props)})"
             )
         named = None
         if self.record_ids is not None:
@@ -222,25 +229,16 @@ class FeedFilter:
         source = " INTERSECT ".join(f"({c})" for c in candidates)
         return FilterSql(source, " AND ".join(conditions) or "true", named, values)
 
-    def _gather_sql(self, e: str) -> str:
-        if not self.match:
-            return "false"
 
-        def at(version: str) -> str:
-            joiner = " OR " if self.union else " AND "
-            return (
-                "("
-                + joiner.join(
-                    f"""EXISTS (SELECT 1 FROM edge_properties m
-                    WHERE m.record_id = {e}.record_id
-                    AND {carries("m", f":fp_label_{n}", f":fp_value_{n}")}
-                    AND {_held_sql("m", e, version)})"""
-                    for n in range(len(self.match or ()))
-                )
-                + ")"
-            )
+_FP = "fp_"
 
-        return f"({at('version_before')} OR {at('version_after')})"
+
+class _Named(Params):
+    """The names `FeedFilter.sql` binds, as the replay's text statement names them."""
+
+    def __call__(self, name: str, cast: str | None = None) -> str:
+        named = f":{_FP}{name}"
+        return f"CAST({named} AS {cast})" if cast else named
 
 
 def _held_sql(m: str, e: str, version: str) -> str:

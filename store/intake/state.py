@@ -9,6 +9,7 @@ from store.intake.records import FILE_ID, FOLDER, FOLDER_ID, PART, Described, de
 from store.kinds.record import queries
 from store.kinds.record.model import Record
 from store.reads.pages import MAX_PAGE
+from store.reads.shape import GatherMode
 from store.reads.snapshot import Reader
 from store.reads.statements import Params
 from store.reads.visibility import RULE
@@ -32,7 +33,7 @@ async def members(db: Reader, lanes: Sequence[str], prop: str) -> list[Record]:
     after = None
     while True:
         page = await queries.gather(
-            db, [prop], queries.GatherMode.UNION, lanes, None, MAX_PAGE, after, False
+            db, [prop], GatherMode.UNION, lanes, None, MAX_PAGE, after, False
         )
         ids += page.items
         if not page.has_next_page:

@@ -19,24 +19,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from store.kinds.record import counts
-from store.kinds.record.queries import GatherMode, carries, members_sql, one_value_page
-from store.kinds.record.tags import tagged, tagged_count
-from store.reads.json_sql import (
-    MAX_KEYS,
-    Build,
-    NotCompilable,
-    Sel,
-    Shape,
-    _literal,
-    cursor,
-    iso,
-    obj,
+from store.kinds.record.labels import labels_sql
+from store.kinds.record.queries import (
+    carries,
+    gather_sql,
+    member_count_sql,
+    members_shape,
+    records_sql,
 )
-from store.reads.statements import Params, Statement
+from store.reads.json_sql import MAX_KEYS, Build, NotCompilable, Sel, _literal, cursor, iso, obj
+from store.reads.shape import GatherMode, Shape
+from store.reads.statements import PageSql, Params, Statement
 from store.reads.visibility import RULE
 
-__all__ = ["MAX_KEYS", "Build", "Compiler", "NotCompilable", "Sel", "Shape"]
+__all__ = ["MAX_KEYS", "Build", "Compiler", "NotCompilable", "Sel"]
 
 
 @dataclass
@@ -148,67 +144,16 @@ class Compiler:
 
     def records_root(self, sel: Sel, _: None) -> str:
         shape = self.shapes[sel.site or 0]
-        lanes = self.arg(sel.site, "lanes", "text[]")
-        where = (
-            f"AND q.source_type = {self.arg(sel.site, 'source_type')}" if shape.source_type else ""
-        )
-        if shape.tag:
-            where += f" AND {tagged('q', self.arg(sel.site, 'tag'))}"
-        limit = self.arg(sel.site, "limit")
-        keyed = ""
-        if shape.after:
-            keyed = (
-                f"AND (q.created_at, q.id) > ({self.arg(sel.site, 'after_at', 'timestamptz')}, "
-                f"{self.arg(sel.site, 'after_id')})"
-            )
-        # Each lane's first rows in (lane, created_at, id) index order, merged; the
-        # count is the one the write path keeps.
-        page = f"""SELECT pg.* FROM unnest({lanes}) AS l(lane)
-            CROSS JOIN LATERAL (SELECT q.* FROM records q
-              WHERE {RULE.record_in_lane("q", "l.lane")} {where} {keyed}
-              ORDER BY q.created_at, q.id LIMIT {limit}) pg
-            ORDER BY pg.created_at, pg.id LIMIT {limit}"""
-        source_type = self.arg(sel.site, "source_type") if shape.source_type else None
-        if shape.tag:
-            count = tagged_count(lanes, self.arg(sel.site, "tag"), source_type)
-        else:
-            count = counts.records_count(lanes, source_type)
-        return self.page(sel, page, count, None, by_time=True, whole_rows=True)
+        # Whole rows: the page's items need no second read of `records`.
+        read = records_sql(SiteParams(self, sel.site), shape, whole_rows=True)
+        return self.page(sel, read, None, by_time=True, whole_rows=True)
 
     def gather_root(self, sel: Sel, _: None) -> str:
         shape = self.shapes[sel.site or 0]
-        if shape.properties == 0:
-            # No property left to match (only the adjustment label): an empty page.
-            return self.page(sel, "SELECT NULL::text AS id WHERE false", "SELECT 0", None, False)
-        site_p = SiteParams(self, sel.site)
-        members = members_sql(site_p, shape.properties, shape.mode, shape.as_of)
-        as_of = self.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
-        limit = self.arg(sel.site, "limit")
-        timeline = shape.mode is GatherMode.TIMELINE
-        if timeline:
-            keyed = ""
-            if shape.after:
-                keyed = (
-                    f"AND (m.joined, m.record_id) > "
-                    f"({self.arg(sel.site, 'after_at', 'timestamptz')}, "
-                    f"{self.arg(sel.site, 'after_id')})"
-                )
-            # By when each record joined one of the edges, as the resolvers order it.
-            page = f"""SELECT m.record_id AS id, m.joined AS created_at FROM ({members}) m
-                WHERE true {keyed} ORDER BY m.joined, m.record_id LIMIT {limit}"""
-        elif shape.properties == 1:
-            page = one_value_page(site_p, shape.as_of, shape.after)
-        else:
-            keyed = f"WHERE m.record_id > {self.arg(sel.site, 'after_id')}" if shape.after else ""
-            page = f"SELECT m.record_id AS id FROM ({members}) m {keyed} ORDER BY 1 LIMIT {limit}"
-        if shape.properties == 1 and as_of is None:
-            # One value's current members: the count the write path keeps.
-            count = counts.member_count(
-                site_p("label_0"), site_p("value_0"), site_p("lanes", "text[]")
-            )
-        else:
-            count = f"SELECT count(*) FROM ({members}) m"
-        return self.page(sel, page, count, as_of, by_time=timeline)
+        p = SiteParams(self, sel.site)
+        read = gather_sql(p, shape, self.alias("members"))
+        as_of = p("as_of", "timestamptz") if shape.as_of else None
+        return self.page(sel, read, as_of, by_time=shape.mode is GatherMode.TIMELINE)
 
     def edge_property_root(self, sel: Sel, _: None) -> str:
         shape = self.shapes[sel.site or 0]
@@ -222,20 +167,8 @@ class Compiler:
 
     def labels_root(self, sel: Sel, _: None) -> str:
         shape = self.shapes[sel.site or 0]
-        lanes = self.arg(sel.site, "lanes", "text[]")
         q = self.alias("q")
-        # The folded counts plus the deltas not folded yet, per label; e_* are never counted.
-        counted = f"""SELECT c.label, sum(c.n)::bigint AS record_count FROM (
-              SELECT label, records AS n FROM label_counts WHERE {RULE.lane("", lanes)}
-              UNION ALL SELECT label, delta FROM label_deltas WHERE {RULE.lane("", lanes)}) c
-            GROUP BY c.label HAVING sum(c.n) > 0"""
-        if shape.as_of:
-            # At an earlier instant: the memberships held then.
-            m, at = self.alias("m"), self.arg(sel.site, "as_of", "timestamptz")
-            counted = f"""SELECT {m}.label, count(DISTINCT {m}.record_id) AS record_count
-                FROM edge_properties {m}
-                WHERE {RULE.member(m, lanes, at)} AND {RULE.caller_label(f"{m}.label")}
-                GROUP BY {m}.label"""
+        counted = labels_sql(SiteParams(self, sel.site), shape)
         return (
             f"(SELECT coalesce(json_agg({self.fields(sel.children, q)} "
             f"ORDER BY {q}.record_count DESC, {q}.label), '[]'::json) FROM ({counted}) {q})"
@@ -348,35 +281,21 @@ class Compiler:
     # -- hyperedges -------------------------------------------------------------
 
     def member_count(self, label: str, value: str, as_of: str | None) -> str:
-        if as_of is None:
-            return counts.member_count(label, value, self.lanes())
-        m = self.alias("m")
-        return (
-            f"SELECT count(DISTINCT {m}.record_id) FROM edge_properties {m} "
-            f"WHERE {carries(m, label, value)} "
-            f"AND {RULE.member(m, self.lanes(), as_of)} "
-            # Adjustment chains are never hyperedges: no members to count.
-            f"AND {RULE.shown_label(f'{m}.label')}"
-        )
+        return member_count_sql(label, value, self.lanes(), as_of, self.alias("m"))
 
     def edge_member_count(self, sel: Sel, row: EdgePropertyRow) -> str:
         return f"({self.member_count(row.label, row.value, row.as_of)})"
 
     def members(self, sel: Sel, row: EdgePropertyRow | AssertedRow) -> str:
-        """SQL: a RecordPage of the readable records carrying the value now (or at as_of)."""
+        """SQL: a RecordPage of the readable records carrying the value now (or at as_of):
+        a gather of that one value, its label and value the row's."""
         shape = self.shapes[sel.site or 0]
-        m = self.alias("m")
-        keyed = f"AND {m}.record_id > {self.arg(sel.site, 'after_id')}" if shape.after else ""
-        where = f"{carries(m, row.label, row.value)} AND {RULE.member(m, self.lanes(), row.as_of)}"
-        page = (
-            f"SELECT DISTINCT {m}.record_id AS id FROM edge_properties {m} WHERE {where} {keyed} "
-            f"ORDER BY 1 LIMIT {self.arg(sel.site, 'limit')}"
-        )
-        if row.as_of is None:
-            count = counts.member_count(row.label, row.value, self.lanes())
-        else:
-            count = f"SELECT count(DISTINCT {m}.record_id) FROM edge_properties {m} WHERE {where}"
-        return self.page(sel, page, count, row.as_of, by_time=False)
+        given = {"label_0": row.label, "value_0": row.value, "lanes": self.lanes()}
+        if row.as_of is not None:
+            given["as_of"] = row.as_of
+        p = SiteParams(self, sel.site, given)
+        read = gather_sql(p, members_shape(row.as_of is not None, shape.after), self.alias("mb"))
+        return self.page(sel, read, row.as_of, by_time=False)
 
     # -- asserted edges ---------------------------------------------------------
 
@@ -451,29 +370,30 @@ class Compiler:
     # -- pages ------------------------------------------------------------------
 
     def page(
-        self,
-        sel: Sel,
-        page: str,
-        count: str,
-        as_of: str | None,
-        by_time: bool,
-        whole_rows: bool = False,
+        self, sel: Sel, read: PageSql, as_of: str | None, by_time: bool, whole_rows: bool = False
     ) -> str:
-        """SQL: a RecordPage object over `page` (rows id[, created_at], at most limit+1;
+        """SQL: a RecordPage object over `read` (rows id[, created_at], at most limit+1;
         with `whole_rows`, current `records` rows, which need no second read)."""
         s, r = self.alias("s"), self.alias("r")
-        # A placeholder is numbered at its first use: only a used one may exist.
-        size = f"{{size_{s}}}"
         lateral, cols = self.record_source(r, as_of)
         key = [iso(f"{s}.created_at"), f"{s}.id"] if by_time else [f"{s}.id"]
-        row = PageRow(s, r, size, count, lateral, RecordRow(cols, as_of), key, whole_rows)
-        ordered = "ORDER BY created_at, id" if by_time else "ORDER BY id"
+        # A placeholder is numbered at its first use: only a used one may exist.
+        row = PageRow(
+            s, r, f"{{size_{s}}}", read.count, lateral, RecordRow(cols, as_of), key, whole_rows
+        )
+        order = "created_at, id" if by_time else "id"
+        return self.paged(sel, read, order, row)
+
+    def paged(self, sel: Sel, read: PageSql, order: str, row: PageRow) -> str:
+        """SQL: the page object `sel` asks for, its rows `read`'s page numbered in `order`
+        as `row.s` (the builders of its fields read them, and `read.count`, from `row`)."""
         body = self.fields(sel.children, row)
-        if size in body:
-            body = body.replace(size, self.arg(sel.site, "size"))
+        if row.size in body:
+            body = body.replace(row.size, self.arg(sel.site, "size"))
+        ctes = f"{read.ctes}, " if read.ctes else ""
         return (
-            f"(WITH {s} AS (SELECT row_number() OVER ({ordered}) AS n, * FROM ({page}) w) "
-            f"SELECT {body})"
+            f"(WITH {ctes}{row.s} AS (SELECT row_number() OVER (ORDER BY {order}) AS n, * "
+            f"FROM ({read.page}) w) SELECT {body})"
         )
 
     def total_count(self, sel: Sel, row: PageRow) -> str:
@@ -502,7 +422,7 @@ class Compiler:
     def end_cursor(self, sel: Sel, row: PageRow) -> str:
         s = row.s
         return (
-            f"(SELECT {cursor(row.key)} FROM {s} WHERE {s}.n <= {row.size} "
+            f"(SELECT {row.cursor or cursor(row.key)} FROM {s} WHERE {s}.n <= {row.size} "
             f"ORDER BY {s}.n DESC LIMIT 1)"
         )
 
@@ -553,18 +473,26 @@ class PageRow:
     whole_rows: bool
     # The instant the page's items are read at (typed edges: their records then).
     as_of: str | None = None
+    # The SQL of a row's cursor, when its key is no list of plain strings (`cursor`).
+    cursor: str | None = None
 
 
 class SiteParams(Params):
-    """Params whose names are one site's (label_0, lanes, as_of...) on a shared numbering."""
+    """Params whose names are one site's (label_0, lanes, as_of...) on a shared numbering;
+    a name in `given` is the SQL given for it instead (the reader's lanes, a column of the
+    row read...)."""
 
-    def __init__(self, compiler: Compiler, site: int | None) -> None:
+    def __init__(
+        self, compiler: Compiler, site: int | None, given: Mapping[str, str] | None = None
+    ) -> None:
         super().__init__()
         self.compiler = compiler
         self.site = site
+        self.given = dict(given or {})
 
     def __call__(self, name: str, cast: str | None = None) -> str:
-        return self.compiler.arg(self.site, name, cast)
+        found = self.given.get(name)
+        return found if found is not None else self.compiler.arg(self.site, name, cast)
 
 
 # -- builders a GraphQL field names as its SQL --------------------------------

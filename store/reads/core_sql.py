@@ -1,7 +1,7 @@
 """Running a SQLAlchemy Core statement on a read snapshot (an asyncpg `Reader`).
 
 Most reads are fixed-text statements; the few built with SQLAlchemy Core (asserted
-edges, traverse, corrections, label counts) compile here to asyncpg's `$n` form,
+edges, traverse, corrections) compile here to asyncpg's `$n` form,
 with expanding IN lists rendered, and run on the same snapshot as the rest of
 the request.
 """

@@ -1,12 +1,10 @@
-"""The pieces compiled reads are built from: the tree, its shapes, and SQL for JSON values."""
+"""The pieces compiled reads are built from: the tree, and SQL for JSON values."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from store.kinds.record.queries import GatherMode
 
 # json_build_object takes at most 100 arguments: 50 keys with their values.
 MAX_KEYS = 50
@@ -33,24 +31,6 @@ class Sel:
 Build = Callable[[Any, Sel, Any], str]
 
 
-@dataclass(frozen=True)
-class Shape:
-    """What of a field's arguments changes the statement's text, for one request."""
-
-    as_of: bool = False
-    after: bool = False
-    source_type: bool = False
-    tag: bool = False
-    mode: GatherMode = GatherMode.INTERSECT
-    properties: int = 0
-    # A record id given as a prefix rather than whole.
-    prefix: bool = False
-    # The optional filters given (by their parameters' names), and includeExpired.
-    filters: tuple[str, ...] = ()
-    expired: bool = False
-    namespace: bool = False
-
-
 def iso(expr: str) -> str:
     """SQL: a timestamptz as Python's isoformat() writes it in UTC (no zero microseconds)."""
     utc = f"({expr}) AT TIME ZONE 'UTC'"
@@ -64,7 +44,28 @@ def iso(expr: str) -> str:
 def cursor(parts: Sequence[str]) -> str:
     """SQL: store.reads.pages.encode_cursor of string parts (ids and times need no escaping)."""
     joined = " || '\",\"' || ".join(parts)
-    text = f"'[\"' || {joined} || '\"]'"
+    return _base64(f"'[\"' || {joined} || '\"]'")
+
+
+def text_cursor(part: str) -> str:
+    """SQL: store.reads.pages.encode_cursor of one string, whatever it holds."""
+    return _base64(f"'[' || {json_ascii(part)} || ']'")
+
+
+def json_ascii(expr: str) -> str:
+    """SQL: the text as Python's json.dumps writes it: PostgreSQL's JSON string with every
+    character past ASCII as \\u escapes (a pair of surrogates past the BMP)."""
+    code = "ascii(t.ch)"
+    astral = f"{code} - 65536"
+    return f"""(SELECT string_agg(CASE WHEN {code} < 128 THEN t.ch
+          WHEN {code} < 65536 THEN '\\u' || lpad(to_hex({code}), 4, '0')
+          ELSE '\\u' || to_hex(55296 + (({astral}) >> 10))
+            || '\\u' || to_hex(56320 + (({astral}) & 1023)) END, '' ORDER BY t.o)
+        FROM regexp_split_to_table(to_json(({expr})::text)::text, '') WITH ORDINALITY
+          AS t(ch, o))"""
+
+
+def _base64(text: str) -> str:
     # base64 with the URL-safe alphabet, no line breaks and no padding.
     b64 = f"encode(convert_to({text}, 'UTF8'), 'base64')"
     return f"rtrim(translate({b64}, '+/' || chr(10), '-_'), '=')"

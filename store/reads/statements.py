@@ -38,3 +38,25 @@ class Params:
 
     def statement(self, text: str) -> Statement:
         return Statement(" ".join(text.split()), tuple(self.names))
+
+
+@dataclass(frozen=True)
+class PageSql:
+    """One read's SQL, whichever path renders it: its page (at most `limit` rows, in
+    the read's order) and what counts every row, both over the CTEs `ctes` defines."""
+
+    page: str
+    count: str
+    ctes: str = ""
+
+
+def page_rows(p: Params, read: PageSql, count: bool) -> Statement:
+    """The statement of a read's rows: `total` (NULL unless `count`) beside each row of
+    the page; counted, an empty page is one row of NULLs that holds the count."""
+    ctes = f"WITH {read.ctes} " if read.ctes else ""
+    if not count:
+        return p.statement(f"{ctes}SELECT NULL::bigint AS total, q.* FROM ({read.page}) q")
+    return p.statement(
+        f"{ctes}SELECT ({read.count}) AS total, q.* FROM (SELECT 1) c "
+        f"LEFT JOIN LATERAL ({read.page}) q ON true"
+    )

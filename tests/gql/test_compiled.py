@@ -306,6 +306,13 @@ async def typed_edges(
 
 
 ADJUSTMENTS = "query($id: ID!) { record(id: $id) { adjustments { id } } }"
+# Both paths take a read's predicate, order and paging from one builder (its lanes a
+# parameter), so what is compared here is the rendering: rows against JSON. Readers of
+# every lane (curator; planner reads the same lanes) and of one (sales) render different
+# records on the same pages; the typed edges' pages are rendered alike for any reader,
+# and sales, who cannot read one end of some, is the one that tells most.
+READERS = ("curator", "sales")
+PARTIAL = ("sales",)
 SUITE_DOCUMENTS = read_documents()
 EDGE = """id hint createdAt actor active endedAt endedBy __typename
   records { id version content properties } history { recordId change at actor __typename }"""
@@ -374,7 +381,7 @@ EXTRA = [
 
 
 @pytest.mark.over10s("every document of the suite, on both paths, checked against each other")
-@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("agent", READERS)
 async def test_every_read_of_the_suite_answers_the_same(world: World, agent: str) -> None:
     assert len(SUITE_DOCUMENTS) >= 8, SUITE_DOCUMENTS
     answered = await answered_by_path(
@@ -426,7 +433,7 @@ query($fromId: ID, $toId: ID, $asOf: DateTime, $includeExpired: Boolean, $first:
 """
 
 
-@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("agent", PARTIAL)
 async def test_typed_edges_answer_the_same(world: World, agent: str) -> None:
     """`edges(...)` from each record and none, now and as of instants between the edges'
     changes, with and without the expired ones: all answered by the compiled path but a
@@ -474,7 +481,7 @@ query($status: ConflictStatus, $lanes: [String!], $first: Int, $after: String) {
 """
 
 
-@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("agent", PARTIAL)
 async def test_related_and_conflicts_answer_the_same(world: World, agent: str) -> None:
     """`related` of every record (those the agent cannot read or that are retired are
     refused the ordinary way), by namespace, with and without the expired edges, the

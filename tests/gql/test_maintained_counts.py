@@ -18,6 +18,7 @@ from store.kinds.record import queries
 from store.kinds.record.counts import fold
 from store.operations.verify import verify
 from store.pool import create_pool
+from store.reads.shape import GatherMode
 from store.reads.snapshot import Snapshot
 from tests.conftest import GatewayFactory
 from tests.gql._api import RESTORE_RECORD, RETIRE_RECORD
@@ -239,7 +240,7 @@ async def test_counts_read_in_a_snapshot_equal_a_count_in_it_under_concurrent_wr
             try:
                 page = await queries.browse(snapshot, lanes, None, 1, None)
                 gathered = await queries.gather(
-                    snapshot, [str(hot)], queries.GatherMode.UNION, lanes, None, 1, None
+                    snapshot, [str(hot)], GatherMode.UNION, lanes, None, 1, None
                 )
                 members = (await queries.member_counts(snapshot, [hot], lanes, None))[hot]
                 records = await snapshot.fetchval("SELECT count(*) FROM records")

@@ -17,7 +17,8 @@ from typing import Any
 import asyncpg
 
 from store.kinds.edge.reads import _ego_statement, _list_statement
-from store.kinds.record.queries import _RECORDS_AS_OF, GatherMode, _gather_statement
+from store.kinds.record.queries import _RECORDS_AS_OF, _gather_statement
+from store.reads.shape import GatherMode, Shape
 from tests.support import Databases, plan_nodes, sql
 
 EDGES = 2000
@@ -121,15 +122,15 @@ async def test_a_past_edge_read_looks_each_edge_up_on_the_ledger_by_id(
         base = {"lanes": ["default"], "as_of": as_of}
         reads = {
             "edges from": (
-                _list_statement(("from_id",), True, False, False),
+                _list_statement(Shape(as_of=True, filters=("from_id",))),
                 {**base, "from_id": records[7], "limit": 51},
             ),
             "edges to (related's incoming)": (
-                _list_statement(("to_id",), True, False, False),
+                _list_statement(Shape(as_of=True, filters=("to_id",))),
                 {**base, "to_id": records[7], "limit": 51},
             ),
             "edges from with expired": (
-                _list_statement(("from_id",), True, True, False),
+                _list_statement(Shape(as_of=True, filters=("from_id",), expired=True)),
                 {**base, "from_id": records[7], "limit": 51},
             ),
             "ego both": (_ego_statement(True, "BOTH"), {**base, "nodes": records[:3]}),
@@ -157,7 +158,7 @@ async def test_a_past_gather_is_served_by_the_membership_history_index(
         as_of = START + timedelta(days=2, hours=12)
         for mode in GatherMode:
             for count in (1, 2):
-                statement = _gather_statement(count, mode, True, False, True)
+                statement = _gather_statement(Shape(as_of=True, mode=mode, properties=count), True)
                 values = {
                     "label_0": "org",
                     "value_0": "Acme 7",

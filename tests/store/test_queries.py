@@ -19,6 +19,7 @@ from store.kinds.record import queries
 from store.kinds.record.model import Record, RecordState, parse_pairs
 from store.kinds.record.projection import label_changes
 from store.kinds.record.resolve import resolve_id
+from store.reads.shape import GatherMode
 from tests.support import Gateway, sql
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -133,13 +134,13 @@ async def test_labels_leave_out_the_engines_labels(conn: Connection) -> None:
 
     # Gather leaves the adjustment label out of set operations, but not the others.
     page = await queries.gather(
-        conn, ["e_adjustment:v"], queries.GatherMode.UNION, ["default"], None, None, None
+        conn, ["e_adjustment:v"], GatherMode.UNION, ["default"], None, None, None
     )
     assert page.items == []
     page = await queries.gather(
         conn,
         ["e_group:v", f"{label}:v"],
-        queries.GatherMode.INTERSECT,
+        GatherMode.INTERSECT,
         ["default"],
         None,
         None,

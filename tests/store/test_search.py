@@ -13,11 +13,11 @@ import pytest
 from asyncpg import Connection
 
 from store.errors import InvalidInputError
-from store.kinds.record.queries import GatherMode
 from store.kinds.record.search import MAX_QUERY_CHARS, Hit, SearchArgs, prefix_last, search
 from store.kinds.record.words import language, relanguage
 from store.operations.verify import verify
 from store.reads.pages import Page
+from store.reads.shape import GatherMode
 from tests.gql._api import RETIRE_RECORD, UPDATE, ingest, unique
 from tests.store import _two_lanes
 from tests.store._two_lanes import BOTH

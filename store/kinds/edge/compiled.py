@@ -8,16 +8,11 @@ paths read the same rows under the same visibility rule.
 from __future__ import annotations
 
 from store.kinds.edge.model import conflict_sql
-from store.kinds.edge.reads import (
-    CONFLICT_RANK,
-    conflicts_after,
-    conflicts_where,
-    edge_source,
-    list_after,
-    list_where,
-)
+from store.kinds.edge.reads import conflicts_sql, list_sql
 from store.reads.compiled_sql import Compiler, EdgeRow, PageRow, RecordRow, Sel, SiteParams
 from store.reads.json_sql import Build, iso
+from store.reads.shape import Shape
+from store.reads.statements import PageSql
 from store.reads.visibility import RULE
 
 
@@ -25,65 +20,35 @@ def edges_root(compiler: Compiler, sel: Sel, _: None) -> str:
     """SQL: an EdgePage of `edges(...)`, oldest first, with the total count."""
     shape = compiler.shapes[sel.site or 0]
     p = SiteParams(compiler, sel.site)
-    lanes = compiler.lanes()
-    # The reader's lanes are the statement's, not the site's.
-    where = list_where(_Lanes(p, lanes), shape.filters, shape.as_of, shape.expired)
-    keyed = list_after(p) if shape.after else ""
     for name in ("from_id", "to_id"):
         if name in shape.filters:
             # A record retired now, named by its id, is a refusal the ordinary path words.
             q = compiler.alias("q")
             compiler.checks.append(
                 f"NOT EXISTS (SELECT 1 FROM records {q} WHERE {q}.id = {p(name)} "
-                f"AND {RULE.retired_now(q, lanes)})"
+                f"AND {RULE.retired_now(q, compiler.lanes())})"
             )
-    source = edge_source(p, shape.as_of)
-    limit = compiler.arg(sel.site, "limit")
-    page = (
-        f"SELECT g.* FROM {source} WHERE {where} {keyed} ORDER BY g.created_at, g.id LIMIT {limit}"
-    )
-    count = f"SELECT count(*) FROM {edge_source(p, shape.as_of)} WHERE {where}"
-    as_of = compiler.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
-    s = compiler.alias("s")
-    key = [iso(f"{s}.created_at"), f"{s}.id"]
-    return _page(compiler, sel, s, page, count, "created_at, id", key, as_of)
+    as_of = p("as_of", "timestamptz") if shape.as_of else None
+    return _page(compiler, sel, list_sql(p, shape), "created_at, id", as_of)
 
 
 def conflicts_root(compiler: Compiler, sel: Sel, _: None) -> str:
     """SQL: an EdgePage of the review queue, the unresolved first, each part oldest first."""
     shape = compiler.shapes[sel.site or 0]
-    p = _Lanes(SiteParams(compiler, sel.site), compiler.lanes())
-    where = conflicts_where(p)
-    keyed = conflicts_after(p) if shape.after else ""
-    limit = compiler.arg(sel.site, "limit")
-    page = f"""SELECT g.*, {CONFLICT_RANK} AS rank FROM edges g WHERE {where} {keyed}
-        ORDER BY {CONFLICT_RANK}, g.created_at, g.id LIMIT {limit}"""
-    count = f"SELECT count(*) FROM edges g WHERE {where}"
+    read = conflicts_sql(SiteParams(compiler, sel.site), shape)
+    return _page(compiler, sel, read, "rank, created_at, id", None)
+
+
+def _page(compiler: Compiler, sel: Sel, read: PageSql, order: str, as_of: str | None) -> str:
+    """SQL: an EdgePage over `read`'s rows, numbered in `order` (its cursor's key)."""
     s = compiler.alias("s")
-    key = [f"{s}.rank::text", iso(f"{s}.created_at"), f"{s}.id"]
-    return _page(compiler, sel, s, page, count, "rank, created_at, id", key, None)
-
-
-def _page(
-    compiler: Compiler,
-    sel: Sel,
-    s: str,
-    page: str,
-    count: str,
-    order: str,
-    key: list[str],
-    as_of: str | None,
-) -> str:
+    key = [
+        iso(f"{s}.{column}") if column == "created_at" else f"{s}.{column}::text"
+        for column in order.split(", ")
+    ]
     # A placeholder is numbered at its first use: only a used one may exist.
-    size = f"{{size_{s}}}"
-    row = PageRow(s, s, size, count, "", RecordRow({}, None), key, True, as_of)
-    body = compiler.fields(sel.children, row)
-    if size in body:
-        body = body.replace(size, compiler.arg(sel.site, "size"))
-    return (
-        f"(WITH {s} AS (SELECT row_number() OVER (ORDER BY {order}) AS n, * "
-        f"FROM ({page}) w) SELECT {body})"
-    )
+    row = PageRow(s, s, f"{{size_{s}}}", read.count, "", RecordRow({}, None), key, True, as_of)
+    return compiler.paged(sel, read, order, row)
 
 
 def edge_items(compiler: Compiler, sel: Sel, row: PageRow) -> str:
@@ -126,20 +91,17 @@ def _related(end: str) -> Build:
     def build(compiler: Compiler, sel: Sel, row: RelatedRow) -> str:
         """SQL: an EdgePage of the edges at one end of the record, as `edges(fromId:)` or
         `edges(toId:)` pages them (`related`'s filters, the page's own first and after)."""
-        shape = compiler.shapes[row.site or 0]
-        p = _Lanes(SiteParams(compiler, row.site), compiler.lanes(), {end: row.ident})
-        filters = (end, "namespace") if row.namespace else (end,)
-        where = list_where(p, filters, False, shape.expired)
-        paged = SiteParams(compiler, sel.site)
-        keyed = list_after(paged) if compiler.shapes[sel.site or 0].after else ""
-        page = (
-            f"SELECT g.* FROM edges g WHERE {where} {keyed} "
-            f"ORDER BY g.created_at, g.id LIMIT {paged('limit')}"
+        related = compiler.shapes[row.site or 0]
+        given = {end: row.ident, "lanes": compiler.lanes()}
+        if row.namespace:
+            given["namespace"] = compiler.arg(row.site, "namespace")
+        shape = Shape(
+            after=compiler.shapes[sel.site or 0].after,
+            filters=tuple(f for f in ("from_id", "to_id", "namespace") if f in given),
+            expired=related.expired,
         )
-        count = f"SELECT count(*) FROM edges g WHERE {where}"
-        s = compiler.alias("s")
-        key = [iso(f"{s}.created_at"), f"{s}.id"]
-        return _page(compiler, sel, s, page, count, "created_at, id", key, None)
+        read = list_sql(SiteParams(compiler, sel.site, given), shape)
+        return _page(compiler, sel, read, "created_at, id", None)
 
     return build
 
@@ -189,16 +151,3 @@ def evidence(compiler: Compiler, sel: Sel, row: EdgeRow) -> str:
 
 def conflict_state(compiler: Compiler, sel: Sel, row: EdgeRow) -> str:
     return conflict_sql(row.alias)
-
-
-class _Lanes(SiteParams):
-    """A site's parameters, with `lanes` the statement's (the reader's), and any other
-    name given its SQL in `given`."""
-
-    def __init__(self, base: SiteParams, lanes: str, given: dict[str, str] | None = None) -> None:
-        super().__init__(base.compiler, base.site)
-        self._given = {"lanes": lanes, **(given or {})}
-
-    def __call__(self, name: str, cast: str | None = None) -> str:
-        given = self._given.get(name)
-        return given if given is not None else super().__call__(name, cast)

@@ -9,7 +9,7 @@ written by T (`edge_source`), so a read of the past sees the state recorded then
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -18,8 +18,9 @@ from store.errors import InvalidInputError
 from store.kinds.edge.kind import NAME
 from store.kinds.edge.model import COLUMNS, CONTRADICTS, RESOLVED, UNRESOLVED, Edge
 from store.reads.pages import Page, encode_cursor, key_cursor, page_size, time_cursor
+from store.reads.shape import Shape
 from store.reads.snapshot import Reader
-from store.reads.statements import Params, Statement
+from store.reads.statements import PageSql, Params, Statement, page_rows
 from store.reads.visibility import RULE
 
 # The state an entry holds beyond the edge's key, which never changes: an upsert of a
@@ -58,35 +59,53 @@ def _edge(row: Any) -> Edge:
 
 # -- edges(...) ------------------------------------------------------------------------
 
-_FILTERS = ("from_id", "to_id", "type", "namespace")
+FILTERS = ("from_id", "to_id", "type", "namespace")
 
 
-def list_where(p: Params, filters: Sequence[str], as_of: bool, expired: bool) -> str:
-    """SQL over `edge_source`'s `g`: the edges `edges(...)` lists (the filters named are
-    the parameters of their names; `lanes`, `as_of` the reader's and the instant)."""
-    at = p("as_of", "timestamptz") if as_of else None
-    where = [RULE.edge("g", p("lanes", "text[]"), at, expired)]
-    where += [f"g.{name} = {p(name)}" for name in filters]
-    return " AND ".join(where)
+def bind_list(
+    values: dict[str, Any],
+    prefix: str,
+    lanes: Sequence[str],
+    given: Mapping[str, str | None],
+    as_of: datetime | None,
+    include_expired: bool,
+    after: str | None,
+) -> Shape:
+    """Put the values `list_sql` takes in `values` (each name after `prefix`): the
+    filters `given` (by their names in `FILTERS`; None: not given), refusing a cursor
+    this list did not give; and say its shape."""
+    key = time_cursor(after)
+    filters = tuple(name for name in FILTERS if given.get(name) is not None)
+    values[prefix + "lanes"] = list(lanes)
+    values[prefix + "as_of"] = as_of
+    for name in filters:
+        values[prefix + name] = given[name]
+    if key is not None:
+        values[prefix + "after_at"], values[prefix + "after_id"] = key
+    return Shape(
+        as_of=as_of is not None, after=key is not None, filters=filters, expired=include_expired
+    )
 
 
-def list_after(p: Params) -> str:
-    """SQL to append to `list_where`: past the cursor's (created_at, id)."""
-    return f"AND (g.created_at, g.id) > ({p('after_at', 'timestamptz')}, {p('after_id')})"
+def list_sql(p: Params, shape: Shape) -> PageSql:
+    """SQL: the edges `edges(...)` lists, every filter named in `shape` AND-ed (each the
+    parameter of its name), oldest first (created_at, id), and their count."""
+    at = p("as_of", "timestamptz") if shape.as_of else None
+    where = [RULE.edge("g", p("lanes", "text[]"), at, shape.expired)]
+    where += [f"g.{name} = {p(name)}" for name in shape.filters]
+    keyed = ""
+    if shape.after:
+        keyed = f"AND (g.created_at, g.id) > ({p('after_at', 'timestamptz')}, {p('after_id')})"
+    source = edge_source(p, shape.as_of)
+    page = f"""SELECT {_SELECT} FROM {source} WHERE {" AND ".join(where)} {keyed}
+        ORDER BY g.created_at, g.id LIMIT {p("limit")}"""
+    return PageSql(page, f"SELECT count(*) FROM {source} WHERE {' AND '.join(where)}")
 
 
 @functools.cache
-def _list_statement(filters: tuple[str, ...], as_of: bool, expired: bool, after: bool) -> Statement:
+def _list_statement(shape: Shape) -> Statement:
     p = Params()
-    where = [list_where(p, filters, as_of, expired)]
-    keyed = list_after(p) if after else ""
-    source = edge_source(p, as_of)
-    text = f"""SELECT c.total, q.* FROM (SELECT count(*) AS total FROM {source}
-        WHERE {" AND ".join(where)}) c
-      LEFT JOIN LATERAL (SELECT {_SELECT} FROM {edge_source(p, as_of)}
-        WHERE {" AND ".join(where)} {keyed} ORDER BY g.created_at, g.id LIMIT {p("limit")}) q
-      ON true"""
-    return p.statement(text)
+    return page_rows(p, list_sql(p, shape), True)
 
 
 async def list_edges(
@@ -105,12 +124,9 @@ async def list_edges(
     """Typed edges with every given filter (AND-ed), oldest first, with their total."""
     size = page_size(first)
     given = {"from_id": from_id, "to_id": to_id, "type": type, "namespace": namespace}
-    filters = tuple(k for k in _FILTERS if given[k] is not None)
-    key = time_cursor(after)
-    statement = _list_statement(filters, as_of is not None, include_expired, key is not None)
-    values: dict[str, Any] = {**given, "lanes": list(lanes), "as_of": as_of, "limit": size + 1}
-    if key is not None:
-        values["after_at"], values["after_id"] = key
+    values: dict[str, Any] = {"limit": size + 1}
+    shape = bind_list(values, "", lanes, given, as_of, include_expired, after)
+    statement = _list_statement(shape)
     rows = await db.fetch(statement.text, *statement.args(values))
     return _page(rows, size, lambda e: [e.created_at.isoformat(), e.id])
 
@@ -136,33 +152,51 @@ CONFLICT_STATUSES = {
 CONFLICT_RANK = f"(g.conflict_state = '{RESOLVED}')::int"
 
 
-def conflicts_where(p: Params) -> str:
-    """SQL over the `edges g` rows: the review queue's (`states`, `lanes`, `chosen`)."""
-    return (
+def bind_conflicts(
+    values: dict[str, Any],
+    prefix: str,
+    lanes: Sequence[str],
+    status: str,
+    chosen: Sequence[str],
+    after: str | None,
+) -> Shape:
+    """Put the values `conflicts_sql` takes in `values` (each name after `prefix`):
+    the states of `status` (a key of `CONFLICT_STATUSES`), the lanes chosen, refusing a
+    cursor the queue did not give; and say its shape."""
+    key = conflict_cursor(after)
+    values[prefix + "lanes"] = list(lanes)
+    values[prefix + "states"] = list(CONFLICT_STATUSES[status])
+    values[prefix + "chosen"] = list(chosen)
+    if key is not None:
+        values[prefix + "after_rank"], values[prefix + "after_at"], values[prefix + "after_id"] = (
+            key
+        )
+    return Shape(after=key is not None)
+
+
+def conflicts_sql(p: Params, shape: Shape) -> PageSql:
+    """SQL: the review queue (`states`, `lanes`, `chosen`), each row with its `rank`
+    (0: unresolved), in (rank, created_at, id) order, and its count."""
+    where = (
         f"g.type = '{CONTRADICTS}' AND g.conflict_state = ANY({p('states', 'text[]')}) "
         f"AND {RULE.edge('g', p('lanes', 'text[]'), None)} "
         f"AND {RULE.lane('g', p('chosen', 'text[]'))}"
     )
-
-
-def conflicts_after(p: Params) -> str:
-    """SQL to append to `conflicts_where`: past the cursor's (rank, created_at, id)."""
-    return (
-        f"AND ({CONFLICT_RANK}, g.created_at, g.id) > ({p('after_rank', 'int')}, "
-        f"{p('after_at', 'timestamptz')}, {p('after_id')})"
-    )
+    keyed = ""
+    if shape.after:
+        keyed = (
+            f"AND ({CONFLICT_RANK}, g.created_at, g.id) > ({p('after_rank', 'int')}, "
+            f"{p('after_at', 'timestamptz')}, {p('after_id')})"
+        )
+    page = f"""SELECT {_SELECT}, {CONFLICT_RANK} AS rank FROM edges g WHERE {where} {keyed}
+        ORDER BY {CONFLICT_RANK}, g.created_at, g.id LIMIT {p("limit")}"""
+    return PageSql(page, f"SELECT count(*) FROM edges g WHERE {where}")
 
 
 @functools.cache
-def _conflicts_statement(after: bool) -> Statement:
+def _conflicts_statement(shape: Shape) -> Statement:
     p = Params()
-    where = conflicts_where(p)
-    keyed = conflicts_after(p) if after else ""
-    return p.statement(
-        f"""SELECT c.total, q.* FROM (SELECT count(*) AS total FROM edges g WHERE {where}) c
-        LEFT JOIN LATERAL (SELECT {_SELECT} FROM edges g WHERE {where} {keyed}
-          ORDER BY {CONFLICT_RANK}, g.created_at, g.id LIMIT {p("limit")}) q ON true"""
-    )
+    return page_rows(p, conflicts_sql(p, shape), True)
 
 
 def conflict_cursor(after: str | None) -> tuple[int, datetime, str] | None:
@@ -194,16 +228,9 @@ async def conflicts(
     """The review queue: live contradicts edges of the chosen lanes (their from
     records'), unresolved ones first, each part oldest first."""
     size = page_size(first)
-    key = conflict_cursor(after)
-    values: dict[str, Any] = {
-        "states": list(CONFLICT_STATUSES[status]),
-        "lanes": list(lanes),
-        "chosen": list(chosen),
-        "limit": size + 1,
-    }
-    if key is not None:
-        values["after_rank"], values["after_at"], values["after_id"] = key
-    statement = _conflicts_statement(key is not None)
+    values: dict[str, Any] = {"limit": size + 1}
+    shape = bind_conflicts(values, "", lanes, status, chosen, after)
+    statement = _conflicts_statement(shape)
     rows = await db.fetch(statement.text, *statement.args(values))
     return _page(
         rows,

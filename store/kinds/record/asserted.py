@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, literal, select, tuple_
+from sqlalchemy import and_, func, literal, select, tuple_
 
 from policies.properties import Property
 from store import tables as t
@@ -21,7 +21,6 @@ from store.errors import EndedAlreadyError
 from store.ids import RECORD_KIND
 from store.kinds.record.asserted_commands import hint_of, kind_name
 from store.reads.core_sql import fetch
-from store.reads.pages import Page, encode_cursor, id_cursor, page_size
 from store.reads.snapshot import Reader
 from store.reads.visibility import CORE_AT, CORE_LANES, RULE, core
 
@@ -167,43 +166,3 @@ def _entry_of(entry: Any, version: Any) -> Any:
         entry.c.object_id == ep.c.record_id,
         entry.c.version == version,
     )
-
-
-_MEMBERS_WHERE = and_(
-    ep.c.label == bindparam("label"),
-    ep.c.value_key == func.edgeloom_value_key(bindparam("value")),
-    core(RULE.lane(ep.name, CORE_LANES)),
-)
-
-
-async def member_page(
-    db: Reader,
-    prop: Property,
-    lanes: Sequence[str],
-    as_of: datetime | None,
-    first: int | None,
-    after: str | None,
-) -> Page[str]:
-    """The readable records carrying `prop` now (or at as_of), by id, a page at a time."""
-    size = page_size(first)
-    where: list[Any] = [
-        _MEMBERS_WHERE,
-        core(RULE.held(ep.name, None if as_of is None else CORE_AT)),
-    ]
-    params: dict[str, Any] = {"label": prop.label, "value": prop.value, "lanes": list(lanes)}
-    if as_of is not None:
-        params["as_of"] = as_of
-    [(total,)] = await fetch(
-        db, select(func.count(ep.c.record_id.distinct())).where(*where), params
-    )
-    key = id_cursor(after)
-    if key is not None:
-        where.append(ep.c.record_id > key)
-    rows = await fetch(
-        db,
-        select(ep.c.record_id).where(*where).distinct().order_by(ep.c.record_id).limit(size + 1),
-        params,
-    )
-    ids = [row[0] for row in rows]
-    shown = ids[:size]
-    return Page(shown, total, len(ids) > size, encode_cursor([shown[-1]]) if shown else None)

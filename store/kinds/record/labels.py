@@ -10,16 +10,16 @@ transaction; a read sums the folded counts and the few unfolded deltas.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, literal_column, select, union_all
-
-from store import tables as t
-from store.reads.core_sql import fetch
+from store.reads.shape import Shape
 from store.reads.snapshot import Reader
-from store.reads.visibility import CORE_LANES, RULE, core
+from store.reads.statements import Params, Statement
+from store.reads.visibility import RULE
 
 
 @dataclass(frozen=True)
@@ -28,30 +28,43 @@ class LabelCount:
     record_count: int
 
 
-_counted = union_all(
-    select(t.label_counts.c.label, t.label_counts.c.records.label("n")).where(
-        core(RULE.lane(t.label_counts.name, CORE_LANES))
-    ),
-    select(t.label_deltas.c.label, t.label_deltas.c.delta.label("n")).where(
-        core(RULE.lane(t.label_deltas.name, CORE_LANES))
-    ),
-).subquery()
-_total = func.sum(_counted.c.n)
-_LABEL_COUNTS = (
-    select(_counted.c.label, _total.label("n"))
-    .group_by(_counted.c.label)
-    .having(_total > 0)
-    .order_by(literal_column("n").desc(), _counted.c.label)
-)
+def bind_labels(
+    values: dict[str, Any],
+    prefix: str,
+    lanes: Sequence[str],
+    lane: str | None,
+    as_of: datetime | None,
+) -> Shape:
+    """Put the values `labels_sql` takes in `values` (each name after `prefix`): the
+    readable lanes, or the one asked if readable; and say its shape."""
+    values[prefix + "lanes"] = RULE.chosen(lanes, None if lane is None else [lane])
+    values[prefix + "as_of"] = as_of
+    return Shape(as_of=as_of is not None)
 
 
-# At an earlier instant the counts are those of the memberships held then: a count of
-# the history index, not of the maintained counts.
-LABEL_COUNTS_AT = f"""
-SELECT m.label, count(DISTINCT m.record_id) AS n FROM edge_properties m
-WHERE {RULE.member("m", "$1::text[]", "$2")} AND {RULE.caller_label("m.label")}
-GROUP BY m.label ORDER BY n DESC, m.label
-"""
+def labels_sql(p: Params, shape: Shape) -> str:
+    """SQL: rows (label, record_count) of the caller labels the lanes carry, most carried
+    first, then by label."""
+    lanes = p("lanes", "text[]")
+    if shape.as_of:
+        # At an earlier instant the counts are those of the memberships held then: a
+        # count of the history index, not of the maintained counts.
+        return f"""SELECT m.label, count(DISTINCT m.record_id) AS record_count
+            FROM edge_properties m
+            WHERE {RULE.member("m", lanes, p("as_of", "timestamptz"))}
+            AND {RULE.caller_label("m.label")}
+            GROUP BY m.label ORDER BY record_count DESC, m.label"""
+    # The folded counts plus the deltas not folded yet, per label; e_* are never counted.
+    return f"""SELECT c.label, sum(c.n)::bigint AS record_count FROM (
+          SELECT label, records AS n FROM label_counts WHERE {RULE.lane("", lanes)}
+          UNION ALL SELECT label, delta FROM label_deltas WHERE {RULE.lane("", lanes)}) c
+        GROUP BY c.label HAVING sum(c.n) > 0 ORDER BY record_count DESC, c.label"""
+
+
+@functools.cache
+def _statement(shape: Shape) -> Statement:
+    p = Params()
+    return p.statement(labels_sql(p, shape))
 
 
 async def label_counts(
@@ -60,11 +73,10 @@ async def label_counts(
     """Caller labels carried now (or at `as_of`), with how many readable records carry
     each (a record is in one lane, so the per-lane counts add up); reserved e_* labels
     are never counted, and neither is a record retired then."""
-    chosen = RULE.chosen(lanes, None if lane is None else [lane])
-    if not chosen:
+    values: dict[str, Any] = {}
+    shape = bind_labels(values, "", lanes, lane, as_of)
+    if not values["lanes"]:
         return []
-    if as_of is not None:
-        rows = await db.fetch(LABEL_COUNTS_AT, chosen, as_of)
-    else:
-        rows = await fetch(db, _LABEL_COUNTS, {"lanes": chosen})
+    statement = _statement(shape)
+    rows = await db.fetch(statement.text, *statement.args(values))
     return [LabelCount(row[0], int(row[1])) for row in rows]

@@ -7,9 +7,8 @@ come from one statement, and the count is computed only when the caller asks.
 
 from __future__ import annotations
 
-import enum
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,8 +21,9 @@ from store.kinds.record import counts
 from store.kinds.record.model import Record, RecordState, Version
 from store.kinds.record.tags import normal_tag, tagged, tagged_count
 from store.reads.pages import Page, encode_cursor, id_cursor, page_size, time_cursor
+from store.reads.shape import GatherMode, Shape
 from store.reads.snapshot import Reader
-from store.reads.statements import Params, Statement
+from store.reads.statements import PageSql, Params, Statement, page_rows
 from store.reads.visibility import RULE
 
 MAX_MATCH = 16
@@ -32,12 +32,6 @@ RECORD_COLUMNS = (
     "updated_at, created_by, ledger_hash"
 )
 LEDGER_COLUMNS = "object_id, version, event, actor, at, policy_version, state, hash"
-
-
-class GatherMode(enum.Enum):
-    INTERSECT = "INTERSECT"
-    UNION = "UNION"
-    TIMELINE = "TIMELINE"
 
 
 def carries(alias: str, label: str, value: str) -> str:
@@ -185,33 +179,57 @@ async def versions_of(
     return found
 
 
-@functools.cache
-def _browse_statement(source_type: bool, after: bool, count: bool, tag: bool = False) -> Statement:
-    p = Params()
+def bind_records(
+    values: dict[str, Any],
+    prefix: str,
+    lanes: Sequence[str],
+    source_type: str | None,
+    after: str | None,
+    tag: str | None,
+) -> Shape:
+    """Put the values `records_sql` takes in `values` (each name after `prefix`), refusing
+    a cursor this list did not give, and say its shape."""
+    key = time_cursor(after)
+    # Each lane is read on its own (unnest): once each.
+    values[prefix + "lanes"] = list(dict.fromkeys(lanes))
+    values[prefix + "source_type"] = source_type
+    values[prefix + "tag"] = None if tag is None else normal_tag(tag)
+    if key is not None:
+        values[prefix + "after_at"], values[prefix + "after_id"] = key
+    return Shape(after=key is not None, source_type=source_type is not None, tag=tag is not None)
+
+
+def records_sql(p: Params, shape: Shape, whole_rows: bool = False) -> PageSql:
+    """SQL: the records of `lanes` in order of writing (created_at, id), optionally of one
+    source type or holding a tag; each row its id and created_at, or with `whole_rows`
+    the whole `records` row."""
     lanes = p("lanes", "text[]")
-    where = f"AND r.source_type = {p('source_type')}" if source_type else ""
-    if tag:
-        where += f" AND {tagged('r', p('tag'))}"
+    where = f"AND q.source_type = {p('source_type')}" if shape.source_type else ""
+    if shape.tag:
+        where += f" AND {tagged('q', p('tag'))}"
+    keyed = ""
+    if shape.after:
+        keyed = f"AND (q.created_at, q.id) > ({p('after_at', 'timestamptz')}, {p('after_id')})"
+    limit = p("limit")
+    columns = "q.*" if whole_rows else "q.id, q.created_at"
     # Each lane's first rows come from the (lane, created_at, id) index in order;
     # the merged top rows of all lanes are the page, without sorting whole lanes.
-    keyed = f"AND (r.created_at, r.id) > ({p('after_at')}, {p('after_id')})" if after else ""
-    limit = p("limit")
-    page = f"""
-      SELECT page.id, page.created_at FROM unnest({lanes}) AS l(lane)
-      CROSS JOIN LATERAL (
-        SELECT r.id, r.created_at FROM records r
-        WHERE {RULE.record_in_lane("r", "l.lane")} {where} {keyed}
-        ORDER BY r.created_at, r.id LIMIT {limit}
-      ) page ORDER BY page.created_at, page.id LIMIT {limit}"""
-    if not count:
-        return p.statement(f"SELECT NULL::bigint AS total, q.* FROM ({page}) q")
-    # The count the write path keeps for the lanes (and source type): a few rows.
-    kind = p("source_type") if source_type else None
-    # A tag's records are counted from the tag index (no count is kept of them).
-    total = tagged_count(lanes, p("tag"), kind) if tag else counts.records_count(lanes, kind)
-    return p.statement(
-        f"SELECT ({total}) AS total, q.* FROM (SELECT 1) c LEFT JOIN LATERAL ({page}) q ON true"
-    )
+    page = f"""SELECT pg.* FROM unnest({lanes}) AS l(lane)
+        CROSS JOIN LATERAL (SELECT {columns} FROM records q
+          WHERE {RULE.record_in_lane("q", "l.lane")} {where} {keyed}
+          ORDER BY q.created_at, q.id LIMIT {limit}) pg
+        ORDER BY pg.created_at, pg.id LIMIT {limit}"""
+    # The count the write path keeps for the lanes (and source type): a few rows; a
+    # tag's records are counted from the tag index (no count is kept of them).
+    kind = p("source_type") if shape.source_type else None
+    count = tagged_count(lanes, p("tag"), kind) if shape.tag else counts.records_count(lanes, kind)
+    return PageSql(page, count)
+
+
+@functools.cache
+def _browse_statement(shape: Shape, count: bool) -> Statement:
+    p = Params()
+    return page_rows(p, records_sql(p, shape), count)
 
 
 async def browse(
@@ -225,17 +243,9 @@ async def browse(
 ) -> Page[str]:
     """Record ids in order of writing, optionally of one source type, or holding a tag."""
     size = page_size(first)
-    key = time_cursor(after)
-    # Each lane is read on its own (unnest): once each.
-    values: dict[str, Any] = {
-        "lanes": list(dict.fromkeys(lanes)),
-        "source_type": source_type,
-        "limit": size + 1,
-        "tag": None if tag is None else normal_tag(tag),
-    }
-    if key is not None:
-        values["after_at"], values["after_id"] = key
-    statement = _browse_statement(source_type is not None, key is not None, count, tag is not None)
+    values: dict[str, Any] = {"limit": size + 1}
+    shape = bind_records(values, "", lanes, source_type, after, tag)
+    statement = _browse_statement(shape, count)
     rows = await db.fetch(statement.text, *statement.args(values))
     return _keyed_page(rows, size, count, by_time=True)
 
@@ -264,6 +274,35 @@ def gather_properties(match: Sequence[str]) -> list[Property]:
     return RULE.shown(parse_match(match))
 
 
+def bind_properties(values: dict[str, Any], prefix: str, props: Sequence[Property]) -> None:
+    """Put a gather's properties in `values` as the builders below take them: the n-th
+    as label_<n> and value_<n>, each name after `prefix`."""
+    for n, prop in enumerate(props):
+        values[f"{prefix}label_{n}"], values[f"{prefix}value_{n}"] = prop.label, prop.value
+
+
+def carries_nth(p: Params, alias: str, n: int) -> str:
+    """SQL: the membership row `alias` is of the n-th property (`bind_properties`)."""
+    return carries(alias, p(f"label_{n}"), p(f"value_{n}"))
+
+
+def carries_any(p: Params, alias: str, ns: Iterable[int]) -> str:
+    """SQL: the membership row `alias` is of one of the properties numbered `ns`."""
+    return " OR ".join(f"({carries_nth(p, alias, n)})" for n in ns) or "false"
+
+
+def on_gather(p: Params, record: str, count: int, union: bool, held: Callable[[str], str]) -> str:
+    """SQL: the record `record` carries every one (any one, with `union`) of `count`
+    properties in membership rows meeting `held(alias)`: whether it is on the gather."""
+    joiner = " OR " if union else " AND "
+    each = joiner.join(
+        f"""EXISTS (SELECT 1 FROM edge_properties m WHERE m.record_id = {record}
+            AND {carries_nth(p, "m", n)} AND {held("m")})"""
+        for n in range(count)
+    )
+    return f"({each or 'false'})"
+
+
 def members_sql(p: Params, count: int, mode: GatherMode, at: bool) -> str:
     """SQL: distinct record ids carrying every (INTERSECT) or any (UNION, TIMELINE) of
     `count` properties, bound as label_<n>/value_<n>, in the lanes `lanes`, at `as_of`."""
@@ -277,7 +316,7 @@ def members_sql(p: Params, count: int, mode: GatherMode, at: bool) -> str:
         # every lane's members of the value.
         joins = " ".join(
             f"""JOIN edge_properties m{n} ON m{n}.record_id = m0.record_id
-                AND {carries(f"m{n}", p(f"label_{n}"), p(f"value_{n}"))}
+                AND {carries_nth(p, f"m{n}", n)}
                 AND {RULE.in_lane(f"m{n}", "m0.lane")}
                 AND {RULE.member(f"m{n}", lanes, as_of)}"""
             for n in range(1, count)
@@ -285,20 +324,15 @@ def members_sql(p: Params, count: int, mode: GatherMode, at: bool) -> str:
         # A record leaves and re-joins an edge over time; as of one instant it is a
         # member at most once, but DISTINCT keeps that an invariant of the query.
         return f"""SELECT DISTINCT m0.record_id FROM edge_properties m0 {joins}
-            WHERE {carries("m0", p("label_0"), p("value_0"))}
-            AND {RULE.member("m0", lanes, as_of)}"""
+            WHERE {carries_nth(p, "m0", 0)} AND {RULE.member("m0", lanes, as_of)}"""
     if mode is GatherMode.TIMELINE:
         # Each record once, with when it joined one of the edges: the timeline's order.
-        carried = " OR ".join(
-            f"({carries('m', p(f'label_{n}'), p(f'value_{n}'))})" for n in range(count)
-        )
         return f"""SELECT m.record_id, min(m.recorded_from) AS joined FROM edge_properties m
-            WHERE ({carried}) AND {RULE.member("m", lanes, as_of)}
+            WHERE ({carries_any(p, "m", range(count))}) AND {RULE.member("m", lanes, as_of)}
             GROUP BY m.record_id"""
     parts = [
         f"""SELECT m.record_id FROM edge_properties m
-            WHERE {carries("m", p(f"label_{n}"), p(f"value_{n}"))}
-            AND {RULE.member("m", lanes, as_of)}"""
+            WHERE {carries_nth(p, "m", n)} AND {RULE.member("m", lanes, as_of)}"""
         for n in range(count)
     ]
     if count == 1:
@@ -319,42 +353,76 @@ def one_value_page(p: Params, at: bool, after: bool) -> str:
     return f"""SELECT DISTINCT pg.id FROM unnest({p("lanes", "text[]")}) AS l(lane)
         CROSS JOIN LATERAL (
           SELECT DISTINCT m.record_id AS id FROM edge_properties m
-          WHERE {RULE.in_lane("m", "l.lane")} AND {carries("m", p("label_0"), p("value_0"))}
+          WHERE {RULE.in_lane("m", "l.lane")} AND {carries_nth(p, "m", 0)}
           AND {RULE.held("m", as_of)} {keyed}
           ORDER BY 1 LIMIT {limit}
         ) pg ORDER BY 1 LIMIT {limit}"""
 
 
-@functools.cache
-def _gather_statement(
-    count: int, mode: GatherMode, at: bool, after: bool, with_total: bool
-) -> Statement:
-    p = Params()
-    members = members_sql(p, count, mode, at)
+def bind_gather(
+    values: dict[str, Any],
+    prefix: str,
+    match: Sequence[str],
+    mode: GatherMode,
+    lanes: Sequence[str],
+    as_of: datetime | None,
+    after: str | None,
+) -> Shape:
+    """Check a gather's arguments (refusing what is wrong, naming it), put the values
+    `gather_sql` takes in `values` (each name after `prefix`), and say its shape; no
+    properties when `match` leaves none to combine (only the engine's labels)."""
+    props = gather_properties(match)
+    values[prefix + "lanes"] = list(lanes)
+    values[prefix + "as_of"] = as_of
+    if not props:
+        return Shape(properties=0)
+    bind_properties(values, prefix, props)
     if mode is GatherMode.TIMELINE:
-        keyed = f"AND (m.joined, m.record_id) > ({p('after_at')}, {p('after_id')})" if after else ""
+        keyed = time_cursor(after)
+        paged = keyed is not None
+        if keyed is not None:
+            values[prefix + "after_at"], values[prefix + "after_id"] = keyed
+    else:
+        after_id = id_cursor(after)
+        paged = after_id is not None
+        if after_id is not None:
+            values[prefix + "after_id"] = after_id
+    return Shape(as_of=as_of is not None, after=paged, mode=mode, properties=len(props))
+
+
+def gather_sql(p: Params, shape: Shape, members: str = "members") -> PageSql:
+    """SQL: a gather's page (rows id, and for TIMELINE created_at: when the record joined)
+    in its order, and its count, over the CTE `members` (`members_sql`)."""
+    if shape.properties == 0:
+        return PageSql("SELECT NULL::text AS id WHERE false", "SELECT 0")
+    limit = p("limit")
+    if shape.mode is GatherMode.TIMELINE:
+        keyed = ""
+        if shape.after:
+            keyed = (
+                f"AND (m.joined, m.record_id) > ({p('after_at', 'timestamptz')}, {p('after_id')})"
+            )
         # Keyed by joining time, under the column name the page reader takes times from.
-        page = f"""SELECT m.record_id AS id, m.joined AS created_at FROM members m
-            WHERE true {keyed} ORDER BY m.joined, m.record_id LIMIT {p("limit")}"""
-    elif count == 1:
-        page = one_value_page(p, at, after)
+        page = f"""SELECT m.record_id AS id, m.joined AS created_at FROM {members} m
+            WHERE true {keyed} ORDER BY m.joined, m.record_id LIMIT {limit}"""
+    elif shape.properties == 1:
+        page = one_value_page(p, shape.as_of, shape.after)
     else:
-        keyed = f"WHERE m.record_id > {p('after_id')}" if after else ""
-        page = f"SELECT m.record_id AS id FROM members m {keyed} ORDER BY 1 LIMIT {p('limit')}"
-    if not with_total:
-        return p.statement(
-            f"WITH members AS ({members}) SELECT NULL::bigint AS total, q.* FROM ({page}) q"
-        )
-    if count == 1 and not at:
+        keyed = f"WHERE m.record_id > {p('after_id')}" if shape.after else ""
+        page = f"SELECT m.record_id AS id FROM {members} m {keyed} ORDER BY 1 LIMIT {limit}"
+    if shape.properties == 1 and not shape.as_of:
         # One value's current members: the count the write path keeps.
-        total = counts.member_count(p("label_0"), p("value_0"), p("lanes", "text[]"))
+        count = counts.member_count(p("label_0"), p("value_0"), p("lanes", "text[]"))
     else:
-        total = "SELECT count(*) FROM members"
-    return p.statement(
-        f"""WITH members AS ({members})
-        SELECT ({total}) AS total, q.* FROM (SELECT 1) c
-        LEFT JOIN LATERAL ({page}) q ON true"""
-    )
+        count = f"SELECT count(*) FROM {members}"
+    found = members_sql(p, shape.properties, shape.mode, shape.as_of)
+    return PageSql(page, count, f"{members} AS ({found})")
+
+
+@functools.cache
+def _gather_statement(shape: Shape, with_total: bool) -> Statement:
+    p = Params()
+    return page_rows(p, gather_sql(p, shape), with_total)
 
 
 async def gather(
@@ -373,32 +441,24 @@ async def gather(
     one of the edges. The adjustment label stays out of set operations.
     """
     size = page_size(first)
-    props = gather_properties(match)
-    if not props:
+    values: dict[str, Any] = {"limit": size + 1}
+    shape = bind_gather(values, "", match, mode, lanes, as_of, after)
+    if not shape.properties:
         return Page([], 0 if count else None, False, None)
-    timeline = mode is GatherMode.TIMELINE
-    values: dict[str, Any] = {"lanes": list(lanes), "as_of": as_of, "limit": size + 1}
-    for n, prop in enumerate(props):
-        values[f"label_{n}"], values[f"value_{n}"] = prop.label, prop.value
-    if timeline:
-        keyed = time_cursor(after)
-        paged = keyed is not None
-        if keyed is not None:
-            values["after_at"], values["after_id"] = keyed
-    else:
-        after_id = id_cursor(after)
-        paged = after_id is not None
-        if after_id is not None:
-            values["after_id"] = after_id
-    statement = _gather_statement(len(props), mode, as_of is not None, paged, count)
+    statement = _gather_statement(shape, count)
     rows = await db.fetch(statement.text, *statement.args(values))
-    return _keyed_page(rows, size, count, by_time=timeline)
+    return _keyed_page(rows, size, count, by_time=mode is GatherMode.TIMELINE)
 
 
 # -- labels and hyperedges ---------------------------------------------------
 
 
-async def edge_property_members(
+def members_shape(as_of: bool, after: bool) -> Shape:
+    """The shape of one property's members (label_0, value_0), by id: a one-value gather."""
+    return Shape(as_of=as_of, after=after, mode=GatherMode.UNION, properties=1)
+
+
+async def members(
     db: Reader,
     prop: Property,
     lanes: Sequence[str],
@@ -407,25 +467,39 @@ async def edge_property_members(
     after: str | None,
     count: bool = True,
 ) -> Page[str]:
-    return await gather(db, [str(prop)], GatherMode.UNION, lanes, as_of, first, after, count)
+    """The readable records carrying `prop` now (or at `as_of`), by id, a page at a time:
+    the members of a hyperedge or of an asserted edge (a group)."""
+    size = page_size(first)
+    key = id_cursor(after)
+    values: dict[str, Any] = {"lanes": list(lanes), "as_of": as_of, "after_id": key}
+    values["limit"] = size + 1
+    bind_properties(values, "", [prop])
+    statement = _gather_statement(members_shape(as_of is not None, key is not None), count)
+    rows = await db.fetch(statement.text, *statement.args(values))
+    return _keyed_page(rows, size, count, by_time=False)
 
 
-_MEMBER_COUNTS = """
-SELECT m.label, m.value, count(DISTINCT m.record_id) FROM edge_properties m
-WHERE (m.label, m.value_key) IN (
-    SELECT l, edgeloom_value_key(v) FROM unnest($1::text[], $2::text[]) AS u(l, v))
-  AND {member}
-  AND {shown}
-GROUP BY m.label, m.value
-"""
-# Now: the counts the write path keeps, one lookup per property.
+def member_count_sql(label: str, value: str, lanes: str, as_of: str | None, m: str = "m") -> str:
+    """SQL: how many records of the lanes `lanes` carry `label`:`value` (SQL expressions)
+    now, or at `as_of`; a label never shown as a hyperedge has none."""
+    if as_of is None:
+        # Now: the counts the write path keeps, one lookup.
+        return counts.member_count(label, value, lanes)
+    return (
+        f"SELECT count(DISTINCT {m}.record_id) FROM edge_properties {m} "
+        f"WHERE {carries(m, label, value)} AND {RULE.member(m, lanes, as_of)} "
+        f"AND {RULE.shown_label(f'{m}.label')}"
+    )
+
+
 _MEMBER_COUNTS_NOW = f"""
-SELECT u.l, u.v, ({counts.member_count("u.l", "u.v", "$3::text[]")})
+SELECT u.l, u.v, ({member_count_sql("u.l", "u.v", "$3::text[]", None)})
 FROM unnest($1::text[], $2::text[]) AS u(l, v)
 """
-_MEMBER_COUNTS_AT = _MEMBER_COUNTS.format(
-    member=RULE.member("m", "$3::text[]", "$4"), shown=RULE.shown_label("m.label")
-)
+_MEMBER_COUNTS_AT = f"""
+SELECT u.l, u.v, ({member_count_sql("u.l", "u.v", "$3::text[]", "$4")})
+FROM unnest($1::text[], $2::text[]) AS u(l, v)
+"""
 
 
 async def member_counts(

@@ -30,9 +30,10 @@ from datetime import datetime
 from typing import Any
 
 from store.errors import InvalidInputError
-from store.kinds.record.queries import GatherMode, gather_properties, members_sql
+from store.kinds.record.queries import bind_properties, gather_properties, members_sql
 from store.kinds.record.words import CONFIG
 from store.reads.pages import Page, encode_cursor, key_cursor, page_size
+from store.reads.shape import GatherMode
 from store.reads.snapshot import Reader
 from store.reads.statements import Params, Statement
 from store.reads.visibility import RULE
@@ -245,8 +246,7 @@ def bind(values: dict[str, Any], prefix: str, args: SearchArgs) -> SearchShape |
             prefix + "source_types": list(args.source_types or ()),
         }
     )
-    for n, prop in enumerate(props):
-        values[f"{prefix}label_{n}"], values[f"{prefix}value_{n}"] = prop.label, prop.value
+    bind_properties(values, prefix, props)
     if key is not None:
         values[prefix + "after_score"], values[prefix + "after_at"], values[prefix + "after_id"] = (
             key

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 from store.kinds.record.search import SearchShape, hits_sql, search_sql
 from store.reads.compiled_sql import Compiler, PageRow, RecordRow, Sel, SiteParams
-from store.reads.json_sql import Shape, iso
+from store.reads.json_sql import iso
+from store.reads.shape import Shape
+from store.reads.statements import PageSql
 from store.reads.visibility import RULE
 
 SOURCE_TYPES = "source_types"
@@ -31,26 +33,11 @@ def search_root(compiler: Compiler, sel: Sel, _: None) -> str:
     page, count = search_sql(p, shape)
     as_of = compiler.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
     s, r = compiler.alias("s"), compiler.alias("r")
-    size = f"{{size_{s}}}"
     lateral, cols = compiler.record_source(r, as_of)
-    row = PageRow(
-        s,
-        r,
-        size,
-        count,
-        lateral,
-        RecordRow(cols, as_of),
-        [f"{s}.score_key", iso(f"{s}.since"), f"{s}.id"],
-        False,
-        as_of,
-    )
-    body = compiler.fields(sel.children, row)
-    if size in body:
-        body = body.replace(size, compiler.arg(sel.site, "size"))
-    return (
-        f"(WITH {hits}, {s} AS (SELECT row_number() OVER (ORDER BY w.text_rank) AS n, * "
-        f"FROM ({page}) w) SELECT {body})"
-    )
+    key = [f"{s}.score_key", iso(f"{s}.since"), f"{s}.id"]
+    # A placeholder is numbered at its first use: only a used one may exist.
+    row = PageRow(s, r, f"{{size_{s}}}", count, lateral, RecordRow(cols, as_of), key, False, as_of)
+    return compiler.paged(sel, PageSql(page, count, hits), "text_rank", row)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from typing import Any
 from policies.properties import Property
 from store.kinds.record.queries import member_counts
 from store.reads.pages import Page, encode_cursor, key_cursor, page_size
+from store.reads.shape import Shape
 from store.reads.snapshot import Reader
 from store.reads.statements import Params, Statement
 from store.reads.visibility import RULE
@@ -44,19 +45,55 @@ class ValueCount:
         return f"{self.label}:{self.value}"
 
 
-@functools.cache
-def _statement(prefix: bool, similar: bool, after: bool, by_count: bool) -> Statement:
-    p = Params()
+def listed(label: str) -> bool:
+    """Whether `label`'s values may be listed: a caller's label, not the engine's."""
+    return not label.startswith(RULE.engine_prefix) and label not in RULE.hidden_labels
+
+
+def bind_values(
+    values: dict[str, Any],
+    prefix: str,
+    label: str,
+    lanes: Sequence[str],
+    given: str | None,
+    similar_to: str | None,
+    after: str | None,
+) -> Shape | None:
+    """Put the values `values_sql` takes in `values` (each name after `prefix`), refusing
+    a cursor this list did not give, and say its shape (`filters`: `prefix` for a
+    prefix given, `similar` for similarTo); None when nothing can be listed (the label
+    is the engine's, or no lane is readable)."""
+    key = key_cursor(after, 1)
+    if not listed(label) or not lanes:
+        return None
+    values.update(
+        {
+            prefix + "label": label,
+            prefix + "lanes": list(lanes),
+            prefix + "prefix": given,
+            prefix + "similar": similar_to,
+            prefix + "after": None if key is None else key[0],
+        }
+    )
+    filters = tuple(
+        name for name, v in (("prefix", given), ("similar", similar_to)) if v is not None
+    )
+    return Shape(after=key is not None, filters=filters)
+
+
+def values_sql(p: Params, shape: Shape, by_count: bool = False) -> str:
+    """SQL: rows (label, value_key, value, member_count) of the label's values and their readable
+    member counts, in value order (`by_count`: most members first), at most `limit`."""
     label, lanes = p("label"), p("lanes", "text[]")
     folded = [f"c.label = {label}", RULE.lane("c", lanes)]
     unfolded = [f"d.label = {label}", RULE.lane("d", lanes)]
     key = "edgeloom_value_key(d.value)"
-    if prefix:
+    if "prefix" in shape.filters:
         start = p("prefix")
         # A range of the primary key (label, value_key, lane): value keys sort bytewise.
         folded.append(f"c.value_key >= {start} AND starts_with(c.value_key, {start})")
         unfolded.append(f"starts_with({key}, {start})")
-    if similar:
+    if "similar" in shape.filters:
         near = f"edgeloom_near_keys({label}, edgeloom_similar_key({p('similar')}))"
         itself = f"edgeloom_value_key({p('similar')})"
         folded.append(f"c.near_keys && {near} AND c.value_key <> {itself}")
@@ -64,23 +101,23 @@ def _statement(prefix: bool, similar: bool, after: bool, by_count: bool) -> Stat
             f"edgeloom_near_keys(d.label, edgeloom_similar_key(d.value)) && {near} "
             f"AND {key} <> {itself}"
         )
-    if after:
+    if shape.after:
         folded.append(f"c.value_key > {p('after')}")
         unfolded.append(f"{key} > {p('after')}")
-    order = "n DESC, u.value_key" if by_count else "u.value_key"
-    return p.statement(
-        f"""SELECT u.value_key, min(u.value) AS value, sum(u.n)::bigint AS n FROM (
+    order = "member_count DESC, u.value_key" if by_count else "u.value_key"
+    return f"""SELECT {label}::text AS label, u.value_key, min(u.value) AS value,
+          sum(u.n)::bigint AS member_count FROM (
           SELECT c.value_key, c.value, c.records AS n FROM member_counts c
           WHERE {" AND ".join(folded)}
           UNION ALL
           SELECT {key}, d.value, d.delta FROM member_deltas d WHERE {" AND ".join(unfolded)}
         ) u GROUP BY u.value_key HAVING sum(u.n) > 0 ORDER BY {order} LIMIT {p("limit")}"""
-    )
 
 
-def _listed(label: str) -> bool:
-    """Whether `label`'s values may be listed: a caller's label, not the engine's."""
-    return not label.startswith(RULE.engine_prefix) and label not in RULE.hidden_labels
+@functools.cache
+def _statement(shape: Shape, by_count: bool) -> Statement:
+    p = Params()
+    return p.statement(values_sql(p, shape, by_count))
 
 
 async def values(
@@ -96,20 +133,13 @@ async def values(
     with how many such records carry it; with `prefix`, those starting with it; with
     `similar_to`, those near it (see the module), the value itself left out."""
     size = page_size(first)
-    key = key_cursor(after, 1)
-    if not _listed(label) or not lanes:
+    names: dict[str, Any] = {"limit": size + 1}
+    shape = bind_values(names, "", label, lanes, prefix, similar_to, after)
+    if shape is None:
         return Page([], None, False, None)
-    statement = _statement(prefix is not None, similar_to is not None, key is not None, False)
-    names: dict[str, Any] = {
-        "label": label,
-        "lanes": list(lanes),
-        "prefix": prefix,
-        "similar": similar_to,
-        "after": None if key is None else key[0],
-        "limit": size + 1,
-    }
+    statement = _statement(shape, False)
     rows = await db.fetch(statement.text, *statement.args(names))
-    items = [ValueCount(label, row["value"], int(row["n"])) for row in rows[:size]]
+    items = [ValueCount(label, row["value"], int(row["member_count"])) for row in rows[:size]]
     end = encode_cursor([rows[len(items) - 1]["value_key"]]) if items else None
     return Page(items, None, len(rows) > size, end)
 
@@ -121,11 +151,11 @@ async def near(
     introduced its value (no other readable record carries it), the readable values of
     its label near it, most members first (at most MAX_NEAR)."""
     found: dict[Property, list[ValueCount]] = {}
-    asked = [p for p in written if _listed(p.label)]
+    asked = [p for p in written if listed(p.label)]
     if not lanes or not asked:
         return found
     held = await member_counts(db, asked, lanes, None)
-    close = _statement(False, True, False, True)
+    close = _statement(Shape(filters=("similar",)), True)
     for prop in asked:
         if held.get(prop, 0) > written[prop]:
             continue
@@ -137,5 +167,5 @@ async def near(
         }
         rows = await db.fetch(close.text, *close.args(names))
         if rows:
-            found[prop] = [ValueCount(prop.label, r["value"], int(r["n"])) for r in rows]
+            found[prop] = [ValueCount(prop.label, r["value"], int(r["member_count"])) for r in rows]
     return found
