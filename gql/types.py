@@ -21,9 +21,9 @@ from policies.properties import Property, parse_property
 from store.errors import NotFoundError
 from store.ids import ADJUSTMENT, CONNECT, GROUP, edge_property_id
 from store.kinds.correction.commands import corrections_of
+from store.kinds.correction.projection import CorrectionRow
 from store.kinds.record import asserted, commands, queries, traverse, values
 from store.kinds.record import model as domain
-from store.kinds.record.projection import CorrectionRow
 from store.ledger import audit
 from store.reads import compiled_sql as sql
 from store.reads import shape

@@ -18,7 +18,7 @@ from policies.guard import RecordChange, decide
 from store import tables as t
 from store.errors import InvalidInputError
 from store.ids import new_correction_id
-from store.kinds.record.projection import CorrectionRow, project_correction
+from store.kinds.correction.projection import CorrectionRow, project_correction
 from store.ledger.command import Applied, Current, Event, Locks, Plan, Txn, Write
 from store.limits import check_content, check_storable
 from store.reads.core_sql import fetch

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.kinds.record.projection import CorrectionRow, project_correction
+from store.kinds.correction.projection import CorrectionRow, project_correction
 from store.ledger.entry import Entry
 from store.ledger.implied import Implied, Links, Shared
 from store.ledger.registry import Cte, KindDefaults, NewestRowReplay, RowWriter, Table, insert

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from store.kinds.policy.in_force import HEAD_SQL
-from store.kinds.record.projection import PolicyRow, project_policy
+from store.kinds.policy.projection import PolicyRow, project_policy
 from store.ledger.entry import Entry
 from store.ledger.implied import Implied, Links, Shared
 from store.ledger.registry import Copy, Cte, KindDefaults, RowWriter, Table, insert

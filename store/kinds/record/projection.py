@@ -2,8 +2,8 @@
 
 Pure functions, written once and used twice: the write path moves the live tables
 with them inside the command's transaction, and `verify` replays the whole ledger
-through them and compares the result with the live tables. Each kind's module in
-`store/kinds/` says which of them moves its tables.
+through them and compares the result with the live tables. These are the record
+kind's (records, memberships, counts); each kind keeps its own beside it.
 """
 
 from __future__ import annotations
@@ -140,29 +140,6 @@ def _by_id(record: Record) -> dict[str, Any]:
     return {edge_property_id(record.id, p.label, p.value): p for p in record.state.held()}
 
 
-@dataclass(frozen=True)
-class PolicyRow:
-    """One row of the policy_versions projection (and the head it moves to)."""
-
-    version: int
-    yaml: str
-    applied_at: datetime
-    applied_by: str
-
-    def row(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "yaml": self.yaml,
-            "applied_at": self.applied_at,
-            "applied_by": self.applied_by,
-        }
-
-
-def project_policy(entry: Entry) -> PolicyRow:
-    """A policy entry is one policy_versions row; the newest is the head."""
-    return PolicyRow(entry.version, entry.state["yaml"], entry.at, entry.actor)
-
-
 def label_changes(before: Record | None, after: Record, moved: Counter[tuple[str, str]]) -> None:
     """Add to `moved` how one record entry moves the per-label counts: +1 for each caller
     label the record now carries and did not, -1 for each it carried and no longer does."""
@@ -205,47 +182,3 @@ def member_changes(
 
 def _labels(record: Record) -> set[str]:
     return {p.label for p in record.state.held() if not p.reserved}
-
-
-@dataclass(frozen=True)
-class CorrectionRow:
-    """One row of the corrections projection: a correction entry as read back."""
-
-    id: str
-    record_id: str
-    record_version: int
-    lane: str
-    content: str
-    reason: str | None
-    actor: str
-    at: datetime
-    ledger_hash: str
-
-    def row(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "record_id": self.record_id,
-            "record_version": self.record_version,
-            "lane": self.lane,
-            "content": self.content,
-            "reason": self.reason,
-            "actor": self.actor,
-            "at": self.at,
-            "ledger_hash": self.ledger_hash,
-        }
-
-
-def project_correction(entry: Entry) -> CorrectionRow:
-    """A correction is written once: its one entry is its row."""
-    s = entry.state
-    return CorrectionRow(
-        id=entry.object_id,
-        record_id=s["record_id"],
-        record_version=s["record_version"],
-        lane=s["lane"],
-        content=s["content"],
-        reason=s["reason"],
-        actor=entry.actor,
-        at=entry.at,
-        ledger_hash=entry.hash,
-    )
