@@ -56,3 +56,10 @@ TRAVERSE_LABELS = (
 )
 BATCH = f"At most {MAX_BATCH} inputs in one call."
 AUTHORITY = "How far the record is to be trusted, fixed by its source type."
+METADATA = (
+    "Facts about this one record that are no relation, as an object of key to text value, "
+    "written by the engine (intake: a file's size, modified time, sha256, title, media type "
+    "and format; a section's part index and character offset). Metadata is never an edge "
+    "property: gather, traverse, labels and hyperedges do not see it. {} when it has none."
+)
+METADATA_VERSION = "The record's metadata in this version (see Record.metadata)."

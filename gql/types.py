@@ -193,6 +193,9 @@ class Version:
         description="The caller-written edge properties in this version, as label:value.",
         metadata=compiled(sql.Compiler.version_properties),
     )
+    metadata: JSON = strawberry.field(
+        description=d.METADATA_VERSION, metadata=compiled(sql.Compiler.version_metadata)
+    )
     lane: str = strawberry.field(
         description="The lane in this version.", metadata=compiled(sql.state("lane"))
     )
@@ -220,6 +223,7 @@ class Version:
             actor=v.actor,
             content=v.state.content,
             properties=[str(p) for p in domain.declared(v.state.properties)],
+            metadata=JSON(v.state.metadata),
             lane=v.state.lane,
             source_type=v.state.source_type,
             authority=v.state.authority,
@@ -320,6 +324,9 @@ class Record:
     properties: list[str] = strawberry.field(
         description="The caller-written edge properties as label:value strings.",
         metadata=compiled(sql.Compiler.record_properties),
+    )
+    metadata: JSON = strawberry.field(
+        description=d.METADATA, metadata=compiled(sql.Compiler.record_metadata)
     )
     _model: strawberry.Private[domain.Record]
     _as_of: strawberry.Private[datetime | None]
@@ -430,6 +437,7 @@ class Record:
             updated_at=r.updated_at,
             created_by=r.created_by,
             properties=[str(p) for p in domain.declared(r.state.properties)],
+            metadata=JSON(r.state.metadata),
             _model=r,
             _as_of=as_of,
         )

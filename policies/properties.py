@@ -10,6 +10,9 @@ from functools import lru_cache
 from policies.errors import PropertyFormatError
 
 RESERVED_PREFIX = "e_"
+# The labels of record metadata (facts about one record, not relations: a file's size,
+# a section's place in it), written only by the engine and never a hyperedge.
+METADATA_PREFIX = RESERVED_PREFIX + "meta_"
 DEFAULT_LABEL = "general"
 MAX_LABEL_LENGTH = 128
 MAX_VALUE_LENGTH = 1024

@@ -1,9 +1,12 @@
 """What intake writes on records: the folder's, each file's and each part's.
 
-The folder's record carries `folder:<name>` (how a later run finds it) and
-`folder_id:<id>`; a file's record `folder_id`, `file_id`, and its path, size, modified
-time and content hash (and an attachment's media type: it has no parts); a part's
-record `file_id`, its index and its character offset in the file. A file's record
+Edge properties are what groups records: the folder's record carries `folder:<name>`
+(how a later run finds it) and `folder_id:<id>`; a file's record `folder_id`, `file_id`
+and `path` (its relative path: how a person names the note, and a value no other record
+holds); a part's record `file_id`. Facts about one record are its metadata, never an edge
+property: a file's size, modified time, content hash, title (and an attachment's media
+type: it has no parts), a part's index and character offset in the file, and the format
+of the content intake itself wrote (a folder's and a file's record). A file's record
 holds, as JSON content, what a later run needs without reading the file again: its
 title, its parts' headings, and the links it states as written, resolved or not, so a
 link resolves on a later run once its target exists.
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from policies.properties import MAX_VALUE_LENGTH
 from store.ids import random_hex
 from store.intake.detect import DETECTORS, Detector, Link
 from store.intake.resolve import FileInfo, Unresolved
@@ -28,16 +32,28 @@ FOLDER = "folder"
 FOLDER_ID = "folder_id"
 FILE_ID = "file_id"
 PATH = "path"
+# The edge properties intake writes (a frontmatter never gives them).
+LABELS = (FOLDER, FOLDER_ID, FILE_ID, PATH)
+# Metadata keys.
 SIZE = "size"
 MODIFIED = "modified"
 SHA256 = "sha256"
 MEDIA_TYPE = "media_type"
+TITLE = "title"
 PART = "part"
 OFFSET = "offset"
-LABELS = (FOLDER, FOLDER_ID, FILE_ID, PATH, SIZE, MODIFIED, SHA256, MEDIA_TYPE, PART, OFFSET)
+FORMAT = "format"
+# The format of the content of a folder's and a file's record: engine-written JSON, no
+# person's text (so no tag is read from it).
+FOLDER_FORMAT = "intake/folder"
+FILE_FORMAT = "intake/file"
+# Edge properties earlier readings wrote for what is metadata now: a record of such a
+# reading is rewritten without them.
+LEGACY = (SIZE, MODIFIED, SHA256, MEDIA_TYPE, PART, OFFSET)
 # How a file's links were read (its record says, under `reading`): a record of an earlier
-# reading is read again, as its links may be read otherwise now.
-READING = 3
+# reading is read again, as its links may be read otherwise now (and, of a reading before
+# 4, its bookkeeping moved from edge properties to metadata).
+READING = 4
 # A file's record keeps at most this many links (the rest are still detected and
 # written whenever the file itself is read).
 MAX_KEPT_LINKS = 2000
@@ -61,8 +77,31 @@ def value(record: Record, label: str) -> str | None:
     return found[0] if found else None
 
 
+def fact(record: Record, key: str) -> str | None:
+    """A metadata value of the record (of a record an earlier reading wrote, the edge
+    property that held it then)."""
+    found = record.state.metadata.get(key)
+    return found if found is not None or key not in LEGACY else value(record, key)
+
+
+def legacy(record: Record, keeps: Iterable[str] = ()) -> tuple[str, ...]:
+    """The labels of the record's edge properties an earlier reading wrote for what is
+    metadata now, but those of `keeps` (properties a frontmatter gives it now)."""
+    held = {p.label for p in record.state.properties}
+    return tuple(sorted(held.intersection(LEGACY).difference(keeps)))
+
+
+def part_index(record: Record) -> int | None:
+    index = fact(record, PART)
+    return int(index) if index is not None and index.isdigit() else None
+
+
 def folder_properties(name: str, folder_id: str) -> tuple[str, ...]:
     return (f"{FOLDER}:{name}", f"{FOLDER_ID}:{folder_id}")
+
+
+def folder_metadata() -> tuple[str, ...]:
+    return (f"{FORMAT}:{FOLDER_FORMAT}",)
 
 
 def folder_content(name: str, summary: Summary | None = None) -> str:
@@ -124,25 +163,31 @@ class FileMeta:
     media_type: str | None = None  # an attachment's
 
     def properties(self, folder_id: str, file_id: str) -> tuple[str, ...]:
+        return (f"{FOLDER_ID}:{folder_id}", f"{FILE_ID}:{file_id}", f"{PATH}:{self.path}")
+
+    def metadata(self, title: str) -> tuple[str, ...]:
         media = () if self.media_type is None else (f"{MEDIA_TYPE}:{self.media_type}",)
         return (
-            f"{FOLDER_ID}:{folder_id}",
-            f"{FILE_ID}:{file_id}",
-            f"{PATH}:{self.path}",
             f"{SIZE}:{self.size}",
             *modified(self.modified_at),
             f"{SHA256}:{self.sha256}",
             *media,
+            *((f"{TITLE}:{title}",) if 0 < len(title.strip()) <= MAX_VALUE_LENGTH else ()),
+            f"{FORMAT}:{FILE_FORMAT}",
         )
 
 
 def modified(at: datetime | None) -> tuple[str, ...]:
-    """A file's `modified` label (none for a file sent without a time)."""
+    """A file's `modified` metadata (none for a file sent without a time)."""
     return () if at is None else (f"{MODIFIED}:{at.isoformat()}",)
 
 
-def part_properties(file_id: str, index: int, offset: int) -> tuple[str, ...]:
-    return (f"{FILE_ID}:{file_id}", f"{PART}:{index}", f"{OFFSET}:{offset}")
+def part_properties(file_id: str) -> tuple[str, ...]:
+    return (f"{FILE_ID}:{file_id}",)
+
+
+def part_metadata(index: int, offset: int) -> tuple[str, ...]:
+    return (f"{PART}:{index}", f"{OFFSET}:{offset}")
 
 
 @dataclass(frozen=True)
@@ -203,7 +248,7 @@ def file_content(
 
 def described(record: Record) -> Described | None:
     """A file's record as intake wrote it; None for any other record."""
-    file_id, path, sha = value(record, FILE_ID), value(record, PATH), value(record, SHA256)
+    file_id, path, sha = value(record, FILE_ID), value(record, PATH), fact(record, SHA256)
     if file_id is None or path is None or sha is None:
         return None
     try:
@@ -211,11 +256,11 @@ def described(record: Record) -> Described | None:
         stated = tuple(body["links"])
         info = FileInfo(path, str(body["title"]), tuple(body["headings"]))
         parts = int(body["parts"])
-        size = int(value(record, SIZE) or "0")
+        size = int(fact(record, SIZE) or "0")
         reading, front = int(body.get("reading", 1)), tuple(map(str, body.get("frontmatter", ())))
     except (ValueError, KeyError, TypeError):
         return None
-    modified = value(record, MODIFIED)
+    modified = fact(record, MODIFIED)
     at = datetime.fromisoformat(modified) if modified else None
-    meta = FileMeta(path, size, at, sha, value(record, MEDIA_TYPE))
+    meta = FileMeta(path, size, at, sha, fact(record, MEDIA_TYPE))
     return Described(record, file_id, meta, info, parts, stated, reading, front)

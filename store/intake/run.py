@@ -48,7 +48,6 @@ from store.intake.parts import Part, split, title_of
 from store.intake.records import (
     LABELS,
     OFFSET,
-    PART,
     PATH,
     READING,
     Described,
@@ -57,10 +56,14 @@ from store.intake.records import (
     file_content,
     fingerprint,
     folder_content,
+    folder_metadata,
     folder_properties,
+    legacy,
     modified,
     new_file_id,
     new_folder_id,
+    part_index,
+    part_metadata,
     part_properties,
     summary_of,
     value,
@@ -353,6 +356,7 @@ class Intake:
             folder_properties(self.folder, folder_id),
             self.source_type,
             self.lane,
+            metadata=folder_metadata(),
         )
         command = Together((Ingest((record,)),))
         if self.dry_run:
@@ -500,7 +504,7 @@ class Intake:
 
     async def _refresh(self, kept: dict[str, Described]) -> None:
         """Move on the modified time of the files read and found the same (every file a
-        checkout touched): a version of each record's `modified` label alone, so the
+        checkout touched): a version of each record's `modified` metadata alone, so the
         ledger stays the one account of what intake saw, and the next run reads none of
         them. A time is no part of a file's content: many records are moved on in one
         transaction, and a batch refused is tried again file by file."""
@@ -509,7 +513,8 @@ class Intake:
         async def refresh(paths: Sequence[str]) -> None:
             records = {kept[p].record.id: kept[p].record for p in paths}
             updates = tuple(
-                Update(kept[p].record.id, None, modified(self._stale[p].modified_at)) for p in paths
+                Update(kept[p].record.id, metadata=modified(self._stale[p].modified_at))
+                for p in paths
             )
             async with gate:
                 if self.stopping():
@@ -564,29 +569,38 @@ class Intake:
         path = f.meta.path
         content = file_content(f.info, len(f.parts), f.links, f.front.labels)
         self._parts_of[path] = f.parts
+        facts = f.meta.metadata(f.info.title)
         if known is None:
             file_id = new_file_id()
             props = f.meta.properties(folder_id, file_id) + f.front.properties
-            inputs = [NewRecord(content, props, *self._where)]
+            inputs = [NewRecord(content, props, *self._where, metadata=facts)]
             inputs += [self._new_part(file_id, p) for p in f.parts]
             then, ahead = await self._edge_step(path, {})
             return await self._run(Together(_ingests(inputs), then, ahead), {})
         file_id = known.file_id
         props = f.meta.properties(folder_id, file_id) + f.front.properties
-        commands: list[Command[Any]] = [Update(known.record.id, content, props)]
+        commands: list[Command[Any]] = [Update(known.record.id, content, props, metadata=facts)]
         records = {known.record.id: known.record}
         mine = {Ref(path): known.record.id}
         held = await parts_of(self.db, self.lane, file_id)
         added = []
+        # Edge properties an earlier reading wrote for what is metadata now, by record:
+        # they go once the record is updated.
+        dropped = {known.record.id: legacy(known.record, f.front.labels)}
         for part in f.parts:
             old = held.get(part.index)
             if old is None:
                 added.append(self._new_part(file_id, part))
                 continue
             mine[Ref(path, part.index)] = old.id
-            if old.state.content != part.text or value(old, OFFSET) != str(part.start):
-                props = part_properties(file_id, part.index, part.start)
-                commands.append(Update(old.id, part.text, props))
+            dropped[old.id] = legacy(old)
+            if (
+                old.state.content != part.text
+                or old.state.metadata.get(OFFSET) != str(part.start)
+                or dropped[old.id]
+            ):
+                facts = part_metadata(part.index, part.start)
+                commands.append(Update(old.id, part.text, part_properties(file_id), metadata=facts))
                 records[old.id] = old
         commands += _ingests(added)
         # Parts the file no longer has are retired with it, and with them whatever is
@@ -597,11 +611,11 @@ class Intake:
             commands.append(retiring)
             records |= {r.id: r for r in extra}
         then, ahead = await self._edge_step(path, mine)
-        gone = tuple(sorted(set(known.front) - set(f.front.labels)))
-        if gone:
-            # Keys the frontmatter no longer has: their properties go, once it is updated.
-            record_id = known.record.id
-            then = (lambda _: [RemoveProperties(record_id, labels=gone)], *then)
+        # Keys the frontmatter no longer has: their properties go too.
+        dropped[known.record.id] += tuple(sorted(set(known.front) - set(f.front.labels)))
+        removals = [RemoveProperties(i, labels=labels) for i, labels in dropped.items() if labels]
+        if removals:
+            then = (lambda _: removals, *then)
         written = await self._run(Together(tuple(commands), then, ahead), records)
         self._retired(extra if retiring is not None else [])
         return written
@@ -611,8 +625,8 @@ class Intake:
         return (self.source_type, self.lane)
 
     def _new_part(self, file_id: str, part: Part) -> NewRecord:
-        props = part_properties(file_id, part.index, part.start)
-        return NewRecord(part.text, props, *self._where)
+        facts = part_metadata(part.index, part.start)
+        return NewRecord(part.text, part_properties(file_id), *self._where, metadata=facts)
 
     def _retirement(self, path: str, gone: Sequence[Record]) -> Command[Any] | None:
         """The command retiring these records (and, with them, their typed edges)."""
@@ -679,11 +693,11 @@ def refs_of(path: str, written: Written) -> list[tuple[Ref, str]]:
     for record in records_in(written):
         if record.retirement is not None:
             continue
-        part = value(record, PART)
+        part = part_index(record)
         if value(record, PATH) is not None:
             found.append((Ref(path), record.id))
-        elif part is not None and part.isdigit():
-            found.append((Ref(path, int(part)), record.id))
+        elif part is not None:
+            found.append((Ref(path, part), record.id))
     return found
 
 

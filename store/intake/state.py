@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from store.intake.records import FILE_ID, FOLDER, FOLDER_ID, PART, Described, described, value
+from store.intake.records import (
+    FILE_ID,
+    FOLDER,
+    FOLDER_ID,
+    PART,
+    Described,
+    described,
+    part_index,
+    value,
+)
 from store.kinds.record import queries
 from store.kinds.record.model import Record
 from store.reads.pages import MAX_PAGE
@@ -63,19 +72,22 @@ async def parts_of(db: Reader, lane: str, file_id: str) -> dict[int, Record]:
     """A file's part records by index."""
     parts: dict[int, Record] = {}
     for record in await members(db, [lane], f"{FILE_ID}:{file_id}"):
-        index = value(record, PART)
-        if index is not None and index.isdigit():
-            parts[int(index)] = record
+        index = part_index(record)
+        if index is not None:
+            parts[index] = record
     return parts
 
 
 _PART_IDS = Params()
-# The lane's current `file_id` and `part` memberships, joined here by record: two index
-# ranges, whatever the planner's statistics say of a join.
+# The lane's current `file_id` memberships, each with its record's part index (its
+# metadata; of a record an earlier reading wrote, its `part` property).
 _PART_IDS_SQL = _PART_IDS.statement(
-    f"""SELECT f.label, f.value, f.record_id FROM edge_properties f
-    WHERE {RULE.member("f", _PART_IDS("lanes", "text[]"), None)}
-      AND f.label IN ('{FILE_ID}', '{PART}')"""
+    f"""SELECT f.value, f.record_id, (
+      SELECT x.p->>1 FROM jsonb_array_elements(r.properties) AS x(p)
+      WHERE x.p->>0 IN ('{RULE.metadata_prefix}{PART}', '{PART}')
+      ORDER BY (x.p->>0) COLLATE "C" LIMIT 1) AS part
+    FROM edge_properties f JOIN records r ON r.id = f.record_id
+    WHERE {RULE.member("f", _PART_IDS("lanes", "text[]"), None)} AND f.label = '{FILE_ID}'"""
 )
 
 
@@ -85,15 +97,8 @@ async def part_ids(db: Reader, lane: str, file_ids: Sequence[str]) -> dict[tuple
         return {}
     wanted = set(file_ids)
     rows = await db.fetch(_PART_IDS_SQL.text, *_PART_IDS_SQL.args({"lanes": [lane]}))
-    of: dict[str, str] = {}
-    index: dict[str, int] = {}
-    for r in rows:
-        if r["label"] == FILE_ID:
-            of[r["record_id"]] = r["value"]
-        elif r["value"].isdigit():
-            index[r["record_id"]] = int(r["value"])
     return {
-        (of[record_id], n): record_id
-        for record_id, n in index.items()
-        if of.get(record_id) in wanted
+        (r["value"], int(r["part"])): r["record_id"]
+        for r in rows
+        if r["value"] in wanted and r["part"] is not None and r["part"].isdigit()
     }

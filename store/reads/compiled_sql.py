@@ -227,6 +227,12 @@ class Compiler:
     def record_properties(self, sel: Sel, row: RecordRow) -> str:
         return self.declared(row.cols["properties"])
 
+    def record_metadata(self, sel: Sel, row: RecordRow) -> str:
+        return RULE.metadata_json(row.cols["properties"])
+
+    def version_metadata(self, sel: Sel, v: str) -> str:
+        return RULE.metadata_json(f"{v}.state->'properties'")
+
     @staticmethod
     def declared(pairs: str) -> str:
         """SQL: the caller-written properties (no e_* label) as label:value strings, in order."""

@@ -6,10 +6,13 @@ made by T), when it is not retired at T (records: a retired record is absent fro
 current read and present, as it was, in every read at an earlier instant), and, for a
 typed edge, when the caller may read both records it joins, neither is retired at T, and
 it is valid at T. The engine's hidden labels are never listed as the caller's own or as
-hyperedges. `Rule` writes each condition once, as SQL text with the row's alias and the
-placeholders of the caller's dialect: `$n` for the fixed-text statements and the
-compiled path (`store.reads.statements`), `CAST(:name AS type)` for SQLAlchemy Core
-(`core`), so the texts stay fixed per shape and every dialect reads the same predicate.
+hyperedges, and its metadata labels (facts about one record: a file's size, a section's
+offset) are no edge property at all: a record holds no membership for them, so nothing
+walks, gathers, counts or lists them; a record's `metadata` shows them. `Rule` writes
+each condition once, as SQL text with the row's alias and the placeholders of the
+caller's dialect: `$n` for the fixed-text statements and the compiled path
+(`store.reads.statements`), `CAST(:name AS type)` for SQLAlchemy Core (`core`), so the
+texts stay fixed per shape and every dialect reads the same predicate.
 
 An event reaches a reader who may read its lane (and, for an event whose payload names
 the lane of a second record it concerns, `toLane` of a typed edge's events, that lane
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import TextClause, text
 
-from policies.properties import RESERVED_PREFIX
+from policies.properties import METADATA_PREFIX, RESERVED_PREFIX
 from store.ids import ADJUSTMENT
 
 if TYPE_CHECKING:
@@ -81,6 +84,7 @@ class Rule:
 
     hidden_labels: tuple[str, ...] = (ADJUSTMENT,)
     engine_prefix: str = RESERVED_PREFIX
+    metadata_prefix: str = METADATA_PREFIX
     retired: str | None = "retired_at"
     tombstone: str = "retired"
     edge_validity: EdgeValidity = field(default_factory=EdgeValidity)
@@ -260,21 +264,55 @@ class Rule:
     def shown_label(self, label: str) -> str:
         """SQL: the label (an SQL expression) is listed as an edge property or a
         hyperedge: the hidden ones are not (adjustment chains are shown under a
-        record's adjustments)."""
-        return " AND ".join(f"{label} <> '{hidden}'" for hidden in self.hidden_labels)
+        record's adjustments), nor metadata."""
+        hidden = [f"{label} <> '{hidden}'" for hidden in self.hidden_labels]
+        return " AND ".join([*hidden, f"NOT ({self.metadata_label(label)})"])
 
     def caller_label(self, label: str) -> str:
         """SQL: the label is a caller's own, not one only the engine writes."""
         prefix = self.engine_prefix
         return f"left({label}, {len(prefix)}) <> '{prefix}'"
 
+    def metadata_label(self, label: str) -> str:
+        """SQL: the label is one of record metadata."""
+        prefix = self.metadata_prefix
+        return f"left({label}, {len(prefix)}) = '{prefix}'"
+
+    def is_metadata(self, label: str) -> bool:
+        """`metadata_label`, for a label already read."""
+        return label.startswith(self.metadata_prefix)
+
     def shown(self, properties: Sequence[P]) -> list[P]:
         """`shown_label`, for properties already read."""
-        return [p for p in properties if p.label not in self.hidden_labels]
+        return [
+            p
+            for p in properties
+            if p.label not in self.hidden_labels and not self.is_metadata(p.label)
+        ]
 
     def declared(self, properties: Sequence[P]) -> list[P]:
         """`caller_label`, for properties already read."""
         return [p for p in properties if not p.label.startswith(self.engine_prefix)]
+
+    def walked(self, properties: Sequence[P]) -> list[P]:
+        """The properties a record holds memberships of (what gather, traverse, counts
+        and hyperedges read): all but metadata."""
+        return [p for p in properties if not self.is_metadata(p.label)]
+
+    def metadata(self, properties: Sequence[P]) -> dict[str, str]:
+        """A record's metadata, by key (the label without its prefix)."""
+        n = len(self.metadata_prefix)
+        return {p.label[n:]: p.value for p in properties if self.is_metadata(p.label)}
+
+    def metadata_json(self, pairs: str) -> str:
+        """SQL: `metadata` of a record's properties (a JSON array of [label, value]) as a
+        JSON object."""
+        n = len(self.metadata_prefix)
+        return (
+            f"(SELECT coalesce(json_object_agg(substr(x.p->>0, {n + 1}), x.p->>1 "
+            f"ORDER BY x.o), '{{}}'::json) FROM jsonb_array_elements({pairs}) "
+            f"WITH ORDINALITY AS x(p, o) WHERE {self.metadata_label('x.p->>0')})"
+        )
 
 
 RULE = Rule()

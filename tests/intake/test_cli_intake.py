@@ -25,7 +25,7 @@ agents:
 RECORDS = """
 query($tag: String, $after: String) {
   records(lane: "notes", first: 500, tag: $tag, after: $after) {
-    totalCount items { id content properties version sourceType }
+    totalCount items { id content properties metadata version sourceType }
   }
 }
 """
@@ -40,6 +40,12 @@ async def records(gateway: Gateway, token: str) -> list[dict[str, Any]]:
 
 def props(record: dict[str, Any], label: str) -> list[str]:
     return [p.split(":", 1)[1] for p in record["properties"] if p.split(":", 1)[0] == label]
+
+
+def meta(record: dict[str, Any], key: str) -> list[str]:
+    """The record's metadata value under `key`, as a list like `props` gives."""
+    found = record["metadata"].get(key)
+    return [] if found is None else [found]
 
 
 def by_path(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -84,24 +90,24 @@ async def test_a_folder_becomes_records_and_reruns_write_only_changes(
     for path, record in files.items():
         assert props(record, "folder_id") == [folder_id]
         assert record["sourceType"] == "documentary"
-        assert props(record, "size") == [str(len(FILES[path]))]
-        assert len(props(record, "sha256")[0]) == 64
-        assert props(record, "modified")[0].endswith("+00:00")
+        assert meta(record, "size") == [str(len(FILES[path]))]
+        assert len(meta(record, "sha256")[0]) == 64
+        assert meta(record, "modified")[0].endswith("+00:00")
         file_id = props(record, "file_id")[0]
         if path == "image.png":
             # An attachment: its record only, its media type, never its bytes.
-            assert props(record, "media_type") == ["image/png"]
+            assert meta(record, "media_type") == ["image/png"]
             assert [r for r in items if props(r, "file_id") == [file_id]] == [record]
             continue
         parts = sorted(
             (r for r in items if props(r, "file_id") == [file_id] and not props(r, "path")),
-            key=lambda r: int(props(r, "part")[0]),
+            key=lambda r: int(meta(r, "part")[0]),
         )
         text = (folder / path).read_bytes().decode("utf-8", errors="replace")
         # The parts, in order, are the file; each keeps its offset.
         assert "".join(p["content"] for p in parts) == text
         for p in parts:
-            assert text[int(props(p, "offset")[0]) :].startswith(p["content"])
+            assert text[int(meta(p, "offset")[0]) :].startswith(p["content"])
         body = json.loads(record["content"])
         assert body["file"] == path and body["parts"] == len(parts)
     assert json.loads(files["01-runbook.md"]["content"])["title"] == "Runbook"
@@ -155,7 +161,7 @@ async def test_a_folder_becomes_records_and_reruns_write_only_changes(
     file_id = props(runbook, "file_id")[0]
     parts = sorted(
         (r for r in after if props(r, "file_id") == [file_id] and not props(r, "path")),
-        key=lambda r: int(props(r, "part")[0]),
+        key=lambda r: int(meta(r, "part")[0]),
     )
     assert "".join(p["content"] for p in parts) == edited
     assert len(after) == len(items) + 1
@@ -204,7 +210,7 @@ async def test_a_folder_becomes_records_and_reruns_write_only_changes(
     runbook = by_path(await records(gateway, token))["01-runbook.md"]
     file_id = props(runbook, "file_id")
     parts = [r for r in await records(gateway, token) if props(r, "file_id") == file_id]
-    assert sorted(r["content"] for r in parts if props(r, "part")) == ["# Runbook\nShort now.\n"]
+    assert sorted(r["content"] for r in parts if meta(r, "part")) == ["# Runbook\nShort now.\n"]
 
 
 # Retitles the terminal and clears the screen; the other splits a line in two.

@@ -11,7 +11,7 @@ from typing import Any
 from tests.conftest import GatewayFactory
 from tests.gql._policy_support import mint
 from tests.intake._folder import RUNBOOK, write_folder
-from tests.intake.test_cli_intake import POLICY, intake, props, records
+from tests.intake.test_cli_intake import POLICY, intake, meta, props, records
 
 EDGES = """
 query($asOf: DateTime, $includeExpired: Boolean) {
@@ -41,8 +41,8 @@ def ends(items: list[dict[str, Any]]) -> dict[str, Ref]:
     for r in items:
         if props(r, "path"):
             named[r["id"]] = (props(r, "path")[0], None)
-        elif props(r, "part"):
-            named[r["id"]] = (paths[props(r, "file_id")[0]], int(props(r, "part")[0]))
+        elif meta(r, "part"):
+            named[r["id"]] = (paths[props(r, "file_id")[0]], int(meta(r, "part")[0]))
     return named
 
 

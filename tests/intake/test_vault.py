@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from policies.properties import METADATA_PREFIX
 from store.intake.records import READING
 from store.intake.report import IntakeReport
 from store.intake.run import Intake
@@ -102,7 +103,11 @@ async def state(url: str) -> tuple[dict[str, dict[str, str]], dict[str, Ref]]:
     """Each current record's labels, and each file's or part's record as a ref."""
     async with sql(url) as conn:
         rows = await conn.fetch("SELECT id, content, properties FROM records WHERE lane = 'notes'")
-    labels = {r["id"]: dict(json.loads(r["properties"])) for r in rows}
+    # Edge properties and metadata alike (a metadata key without its prefix).
+    labels = {
+        r["id"]: {k.removeprefix(METADATA_PREFIX): v for k, v in json.loads(r["properties"])}
+        for r in rows
+    }
     paths = {p["file_id"]: p["path"] for p in labels.values() if "path" in p}
     refs: dict[str, Ref] = {}
     for record_id, p in labels.items():

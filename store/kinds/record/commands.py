@@ -33,6 +33,7 @@ from store.limits import (
     check_idempotency_key,
     check_storable,
 )
+from store.reads.visibility import RULE
 
 MAX_ADJUSTS = 16
 
@@ -47,6 +48,9 @@ class NewRecord:
     lane: str | None = None
     idempotency_key: str | None = None
     adjusts: tuple[str, ...] = ()  # records this one adjusts: it joins their chains
+    # Facts about the record, `key:value`, written by the engine (intake), never by a
+    # caller: no policy's labels govern them, and no edge property is made of them.
+    metadata: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.adjusts) > MAX_ADJUSTS:
@@ -62,7 +66,7 @@ class NewRecord:
         if self.idempotency_key is not None:
             check_idempotency_key(self.idempotency_key)
         check_content(self.content)
-        check_storable(*self.properties)
+        check_storable(*self.properties, *self.metadata)
 
     def same_as(self, first: Record) -> bool:
         """Whether this asks for exactly what the first write under its key wrote."""
@@ -132,6 +136,7 @@ class Ingest:
         links: dict[str, list[Event]],
     ) -> Write:
         properties = _caller_properties(item.properties)
+        metadata = _metadata(item.metadata)
         lane = item.lane or DEFAULT_LANE
         stamp = decide(
             txn.rules,
@@ -149,7 +154,11 @@ class Ingest:
             payload = {"adjustments": [str(p) for p in on], "adjusts": adjusts}
             events.append(Event("adjusted", payload))
         state = RecordState(
-            item.content, stamp.lane, stamp.source_type, stamp.authority, (*properties, *on)
+            item.content,
+            stamp.lane,
+            stamp.source_type,
+            stamp.authority,
+            (*properties, *metadata, *on),
         )
         events[0] = Event(
             "sr_ingested",
@@ -185,17 +194,19 @@ class Ingest:
 
 @dataclass(frozen=True)
 class Update:
-    """Replace content and/or the values of the named labels; other labels stay."""
+    """Replace content and/or the values of the named labels (and metadata keys); other
+    labels (and keys) stay."""
 
     record_id: str
     content: str | None = None
     properties: tuple[str, ...] | None = None
     expected_version: int | None = None
+    metadata: tuple[str, ...] = ()  # `key:value`, as `NewRecord.metadata`
 
     def __post_init__(self) -> None:
         if self.content is not None:
             check_content(self.content)
-        check_storable(*(self.properties or ()))
+        check_storable(*(self.properties or ()), *self.metadata)
 
     def locks(self) -> Locks:
         return Locks(records=(self.record_id,))
@@ -214,10 +225,19 @@ class Update:
             if set(merged) != set(properties):
                 properties = merged
             check_count(len(properties))
+        if self.metadata:
+            facts = _metadata(self.metadata)
+            keys = {p.label for p in facts}
+            merged = [p for p in properties if p.label not in keys] + facts
+            if set(merged) != set(properties):
+                properties = merged
         content = before.content if self.content is None else self.content
         held, now = set(before.properties), set(properties)
-        added = tuple(p for p in properties if p not in held)
-        removed = tuple(p for p in before.properties if p not in now)
+        # Metadata is the engine's: the policy's labels govern the caller's properties.
+        added = tuple(p for p in properties if p not in held and not RULE.is_metadata(p.label))
+        removed = tuple(
+            p for p in before.properties if p not in now and not RULE.is_metadata(p.label)
+        )
         stamp = decide(
             txn.rules,
             txn.agent,
@@ -242,6 +262,9 @@ class Update:
         }
         if stamp.authority != before.authority:
             payload["authority"] = stamp.authority
+        metadata = RULE.metadata(properties)
+        if metadata != before.metadata:
+            payload["metadata"] = metadata
         write = next_version(record, state, "sr_updated", [Event("sr_updated", payload)])
         return Plan((write,), lambda applied: applied.records[record.id])
 
@@ -402,6 +425,15 @@ def _caller_properties(texts: Sequence[str]) -> list[Property]:
         raise ReservedLabelError(reserved)
     check_count(len(properties))
     return properties
+
+
+def _metadata(texts: Sequence[str]) -> list[Property]:
+    """`key:value` facts as the properties that hold them (under the metadata prefix)."""
+    facts = parse_properties(texts)
+    reserved = sorted({p.label for p in facts if p.reserved})
+    if reserved:
+        raise ReservedLabelError(reserved)
+    return [Property(RULE.metadata_prefix + p.label, p.value) for p in facts]
 
 
 def _clean_label(label: str) -> str:

@@ -13,6 +13,7 @@ from store.ids import ADJUSTMENT, CONNECT, GROUP, edge_property_id
 from store.kinds.record.model import RecordState, declared
 from store.ledger.entry import Entry
 from store.ledger.implied import Implied, Links, Shared, differs
+from store.reads.visibility import RULE
 
 RECORD_EVENT_KINDS = (
     "sr_ingested",
@@ -153,13 +154,16 @@ def _ingested(before: RecordState | None, state: RecordState, entry: Entry) -> l
 
 def _updated(before: RecordState | None, state: RecordState, entry: Entry) -> list[Implied]:
     assert before is not None
+    # Metadata is no edge property: the payload says what it is now, when it changed.
     payload: dict[str, Any] = {
         "contentChanged": state.content != before.content,
-        "added": [str(p) for p in _added(before, state)],
-        "removed": [str(p) for p in _removed(before, state)],
+        "added": [str(p) for p in RULE.walked(_added(before, state))],
+        "removed": [str(p) for p in RULE.walked(_removed(before, state))],
     }
     if state.authority != before.authority:
         payload["authority"] = state.authority
+    if state.metadata != before.metadata:
+        payload["metadata"] = state.metadata
     return [Implied("sr_updated", payload)]
 
 

@@ -66,8 +66,14 @@ class RecordState:
         )
 
     def held(self) -> tuple[Property, ...]:
-        """The properties whose memberships the record holds: none while it is retired."""
-        return () if self.retired is not None else self.properties
+        """The properties whose memberships the record holds: none while it is retired,
+        never its metadata."""
+        return () if self.retired is not None else tuple(RULE.walked(self.properties))
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """Its metadata, by key."""
+        return RULE.metadata(self.properties)
 
 
 def parse_pairs(pairs: Sequence[Sequence[str]]) -> tuple[Property, ...]:
