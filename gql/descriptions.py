@@ -63,3 +63,8 @@ METADATA = (
     "property: gather, traverse, labels and hyperedges do not see it. {} when it has none."
 )
 METADATA_VERSION = "The record's metadata in this version (see Record.metadata)."
+NAMED = (
+    "Only the records named so, in any case: a note whose title (its first heading, or its "
+    "frontmatter title) or one of its frontmatter aliases equals this text. A lookup, not "
+    "link resolution: links resolve by path and file name only."
+)

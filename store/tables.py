@@ -107,6 +107,13 @@ records = Table(
     ),
     # Counting a lane's records reads this one: the lane alone deduplicates to a tenth.
     Index("ix_records_lane", "lane", postgresql_where=text("retired_at IS NULL")),
+    # A record's names (title metadata, aliases): records(named:) (migration 0022).
+    Index(
+        "ix_records_names",
+        text("edgeloom_record_names(properties)"),
+        postgresql_using="gin",
+        postgresql_where=text("retired_at IS NULL"),
+    ),
     Index(
         "uq_records_created_by_idempotency_key",
         "created_by",

@@ -233,7 +233,13 @@ def bind_records(
     lane = args.get("lane")
     chosen = RULE.chosen(lanes, None if lane is None else [lane])
     return queries.bind_records(
-        values, prefix, chosen, args.get("sourceType"), args.get("after"), args.get("tag")
+        values,
+        prefix,
+        chosen,
+        args.get("sourceType"),
+        args.get("after"),
+        args.get("tag"),
+        args.get("named"),
     )
 
 

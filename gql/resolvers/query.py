@@ -92,11 +92,12 @@ class Query(SearchQuery, EdgeQuery):
         tag: Annotated[
             str | None, _arg("Only records whose content holds this #tag (with or without #).")
         ] = None,
+        named: Annotated[str | None, _arg(d.NAMED)] = None,
     ) -> RecordPage:
         count = asks_for(info, "totalCount")
         async with info.context.read() as (db, lanes):
             chosen = RULE.chosen(lanes, None if lane is None else [lane])
-            page = await queries.browse(db, chosen, source_type, first, after, count, tag)
+            page = await queries.browse(db, chosen, source_type, first, after, count, tag, named)
         return await record_page(info, page)
 
     @strawberry.field(

@@ -561,7 +561,7 @@ class Intake:
             folder = self.folder_record
         else:
             folder = state.folder
-        command = Together((Update(folder.id, content),))
+        command = Together((Update(folder.id, content, metadata=folder_metadata()),))
         self.report.records_written += (await self._run(command, {folder.id: folder})).count
 
     async def _write_file(self, f: Fresh, known: Described | None, folder_id: str) -> Written:

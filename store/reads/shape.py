@@ -25,6 +25,7 @@ class Shape:
     after: bool = False
     source_type: bool = False
     tag: bool = False
+    named: bool = False
     mode: GatherMode = GatherMode.INTERSECT
     properties: int = 0
     # A record id given as a prefix rather than whole.

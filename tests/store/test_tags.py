@@ -42,3 +42,18 @@ def test_an_overlong_word_is_no_tag() -> None:
 def test_a_tag_asked_for_is_normalised_like_those_found() -> None:
     assert normal_tag(" #Acme ") == "acme"
     assert normal_tag("acme") == "acme"
+
+
+def test_a_tag_is_no_heading_named_in_a_link_nor_code_inside_a_callout() -> None:
+    text = (
+        "See [[#Heading]], [[Note#Sub|#alias]], ![[img.png#x]] and [a](#anchor). #kept\n"
+        "> ```\n> #in-callout-code\n> ```\n"
+    )
+    assert tags_of(text) == ("kept",)
+
+
+def test_a_frontmatter_lists_tags_and_its_other_lines_hold_none() -> None:
+    text = "---\ntags: [Alpha, '#beta/x']\ntitle: x #no\n---\n# H #text\n"
+    assert tags_of(text) == ("alpha", "beta/x", "text")
+    assert tags_of("---\ntag: one, two three\n---\n") == ("one", "three", "two")
+    assert tags_of("---\ntags: [1, {a: b}]\n---\n") == ()

@@ -119,7 +119,10 @@ def test_each_slot_renders_its_predicate() -> None:
     assert RULE.member("m", "$3", None) == "m.lane = ANY($3) AND m.recorded_to IS NULL"
     assert RULE.correction("c", "$1", None) == "c.lane = ANY($1)"
     assert RULE.correction("c", "$1", "$2") == "c.lane = ANY($1) AND c.at <= $2"
-    assert RULE.shown_label("m.label") == "m.label <> 'e_adjustment'"
+    assert RULE.shown_label("m.label") == (
+        "m.label <> 'e_adjustment' AND NOT (left(m.label, 7) = 'e_meta_')"
+    )
+    assert RULE.metadata_label("x.p->>0") == "left(x.p->>0, 7) = 'e_meta_'"
     assert RULE.caller_label("x.p->>0") == "left(x.p->>0, 2) <> 'e_'"
     ends_kept_at = (
         "AND NOT EXISTS (SELECT 1 FROM unnest(ARRAY[g.from_id, g.to_id]) AS x_(id) "
@@ -331,3 +334,17 @@ def test_no_read_spells_the_rule_itself() -> None:
             if hits:
                 found[name] = hits
     assert found == _NOT_READS
+
+
+def test_metadata_is_no_edge_property_and_reads_as_an_object() -> None:
+    held = [
+        Property("org", "Acme"),
+        Property("e_meta_part", "0"),
+        Property("e_adjustment", "a"),
+        Property("e_meta_offset", "12"),
+    ]
+    # Memberships are held of every label but metadata (so nothing walks or counts it).
+    assert RULE.walked(held) == [held[0], held[2]]
+    assert RULE.shown(held) == [held[0]]
+    assert RULE.declared(held) == [held[0]]
+    assert RULE.metadata(held) == {"part": "0", "offset": "12"}

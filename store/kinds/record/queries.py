@@ -19,6 +19,7 @@ from policies.properties import Property, parse_property
 from store.errors import InvalidInputError, ResponseTooLargeError
 from store.kinds.record import counts
 from store.kinds.record.model import Record, RecordState, Version
+from store.kinds.record.names import named, named_count, normal_name
 from store.kinds.record.tags import normal_tag, tagged, tagged_count
 from store.reads.pages import Page, encode_cursor, id_cursor, page_size, time_cursor
 from store.reads.shape import GatherMode, Shape
@@ -186,6 +187,7 @@ def bind_records(
     source_type: str | None,
     after: str | None,
     tag: str | None,
+    name: str | None = None,
 ) -> Shape:
     """Put the values `records_sql` takes in `values` (each name after `prefix`), refusing
     a cursor this list did not give, and say its shape."""
@@ -194,19 +196,27 @@ def bind_records(
     values[prefix + "lanes"] = list(dict.fromkeys(lanes))
     values[prefix + "source_type"] = source_type
     values[prefix + "tag"] = None if tag is None else normal_tag(tag)
+    values[prefix + "named"] = None if name is None else normal_name(name)
     if key is not None:
         values[prefix + "after_at"], values[prefix + "after_id"] = key
-    return Shape(after=key is not None, source_type=source_type is not None, tag=tag is not None)
+    return Shape(
+        after=key is not None,
+        source_type=source_type is not None,
+        tag=tag is not None,
+        named=name is not None,
+    )
 
 
 def records_sql(p: Params, shape: Shape, whole_rows: bool = False) -> PageSql:
     """SQL: the records of `lanes` in order of writing (created_at, id), optionally of one
-    source type or holding a tag; each row its id and created_at, or with `whole_rows`
-    the whole `records` row."""
+    source type, holding a tag or having a name (a title or an alias); each row its id and
+    created_at, or with `whole_rows` the whole `records` row."""
     lanes = p("lanes", "text[]")
     where = f"AND q.source_type = {p('source_type')}" if shape.source_type else ""
     if shape.tag:
         where += f" AND {tagged('q', p('tag'))}"
+    if shape.named:
+        where += f" AND {named('q', p('named'))}"
     keyed = ""
     if shape.after:
         keyed = f"AND (q.created_at, q.id) > ({p('after_at', 'timestamptz')}, {p('after_id')})"
@@ -220,9 +230,15 @@ def records_sql(p: Params, shape: Shape, whole_rows: bool = False) -> PageSql:
           ORDER BY q.created_at, q.id LIMIT {limit}) pg
         ORDER BY pg.created_at, pg.id LIMIT {limit}"""
     # The count the write path keeps for the lanes (and source type): a few rows; a
-    # tag's records are counted from the tag index (no count is kept of them).
+    # tag's (or a name's) records are counted from its index (no count is kept of them).
     kind = p("source_type") if shape.source_type else None
-    count = tagged_count(lanes, p("tag"), kind) if shape.tag else counts.records_count(lanes, kind)
+    tag = p("tag") if shape.tag else None
+    if shape.named:
+        count = named_count(lanes, p("named"), kind, tag)
+    elif tag is not None:
+        count = tagged_count(lanes, tag, kind)
+    else:
+        count = counts.records_count(lanes, kind)
     return PageSql(page, count)
 
 
@@ -240,11 +256,13 @@ async def browse(
     after: str | None,
     count: bool = True,
     tag: str | None = None,
+    name: str | None = None,
 ) -> Page[str]:
-    """Record ids in order of writing, optionally of one source type, or holding a tag."""
+    """Record ids in order of writing, optionally of one source type, holding a tag, or
+    having a name (a title or an alias)."""
     size = page_size(first)
     values: dict[str, Any] = {"limit": size + 1}
-    shape = bind_records(values, "", lanes, source_type, after, tag)
+    shape = bind_records(values, "", lanes, source_type, after, tag, name)
     statement = _browse_statement(shape, count)
     rows = await db.fetch(statement.text, *statement.args(values))
     return _keyed_page(rows, size, count, by_time=True)

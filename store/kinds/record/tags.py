@@ -1,4 +1,4 @@
-"""Tags: `#word`s in a record's content, indexed when the content is written.
+"""Tags: the `#word`s a person wrote in a record's content, indexed when it is written.
 
 Tags are not in the ledger; they are an index over the content. The rule that finds
 them (`tags_of`) is pure and is run by the write path on each new version and by
@@ -8,8 +8,14 @@ content alone. A tag is never an edge property: it is read by `tags(lane)` and
 
 A tag is `#` followed by a letter, then letters, digits, `_`, `-` or `/`, where the
 `#` does not follow a word character, `#`, `&` or `/` (so `page#part`, `##`, `&#38;`
-and URL fragments are not tags) and lies outside code (fenced blocks and backtick
-spans). Tags compare case-insensitively and are kept in lower case.
+and URL fragments are not tags) and lies outside code (fenced blocks, also inside a
+callout or block quote, and backtick spans) and outside links (`[[note#heading]]`,
+`[text](#anchor)`: a heading named in a link is no tag). Content that opens with a
+frontmatter block (YAML between `---` lines) has the tags its `tags` (or `tag`) key
+lists, and no `#` inside the block is read. A record whose metadata names the `format`
+of its content holds what the engine wrote (intake's JSON of a file, with copies of
+its links' lines), no person's text: it has no tags. Tags compare case-insensitively
+and are kept in lower case.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
+import yaml
 
 from store.kinds.record.model import Record
 from store.ledger.registry import Cte, Rows, Table
@@ -30,10 +37,15 @@ from store.reads.statements import Params, Statement
 from store.reads.visibility import RULE
 
 MAX_TAG_CHARS = 100
+# The metadata key naming the format of content the engine wrote.
+FORMAT = "format"
 # A record may hold many; each is listed once.
 _TAG = re.compile(r"(?<![\w#&/])#([^\W\d_][\w/-]*)")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+_A_TAG = re.compile(r"#?([^\W\d_][\w/-]*)")
+_FENCE = re.compile(r"^(?: {0,3}> ?)*\s*(```|~~~)")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
+_LINK = re.compile(r"!?\[\[[^\]\n]*\]\]|\[[^\[\]\n]*\]\([^()\n]*\)")
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
 TABLE = Table("record_tags", ("record_id", "lane", "tags"))
 # Every record whose content ever held a tag has a row (empty when it holds none now).
@@ -56,6 +68,10 @@ def normal_tag(text: str) -> str:
 def tags_of(content: str) -> tuple[str, ...]:
     """The distinct tags of `content`, sorted."""
     found: set[str] = set()
+    front = _FRONTMATTER.match(content)
+    if front is not None:
+        found.update(_listed_tags(front.group(1) or ""))
+        content = content[front.end() :]
     fenced = False
     for line in content.splitlines():
         if _FENCE.match(line):
@@ -63,20 +79,60 @@ def tags_of(content: str) -> tuple[str, ...]:
             continue
         if fenced or "#" not in line:
             continue
-        for match in _TAG.finditer(_INLINE_CODE.sub(" ", line)):
-            tag = match.group(1).rstrip("-/").lower()
-            if tag and len(tag) <= MAX_TAG_CHARS:
-                found.add(tag)
+        for match in _TAG.finditer(_LINK.sub(" ", _INLINE_CODE.sub(" ", line))):
+            _keep(match.group(1), found)
     return tuple(sorted(found))
+
+
+def record_tags(record: Record) -> tuple[str, ...]:
+    """The tags of a record: none for content the engine wrote."""
+    if FORMAT in record.state.metadata:
+        return ()
+    return tags_of(record.state.content)
+
+
+def _keep(tag: str, found: set[str]) -> None:
+    tag = tag.rstrip("-/").lower()
+    if tag and len(tag) <= MAX_TAG_CHARS:
+        found.add(tag)
+
+
+def _listed_tags(block: str) -> set[str]:
+    """The tags a frontmatter's `tags` (or `tag`) key lists: a list, or one text of
+    tags apart by commas or spaces."""
+    try:
+        body = yaml.safe_load(block)
+    except yaml.YAMLError:
+        return set()
+    if not isinstance(body, dict):
+        return set()
+    found: set[str] = set()
+    for key, raw in body.items():
+        if str(key).strip().casefold() not in ("tags", "tag"):
+            continue
+        items = raw if isinstance(raw, list) else [raw]
+        for item in items:
+            if not isinstance(item, str):
+                continue
+            for word in re.split(r"[,\s]+", item):
+                match = _A_TAG.fullmatch(word.strip())
+                if match is not None:
+                    _keep(match.group(1), found)
+    return found
 
 
 def moved(before: Record | None, after: Record) -> dict[str, Any] | None:
     """The record_tags row a new version writes, or None when its tags (and lane) stay."""
     same_lane = before is not None and before.lane == after.lane
-    if same_lane and before is not None and before.state.content == after.state.content:
+    if (
+        same_lane
+        and before is not None
+        and before.state.content == after.state.content
+        and (FORMAT in before.state.metadata) == (FORMAT in after.state.metadata)
+    ):
         return None
-    now = tags_of(after.state.content)
-    held = () if before is None else tags_of(before.state.content)
+    now = record_tags(after)
+    held = () if before is None else record_tags(before)
     if (not now and not held) or (now == held and same_lane):
         return None
     return {"record_id": after.id, "lane": after.lane, "tags": list(now)}
@@ -91,7 +147,7 @@ class TagRow:
 
 def replayed(record: Record) -> TagRow | None:
     """The row a replayed record projects to (none without tags)."""
-    now = tags_of(record.state.content)
+    now = record_tags(record)
     return TagRow(record.id, record.lane, now) if now else None
 
 

@@ -1,0 +1,42 @@
+"""A record's names: the title in its metadata and its `alias` edge properties (a note's
+frontmatter `aliases`), found by `records(named:)` in any case.
+
+A lookup, not link resolution: links resolve by path and file name only
+(`store.intake.resolve`). The names of a record are one SQL function of its properties
+(`edgeloom_record_names`, migration 0022) with a GIN index over current records, so the
+lookup is an index probe whatever the lane's size.
+"""
+
+from __future__ import annotations
+
+from store.kinds.record.tags import tagged
+from store.reads.visibility import RULE
+
+ALIAS = "alias"
+TITLE = "title"
+# The labels whose values name a record (the function's text names them too).
+NAMING_LABELS = (RULE.metadata_prefix + TITLE, ALIAS)
+
+
+def normal_name(text: str) -> str:
+    """A name as it is compared: trimmed, in lower case."""
+    return text.strip().lower()
+
+
+def named(r: str, name: str) -> str:
+    """SQL: the record aliased `r` has the name `name` (a placeholder, normal_name'd)."""
+    return f"edgeloom_record_names({r}.properties) @> ARRAY[{name}]::text[]"
+
+
+def named_count(
+    lanes: str, name: str, source_type: str | None = None, tag: str | None = None
+) -> str:
+    """SQL: how many readable records of `lanes` have the name (of `source_type`, and
+    holding `tag`, if given), counted from the index (no count is kept of them)."""
+    kind = "" if source_type is None else f" AND n.source_type = {source_type}"
+    if tag is not None:
+        kind += f" AND {tagged('n', tag)}"
+    return (
+        f"SELECT count(*) FROM records n WHERE {named('n', name)} "
+        f"AND {RULE.record('n', lanes)}{kind}"
+    )
