@@ -219,7 +219,9 @@ class Related:
 
     @strawberry.field(
         description="Edges from the record, oldest first, a page at a time with the total "
-        "count; each edge's toRecord is the other end.",
+        "count; each edge's toRecord is the other end. Of a file's record (a note intake "
+        "wrote), the edges from the note: from its record and its parts (sections) to "
+        "records outside it.",
         metadata=compiled(edge_sql.related_outgoing, bind_edge_page),
     )
     async def outgoing(
@@ -228,11 +230,12 @@ class Related:
         first: Annotated[int | None, strawberry.argument(description=d.FIRST)] = None,
         after: Annotated[str | None, strawberry.argument(description=d.AFTER)] = None,
     ) -> EdgePage:
-        return await self._page(info, {"from_id": self.record_id}, first, after)
+        return await self._page(info, {"note_from": self.record_id}, first, after)
 
     @strawberry.field(
         description="Edges to the record, oldest first, a page at a time with the total "
-        "count; each edge's fromRecord is the other end.",
+        "count; each edge's fromRecord is the other end. Of a file's record, the edges "
+        "into the note (its record and its parts) from records outside it.",
         metadata=compiled(edge_sql.related_incoming, bind_edge_page),
     )
     async def incoming(
@@ -241,7 +244,7 @@ class Related:
         first: Annotated[int | None, strawberry.argument(description=d.FIRST)] = None,
         after: Annotated[str | None, strawberry.argument(description=d.AFTER)] = None,
     ) -> EdgePage:
-        return await self._page(info, {"to_id": self.record_id}, first, after)
+        return await self._page(info, {"note_to": self.record_id}, first, after)
 
     async def _page(
         self, info: Info, end: dict[str, str], first: int | None, after: str | None

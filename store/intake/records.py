@@ -27,11 +27,12 @@ from store.ids import random_hex
 from store.intake.detect import DETECTORS, Detector, Link
 from store.intake.resolve import FileInfo, Unresolved
 from store.kinds.record.model import Record
+from store.kinds.record.names import FILE_ID as FILE_ID
+from store.kinds.record.names import PATH as PATH
+from store.kinds.record.names import TITLE
 
 FOLDER = "folder"
 FOLDER_ID = "folder_id"
-FILE_ID = "file_id"
-PATH = "path"
 # The edge properties intake writes (a frontmatter never gives them).
 LABELS = (FOLDER, FOLDER_ID, FILE_ID, PATH)
 # Metadata keys.
@@ -39,7 +40,6 @@ SIZE = "size"
 MODIFIED = "modified"
 SHA256 = "sha256"
 MEDIA_TYPE = "media_type"
-TITLE = "title"
 PART = "part"
 OFFSET = "offset"
 FORMAT = "format"

@@ -49,6 +49,15 @@ RECORDS = """query($named: String, $tag: String) {
 GATHER = """query($match: [String!]!) {
   gather(match: $match, mode: UNION) { totalCount items { id } }
 }"""
+RELATED = """query($id: ID!) {
+  related(id: $id) {
+    outgoing(first: 100) { totalCount items { detector fromId toId } }
+    incoming(first: 100) { totalCount items { detector fromId toId } }
+  }
+}"""
+EGO = """query($id: ID!) {
+  ego(nodes: [$id], direction: OUT, types: ["wikilink"]) { edges { fromId toId } neighbors { id } }
+}"""
 TRAVERSE = """query($from: ID!) {
   traverse(from: $from, depth: 2, limit: 1000) { items { record { id } hop via } notShown }
 }"""
@@ -113,6 +122,30 @@ async def test_bookkeeping_is_metadata_tags_come_from_text_and_notes_are_found_b
     [first] = [p for p in parts if p["content"].startswith("# Home")]
     walk = (await both(compiled, plain, token, TRAVERSE, **{"from": first["id"]}))["traverse"]
     assert {i["via"].split(":")[0] for i in walk["items"]} <= {"file_id", "folder_id"}
+
+    # A note's record speaks for the note: its links are its sections' links to other
+    # notes (not one of them, and not the steps from one section to the next).
+    home_id, formulas_id = files["Home.md"]["id"], files["Formulas.md"]["id"]
+    note = {home_id} | {p["id"] for p in parts if p["content"] in VAULT["Home.md"]}
+    formulas = {formulas_id} | {
+        p["id"] for p in parts if p["content"] in VAULT["Formulas.md"] and p["id"] not in note
+    }
+    related = (await both(compiled, plain, token, RELATED, id=home_id))["related"]
+    out = related["outgoing"]["items"]
+    assert all(e["fromId"] in note and e["toId"] not in note for e in out), out
+    # Both sections' links to Formulas (its section, its record), the next file in the
+    # directory; no self-link, no step from one section to the next.
+    assert sorted((e["detector"], e["toId"] in formulas) for e in out) == [
+        ("same_dir@1", False),
+        ("wikilink@1", True),
+        ("wikilink@1", True),
+    ]
+    assert related["outgoing"]["totalCount"] == 3
+    into = related["incoming"]["items"]
+    assert all(e["toId"] in note and e["fromId"] in formulas for e in into), into
+    assert sorted(e["detector"] for e in into) == ["same_dir@1", "wikilink@1"]
+    ego = (await compiled.data(EGO, {"id": home_id}, token))["ego"]
+    assert {n["id"] for n in ego["neighbors"]} <= formulas and len(ego["edges"]) == 2
 
     # Tags are the text's and the frontmatter's: none from a link's heading, code, or the
     # copies of link lines in the file records.

@@ -8,7 +8,7 @@ paths read the same rows under the same visibility rule.
 from __future__ import annotations
 
 from store.kinds.edge.model import conflict_sql
-from store.kinds.edge.reads import conflicts_sql, list_sql
+from store.kinds.edge.reads import FILTERS, conflicts_sql, list_sql
 from store.reads.compiled_sql import Compiler, EdgeRow, PageRow, RecordRow, Sel, SiteParams
 from store.reads.json_sql import Build, iso
 from store.reads.shape import Shape
@@ -89,15 +89,16 @@ def related_record(compiler: Compiler, sel: Sel, row: RelatedRow) -> str:
 
 def _related(end: str) -> Build:
     def build(compiler: Compiler, sel: Sel, row: RelatedRow) -> str:
-        """SQL: an EdgePage of the edges at one end of the record, as `edges(fromId:)` or
-        `edges(toId:)` pages them (`related`'s filters, the page's own first and after)."""
+        """SQL: an EdgePage of the edges at one end of the record (of a note, its parts'
+        too), as `related`'s ordinary path pages them (`list_sql`: `related`'s filters,
+        the page's own first and after)."""
         related = compiler.shapes[row.site or 0]
         given = {end: row.ident, "lanes": compiler.lanes()}
         if row.namespace:
             given["namespace"] = compiler.arg(row.site, "namespace")
         shape = Shape(
             after=compiler.shapes[sel.site or 0].after,
-            filters=tuple(f for f in ("from_id", "to_id", "namespace") if f in given),
+            filters=tuple(f for f in FILTERS if f in given),
             expired=related.expired,
         )
         read = list_sql(SiteParams(compiler, sel.site, given), shape)
@@ -106,8 +107,8 @@ def _related(end: str) -> Build:
     return build
 
 
-related_outgoing = _related("from_id")
-related_incoming = _related("to_id")
+related_outgoing = _related("note_from")
+related_incoming = _related("note_to")
 
 
 def _end(column: str) -> Build:

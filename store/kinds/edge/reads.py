@@ -17,6 +17,7 @@ from typing import Any
 from store.errors import InvalidInputError
 from store.kinds.edge.kind import NAME
 from store.kinds.edge.model import COLUMNS, CONTRADICTS, RESOLVED, UNRESOLVED, Edge
+from store.kinds.record.names import note_of
 from store.reads.pages import Page, encode_cursor, key_cursor, page_size, time_cursor
 from store.reads.shape import Shape
 from store.reads.snapshot import Reader
@@ -59,7 +60,9 @@ def _edge(row: Any) -> Edge:
 
 # -- edges(...) ------------------------------------------------------------------------
 
-FILTERS = ("from_id", "to_id", "type", "namespace")
+FILTERS = ("from_id", "to_id", "type", "namespace", "note_from", "note_to")
+# `related`'s ends: the edges out of (into) a note, by the end its records are at.
+NOTE_ENDS = {"note_from": ("from_id", "to_id"), "note_to": ("to_id", "from_id")}
 
 
 def bind_list(
@@ -91,8 +94,16 @@ def list_sql(p: Params, shape: Shape) -> PageSql:
     """SQL: the edges `edges(...)` lists, every filter named in `shape` AND-ed (each the
     parameter of its name), oldest first (created_at, id), and their count."""
     at = p("as_of", "timestamptz") if shape.as_of else None
-    where = [RULE.edge("g", p("lanes", "text[]"), at, shape.expired)]
-    where += [f"g.{name} = {p(name)}" for name in shape.filters]
+    lanes = p("lanes", "text[]")
+    where = [RULE.edge("g", lanes, at, shape.expired)]
+    for name in shape.filters:
+        if name in NOTE_ENDS:
+            # A note's edges to and from what is outside it: its own and its parts'.
+            end, other = NOTE_ENDS[name]
+            note = note_of(p(name), lanes, at)
+            where.append(f"g.{end} IN {note} AND g.{other} NOT IN {note}")
+        else:
+            where.append(f"g.{name} = {p(name)}")
     keyed = ""
     if shape.after:
         keyed = f"AND (g.created_at, g.id) > ({p('after_at', 'timestamptz')}, {p('after_id')})"
@@ -120,10 +131,20 @@ async def list_edges(
     include_expired: bool = False,
     first: int | None = None,
     after: str | None = None,
+    note_from: str | None = None,
+    note_to: str | None = None,
 ) -> Page[Edge]:
-    """Typed edges with every given filter (AND-ed), oldest first, with their total."""
+    """Typed edges with every given filter (AND-ed), oldest first, with their total;
+    `note_from` (`note_to`): the edges out of (into) the note a record speaks for."""
     size = page_size(first)
-    given = {"from_id": from_id, "to_id": to_id, "type": type, "namespace": namespace}
+    given = {
+        "from_id": from_id,
+        "to_id": to_id,
+        "type": type,
+        "namespace": namespace,
+        "note_from": note_from,
+        "note_to": note_to,
+    }
     values: dict[str, Any] = {"limit": size + 1}
     shape = bind_list(values, "", lanes, given, as_of, include_expired, after)
     statement = _list_statement(shape)
@@ -314,8 +335,11 @@ async def ego(
     found = Ego()
     chosen: dict[str, tuple[int, Edge]] = {}
     counted: set[str] = set()
-    reached: dict[str, int] = {n: 0 for n in nodes}
-    frontier = list(dict.fromkeys(nodes))
+    # A file's record starts from its note: its parts are where it starts too, and an
+    # edge inside one note (a part to the next) is none of its links.
+    note = await _notes(db, lanes, nodes, as_of)
+    reached: dict[str, int] = dict.fromkeys(note, 0)
+    frontier = list(note)
     for hop in range(1, hops + 1):
         if not frontier:
             break
@@ -327,6 +351,8 @@ async def ego(
             if edge.id in counted:
                 continue
             counted.add(edge.id)
+            if note.get(edge.from_id, edge.from_id) == note.get(edge.to_id):
+                continue
             if not row["valid"] and not include_expired:
                 found.expired_excluded += 1
                 continue
@@ -349,3 +375,26 @@ async def ego(
         if hop > 0 and r in shown
     ]
     return found
+
+
+@functools.cache
+def _notes_statement(as_of: bool) -> Statement:
+    p = Params()
+    at = p("as_of", "timestamptz") if as_of else None
+    note = note_of("x.id", p("lanes", "text[]"), at)
+    return p.statement(
+        f"SELECT x.id AS node, n.id FROM unnest({p('nodes', 'text[]')}) AS x(id) "
+        f"CROSS JOIN LATERAL {note} AS n(id)"
+    )
+
+
+async def _notes(
+    db: Reader, lanes: Sequence[str], nodes: Sequence[str], as_of: datetime | None
+) -> dict[str, str]:
+    """Each starting node and each part of a note it speaks for, by the node it is of."""
+    statement = _notes_statement(as_of is not None)
+    values = {"lanes": list(lanes), "nodes": list(dict.fromkeys(nodes)), "as_of": as_of}
+    note = {n: n for n in dict.fromkeys(nodes)}
+    for row in await db.fetch(statement.text, *statement.args(values)):
+        note.setdefault(row["id"], row["node"])
+    return note

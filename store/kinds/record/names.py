@@ -14,6 +14,10 @@ from store.reads.visibility import RULE
 
 ALIAS = "alias"
 TITLE = "title"
+# A folder's file: its record holds `path` and `file_id`, and each of its parts (sections)
+# `file_id` too, so the note is the file's record with its parts.
+FILE_ID = "file_id"
+PATH = "path"
 # The labels whose values name a record (the function's text names them too).
 NAMING_LABELS = (RULE.metadata_prefix + TITLE, ALIAS)
 
@@ -39,4 +43,19 @@ def named_count(
     return (
         f"SELECT count(*) FROM records n WHERE {named('n', name)} "
         f"AND {RULE.record('n', lanes)}{kind}"
+    )
+
+
+def note_of(ident: str, lanes: str, at: str | None) -> str:
+    """SQL: the ids of the records the record `ident` speaks for as a note: itself and,
+    when it is a file's record (it holds a `path`), its parts (the records sharing its
+    `file_id`) the reader may read, now or as held at `at`."""
+    return (
+        f"(SELECT {ident} UNION ALL SELECT n_.record_id FROM edge_properties f_ "
+        f"JOIN edge_properties n_ ON n_.label = f_.label AND n_.value_key = f_.value_key "
+        f"AND n_.value = f_.value "
+        f"WHERE f_.record_id = {ident} AND f_.label = '{FILE_ID}' AND {RULE.held('f_', at)} "
+        f"AND {RULE.member('n_', lanes, at)} AND n_.record_id <> {ident} "
+        f"AND EXISTS (SELECT 1 FROM edge_properties h_ WHERE h_.record_id = {ident} "
+        f"AND h_.label = '{PATH}' AND {RULE.held('h_', at)}))"
     )
