@@ -1,8 +1,10 @@
 """Folder intake speed: a first intake, a re-run with nothing changed, one with 1% changed,
-one after every file's time moved (a checkout), and the run after it.
+one after every file's time moved (a checkout), and the run after it; with --vault, the
+first intake of a vault shaped like a real one and the walk from its hub note.
 
     .venv/bin/python -m bench.intake                 # 2,000 notes
     .venv/bin/python -m bench.intake --notes 200
+    .venv/bin/python -m bench.intake --vault         # 2,000 notes shaped like a vault
 
 Writes N generated Markdown notes into a temporary folder (ten subfolders, numbered
 names, two to four headings each, wikilinks with and without aliases and headings,
@@ -10,6 +12,11 @@ relative Markdown links, some links to notes that do not exist) and runs intake 
 five times through the real write path (`store.intake.run.Intake`, the executor, one
 transaction per file), as `edgeloom intake` does. With DATABASE_URL unset it runs on
 an embedded PostgreSQL in a temporary folder.
+
+With --vault it writes `bench.vault`'s vault instead (Zipf link targets, sections,
+tables, attachments, frontmatter), runs one intake, and times `traverse` depth 2 (the
+store's own read, every label) from the most linked note's record and from its first
+section, `--walks` times each after one untimed walk: p50 and p90.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.backup import database
+from bench.vault import write_vault
 from policies.loader import DEV_POLICY_YAML
 from store.database import open_database
 from store.intake.report import IntakeReport
@@ -33,6 +41,8 @@ from store.intake.sources import FolderSource
 from store.kinds.policy import in_force as policy_store
 from store.kinds.policy.commands import ApplyPolicy
 from store.kinds.policy.in_force import PolicyCache
+from store.kinds.record import queries, traverse
+from store.kinds.record.model import Record
 from store.ledger.executor import Executor
 from store.pool import create_pool
 from store.reads.snapshot import Snapshot
@@ -153,10 +163,83 @@ async def measure(url: str, folder: Path, notes: int) -> dict[str, float]:
     }
 
 
-async def main(notes: int) -> None:
+def _offset(record: Record) -> str | None:
+    # A section's offset: its metadata (or, as an earlier build wrote it, its property).
+    held = {p.label: p.value for p in record.state.properties}
+    return held.get("e_meta_offset", held.get("offset"))
+
+
+def _quantile(times: list[float], q: float) -> float:
+    ordered = sorted(times)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def walk_hub(url: str, folder: Path, notes: int, walks: int) -> dict[str, float]:
+    """A vault's first intake, then `traverse` depth 2 from its hub note's record and
+    from its first section (the database at `url` must be migrated and empty)."""
+    pool = await create_pool(url, 1)
+    cache = PolicyCache.empty()
+    await Executor(pool, cache).execute(
+        "operator", ApplyPolicy(DEV_POLICY_YAML, "bench", None, cache)
+    )
+    await pool.close()
+    folder.mkdir(parents=True, exist_ok=True)
+    vault = write_vault(folder, notes)
+    first = await intake_once(url, folder)
+    assert not first.report.refused, first.report.summary()
+    pool = await create_pool(url, 2)
+    db = Snapshot(pool)
+    lanes = ["default"]
+    figures: dict[str, float] = {
+        "notes": notes,
+        "records": first.report.records_written,
+        "first_s": first.seconds,
+        "hub_links": vault.linked[vault.hub],
+    }
+    try:
+        union = queries.GatherMode.UNION
+        [note] = (
+            await queries.gather(db, [f"path:{vault.hub}"], union, lanes, None, 1, None)
+        ).items
+        [record] = (await queries.records_by_id(db, [note], lanes)).values()
+        file_id = next(p.value for p in record.state.properties if p.label == "file_id")
+        match = [f"file_id:{file_id}"]
+        members = (await queries.gather(db, match, union, lanes, None, 100, None)).items
+        found = await queries.records_by_id(db, members, lanes)
+        [section] = [i for i, r in found.items() if _offset(r) == "0"]
+        for name, start in (("note", note), ("section", section)):
+            await traverse.traverse(db, start, lanes, depth=2)
+            times = []
+            for _ in range(walks):
+                began = time.perf_counter()
+                walked = await traverse.traverse(db, start, lanes, depth=2)
+                times.append(time.perf_counter() - began)
+            figures[f"{name}_p50_ms"] = _quantile(times, 0.5) * 1000
+            figures[f"{name}_p90_ms"] = _quantile(times, 0.9) * 1000
+            figures[f"{name}_listed"] = len(walked.steps)
+            figures[f"{name}_not_shown"] = walked.not_shown
+    finally:
+        await db.close()
+        await pool.close()
+    return figures
+
+
+async def main(notes: int, vault: bool, walks: int) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="edgeloom-bench-intake-"))
     admin = os.environ.get("DATABASE_URL") or open_database(scratch / "pgdata").url
     url = await database(admin, f"edgeloom_bench_intake_{uuid.uuid4().hex[:8]}")
+    if vault:
+        w = await walk_hub(url, scratch / "vault", notes, walks)
+        print(
+            f"{w['notes']:,.0f}-note vault ({w['records']:,.0f} records): first intake "
+            f"{w['first_s']:.1f} s; traverse depth 2 from the hub note "
+            f"({w['hub_links']:.0f} links to it), {walks} walks: from its record p50 "
+            f"{w['note_p50_ms']:.1f} ms, p90 {w['note_p90_ms']:.1f} ms ({w['note_listed']:.0f} "
+            f"listed, {w['note_not_shown']:.0f} not shown); from its first section p50 "
+            f"{w['section_p50_ms']:.1f} ms, p90 {w['section_p90_ms']:.1f} ms "
+            f"({w['section_listed']:.0f} listed, {w['section_not_shown']:.0f} not shown)"
+        )
+        return
     figures = await measure(url, scratch / "notes", notes)
     print(
         f"{figures['notes']:,} notes ({figures['records']:,} records): first intake "
@@ -171,4 +254,9 @@ async def main(notes: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=2000)
-    asyncio.run(main(parser.parse_args().notes))
+    parser.add_argument(
+        "--vault", action="store_true", help="a vault shaped like a real one, and its hub walk"
+    )
+    parser.add_argument("--walks", type=int, default=50, help="timed walks from each start")
+    args = parser.parse_args()
+    asyncio.run(main(args.notes, args.vault, args.walks))
