@@ -16,7 +16,8 @@ an embedded PostgreSQL in a temporary folder.
 With --vault it writes `bench.vault`'s vault instead (Zipf link targets, sections,
 tables, attachments, frontmatter), runs one intake, and times `traverse` depth 2 (the
 store's own read, every label) from the most linked note's record and from its first
-section, `--walks` times each after one untimed walk: p50 and p90.
+section (`--limit` records listed at most, 100 as the API's default), `--walks` times each
+after one untimed walk: p50 and p90.
 """
 
 from __future__ import annotations
@@ -174,7 +175,9 @@ def _quantile(times: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def walk_hub(url: str, folder: Path, notes: int, walks: int) -> dict[str, float]:
+async def walk_hub(
+    url: str, folder: Path, notes: int, walks: int, limit: int = 100
+) -> dict[str, float]:
     """A vault's first intake, then `traverse` depth 2 from its hub note's record and
     from its first section (the database at `url` must be migrated and empty)."""
     pool = await create_pool(url, 1)
@@ -208,11 +211,11 @@ async def walk_hub(url: str, folder: Path, notes: int, walks: int) -> dict[str, 
         found = await queries.records_by_id(db, members, lanes)
         [section] = [i for i, r in found.items() if _offset(r) == "0"]
         for name, start in (("note", note), ("section", section)):
-            await traverse.traverse(db, start, lanes, depth=2)
+            await traverse.traverse(db, start, lanes, depth=2, limit=limit)
             times = []
             for _ in range(walks):
                 began = time.perf_counter()
-                walked = await traverse.traverse(db, start, lanes, depth=2)
+                walked = await traverse.traverse(db, start, lanes, depth=2, limit=limit)
                 times.append(time.perf_counter() - began)
             figures[f"{name}_p50_ms"] = _quantile(times, 0.5) * 1000
             figures[f"{name}_p90_ms"] = _quantile(times, 0.9) * 1000
@@ -224,16 +227,17 @@ async def walk_hub(url: str, folder: Path, notes: int, walks: int) -> dict[str, 
     return figures
 
 
-async def main(notes: int, vault: bool, walks: int) -> None:
+async def main(notes: int, vault: bool, walks: int, limit: int) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="edgeloom-bench-intake-"))
     admin = os.environ.get("DATABASE_URL") or open_database(scratch / "pgdata").url
     url = await database(admin, f"edgeloom_bench_intake_{uuid.uuid4().hex[:8]}")
     if vault:
-        w = await walk_hub(url, scratch / "vault", notes, walks)
+        w = await walk_hub(url, scratch / "vault", notes, walks, limit)
         print(
             f"{w['notes']:,.0f}-note vault ({w['records']:,.0f} records): first intake "
             f"{w['first_s']:.1f} s; traverse depth 2 from the hub note "
-            f"({w['hub_links']:.0f} links to it), {walks} walks: from its record p50 "
+            f"({w['hub_links']:.0f} links to it), limit {limit}, {walks} walks: "
+            f"from its record p50 "
             f"{w['note_p50_ms']:.1f} ms, p90 {w['note_p90_ms']:.1f} ms ({w['note_listed']:.0f} "
             f"listed, {w['note_not_shown']:.0f} not shown); from its first section p50 "
             f"{w['section_p50_ms']:.1f} ms, p90 {w['section_p90_ms']:.1f} ms "
@@ -258,5 +262,6 @@ if __name__ == "__main__":
         "--vault", action="store_true", help="a vault shaped like a real one, and its hub walk"
     )
     parser.add_argument("--walks", type=int, default=50, help="timed walks from each start")
+    parser.add_argument("--limit", type=int, default=100, help="the walk's limit (1 to 1000)")
     args = parser.parse_args()
-    asyncio.run(main(args.notes, args.vault, args.walks))
+    asyncio.run(main(args.notes, args.vault, args.walks, args.limit))

@@ -56,6 +56,11 @@ agents:
 # Fields the walk does not visit, each with why. Everything else reachable is walked.
 UNWALKED: dict[tuple[str, str], str] = {}
 
+INTAKE = """mutation($lane: String!, $files: [FileInput!]!) {
+  intakeFolder(lane: $lane, files: $files, folder: "notes") { created }
+}"""
+FIND = "query($match: [String!]!) { gather(match: $match) { items { id } } }"
+
 # Values for arguments, by argument name; `None` stands for the argument left out.
 PROPERTIES = ["org:Acme", "topic:x", "secret:s", "person:Sam"]
 PAGE = 3
@@ -154,6 +159,25 @@ async def write(world: World, hidden: bool, lane: str = "hidden") -> None:
         )
         await curator(RETIRE, id=await edge("curator", "v2", "h2", "derived_from"))
     await curator(RESOLVE, edgeId=conflict, resolution="ACCEPTED_DUAL", resolver="c")
+
+    # A note taken in by intake: its records hold metadata (a file's size and hash, a
+    # section's offset) and it has names (title, alias). One note, whose two sections make
+    # one edge: edges written in one transaction share their time, and a page of them
+    # would be ordered by their ids, made afresh in each world.
+    async def note(agent: str, into: str, name: str) -> None:
+        text = f"---\naliases: [{name} alias]\n---\n# {name}\nText #common\n"
+        files = [{"path": f"{name}.md", "content": text}]
+        await world.as_agent(agent, INTAKE, {"lane": into, "files": files})
+        found = await world.as_agent(agent, FIND, {"match": [f"path:{name}.md"]})
+        [ids[f"{'v' if agent == 'reader' else 'h'}_{name}"]] = [
+            r["id"] for r in found["gather"]["items"]
+        ]
+
+    await note("reader", "open", "Home")
+    if hidden:
+        # Always in the hidden lane: the retired mode retires the h records only, and this
+        # note stays out of the reader's sight in every world.
+        await note("curator", "hidden", "Secret")
     world.marks.append(datetime.now(UTC).isoformat())
 
 
@@ -215,6 +239,7 @@ def arguments(world: World, name: str, gfield: GraphQLField, nested: bool) -> It
         "includeExpired": [True],
         "namespace": ["default"],
         "tag": ["common", "secret"],
+        "named": ["home", "HOME alias", "secret", "secret alias"],
         "text": ["content", "changed or secret", "h1 conte", '"v1 content" -fixed'],
         "sourceTypes": [["conversational"]],
         "label": ["org", "person", "secret"],
