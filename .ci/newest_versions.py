@@ -168,7 +168,7 @@ def serve(bin_dir: Path, folder: Path) -> None:
     for line in (folder / "serve.log").read_text().splitlines():
         if "newer than the releases" in line:
             # Still a pass: the gateway served with uvicorn's own protocols.
-            print(f"note: {line.strip()}; test them and raise gql.serving.NEWEST_TESTED")
+            print(f"note: {line.strip()}; test them and raise gql.server.serving.NEWEST_TESTED")
 
 
 # --- the checks, run inside the new environment --------------------------------------

@@ -97,7 +97,7 @@ class Side:
             "EDGELOOM_CHECKPOINT_KEY": str(self.log.with_suffix(".pem")),
         }
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "gql.cli", "serve", "--port", str(self.port)]
+            [sys.executable, "-m", "gql.cli.main", "serve", "--port", str(self.port)]
             + ["--log-level", self.level],
             cwd=self.source,
             env=env,

@@ -21,7 +21,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from bench.server import free_port
-from gql.app import Settings, create_app
+from gql.server.app import Settings, create_app
 from store.kinds.policy.in_force import HEAD_SQL, VERSION_SQL
 
 

@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.layers [--requests 100000] [--rounds 5]
 
 An app that answers at once (a response start and a body) is called through:
-the security headers alone (the layer `gql.front.Front` replaced, as it was), `Front`
+the security headers alone (the layer `gql.server.front.Front` replaced, as it was), `Front`
 without metrics or log, with the metrics, and with the metrics and the request log (to
 /dev/null, as `serve` writes it to stderr). Rounds alternate the four; printed: the
 median microseconds a request of each, and what each adds to the headers alone.
@@ -18,10 +18,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from gql import observe
-from gql.front import Front
-from gql.headers import with_security_headers
-from gql.metrics import Metrics
+from gql.api import observe
+from gql.server.front import Front
+from gql.server.headers import with_security_headers
+from gql.server.metrics import Metrics
 
 Message = dict[str, Any]
 App = Callable[[dict[str, Any], Any, Any], Awaitable[None]]

@@ -21,7 +21,7 @@ import time
 
 from bench.http import Callers
 from bench.measure import say
-from gql.settings import Settings
+from gql.server.settings import Settings
 from store.reads.replicas import ReplicaOptions
 from tests.replica_pair import Pair, replica_pair
 from tests.support import Gateway, run_gateway

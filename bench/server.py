@@ -121,7 +121,7 @@ async def gateway_process(
     env = {**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "gql.cli", "serve", "--host", "127.0.0.1"]
+            [sys.executable, "-m", "gql.cli.main", "serve", "--host", "127.0.0.1"]
             + ["--port", str(port), "--log-level", "warning", "--workers", str(workers)],
             cwd=REPO,
             env=env,

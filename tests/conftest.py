@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from _pytest.terminal import TerminalReporter
 
-from gql.settings import Settings
+from gql.server.settings import Settings
 from tests.support import Databases, Gateway, admin_url, assert_verified, run_gateway
 
 DEV = "dev"

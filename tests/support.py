@@ -22,9 +22,9 @@ import asyncpg
 import httpx
 import uvicorn
 
-from gql.app import create_app
-from gql.serving import server_options
-from gql.settings import Settings
+from gql.server.app import create_app
+from gql.server.serving import server_options
+from gql.server.settings import Settings
 from store.database import create_engine
 from store.operations.migrate import migrate
 from store.operations.verify import verify
@@ -235,7 +235,7 @@ async def run_gateway(settings: Settings, ws_compression: bool = False) -> Async
         # A request that never ends (the failure some tests look for) cannot hang teardown.
         timeout_graceful_shutdown=5,
     )
-    # The gateway settles the heap of the process it runs in (gql.heap.settle_heap): this
+    # The gateway settles the heap of the process it runs in (gql.server.heap.settle_heap): this
     # process is the test run, which gets its collector back when the gateway stops.
     threshold = gc.get_threshold()
     task = asyncio.create_task(server.serve())

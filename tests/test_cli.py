@@ -13,9 +13,9 @@ import asyncpg
 import pytest
 from alembic.script import ScriptDirectory
 
-from gql.cli import _parser
-from gql.heap import GC_YOUNG_THRESHOLD
-from gql.settings import Settings
+from gql.cli.main import _parser
+from gql.server.heap import GC_YOUNG_THRESHOLD
+from gql.server.settings import Settings
 from store.operations.migrate import MIGRATIONS
 from tests.gql._api import UPDATE, ingest
 from tests.support import EDGELOOM, REPO, Databases, Gateway, run_gateway, sql, with_database

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from gql.cli import _parser
+from gql.cli.main import _parser
 from policies.loader import dev_policy, load_policy
 from policies.model import Policy
 from tests.docs_pages import blocks, page_text

@@ -29,7 +29,7 @@ from graphql import (
     validate,
 )
 
-from gql.schema import schema
+from gql.api.schema import schema
 from tests.docs_pages import ILLUSTRATIVE, Block, blocks, page_text
 from tests.gql._feed import feed_client
 from tests.support import Gateway

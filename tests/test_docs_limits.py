@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gql.cost import DEFAULT_MAX_COST
-from gql.limits import DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS, MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
-from gql.schema import MAX_ALIASES, MAX_DEPTH, MAX_TOKENS, MAX_VALIDATION_WORK
-from gql.settings import DEFAULT_REQUEST_TIMEOUT, Settings
+from gql.api.cost import DEFAULT_MAX_COST
+from gql.api.limits import DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS, MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
+from gql.api.schema import MAX_ALIASES, MAX_DEPTH, MAX_TOKENS, MAX_VALIDATION_WORK
+from gql.server.settings import DEFAULT_REQUEST_TIMEOUT, Settings
 from policies.loader import MAX_ALIAS_NODES
 from policies.loader import MAX_DEPTH as MAX_POLICY_DEPTH
 from policies.properties import MAX_LABEL_LENGTH, MAX_VALUE_LENGTH

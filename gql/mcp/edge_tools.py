@@ -9,11 +9,11 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 
+from gql.api.session import Session
 from gql.mcp import describe as d
 from gql.mcp import documents as doc
 from gql.mcp.run import bad_input, run
 from gql.mcp.tools import PAGE_NOTE, TOOL_PAGE, Tools, described, mutation_arg, query_arg
-from gql.session import Session
 
 
 def _edge(name: str) -> str:

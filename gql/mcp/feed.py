@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gql.api.session import Session
 from gql.mcp import documents as doc
 from gql.mcp.run import run
-from gql.session import Session
 from store.feed.settled import settled_through
 from store.reads.pages import position_cursor
 

@@ -1,5 +1,5 @@
 """The tools over streamable HTTP at /mcp, on the gateway's own app: the same bearer
-tokens, the same host names (gql.hosts wraps the whole app), and the SDK's session
+tokens, the same host names (gql.server.hosts wraps the whole app), and the SDK's session
 manager run by the app's lifespan."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gql.auth import authorize
-from gql.errors import refusal_response
+from gql.api.auth import authorize
+from gql.api.errors import refusal_response
+from gql.api.session import Caller, Services, Session
 from gql.mcp.run import caller_session, mcp_session
 from gql.mcp.server import build_server
-from gql.session import Caller, Services, Session
 
 PATH = "/mcp"
 CALLER = "mcp_caller"
@@ -53,7 +53,7 @@ class McpEndpoint:
         self.server: MCPServer[Any] = build_server(HttpGate(anonymous_agent))
         # One transport per request (stateless): any gateway replica answers any call,
         # and no session outlives its request. DNS rebinding is refused by the gateway's
-        # own host check (gql.hosts), which the SDK's would duplicate.
+        # own host check (gql.server.hosts), which the SDK's would duplicate.
         self.app: ASGIApp = self.server.streamable_http_app(
             streamable_http_path=PATH,
             stateless_http=True,

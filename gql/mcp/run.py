@@ -1,4 +1,4 @@
-"""One tool call as one GraphQL operation: the caller is authorised by `gql.auth`, a
+"""One tool call as one GraphQL operation: the caller is authorised by `gql.api.auth`, a
 `Session` carries it, and a fixed document runs on the strawberry schema, so every tool
 goes through the same resolvers, guard, executor, ledger and audit events as GraphQL."""
 
@@ -12,11 +12,11 @@ from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
-from gql.auth import authorize
-from gql.context import Context
-from gql.errors import Refusal
-from gql.schema import schema
-from gql.session import Caller, Services, Session, UnauthenticatedError
+from gql.api.auth import authorize
+from gql.api.context import Context
+from gql.api.errors import Refusal
+from gql.api.schema import schema
+from gql.api.session import Caller, Services, Session, UnauthenticatedError
 from policies.errors import PolicyError
 from store.errors import StoreError
 from store.reads.replicas import Freshness

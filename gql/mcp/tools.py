@@ -12,12 +12,12 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import Field
 
+from gql.api.session import Session
 from gql.mcp import describe as d
 from gql.mcp import documents as doc
 from gql.mcp.feed import settled
 from gql.mcp.run import REFUSALS, Refused, answer, bad_input, refused, run
 from gql.mcp.shapes import compact_hit, ingest_input, item_schema, needs, not_found, page_of
-from gql.session import Session
 from store.errors import NotFoundError
 
 TOOL_PAGE = 20
@@ -30,7 +30,7 @@ PAGE_SHAPE = (
 
 
 class Gate(Protocol):
-    """How a transport turns a tool call into the caller's session (gql.auth decides)."""
+    """How a transport turns a tool call into the caller's session (gql.api.auth decides)."""
 
     async def session(self, ctx: Context[Any, Any]) -> Session: ...
 

@@ -148,7 +148,7 @@ class Replicas:
             Standby(url, f"standby-{n + 1}", pool_size) for n, url in enumerate(options.urls)
         ]
         self._next = 0
-        # Reads served, by where: "primary" or "standby" (gql.metrics samples them).
+        # Reads served, by where: "primary" or "standby" (gql.server.metrics samples them).
         self.served: dict[str, int] = {"primary": 0, "standby": 0}
         self._closing: set[asyncio.Task[None]] = set()
 

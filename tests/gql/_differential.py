@@ -14,7 +14,7 @@ from graphql import DocumentNode, GraphQLError, OperationDefinitionNode, parse
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from gql.compiled.endpoint import CompiledPath
+from gql.server.compiled_endpoint import CompiledPath
 from tests.support import Gateway, without_request_ids
 
 TESTS = Path(__file__).resolve().parent

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gql.app import create_app
-from gql.settings import Settings
+from gql.server.app import create_app
+from gql.server.settings import Settings
 from store.operations import signing
 from store.operations.checkpoints import CheckpointKeyError
 from store.operations.verify import verify

@@ -23,9 +23,9 @@ from graphql import IntValueNode, ListValueNode, OperationType, StringValueNode,
 from hypothesis import strategies as st
 from hypothesis_graphql import queries
 
-from gql.compiled.fields import compiled_fields
-from gql.cost import DEFAULT_MAX_COST, query_cost
-from gql.schema import schema
+from gql.api.compiled.fields import compiled_fields
+from gql.api.cost import DEFAULT_MAX_COST, query_cost
+from gql.api.schema import schema
 from tests.conftest import GatewayFactory
 from tests.gql._api import GATHER, RECORD, RECORD_FIELDS, REMOVE, RESTORE_RECORD, RETIRE_RECORD
 from tests.gql._asserted import CONNECT, CORRECT, DISCONNECT, GROUP, UNADJUST, UNGROUP

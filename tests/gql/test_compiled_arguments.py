@@ -9,8 +9,8 @@ import pytest
 from graphql import FieldNode, GraphQLError, OperationDefinitionNode, parse
 from graphql.execution.values import get_argument_values, get_variable_values
 
-from gql.compiled.plan import argument_reader
-from gql.schema import schema
+from gql.api.compiled.plan import argument_reader
+from gql.api.schema import schema
 
 DOCUMENTS = [
     "query($id: ID!) { record(id: $id) { id } }",

@@ -8,8 +8,8 @@ from typing import Any
 from graphql import OperationDefinitionNode, build_schema, parse
 from graphql.execution.values import get_variable_values
 
-from gql.compiled.variables import plain_coercer
-from gql.schema import schema
+from gql.api.compiled.variables import plain_coercer
+from gql.api.schema import schema
 
 DOCUMENT = """
 query($id: ID!, $maybe: ID, $s: String, $n: Int, $b: Boolean, $match: [String!]!,

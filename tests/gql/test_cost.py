@@ -11,7 +11,7 @@ import asyncpg
 import httpx
 import pytest
 
-from gql.cost import DEFAULT_MAX_COST
+from gql.api.cost import DEFAULT_MAX_COST
 from tests.conftest import GatewayFactory
 from tests.gql._api import INGEST_MANY, unique
 from tests.support import Gateway, no_request_id, sql

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from gql.eager import run_eagerly
+from gql.feed.eager import run_eagerly
 
 
 async def test_a_coroutine_that_never_waits_is_finished_at_once() -> None:

@@ -12,7 +12,7 @@ import asyncpg
 import httpx
 import pytest
 
-from gql.errors import MASKED_MESSAGE
+from gql.api.errors import MASKED_MESSAGE
 from tests.conftest import GatewayFactory
 from tests.gql._api import GATHER, INGEST, UPDATE, gather_ids, ingest, record_total, unique
 from tests.support import Gateway, no_request_id, plain

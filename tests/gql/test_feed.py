@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gql.settings import Settings
+from gql.server.settings import Settings
 from store.ledger.registry import event_kinds
 from tests.conftest import DEV, GatewayFactory
 from tests.gql._api import INGEST, UPDATE, ingest, unique
@@ -244,7 +244,7 @@ async def test_rights_are_those_in_force_at_delivery(crm: Gateway, crm_yaml: str
 async def test_a_revoked_token_ends_the_subscription(
     start_gateway: GatewayFactory, crm_yaml: str
 ) -> None:
-    from gql.feed_hub import FeedOptions
+    from gql.feed.hub import FeedOptions
     from store.database import create_engine
     from store.operations import tokens
 
@@ -270,7 +270,7 @@ async def test_a_revocation_nobody_notified_still_ends_the_subscription(
 ) -> None:
     """The periodic check is what remains when a revocation's notification never arrives
     (here the token is revoked by hand, without one)."""
-    from gql.feed_hub import FeedOptions
+    from gql.feed.hub import FeedOptions
     from store.database import create_engine
     from store.operations import tokens
 
@@ -297,7 +297,7 @@ async def test_a_socket_the_gateway_closes_on_revocation_logs_no_error(
 ) -> None:
     """Closing a socket whose token was revoked is the gateway's decision, not a failure:
     its other operations, still running when it closes, end without an error line."""
-    from gql.feed_hub import FeedOptions
+    from gql.feed.hub import FeedOptions
     from store.database import create_engine
     from store.operations import tokens
 
@@ -328,7 +328,7 @@ async def test_revoking_one_token_ends_only_its_subscription_and_the_rest_stay_d
     """The hub checks the tokens its subscribers hold and wakes only the one whose token
     was revoked; a subscriber whose token stays good goes on being served by the hub
     itself (`sent_directly`) across many recheck intervals."""
-    from gql.feed_hub import FeedOptions
+    from gql.feed.hub import FeedOptions
     from store.database import create_engine
     from store.operations import tokens
 

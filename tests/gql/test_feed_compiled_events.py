@@ -1,5 +1,5 @@
 """Live events of a plain selection rendered from the event's values, byte for byte as
-strawberry's execution of the operation renders them (`gql.compiled.events`)."""
+strawberry's execution of the operation renders them (`gql.api.compiled_events`)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from gql.compiled.events import plain_selection
-from gql.feed_hub import Rendered
-from gql.resolvers import subscription
-from gql.schema import schema
+from gql.api.compiled_events import plain_selection
+from gql.api.resolvers import subscription
+from gql.api.schema import schema
+from gql.feed.hub import Rendered
 from store.feed.live import FeedEvent
 from tests.conftest import DEV, GatewayFactory
 from tests.gql._api import ADD, REMOVE, UPDATE, ingest, unique

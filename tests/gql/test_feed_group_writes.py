@@ -14,7 +14,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 from websockets.asyncio.client import ClientConnection, connect
 
-from gql.feed_hub import FeedHub, FeedOptions
+from gql.feed.hub import FeedHub, FeedOptions
 from tests.conftest import DEV, GatewayFactory
 from tests.gql._api import INGEST_MANY, ingest, unique
 from tests.gql._feed import PROTOCOL, TIMEOUT

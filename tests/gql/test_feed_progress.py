@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
-from gql.feed_hub import Batch, Progress, Rendered
+from gql.feed.hub import Batch, Progress, Rendered
 from store.feed.live import FeedEvent, Snapshot
 from store.ledger.audit import AuditEvent
 

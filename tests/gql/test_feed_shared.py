@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from gql.feed_hub import FeedOptions, Rendered
-from gql.resolvers import subscription
+from gql.api.resolvers import subscription
+from gql.feed.hub import FeedOptions, Rendered
 from store.feed.live import FeedEvent
 from tests.conftest import DEV, GatewayFactory
 from tests.gql._api import ADD, REMOVE, UPDATE, ingest, unique

@@ -12,8 +12,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from gql.feed_hub import FeedOptions
-from gql.settings import Settings
+from gql.feed.hub import FeedOptions
+from gql.server.settings import Settings
 from tests.conftest import DEV, GatewayFactory
 from tests.gql._api import ingest
 from tests.gql._feed import FEED, PROTOCOL, TIMEOUT, feed_client, newest_cursor, small_buffer_socket

@@ -7,7 +7,7 @@ import gc
 
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
-from gql.context import Context
+from gql.api.context import Context
 from tests.gql._api import ADD, AUDIT, UPDATE, ingest
 from tests.support import Gateway
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from strawberry.types.arguments import convert_argument
 
-from gql.inputs import IngestInput
-from gql.schema import schema
+from gql.api.inputs import IngestInput
+from gql.api.schema import schema
 
 FULL = {
     "content": "x",

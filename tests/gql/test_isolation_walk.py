@@ -36,7 +36,7 @@ from graphql import (
     is_leaf_type,
 )
 
-from gql.schema import schema
+from gql.api.schema import schema
 from tests.conftest import GatewayFactory
 from tests.gql._asserted import CONNECT, CORRECT, DISCONNECT, GROUP, UNGROUP
 from tests.gql._edges import RESOLVE, RETIRE, UPSERT

@@ -1,4 +1,4 @@
-"""Keepalive pings on one timer per event loop (gql/keepalive.py), over real sockets to a
+"""Keepalive pings on one timer per event loop (gql/server/keepalive.py), over real sockets to a
 real uvicorn server with the options `edgeloom serve` runs."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gql.keepalive import TICK, Deadline, ticks
+from gql.server.keepalive import TICK, Deadline, ticks
 from tests.support import server_thread
 
 INTERVAL = 1.0  # seconds between pings, and to answer one

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from gql.auth import NO_TOKEN
-from gql.limits import DEFAULT_MAX_FIELDS, MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
-from gql.schema import MAX_VALIDATION_WORK
+from gql.api.auth import NO_TOKEN
+from gql.api.limits import DEFAULT_MAX_FIELDS, MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
+from gql.api.schema import MAX_VALIDATION_WORK
 from store.intake.sources import IN_PARTS
 from tests.conftest import GatewayFactory
 from tests.gql._api import INGEST_MANY

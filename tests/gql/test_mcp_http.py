@@ -10,9 +10,9 @@ import pytest
 from graphql import GraphQLObjectType
 from mcp import MCPError
 
-from gql.auth import BAD_TOKEN, NO_TOKEN
-from gql.hosts import Hosts
-from gql.schema import schema
+from gql.api.auth import BAD_TOKEN, NO_TOKEN
+from gql.api.schema import schema
+from gql.server.hosts import Hosts
 from store.database import create_engine
 from store.operations import tokens
 from tests.conftest import GatewayFactory

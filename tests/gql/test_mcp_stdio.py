@@ -12,9 +12,9 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from gql.auth import BAD_TOKEN
-from gql.mcp.config import PLACEHOLDER
-from gql.mcp.stdio import NO_STDIO_TOKEN
+from gql.api.auth import BAD_TOKEN
+from gql.cli.mcp_config import PLACEHOLDER
+from gql.cli.mcp_stdio import NO_STDIO_TOKEN
 from store.database import DEFAULT_DATA_DIR, create_engine
 from store.operations import tokens
 from tests.conftest import GatewayFactory

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gql.view import SUBSCRIPTION_OVER_HTTP
+from gql.server.view import SUBSCRIPTION_OVER_HTTP
 from tests.conftest import DEV, GatewayFactory
 from tests.gql._node import node_or_skip
 from tests.support import Gateway, without_request_ids

@@ -13,7 +13,7 @@ import asyncpg
 import httpx
 import pytest
 
-from gql.settings import Settings
+from gql.server.settings import Settings
 from store.reads.replicas import ReplicaOptions, parse_lsn
 from tests.gql._api import INGEST, RECORD, UPDATE, unique
 from tests.gql.test_metrics import scrape, value

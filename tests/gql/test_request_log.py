@@ -10,8 +10,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from gql.errors import MASKED_MESSAGE
-from gql.observe import REQUEST_LOG
+from gql.api.errors import MASKED_MESSAGE
+from gql.api.observe import REQUEST_LOG
 from tests.conftest import GatewayFactory
 from tests.gql._api import INGEST, unique
 from tests.gql._feed import feed_client

@@ -6,14 +6,14 @@ from pathlib import Path
 
 from strawberry.printer import print_schema
 
-from gql.schema import schema
+from gql.api.schema import schema
 
 
 def test_schema_graphql_matches_the_code(repo: Path) -> None:
     committed = (repo / "schema.graphql").read_text(encoding="utf-8")
     assert print_schema(schema).strip() == committed.strip(), (
         "schema.graphql is stale: run "
-        "'.venv/bin/strawberry export-schema gql.schema:schema --output schema.graphql'"
+        "'.venv/bin/strawberry export-schema gql.api.schema:schema --output schema.graphql'"
     )
 
 

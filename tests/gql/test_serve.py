@@ -1,7 +1,7 @@
 """`edgeloom serve` as an operator runs it: a subprocess, a policy file, and its refusals.
 
 Every server here listens on loopback only; the non-loopback cases are refused
-before anything binds (gql/cli.py decides them before uvicorn starts).
+before anything binds (gql/cli/main.py decides them before uvicorn starts).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gql.auth import NO_TOKEN
-from gql.cli import main
-from gql.metrics import SAMPLE_SECONDS
+from gql.api.auth import NO_TOKEN
+from gql.cli.main import main
+from gql.server.metrics import SAMPLE_SECONDS
 from store.database import create_engine
 from store.operations import tokens
 from tests.gql._policy_support import INGEST, POLICY

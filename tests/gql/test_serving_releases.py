@@ -9,8 +9,8 @@ from importlib.metadata import version
 
 import pytest
 
-from gql import serving
-from gql.feed_hub import FeedHub
+from gql.feed.hub import FeedHub
+from gql.server import serving
 from tests.conftest import DEV, GatewayFactory
 from tests.gql._api import ingest, unique
 from tests.gql._feed import FeedClient, feed_client
@@ -50,7 +50,7 @@ async def test_members_get_every_message_through_uvicorns_own_protocols(
     below them (each member's socket is not one the feed writes to), and each member
     gets every message, the same bytes as the others."""
     monkeypatch.setitem(serving.NEWEST_TESTED, "websockets", (0, 0))
-    with caplog.at_level(logging.WARNING, logger="gql.serving"):
+    with caplog.at_level(logging.WARNING, logger="gql.server.serving"):
         gateway = await start_gateway(anonymous_agent=DEV)
     assert f"websockets {version('websockets')}: newer than the releases" in caplog.text
     assert gateway.state is not None

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from gql.auth import BAD_SCHEME, BAD_TOKEN, NO_TOKEN, authorize
-from gql.session import Caller, Services, Session, UnauthenticatedError
+from gql.api.auth import BAD_SCHEME, BAD_TOKEN, NO_TOKEN, authorize
+from gql.api.session import Caller, Services, Session, UnauthenticatedError
 from store.database import create_engine
 from store.kinds.policy.in_force import PolicyCache
 from store.kinds.record import queries
@@ -23,7 +23,7 @@ TRANSPORTS = ("strawberry", "starlette", "graphql", "cross_web", "uvicorn")
 def test_the_session_and_the_authorisation_import_no_transport() -> None:
     # A fresh interpreter: what these modules pull in, and nothing the tests loaded.
     code = (
-        "import sys, gql.auth, gql.session\n"
+        "import sys, gql.api.auth, gql.api.session\n"
         f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({TRANSPORTS!r})))"
     )
     out = subprocess.run(

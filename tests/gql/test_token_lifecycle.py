@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gql.token_commands import duration
+from gql.cli.tokens import duration
 from store.operations import tokens
 from tests.conftest import GatewayFactory
 from tests.gql.test_tokens import BAD_TOKEN, run_cli

@@ -1,5 +1,5 @@
 """Connections that never finish a request: a header timeout, a header size limit, and,
-under a small open-file limit, room left for every other client (gql.waiting)."""
+under a small open-file limit, room left for every other client (gql.server.waiting)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from gql.waiting import MAX_HEADER_BYTES
+from gql.server.waiting import MAX_HEADER_BYTES
 from store.database import create_engine
 from store.operations import tokens
 from tests.conftest import DEV, GatewayFactory
@@ -79,7 +79,7 @@ async def test_headers_over_the_limit_are_refused_with_431(gateway: Gateway) -> 
 
 
 # Small enough that the connections below would take every descriptor: 400 leaves a
-# gateway 50 waiting connections (gql.waiting.waiting_cap) beside its database pools.
+# gateway 50 waiting connections (gql.server.waiting.waiting_cap) beside its database pools.
 OPEN_FILES = 400
 HALF_OPEN, STREAMS = 500, 200
 

@@ -16,9 +16,9 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from gql.descriptors import HTTP_HEADROOM
-from gql.settings import Settings
-from gql.sockets import SocketCaps, fitted
+from gql.server.descriptors import HTTP_HEADROOM
+from gql.server.settings import Settings
+from gql.server.sockets import SocketCaps, fitted
 from tests.conftest import GatewayFactory
 from tests.gql._policy_support import mint
 from tests.support import Gateway, without_request_ids
@@ -194,7 +194,7 @@ def test_the_open_file_limit_is_raised_to_the_hard_limit() -> None:
     if hard == resource.RLIM_INFINITY or hard <= 256:
         pytest.skip("no finite hard limit above 256 to raise to")
     script = (
-        "import resource; from gql.sockets import open_files_limit; "
+        "import resource; from gql.server.sockets import open_files_limit; "
         "print(open_files_limit(), resource.getrlimit(resource.RLIMIT_NOFILE)[0])"
     )
     done = subprocess.run(

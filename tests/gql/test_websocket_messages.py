@@ -11,7 +11,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from gql.limits import DEFAULT_MAX_BODY, MAX_LIST_ITEMS
+from gql.api.limits import DEFAULT_MAX_BODY, MAX_LIST_ITEMS
 from tests.gql._api import INGEST_MANY
 from tests.gql.test_websocket_auth import init, receive, run
 from tests.support import Gateway, no_request_id

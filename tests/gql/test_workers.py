@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from gql.feed_hub import FeedOptions
-from gql.settings import Settings
-from gql.workers import SETTINGS_VARIABLE, settings_environment, settings_from_environment
+from gql.feed.hub import FeedOptions
+from gql.server.settings import Settings
+from gql.server.workers import SETTINGS_VARIABLE, settings_environment, settings_from_environment
 from store.reads.replicas import ReplicaOptions
 
 

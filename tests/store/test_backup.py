@@ -15,8 +15,8 @@ from typing import Any
 import orjson
 import pytest
 
-from gql.limits import DEFAULT_MAX_BODY
-from gql.settings import Settings
+from gql.api.limits import DEFAULT_MAX_BODY
+from gql.server.settings import Settings
 from policies.properties import MAX_VALUE_LENGTH
 from store.ledger.hashing import entry_hash
 from store.limits import MAX_CONTENT_CHARS

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gql.settings import Settings
+from gql.server.settings import Settings
 from store.operations import checkpoints, signing
 from store.operations.checkpoints import Checkpoint, CheckpointError, Taken
 from store.operations.signing import Signer

@@ -6,7 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from gql.settings import Settings
+from gql.server.settings import Settings
 from store.ledger.hashing import entry_hash
 from store.operations import checkpoints, signing
 from store.operations.verify import verify

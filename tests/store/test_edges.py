@@ -3,7 +3,7 @@ projection row or an edited event; the runtime role may move its projection only
 
 from __future__ import annotations
 
-from gql.settings import Settings
+from gql.server.settings import Settings
 from store.operations.verify import verify
 from tests.gql._api import ingest
 from tests.gql._edges import RESOLVE, RETIRE, upsert

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gql.settings import Settings
+from gql.server.settings import Settings
 from policies.guard import ObjectChange, decide_object
 from store.database import create_engine
 from store.kinds.record.model import Record

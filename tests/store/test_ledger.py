@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
-from gql.settings import Settings
+from gql.server.settings import Settings
 from store.ledger.report import Report
 from store.operations.verify import verify
 from tests.gql._api import ADD, REMOVE, UPDATE, ingest

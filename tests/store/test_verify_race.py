@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gql.settings import Settings
+from gql.server.settings import Settings
 from store.operations import checkpoints, signing
 from store.operations.signing import Signer
 from store.operations.verify import verify

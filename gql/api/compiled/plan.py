@@ -1,0 +1,379 @@
+"""From a validated query to a bound statement: arguments checked as the resolvers check them.
+
+An `Operation` is made once per document and operation name: its response keys as
+`Sel` trees and its argument sites (fields that take arguments). Each request binds
+the sites' arguments, from literals and coerced variables, with the same functions
+the resolvers call; whatever they refuse (a bad id, a page size out of range, a
+cursor from elsewhere) makes the request decline the compiled path, so the
+ordinary path words the refusal. The statement is compiled once per shape of the
+bound arguments (which optional ones are set, how many properties a gather has).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphql import (
+    DocumentNode,
+    FieldNode,
+    GraphQLError,
+    GraphQLField,
+    GraphQLObjectType,
+    GraphQLSchema,
+    OperationDefinitionNode,
+    OperationType,
+    VariableNode,
+    get_named_type,
+    is_non_null_type,
+    is_required_argument,
+)
+from graphql.execution.values import VariableValues, coerce_argument, get_argument_values
+from graphql.language import Visitor, visit
+
+from gql.api.compiled.fields import Binder, Values, compiled_field
+from gql.api.compiled.selection import Node, children, collect, plain_operation
+from gql.api.compiled.variables import Coercer, coercer
+from policies.errors import PolicyError
+from policies.properties import parse_property
+from store.errors import StoreError
+from store.ids import RECORD_ID
+from store.kinds.edge import reads as edge_reads
+from store.kinds.record import labels, queries, search, search_compiled
+from store.kinds.record import values as label_values
+from store.kinds.record.resolve import check_record_ident
+from store.reads.compiled_sql import Compiler, NotCompilable, Sel, typename
+from store.reads.pages import id_cursor, page_size, time_cursor
+from store.reads.shape import GatherMode, Shape
+from store.reads.visibility import RULE
+
+# A field's arguments from the request's coerced variables; raises GraphQLError.
+Arguments = Callable[[VariableValues], dict[str, Any]]
+
+
+class _HasVariable(Visitor):
+    found = False
+
+    def enter_variable(self, *_: object) -> None:
+        self.found = True
+
+
+def argument_reader(field_def: GraphQLField, node: FieldNode) -> Arguments:
+    """What graphql-core's `get_argument_values` gives for `node`, with the arguments
+    that do not depend on variables coerced once here (by graphql-core itself): per
+    request only the variables are looked up.
+
+    An argument that nests a variable inside a literal (`match: ["a:b", $c]`), or one
+    that does not coerce, leaves the whole field to graphql-core per request; so does
+    any request whose variables it would refuse, so that it refuses them its way.
+    """
+
+    def per_request(variables: VariableValues) -> dict[str, Any]:
+        return get_argument_values(field_def, node, variables)
+
+    given = {argument.name.value: argument for argument in node.arguments or ()}
+    fixed: dict[str, Any] = {}
+    # key, variable, what an absent variable gives (None: an error), non-null
+    by_variable: list[tuple[str, str, dict[str, Any] | None, bool]] = []
+    try:
+        for name, argument in field_def.args.items():
+            given_node = given.get(name)
+            if given_node is not None and isinstance(given_node.value, VariableNode):
+                absent: dict[str, Any] | None = None
+                if not is_required_argument(argument):
+                    absent = {}
+                    coerce_argument(absent, node, name, argument, None, None, None)
+                key = argument.out_name or name
+                non_null = is_non_null_type(argument.type)
+                by_variable.append((key, given_node.value.name.value, absent, non_null))
+                continue
+            if given_node is not None:
+                nested = _HasVariable()
+                visit(given_node.value, nested)
+                if nested.found:
+                    return per_request
+            coerce_argument(fixed, node, name, argument, given_node, None, None)
+    except GraphQLError:
+        return per_request
+
+    def read(variables: VariableValues) -> dict[str, Any]:
+        out = dict(fixed)
+        values = variables.coerced
+        for key, variable, absent, non_null in by_variable:
+            if variable in values:
+                value = values[variable]
+                if value is None and non_null:
+                    return per_request(variables)
+                out[key] = value
+            elif absent is None:
+                return per_request(variables)
+            else:
+                out.update(absent)
+        return out
+
+    return read
+
+
+class Declined(Exception):
+    """This request is answered the ordinary way."""
+
+
+@dataclass
+class Site:
+    """A field taking arguments: how to read and bind them for one request."""
+
+    arguments: Arguments
+    bind: Binder
+
+
+@dataclass
+class Operation:
+    """A query operation compiled to `Sel` trees, with its statements by argument shape."""
+
+    schema: GraphQLSchema
+    document: DocumentNode
+    operation: OperationDefinitionNode
+    roots: tuple[Sel, ...]
+    sites: list[Site]
+    statements: dict[tuple[Shape, ...], Any] = field(default_factory=dict)
+    coerce: Coercer = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.coerce = coercer(self.schema, self.operation.variable_definitions or ())
+
+    def bind(
+        self, variables: Mapping[str, Any] | None, lanes: Sequence[str], max_bytes: int
+    ) -> tuple[str, list[Any]]:
+        """The statement text and arguments for one request (a body of at most
+        `max_bytes` of data); raises Declined."""
+        coerced = self.coerce(variables or {})
+        if coerced is None:
+            raise Declined()
+        values: Values = {"lanes": list(lanes), "max_bytes": max_bytes}
+        shapes = []
+        try:
+            for number, site in enumerate(self.sites):
+                shapes.append(site.bind(f"s{number}_", site.arguments(coerced), lanes, values))
+        except (StoreError, PolicyError, GraphQLError, ValueError) as exc:
+            raise Declined() from exc
+        key = tuple(shapes)
+        statement = self.statements.get(key)
+        if statement is None:
+            shapes_by_site = dict(enumerate(shapes))
+            statement = Compiler(shapes_by_site).statement(self.roots)
+            self.statements[key] = statement
+        return statement.text, statement.args(values)
+
+
+def compile_operation(
+    schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode
+) -> Operation:
+    """The operation's trees and sites; raises NotCompilable for what is not covered."""
+    fragments = plain_operation(document, operation, OperationType.QUERY)
+    sites: list[Site] = []
+
+    def tree(nodes: list[Node], object_type: GraphQLObjectType) -> tuple[Sel, ...]:
+        sels = []
+        for node in nodes:
+            if node.name == "__typename":
+                sels.append(Sel(node.key, node.name, build=typename(object_type.name)))
+                continue
+            field_def = object_type.fields.get(node.name)
+            answer = None if field_def is None else compiled_field(field_def)
+            if field_def is None or answer is None:
+                raise NotCompilable(f"{object_type.name}.{node.name}")
+            site = None
+            if answer.bind is not None:
+                site = len(sites)
+                sites.append(Site(argument_reader(field_def, node.nodes[0]), answer.bind))
+            named = get_named_type(field_def.type)
+            kids: tuple[Sel, ...] = ()
+            if isinstance(named, GraphQLObjectType):
+                interfaces = [i.name for i in named.interfaces]
+                kids = tree(collect(children(node), fragments, named.name, interfaces), named)
+            sels.append(Sel(node.key, node.name, site, kids, answer.build))
+        return tuple(sels)
+
+    query = schema.query_type
+    assert query is not None
+    roots = tree(collect([operation.selection_set], fragments, query.name), query)
+    return Operation(schema, document, operation, roots, sites)
+
+
+# -- binders: each checks its arguments as its resolver does ----------------------
+
+
+def _page(prefix: str, first: int | None, values: Values) -> None:
+    size = page_size(first)
+    values[prefix + "size"], values[prefix + "limit"] = size, size + 1
+
+
+def _time_page(prefix: str, args: Mapping[str, Any], values: Values) -> bool:
+    """A page in (created_at, id) order: its size, and its cursor when it has one."""
+    _page(prefix, args.get("first"), values)
+    keyed = time_cursor(args.get("after"))
+    if keyed is not None:
+        values[prefix + "after_at"], values[prefix + "after_id"] = keyed
+    return keyed is not None
+
+
+def bind_record(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    ident = values[prefix + "id"] = check_record_ident(args["id"])
+    values[prefix + "as_of"] = args.get("asOf")
+    return Shape(as_of=args.get("asOf") is not None, prefix=RECORD_ID.fullmatch(ident) is None)
+
+
+def bind_records(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    _page(prefix, args.get("first"), values)
+    lane = args.get("lane")
+    chosen = RULE.chosen(lanes, None if lane is None else [lane])
+    return queries.bind_records(
+        values,
+        prefix,
+        chosen,
+        args.get("sourceType"),
+        args.get("after"),
+        args.get("tag"),
+        args.get("named"),
+    )
+
+
+def bind_gather(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    _page(prefix, args.get("first"), values)
+    mode = GatherMode((args.get("mode") or GatherMode.INTERSECT).value)
+    chosen = RULE.chosen(lanes, args.get("lanes"))
+    return queries.bind_gather(
+        values, prefix, args["match"], mode, chosen, args.get("asOf"), args.get("after")
+    )
+
+
+def bind_edge_property(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    prop = parse_property(args["property"])
+    values[prefix + "label"], values[prefix + "value"] = prop.label, prop.value
+    values[prefix + "as_of"] = args.get("asOf")
+    return Shape(as_of=args.get("asOf") is not None)
+
+
+def bind_members(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    _page(prefix, args.get("first"), values)
+    key = id_cursor(args.get("after"))
+    if key is not None:
+        values[prefix + "after_id"] = key
+    return Shape(after=key is not None)
+
+
+def bind_labels(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    return labels.bind_labels(values, prefix, lanes, args.get("lane"), args.get("asOf"))
+
+
+def bind_edges(prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values) -> Shape:
+    _page(prefix, args.get("first"), values)
+    as_of = args.get("asOf")
+    given = {}
+    for name, key in (
+        ("from_id", "fromId"),
+        ("to_id", "toId"),
+        ("type", "type"),
+        ("namespace", "namespace"),
+    ):
+        found = args.get(key)
+        if found is not None and name in ("from_id", "to_id"):
+            found = check_record_ident(found)
+            # A prefix is resolved, and a record then retired refused, the ordinary way.
+            if RECORD_ID.fullmatch(found) is None or as_of is not None:
+                raise ValueError(f"{key} is resolved by the ordinary path")
+        given[name] = found
+    expired = bool(args.get("includeExpired"))
+    return edge_reads.bind_list(values, prefix, lanes, given, as_of, expired, args.get("after"))
+
+
+def bind_related(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    ident = check_record_ident(args["id"])
+    # A prefix is resolved, and a record retired then refused, the ordinary way.
+    if RECORD_ID.fullmatch(ident) is None or args.get("asOf") is not None:
+        raise ValueError("id is resolved by the ordinary path")
+    values[prefix + "id"] = ident
+    namespace = args.get("namespace")
+    values[prefix + "namespace"] = namespace
+    return Shape(namespace=namespace is not None, expired=bool(args.get("includeExpired")))
+
+
+def bind_edge_page(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    """A page of the edges at one end of `related`'s record (its filters are related's)."""
+    return Shape(after=_time_page(prefix, args, values))
+
+
+def bind_conflicts(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    _page(prefix, args.get("first"), values)
+    status = args.get("status")
+    chosen = RULE.chosen(lanes, args.get("lanes"))
+    state = "UNRESOLVED" if status is None else status.name
+    return edge_reads.bind_conflicts(values, prefix, lanes, state, chosen, args.get("after"))
+
+
+def bind_search(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    _page(prefix, args.get("first"), values)
+    mode = GatherMode((args.get("mode") or GatherMode.INTERSECT).value)
+    chosen = RULE.chosen(lanes, args.get("lanes"))
+    given = search.SearchArgs(
+        args.get("text"),
+        args.get("match"),
+        mode,
+        chosen,
+        args.get("sourceTypes"),
+        args.get("asOf"),
+        args.get("after"),
+    )
+    shape = search.bind(values, prefix, given)
+    if shape is None:
+        # Nothing to find (match names only the engine's labels): the resolver says so.
+        raise Declined()
+    return Shape(
+        as_of=shape.as_of,
+        after=shape.after,
+        mode=shape.mode,
+        properties=shape.properties,
+        filters=(search_compiled.SOURCE_TYPES,) if shape.source_types else (),
+    )
+
+
+def bind_values(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    _page(prefix, args.get("first"), values)
+    lane = args.get("lane")
+    chosen = RULE.chosen(lanes, None if lane is None else [lane])
+    shape = label_values.bind_values(
+        values,
+        prefix,
+        args["label"],
+        chosen,
+        args.get("prefix"),
+        args.get("similarTo"),
+        args.get("after"),
+    )
+    if shape is None:
+        # Nothing can be listed (the engine's label, no readable lane): the resolver says so.
+        raise Declined()
+    return shape

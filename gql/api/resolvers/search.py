@@ -1,0 +1,210 @@
+"""Finding what you have no label for: the `search` and `values` query fields and their
+types."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+import strawberry
+
+from gql.api import descriptions as d
+from gql.api.compiled.fields import compiled
+from gql.api.compiled.plan import bind_search, bind_values
+from gql.api.types import GatherMode, Info, PageInfo, Record, asks_for, page_info
+from store.kinds.record import search as store_search
+from store.kinds.record import search_compiled as sql
+from store.kinds.record import values as store_values
+from store.kinds.record import values_compiled as values_sql
+from store.reads.compiled_sql import Compiler, column
+from store.reads.visibility import RULE
+
+
+def _arg(text: str) -> Any:
+    return strawberry.argument(description=text)
+
+
+@strawberry.type(description="One matched word: as written in the content, and where.")
+class Highlight:
+    text: str = strawberry.field(
+        description="The matched word as the content writes it.",
+        metadata=compiled(sql.highlight_text),
+    )
+    start: int = strawberry.field(
+        description="Where it starts in the record's content at the version read: an offset "
+        "in Unicode code points from 0.",
+        metadata=compiled(sql.highlight_start),
+    )
+    end: int = strawberry.field(
+        description="Where it ends (exclusive), in code points.",
+        metadata=compiled(sql.highlight_end),
+    )
+
+    @classmethod
+    def from_domain(cls, found: store_search.Highlight) -> Highlight:
+        return cls(text=found.text, start=found.start, end=found.end)
+
+
+@strawberry.type(description="A record a search found, with why it ranks where it does.")
+class SearchHit:
+    record: Record = strawberry.field(
+        description="The record, at the version read.", metadata=compiled(sql.hit_record)
+    )
+    score: float = strawberry.field(
+        description="Higher is better: ts_rank_cd of its words for a text search (how many "
+        "of the query's words it holds, how close together).",
+        metadata=compiled(sql.hit_score),
+    )
+    text_rank: int | None = strawberry.field(
+        description="Its place (1 = first) in the text list; null when not in it.",
+        metadata=compiled(sql.hit_text_rank),
+    )
+    vector_rank: int | None = strawberry.field(
+        description="Its place (1 = first) in the vector list; null when not in it.",
+        metadata=compiled(sql.hit_vector_rank),
+    )
+    highlights: list[Highlight] = strawberry.field(
+        description=f"The words the query matched, in content order (at most "
+        f"{store_search.MAX_HIGHLIGHTS}).",
+        metadata=compiled(sql.hit_highlights),
+    )
+
+
+@strawberry.type(description="A page of search hits, best first, with how many there are.")
+class SearchPage:
+    items: list[SearchHit] = strawberry.field(
+        description="The hits of this page, best first.", metadata=compiled(sql.search_items)
+    )
+    total_count: int = strawberry.field(
+        description="How many hits the whole search has.",
+        metadata=compiled(Compiler.total_count),
+    )
+    total_count_exact: bool = strawberry.field(
+        description="Whether totalCount is exact (false: a lower bound).",
+        metadata=compiled(sql.total_exact),
+    )
+    page_info: PageInfo = strawberry.field(
+        description="Whether more follow, and the cursor.", metadata=compiled(Compiler.page_info)
+    )
+
+
+@strawberry.type(description="A value of a label, with how many records you can read carry it.")
+class ValueCount:
+    label: str = strawberry.field(description="The label.", metadata=compiled(column("label")))
+    value: str = strawberry.field(description="The value.", metadata=compiled(column("value")))
+    property: str = strawberry.field(
+        description="label:value, as written on records.",
+        metadata=compiled(values_sql.value_property),
+    )
+    member_count: int = strawberry.field(
+        description="How many records you can read carry it.",
+        metadata=compiled(column("member_count")),
+    )
+
+    @classmethod
+    def from_domain(cls, found: store_values.ValueCount) -> ValueCount:
+        return cls(
+            label=found.label,
+            value=found.value,
+            property=found.property,
+            member_count=found.member_count,
+        )
+
+
+@strawberry.type(description="A page of a label's values, in value order.")
+class ValuePage:
+    items: list[ValueCount] = strawberry.field(
+        description="The values of this page.", metadata=compiled(values_sql.value_items)
+    )
+    page_info: PageInfo = strawberry.field(
+        description="Whether more follow, and the cursor.", metadata=compiled(Compiler.page_info)
+    )
+
+
+SEARCH_TEXT = (
+    "The words to find, in PostgreSQL's websearch syntax: words (all must match), "
+    '"a phrase", `or` between alternatives, -word to leave out; the last bare word also '
+    f"matches as a prefix. At most {store_search.MAX_QUERY_CHARS} characters."
+)
+
+
+@strawberry.type
+class SearchQuery:
+    @strawberry.field(
+        description="Records by their words, best first (ts_rank_cd), each with the words "
+        "matched and where; narrowed to a gather by match, and to lanes, source types and an "
+        "instant, like every other read: a record you cannot read, or retired then, is "
+        "never found or counted.",
+        metadata=compiled(sql.search_root, bind_search),
+    )
+    async def search(
+        self,
+        info: Info,
+        text: Annotated[str | None, _arg(SEARCH_TEXT)] = None,
+        match: Annotated[
+            list[str] | None,
+            _arg("Only records in this gather of edge properties (label:value), as gather."),
+        ] = None,
+        mode: Annotated[
+            GatherMode | None, _arg("How match combines; default INTERSECT.")
+        ] = GatherMode.INTERSECT,
+        lanes: Annotated[list[str] | None, _arg(d.LANES_FILTER)] = None,
+        source_types: Annotated[
+            list[str] | None, _arg("Only records of these source types (as of the version read).")
+        ] = None,
+        as_of: Annotated[datetime | None, _arg(d.AS_OF)] = None,
+        first: Annotated[int | None, _arg(d.FIRST)] = None,
+        after: Annotated[str | None, _arg(d.AFTER)] = None,
+    ) -> SearchPage:
+        count = asks_for(info, "totalCount")
+        mode_ = (mode or GatherMode.INTERSECT).to_store()
+        async with info.context.read() as (db, readable):
+            chosen = RULE.chosen(readable, lanes)
+            asked = store_search.SearchArgs(text, match, mode_, chosen, source_types, as_of, after)
+            page = await store_search.search(db, asked, first, count)
+        found = await info.context.records([h.id for h in page.items], as_of)
+        items = [
+            SearchHit(
+                record=Record.from_domain(found[h.id], as_of),
+                score=h.score,
+                text_rank=h.text_rank,
+                vector_rank=h.vector_rank,
+                highlights=[Highlight.from_domain(x) for x in h.highlights],
+            )
+            for h in page.items
+            if h.id in found
+        ]
+        return SearchPage(
+            items=items,
+            total_count=page.total_count or 0,
+            total_count_exact=True,
+            page_info=page_info(page),
+        )
+
+    @strawberry.field(
+        description="A label's values that records you can read carry now, in value order, "
+        "each with how many carry it: see which exist before writing a new one. With "
+        "similarTo, the values near the one given: the same but for case, accents, spacing "
+        "or punctuation, or one letter apart (inserted, deleted, changed or swapped).",
+        metadata=compiled(values_sql.values_root, bind_values),
+    )
+    async def values(
+        self,
+        info: Info,
+        label: Annotated[str, _arg("The label whose values to list, e.g. org.")],
+        lane: Annotated[str | None, _arg(d.LANE_FILTER)] = None,
+        prefix: Annotated[
+            str | None, _arg("Only values starting with this (case and accents count).")
+        ] = None,
+        similar_to: Annotated[
+            str | None, _arg("Only the values near this one (it left out), e.g. ACME.")
+        ] = None,
+        first: Annotated[int | None, _arg(d.FIRST)] = None,
+        after: Annotated[str | None, _arg(d.AFTER)] = None,
+    ) -> ValuePage:
+        async with info.context.read() as (db, readable):
+            chosen = RULE.chosen(readable, None if lane is None else [lane])
+            page = await store_values.values(db, label, chosen, prefix, similar_to, first, after)
+        return ValuePage(
+            items=[ValueCount.from_domain(v) for v in page.items], page_info=page_info(page)
+        )

@@ -1,0 +1,1 @@
+"""The `edgeloom` command line: serve, mcp, migrate, verify, intake, and bearer tokens."""

@@ -1,0 +1,1 @@
+"""The live feed: one hub per process fanning audit events out to its subscribers."""

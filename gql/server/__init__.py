@@ -1,0 +1,1 @@
+"""The gateway as a server: the ASGI app and its layers, serving, sockets, the views."""

@@ -1,0 +1,70 @@
+"""The policy a gateway starts under: the one its settings name, or the development one."""
+
+from __future__ import annotations
+
+import logging
+
+from gql.server.settings import Settings
+from policies.loader import DEV_POLICY_YAML
+from store.kinds.policy import in_force as policy_store
+from store.kinds.policy.commands import ApplyPolicy
+from store.kinds.policy.in_force import PolicyCache, PolicyVersion
+from store.kinds.record import words
+from store.ledger.executor import Executor
+from store.pool import Pool
+
+log = logging.getLogger("edgeloom")
+
+DEV_POLICY_ACTOR = "operator:development-default"
+
+
+async def ensure_policy(executor: Executor, settings: Settings) -> PolicyVersion | None:
+    """Apply the policy `settings` names (or the development one, if none is in force and
+    the gateway is a development one); the policy in force after it."""
+    cache = executor.policies
+    assert isinstance(cache, PolicyCache)  # the gateway's executor reads policies from one
+    if settings.policy_yaml is not None:
+        before = await policy_store.current(executor.pool, cache)
+        if before is not None and before.yaml != settings.policy_yaml:
+            log.warning(
+                "policy file %s replaces version %s (applied by %s at %s)",
+                settings.policy_source,
+                before.version,
+                before.applied_by,
+                before.applied_at.isoformat(),
+            )
+        actor = DEV_POLICY_ACTOR if settings.policy_yaml == DEV_POLICY_YAML else "operator"
+        command = ApplyPolicy(settings.policy_yaml, settings.policy_source, None, cache)
+        applied = await executor.execute(actor, command)
+        log.info("policy version %s in force (%s)", applied.version, settings.policy_source)
+        return applied
+    current = await policy_store.current(executor.pool, cache)
+    if current is None and settings.anonymous_agent is not None:
+        command = ApplyPolicy(DEV_POLICY_YAML, "development policy", None, cache)
+        current = await executor.execute(DEV_POLICY_ACTOR, command)
+        log.info("development policy version %s in force", current.version)
+    return current
+
+
+async def note_search_languages(pool: Pool, version: PolicyVersion | None) -> None:
+    """At start, index each lane without words yet in the language the policy declares,
+    and say once which lanes' words are in another: rebuilding them is an operator's
+    command (`edgeloom search-languages`), never a start's work."""
+    if version is None:
+        return
+    async with pool.acquire() as conn:
+        for name, lane in sorted(version.policy.lanes.items()):
+            indexed = await words.language(conn, name)
+            if indexed == lane.text_search:
+                continue
+            if await words.adopt_if_empty(conn, name, lane.text_search):
+                log.info("lane %s: words indexed in %s from now on", name, lane.text_search)
+            else:
+                log.warning(
+                    "lane %s: the policy declares text_search %s but its words are indexed in "
+                    "%s; searches of it use %s until `edgeloom search-languages` rebuilds them",
+                    name,
+                    lane.text_search,
+                    indexed,
+                    indexed,
+                )
