@@ -59,6 +59,12 @@ def test_each_module_exists(page: str, dotted: str) -> None:
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
+def links(text: str) -> list[str]:
+    """The link targets of a page's text, leaving out code (where a link is an example)."""
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+    return LINK.findall(re.sub(r"`[^`\n]*`", "", prose))
+
+
 def anchors(text: str) -> set[str]:
     """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces
     as hyphens."""
@@ -71,7 +77,7 @@ def anchors(text: str) -> set[str]:
 LINKS = [
     (page.relative_to(REPO).as_posix(), target)
     for page in PAGES
-    for target in LINK.findall(page.read_text(encoding="utf-8"))
+    for target in links(page.read_text(encoding="utf-8"))
     if not target.startswith(("http://", "https://"))
 ]
 
@@ -90,7 +96,7 @@ def test_every_docs_page_is_reached_from_the_readme() -> None:
     reached, todo = set(), [REPO / "README.md"]
     while todo:
         page = todo.pop()
-        for target in LINK.findall(page.read_text(encoding="utf-8")):
+        for target in links(page.read_text(encoding="utf-8")):
             path = (page.parent / target.partition("#")[0]).resolve()
             if path.suffix == ".md" and path.exists() and path not in reached:
                 reached.add(path)
