@@ -9,12 +9,20 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _pytest.terminal import TerminalReporter
 
 from gql.server.settings import Settings
-from tests.support import Databases, Gateway, admin_url, assert_verified, run_gateway
+from tests.support import (
+    Databases,
+    Gateway,
+    admin_url,
+    assert_verified,
+    connections_to,
+    run_gateway,
+)
 
 DEV = "dev"
 
@@ -30,9 +38,23 @@ SLOW_CALL_S = 10.0
 _unmarked_slow: list[tuple[str, float]] = []
 
 
+# The files whose tests reach the suite's PostgreSQL (their closure holds `databases`):
+# each must leave no connection open to the databases it made (_no_connections_left).
+_database_files: set[Path] = set()
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     long_files: set[Path] = set()
     for item in items:
+        fixtures = getattr(item, "fixturenames", [])
+        if "databases" in fixtures:
+            _database_files.add(item.path)
+        if "start_gateway" in fixtures:
+            # Before the test's own fixtures (stopped after them), after the wider ones,
+            # which must not start their gateways on the test's stack.
+            defs = item._fixtureinfo.name2fixturedefs  # type: ignore[attr-defined]
+            narrow = (n for n, name in enumerate(fixtures) if _scope(defs, name) == "function")
+            fixtures.insert(next(narrow, len(fixtures)), "_test_gateways")
         mark = item.get_closest_marker("over10s")
         if mark is None:
             continue
@@ -42,6 +64,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # The files with long tests go first, so that scripts/test's workers (each takes whole
     # files) do not end with one of them still running a long file while the other waits.
     items.sort(key=lambda item: item.path not in long_files)
+
+
+def _scope(defs: dict[str, Any], name: str) -> str | None:
+    return defs[name][-1].scope if defs.get(name) else None
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -77,13 +103,49 @@ async def databases() -> AsyncIterator[Databases]:
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
+# How long the connections of a stopped gateway or process may take to end on the server.
+CONNECTIONS_END_S = 15.0
+
+
+@pytest.fixture(scope="module", autouse=True)
+async def _no_connections_left(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """Fails the file that leaves a connection open to a database it made: leaked pools add
+    up over a run, and on a shared server (DATABASE_URL) they reach its max_connections."""
+    if request.path not in _database_files:
+        yield
+        return
+    databases: Databases = request.getfixturevalue("databases")
+    before = len(databases.created)
+    yield
+    made = databases.created[before:]
+    left = await connections_to(databases.url, made, CONNECTIONS_END_S)
+    assert not left, f"connections still open after {request.path.name}: {left}"
+
+
 GatewayFactory = Callable[..., Awaitable[Gateway]]
+
+# The stack of the test running now (tests run one at a time in a process): a gateway
+# started inside a test body stops at that test's end, so a file's gateways do not all stay
+# open until the file ends. Module fixtures are set up before it is set, and so live longer.
+_test_stack: list[AsyncExitStack] = []
+
+
+@pytest.fixture
+async def _test_gateways() -> AsyncIterator[None]:
+    async with AsyncExitStack() as stack:
+        _test_stack.append(stack)
+        try:
+            yield
+        finally:
+            _test_stack.remove(stack)
 
 
 @pytest.fixture(scope="module")
 async def start_gateway(databases: Databases) -> AsyncIterator[GatewayFactory]:
-    """Starts gateways on fresh databases; at the end each ledger must verify."""
-    async with AsyncExitStack() as stack:
+    """Starts gateways on fresh databases: one started by a module's fixture lives until
+    the module ends, one started in a test (or its own fixtures) until that test ends. At
+    the end each ledger must verify."""
+    async with AsyncExitStack() as module_stack:
         started: list[Gateway] = []
 
         async def start(
@@ -93,6 +155,7 @@ async def start_gateway(databases: Databases) -> AsyncIterator[GatewayFactory]:
             **settings: object,
         ) -> Gateway:
             url = database_url or await databases.create()
+            stack = _test_stack[-1] if _test_stack else module_stack
             gateway = await stack.enter_async_context(
                 run_gateway(
                     Settings(

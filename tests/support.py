@@ -307,3 +307,20 @@ async def assert_verified(database_url: str) -> None:
     """The ledger of `database_url` verifies: chains hold, projections equal a rebuild."""
     report = await verify(database_url)
     assert report.ok, report.problems
+
+
+async def connections_to(url: str, names: list[str], wait: float) -> dict[str, int]:
+    """The connections open to the databases `names` on `url`'s server (by database),
+    once none is left or `wait` seconds have passed: a closed client's server process
+    takes a moment to end."""
+    deadline = time.monotonic() + wait
+    async with sql(url) as conn:
+        while True:
+            rows = await conn.fetch(
+                "SELECT datname, count(*) AS n FROM pg_stat_activity"
+                " WHERE datname = ANY($1::text[]) AND pid <> pg_backend_pid() GROUP BY datname",
+                names,
+            )
+            if not rows or time.monotonic() > deadline:
+                return {row["datname"]: row["n"] for row in rows}
+            await asyncio.sleep(0.2)
