@@ -138,3 +138,19 @@ def test_pages_and_code_cite_bench_sections() -> None:
 def test_each_cited_bench_section_is_in_bench_readme(source: str, title: str) -> None:
     headings = re.findall(r"^#+ (.+)$", (REPO / "bench" / "README.md").read_text(), re.M)
     assert any(h.startswith(title) for h in headings), f"{source} cites {title!r}"
+
+
+LAYOUT_ROW = re.compile(r"^\| `([\w/]+/)` \| (.*) \|$", re.M)
+LAYOUT = sorted(
+    {
+        (folder, name)
+        for folder, text in LAYOUT_ROW.findall((REPO / "docs" / "architecture.md").read_text())
+        for name in re.findall(r"`(\w+\.py|\w+/)`", text)
+    }
+)
+
+
+@pytest.mark.parametrize(("folder", "name"), LAYOUT, ids=[f"{f}{n}" for f, n in LAYOUT])
+def test_each_module_of_the_layout_table_is_in_its_folder(folder: str, name: str) -> None:
+    """A module or folder a row of the layout names by itself lives in that row's folder."""
+    assert list((REPO / folder).rglob(name.rstrip("/"))), f"no {name} in {folder}"

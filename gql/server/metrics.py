@@ -12,7 +12,7 @@ Under `serve --workers N` the processes write their values to files in
 `PROMETHEUS_MULTIPROC_DIR` (set by `serve`), and the process that answers a scrape sums
 them (prometheus-client's multiprocess mode); gauges of processes that are gone are left
 out. Served to loopback clients, and to others whose bearer token names an agent with
-`read_metrics: true` in the policy in force (README, "Operations").
+`read_metrics: true` in the policy in force (docs/operations.md, "Metrics").
 """
 
 from __future__ import annotations

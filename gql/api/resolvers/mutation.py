@@ -357,7 +357,7 @@ class Mutation(EdgeMutation):
         self,
         info: Info,
         yaml: Annotated[
-            str, _arg("The whole policy as YAML (lanes, source types, agents); see README.")
+            str, _arg("The whole policy as YAML (lanes, source types, agents); see docs/policy.md.")
         ],
     ) -> PolicyVersion:
         ctx = info.context
