@@ -1,4 +1,5 @@
-"""The gateway's modules import one another one way: no module reaches back to itself."""
+"""The gateway's modules import one another one way: no module reaches back to itself, and no
+folder of gql reaches up to one above it."""
 
 from __future__ import annotations
 
@@ -57,3 +58,29 @@ def test_no_gql_module_imports_one_that_imports_it_back() -> None:
     graph = _imports()
     assert "gql.api.types" in graph and "gql.api.context" in graph
     assert _cycle(graph) is None
+
+
+# The folders of gql, lowest first: each imports only those before it.
+FLOORS = ("feed", "api", "mcp", "server", "cli")
+# What still reaches up: the feed hub writes frames itself, and the feed's resolvers close
+# the socket through the WebSocket handler.
+REACHING_UP = {
+    ("gql.api.resolvers.feed_rights", "gql.server.websocket"),
+    ("gql.api.resolvers.subscription", "gql.server.websocket"),
+    ("gql.feed.hub", "gql.server.frames"),
+}
+
+
+def _floor(module: str) -> int | None:
+    parts = module.split(".")
+    return FLOORS.index(parts[1]) if len(parts) > 1 and parts[1] in FLOORS else None
+
+
+def test_gql_folders_import_only_the_ones_below() -> None:
+    up = set()
+    for name, used in _imports().items():
+        for other in used:
+            mine, theirs = _floor(name), _floor(other)
+            if mine is not None and theirs is not None and theirs > mine:
+                up.add((name, other))
+    assert up == REACHING_UP
