@@ -581,20 +581,20 @@ async def test_a_chain_gained_while_locking_is_decided_on_too(
 ) -> None:
     """The chains of an adjusted record are looked up before it is locked: one it gained in
     between (its first look-up missed it) is looked up again, not adjusted unchecked."""
-    from store.ledger.executor import Executor
+    from store.kinds.record import locks
 
     x1 = await edges.record("alpha")
     await edges.record("beta", adjusts=[x1])
     [chain] = (await edges.do(CHAINS, {"id": x1}))["record"]["adjustments"]
     looked: list[list[tuple[str, str]]] = []
-    carried = Executor._carried
+    carried = locks._carried
 
     async def late(*args: Any) -> list[tuple[str, str]]:
         found = await carried(*args)
         looked.append(found)
         return [] if len(looked) == 1 else found
 
-    monkeypatch.setattr(Executor, "_carried", staticmethod(late))
+    monkeypatch.setattr(locks, "_carried", late)
     adjusting = {"input": {"content": "next", "lane": "alpha", "adjusts": [x1]}}
     hidden_refusal(await edges.refused(INGEST, adjusting, "a"), "adjustment chain", chain["id"])
     assert looked == [[("e_adjustment", chain["id"].split(":", 1)[1])]] * 2
