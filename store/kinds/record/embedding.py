@@ -1,8 +1,8 @@
 """A record's embedding: the caller's vector for its content, as the ledger keeps it.
 
 Held as float32 values (what pgvector stores), packed little-endian: compact in memory
-and compared exactly. In a ledger entry's state each number is the shortest decimal text
-that reads back as the same float32, as a JSON string, so the entry's canonical bytes
+and compared exactly. In a ledger entry's state each number is a decimal text that reads
+back as the same float32 (`to_texts`), as a JSON string, so the entry's canonical bytes
 hold no number format two JSON writers could disagree on, and PostgreSQL reads each as
 the same `real` the index holds.
 """
@@ -53,17 +53,13 @@ def size(packed: bytes) -> int:
     return len(packed) // 4
 
 
-def _shortest(value: float) -> str:
-    for digits in range(1, 10):
-        text = f"{value:.{digits}g}"
-        if struct.unpack("<f", struct.pack("<f", float(text)))[0] == value:
-            return text
-    return f"{value:.9g}"  # nine significant digits always read back as the same float32
-
-
 def to_texts(packed: bytes) -> list[str]:
-    """The ledger's form: each number as the shortest text of its float32."""
-    return [_shortest(v) for v in unpack(packed)]
+    """The ledger's form: each number as a decimal text of seven significant digits when
+    that reads back as the same float32, else of nine (which always does)."""
+    values = unpack(packed)
+    texts = [f"{v:.7g}" for v in values]
+    back = unpack(struct.pack(f"<{len(texts)}f", *map(float, texts)))
+    return [t if b == v else f"{v:.9g}" for t, b, v in zip(texts, back, values, strict=True)]
 
 
 def from_texts(texts: Sequence[str]) -> bytes:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from store.kinds.record.search import COUNT_BUDGET, SearchShape, hits_sql, search_sql
 from store.reads.compiled_sql import Compiler, PageRow, RecordRow, Sel, SiteParams
-from store.reads.json_sql import iso
+from store.reads.json_sql import float_json, iso
 from store.reads.shape import Shape
 from store.reads.statements import PageSql
 from store.reads.visibility import RULE
@@ -88,7 +88,7 @@ def hit_record(compiler: Compiler, sel: Sel, row: HitRow) -> str:
 
 
 def hit_score(compiler: Compiler, sel: Sel, row: HitRow) -> str:
-    return f"{row.alias}.score"
+    return float_json(f"{row.alias}.score")
 
 
 def hit_text_rank(compiler: Compiler, sel: Sel, row: HitRow) -> str:
