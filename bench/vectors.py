@@ -34,6 +34,9 @@ from bench.data import Generator, word
 from bench.http import LeanCaller
 from bench.measure import latencies, percentile, say
 from bench.server import BenchDatabase, gateway_process
+from policies.model import Embedding
+from store.kinds.record.queries import GatherMode
+from store.kinds.record.search import SearchArgs, VectorScope, _statement, bind
 from store.pool import plain_url
 
 DIMS = 384
@@ -134,6 +137,35 @@ async def recall(
     return statistics.fmean(found)
 
 
+async def plan(conn: asyncpg.Connection, asked: dict[str, Any]) -> str:
+    """How the store's statement for `asked` finds its vectors: the index walked, or the
+    exact scan (the branch whose one-time filter held)."""
+    scope = VectorScope({"default": Embedding(DIMS, "bench-clustered")})
+    args = SearchArgs(
+        None,
+        asked.get("match"),
+        GatherMode.INTERSECT,
+        ["default"],
+        None,
+        None,
+        None,
+        asked["vector"],
+        scope,
+    )
+    values: dict[str, Any] = {"limit": 11}
+    shape = bind(values, "", args)
+    assert shape is not None
+    statement = _statement(shape, True)
+    rows = await conn.fetch(
+        "EXPLAIN (ANALYZE, COSTS off, TIMING off) " + statement.text, *statement.args(values)
+    )
+    lines = [r[0] for r in rows]
+    walked = any(
+        "ix_record_vectors_hnsw" in line and "never executed" not in line for line in lines
+    )
+    return "HNSW index walked" if walked else "exact scan"
+
+
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     db = await BenchDatabase.create(args.data_dir)
     log_dir = Path(tempfile.mkdtemp(prefix="edgeloom-bench-logs-"))
@@ -186,6 +218,8 @@ async def workloads(
     for name in ("vector", "vector, match 1%", "vector, match 10%"):
         out[f"recall {name}"] = await recall(conn, caller, cases[name])
         say(f"recall@10 {name}: {out[f'recall {name}']:.3f}")
+        out[f"plan {name}"] = await plan(conn, cases[name][0])
+        say(f"  plan: {out[f'plan {name}']}")
     rounds: dict[str, list[float]] = {name: [] for name in cases}
     for n in range(args.rounds):
         order = list(cases) if n % 2 == 0 else list(reversed(cases))
@@ -205,7 +239,7 @@ def rows(out: dict[str, Any]) -> list[str]:
         p50 = statistics.median(out[f"p50 ms {name}"])
         lines.append(
             f"search({name}) {DIMS}-dim {at}: recall@10 {out[f'recall {name}']:.3f} "
-            f"(target >= 0.95), p50 {p50:.2f} ms"
+            f"(target >= 0.95), p50 {p50:.2f} ms ({out[f'plan {name}']})"
         )
     lines.append(f"search(hybrid) {at}: p50 {statistics.median(out['p50 ms hybrid']):.2f} ms")
     now, past = (

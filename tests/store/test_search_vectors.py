@@ -24,7 +24,8 @@ from store.kinds.record.search import Hit, Hits, SearchArgs, VectorScope, search
 from store.kinds.record.vectors import availability
 from store.operations.verify import verify
 from tests.conftest import GatewayFactory
-from tests.gql._api import RETIRE_RECORD, UPDATE, ingest, unique
+from tests.gql._api import ADD, RETIRE_RECORD, UPDATE, ingest, unique
+from tests.gql._asserted import CONNECT
 from tests.support import Gateway, GraphQLFailure, sql
 
 POLICY = """
@@ -293,3 +294,16 @@ async def test_verify_rebuilds_the_vectors_and_reports_a_difference(
             record["id"],
         )
     assert (await verify(gateway.database_url)).ok
+
+
+async def test_a_change_of_properties_or_a_connection_keeps_the_vector(
+    gateway: Gateway, conn: Connection, on: None
+) -> None:
+    tag = f"t:{unique()}"
+    a = await ingest(gateway, "a", [tag], lane="notes", embedding=[0, 0, 0, 1])
+    b = await ingest(gateway, "b", [tag], lane="notes", embedding=[0, 0, 1, 1])
+    await gateway.data(ADD, {"id": a["id"], "properties": ["extra:x"]})
+    await gateway.data(CONNECT, {"a": a["id"], "b": b["id"], "hint": "pair"})
+    page = await find(conn, [0, 0, 0, 1], match=[tag])
+    assert ids(page) == [a["id"], b["id"]]
+    assert page.items[0].score == pytest.approx(1.0)
