@@ -225,10 +225,16 @@ async def test_a_lane_not_read_contributes_nothing(
 ) -> None:
     tag = f"t:{unique()}"
     mine = await ingest(gateway, "mine", [tag], lane="notes", embedding=[0, 1, 1, 0])
-    await ingest(gateway, "hidden", [tag], lane="secret", embedding=[0, 0, 1, 0])
+    hidden = await ingest(gateway, "hidden", [tag], lane="secret", embedding=[0, 0, 1, 0])
     page = await find(conn, [0, 0, 1, 0], match=[tag], lanes=["notes"])
     assert ids(page) == [mine["id"]] and page.total_count == 1
     assert page.items[0].vector_rank == 1
+    # Without match too: the nearest of all is not in the list, nor counted.
+    every = await find(conn, [0, 0, 1, 0], lanes=["notes"], first=100)
+    assert mine["id"] in ids(every) and hidden["id"] not in ids(every)
+    assert every.total_count == len(every.items)
+    hybrid = await find(conn, [0, 0, 1, 0], text="hidden", lanes=["notes"], first=100)
+    assert hidden["id"] not in ids(hybrid)
     assert (await find(conn, [0, 0, 1, 0], match=[tag])).total_count == 2
 
 
