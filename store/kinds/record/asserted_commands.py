@@ -24,7 +24,7 @@ from store.ids import (
     HINT,
     new_asserted_value,
 )
-from store.kinds.record.model import Record, RecordState, next_version
+from store.kinds.record.model import Record, next_version
 from store.ledger.command import Current, Event, Locks, Plan, Txn, Write
 from store.limits import MAX_BATCH, check_count
 
