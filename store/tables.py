@@ -37,7 +37,7 @@ ischema_names["xid8"] = XID8
 
 class Vector(UserDefinedType[list[float]]):
     """pgvector's `vector` of any size; `real[]` where the server has no pgvector (the
-    rows are kept alike, unindexed: migration 0021)."""
+    rows are kept alike, unindexed: migration 0023)."""
 
     cache_ok = True
 

@@ -15,7 +15,7 @@ from tests.support import Databases
 def _same_type(
     context: object, inspected: object, described: object, found: object, declared: object
 ) -> bool | None:
-    # A server without pgvector keeps the vectors as real[] (migration 0021).
+    # A server without pgvector keeps the vectors as real[] (migration 0023).
     if isinstance(declared, Vector):
         vector = isinstance(found, Vector)
         return not (vector or (isinstance(found, ARRAY) and isinstance(found.item_type, REAL)))

@@ -20,7 +20,7 @@ By vector (`store.kinds.record.vectors`): the nearest VECTOR_DEPTH record versio
 cosine distance among the lanes whose embedding has the vector's size (one model:
 `policies.guard.vector_lanes`), under the same filters, scored 1 - distance. The walk is
 pgvector's HNSW index of that size with iterative scans (the database's default, migration
-0021), so a filtered walk goes on until it has found that many; but when `match` keeps
+0023), so a filtered walk goes on until it has found that many; but when `match` keeps
 few records (at most EXACT_SCAN_MAX by the maintained member counts) their vectors are
 compared exactly instead, which no walk could beat. Text and vector together are fused by
 reciprocal rank: score = 1/(60 + textRank) + 1/(60 + vectorRank), a term for each list
@@ -204,9 +204,11 @@ def vector_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
         members = members_sql(p, shape.properties, shape.mode, shape.as_of)
         small = f"({_estimate(p, shape)}) <= {EXACT_SCAN_MAX}"
         # Which of the two runs is decided once, before either (a one-time filter).
+        # Asked of each record the walk reaches (OFFSET 0 keeps it a per-row check, which
+        # the planner would otherwise join, sorting every member by distance instead).
         found = f"""(SELECT {columns}, {walked} AS distance FROM record_vectors w
-              WHERE {where} AND w.record_id IN (SELECT m.record_id FROM ({members}) m)
-                AND NOT {small}
+              WHERE {where} AND NOT {small} AND EXISTS (
+                SELECT 1 FROM ({members}) m WHERE m.record_id = w.record_id OFFSET 0)
               ORDER BY {walked} LIMIT {VECTOR_DEPTH})
             UNION ALL
             (SELECT {columns}, (w.embedding <=> {query}) AS distance

@@ -8,7 +8,7 @@ held at T. A retirement closes the row and a restoring opens another, as for the
 The vector is in the ledger (the entry's state), so verify and import rebuild these rows
 from it. Where the server has pgvector the column is a `vector`, and each size a policy
 declares gets its own HNSW index (cosine) over `embedding::vector(n)` for the rows of that
-size (`edgeloom_vector_index(n)`, migration 0021): pgvector indexes only a column of
+size (`edgeloom_vector_index(n)`, migration 0023): pgvector indexes only a column of
 fixed size, and lanes declare different ones, so one untyped column with a partial
 expression index per size keeps one table (one write path, one verify) while each
 search walks only the graph of its own size. Where it has none the column is `real[]`:

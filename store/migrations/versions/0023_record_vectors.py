@@ -12,8 +12,8 @@ Where it does not, the column is `real[]` and the function makes no index: the r
 kept alike (the vectors are in the ledger regardless), and vector search is off.
 No record had a vector before this revision, so there is nothing to fill.
 
-Revision ID: 0021
-Revises: 0020
+Revision ID: 0023
+Revises: 0022
 Create Date: 2026-12-04
 """
 
@@ -22,8 +22,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0021"
-down_revision = "0020"
+revision = "0023"
+down_revision = "0022"
 branch_labels = None
 depends_on = None
 
