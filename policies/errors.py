@@ -6,7 +6,7 @@ its call from the message alone; the same facts travel as data in `extensions()`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar, Literal
 
 Access = Literal["read", "write"]
@@ -324,3 +324,58 @@ class NotReadableError(PolicyError):
 
     def context(self) -> dict[str, object]:
         return {"id": self.ident}
+
+
+class EmbeddingError(PolicyError):
+    """A vector that does not fit the embedding a lane declares (or the lane declares none)."""
+
+    def __init__(self, lane: str, size: int, dimensions: int | None, model: str | None) -> None:
+        self.lane = lane
+        self.size = size
+        if dimensions is None:
+            message = (
+                f"lane {lane!r} declares no embedding, so its records carry no vector; omit "
+                "it, or declare the lane's embedding (dimensions, model) in the policy"
+            )
+        else:
+            message = (
+                f"a vector of {size} numbers does not fit lane {lane!r}: its policy declares "
+                f"embeddings of {dimensions} dimensions made by model {model!r}"
+            )
+        super().__init__(message)
+
+    def context(self) -> dict[str, object]:
+        return {"lane": self.lane, "size": self.size}
+
+
+class VectorSizeError(PolicyError):
+    """A search's vector fits none of the lanes searched (by size, or by one model)."""
+
+    def __init__(self, size: int, declared: Mapping[str, tuple[int, str]]) -> None:
+        self.size = size
+        fits = sorted(lane for lane, (dims, _) in declared.items() if dims == size)
+        if not declared:
+            message = (
+                "none of the lanes searched declares an embedding, so none holds vectors; "
+                "search by text, or name lanes whose policy declares one"
+            )
+        elif not fits:
+            sizes = "; ".join(
+                f"{lane}: {dims} dimensions, model {model!r}"
+                for lane, (dims, model) in sorted(declared.items())
+            )
+            message = (
+                f"a vector of {size} numbers fits none of the lanes searched, whose "
+                f"embeddings are: {sizes}"
+            )
+        else:
+            models = "; ".join(f"{lane}: model {declared[lane][1]!r}" for lane in fits)
+            message = (
+                f"the lanes searched with vectors of {size} numbers use different models "
+                f"({models}), whose vectors do not compare; name the lanes of one model "
+                "with lanes"
+            )
+        super().__init__(message, sorted(declared))
+
+    def context(self) -> dict[str, object]:
+        return {"size": self.size}

@@ -7,11 +7,12 @@ whose message names what is allowed, so an agent learns the map from the refusal
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from policies.errors import (
     ContentFormatError,
+    EmbeddingError,
     HiddenMemberError,
     LabelNotAllowedError,
     LaneForbiddenError,
@@ -21,11 +22,13 @@ from policies.errors import (
     ReservedLabelError,
     SourceTypeNotAllowedError,
     ValueNotAllowedError,
+    VectorSizeError,
 )
 from policies.model import (
     BUILTIN_SOURCE_TYPES,
     DEFAULT_SOURCE_TYPE,
     AgentProfile,
+    Embedding,
     Lane,
     Policy,
     SourceType,
@@ -63,6 +66,8 @@ class RecordChange:
     add_only: bool = False
     engine: bool = False
     authority: str | None = None
+    # The size of the vector the change writes (None: it writes none).
+    embedding: int | None = None
 
 
 @dataclass(frozen=True)
@@ -119,10 +124,15 @@ def decide(policy: Policy, agent: AgentProfile, change: RecordChange) -> Stamp:
     if not change.engine:
         check_caller_properties([*change.added, *change.removed])
     if change.new:
-        return check_record(
+        stamp = check_record(
             policy, agent, change.lane, change.source_type, change.content or "", change.added
         )
+        if change.embedding is not None:
+            check_embedding(policy, change.lane, change.embedding)
+        return stamp
     check_write_lane(policy, agent, change.lane)
+    if change.embedding is not None:
+        check_embedding(policy, change.lane, change.embedding)
     lane = policy.lane(change.lane)
     kept = Stamp(change.lane, change.source_type or DEFAULT_SOURCE_TYPE, change.authority or "")
     if lane.is_open:
@@ -170,6 +180,30 @@ def decide_policy(policy: Policy | None, change: PolicyChange) -> None:
     """Allow a new policy version or raise: an agent needs `apply_policy`."""
     if policy is not None and change.agent is not None:
         check_apply_policy(policy, policy.agent(change.agent))
+
+
+def check_embedding(policy: Policy, lane: str, size: int) -> None:
+    """Refuse a vector of another size than the one `lane` declares (or any vector, when
+    it declares none)."""
+    declared = policy.lane(lane).embedding
+    if declared is None or declared.dimensions != size:
+        raise EmbeddingError(
+            lane,
+            size,
+            None if declared is None else declared.dimensions,
+            None if declared is None else declared.model,
+        )
+
+
+def vector_lanes(embeddings: Mapping[str, Embedding], lanes: Sequence[str], size: int) -> list[str]:
+    """The lanes among `lanes` (those a search covers) whose vectors a search vector of
+    `size` numbers is compared with: those declaring that size, all of one model; else
+    a refusal naming the embeddings of the lanes searched."""
+    declared = {lane: embeddings[lane] for lane in lanes if lane in embeddings}
+    fit = sorted(lane for lane, e in declared.items() if e.dimensions == size)
+    if not fit or len({declared[lane].model for lane in fit}) > 1:
+        raise VectorSizeError(size, {k: (e.dimensions, e.model) for k, e in declared.items()})
+    return fit
 
 
 def check_write_lane(policy: Policy, agent: AgentProfile, lane: str) -> None:

@@ -20,8 +20,10 @@ from policies.model import (
     ALL_LANES,
     DEFAULT_AUTHORITY,
     DEFAULT_TEXT_SEARCH,
+    MAX_EMBEDDING_DIMENSIONS,
     TEXT_SEARCH_CONFIGS,
     AgentProfile,
+    Embedding,
     LabelRule,
     Lane,
     Policy,
@@ -62,11 +64,19 @@ class RawSourceType(TypedDict, total=False):
     enabled: bool
 
 
+class RawEmbedding(TypedDict, total=False):
+    """`lanes.<lane>.embedding`: the vectors its records carry."""
+
+    dimensions: int
+    model: str
+
+
 class RawLane(TypedDict, total=False):
     """One entry under `lanes`; null or `{}` declares an open lane."""
 
     source_types: dict[str, RawSourceType | None] | None
     text_search: str
+    embedding: RawEmbedding
 
 
 class RawAgent(TypedDict, total=False):
@@ -331,9 +341,12 @@ class _Reader:
             return Lane(name)
         fields = cast(RawLane, self.fields(raw, key, RawLane.__optional_keys__))
         language = self.text_search(fields.get("text_search", DEFAULT_TEXT_SEARCH), key)
+        embedding = None
+        if fields.get("embedding") is not None:
+            embedding = self.embedding(fields["embedding"], f"{key}.embedding")
         raw_types = fields.get("source_types")
         if raw_types is None:
-            return Lane(name, text_search=language)
+            return Lane(name, text_search=language, embedding=embedding)
         key = f"{key}.source_types"
         entries = self.entries(raw_types, key, "source type")
         return Lane(
@@ -343,7 +356,30 @@ class _Reader:
                 for type_name, raw_type in entries.items()
             },
             text_search=language,
+            embedding=embedding,
         )
+
+    def embedding(self, value: object, key: str) -> Embedding:
+        fields = cast(RawEmbedding, self.fields(value, key, ("dimensions", "model")))
+        dimensions = fields.get("dimensions")
+        if (
+            not isinstance(dimensions, int)
+            or isinstance(dimensions, bool)
+            or not 1 <= dimensions <= MAX_EMBEDDING_DIMENSIONS
+        ):
+            self.fail(
+                f"{key}.dimensions",
+                f"must be a whole number from 1 to {MAX_EMBEDDING_DIMENSIONS} (the size of the "
+                f"model's vectors, e.g. 384); got {_kind(dimensions)} {_show(dimensions)}",
+            )
+        model = fields.get("model")
+        if not isinstance(model, str) or not model.strip():
+            self.fail(
+                f"{key}.model",
+                "must name the model that makes the vectors, e.g. all-MiniLM-L6-v2; got "
+                f"{_kind(model)} {_show(model)}",
+            )
+        return Embedding(dimensions, model.strip())
 
     def text_search(self, value: object, key: str) -> str:
         if not isinstance(value, str) or value not in TEXT_SEARCH_CONFIGS:

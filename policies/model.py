@@ -52,6 +52,9 @@ TEXT_SEARCH_CONFIGS: tuple[str, ...] = (
     "yiddish",
 )
 
+# pgvector's HNSW index takes vectors of at most 2,000 dimensions.
+MAX_EMBEDDING_DIMENSIONS = 2000
+
 _V = TypeVar("_V")
 
 
@@ -105,6 +108,15 @@ def builtin_source_type(name: str) -> SourceType:
 
 
 @dataclass(frozen=True)
+class Embedding:
+    """The vectors a lane's records carry: their size and the model that made them (one
+    model a lane, so two models' vectors never meet in one ranking)."""
+
+    dimensions: int
+    model: str
+
+
+@dataclass(frozen=True)
 class Lane:
     """A lane; one declaring no source types is open, one declaring any is closed."""
 
@@ -112,6 +124,8 @@ class Lane:
     source_types: Mapping[str, SourceType] = field(default_factory=dict)
     # The text-search configuration its records' words are indexed in (search).
     text_search: str = DEFAULT_TEXT_SEARCH
+    # The embedding its records may carry (search by vector); None: they carry none.
+    embedding: Embedding | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "source_types", _frozen_mapping(self.source_types))

@@ -35,6 +35,19 @@ class XID8(UserDefinedType[int]):
 ischema_names["xid8"] = XID8
 
 
+class Vector(UserDefinedType[list[float]]):
+    """pgvector's `vector` of any size; `real[]` where the server has no pgvector (the
+    rows are kept alike, unindexed: migration 0023)."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: object) -> str:
+        return "vector"
+
+
+ischema_names["vector"] = Vector
+
+
 metadata = MetaData(
     naming_convention={
         "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -464,6 +477,23 @@ record_words = Table(
         postgresql_where=text("recorded_to IS NULL"),
     ),
     Index("ix_record_words_words", "words", postgresql_using="gin"),
+)
+
+# Projection: the vector of each interval in which a live record's vector, lane and
+# source type stayed the same (store.kinds.record.vectors), with its size. Each size a
+# policy declares has a partial HNSW index over `embedding::vector(size)`, made at the
+# gateway's start (edgeloom_vector_index), not here: the sizes are the policy's.
+record_vectors = Table(
+    "record_vectors",
+    metadata,
+    Column("record_id", RECORD_ID, primary_key=True),
+    Column("from_version", Integer, primary_key=True),
+    Column("lane", Text, nullable=False),
+    Column("source_type", Text, nullable=False),
+    Column("recorded_from", TZ, nullable=False),
+    Column("recorded_to", TZ, nullable=True),
+    Column("dims", SmallInteger, nullable=False),
+    Column("embedding", Vector, nullable=False),
 )
 
 # The text-search configuration each lane's words are indexed in (no row: `simple`);

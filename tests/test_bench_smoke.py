@@ -6,6 +6,7 @@ The default suite runs each in seconds, so a bench that no longer runs fails CI;
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -13,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from tests.support import Databases
@@ -180,3 +182,28 @@ def test_bench_ab_of_this_build_against_its_own_commit() -> None:
             if line.startswith(f"{workload} ") and "median" in line
         ]
         assert len(medians) == 3, stdout  # the base, this build logging, this build quiet
+
+
+@pytest.mark.over10s("bench.vectors end to end: a load with vectors, the index, each search")
+def test_bench_vectors_on_a_tiny_load(server: str) -> None:
+    # Its own embedded server where the suite's has no pgvector (the system one here).
+    pgvector = asyncio.run(_offers_pgvector(server))
+    stdout = _bench(
+        "bench.vectors",
+        *("--records", "300", "--queries", "3", "--rounds", "1", "--clients", "1"),
+        server=server if pgvector else None,
+    )
+    assert "search(vector) 384-dim @300: recall@10" in stdout
+    assert "search(vector, asOf) @300" in stdout
+
+
+async def _offers_pgvector(url: str) -> bool:
+    conn = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        return bool(
+            await conn.fetchval(
+                "SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'"
+            )
+        )
+    finally:
+        await conn.close()

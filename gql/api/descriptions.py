@@ -68,3 +68,9 @@ NAMED = (
     "frontmatter title) or one of its frontmatter aliases equals this text. A lookup, not "
     "link resolution: links resolve by path and file name only."
 )
+
+EMBEDDING = (
+    "The content's vector, made by the model the lane's policy names and of the size it "
+    "declares (see policy); a record with one is found by search(vector). Finite numbers "
+    "only."
+)

@@ -11,7 +11,7 @@ from strawberry.schema.name_converter import NameConverter
 from strawberry.types.arguments import InputContext
 
 from gql.api import descriptions as d
-from store.kinds.record import commands
+from store.kinds.record import commands, embedding
 
 
 @strawberry.input(description="A new record.")
@@ -40,6 +40,7 @@ class IngestInput:
         description="Records this one adjusts: it joins their adjustment chains, and one new "
         "chain (e_adjustment:adj_<hex>) joins it to those on none.",
     )
+    embedding: list[float] | None = strawberry.field(default=None, description=d.EMBEDDING)
 
     def to_command(self) -> commands.NewRecord:
         return commands.NewRecord(
@@ -49,6 +50,7 @@ class IngestInput:
             lane=self.lane,
             idempotency_key=self.idempotency_key,
             adjusts=tuple(self.adjusts or ()),
+            embedding=None if self.embedding is None else embedding.pack(self.embedding),
         )
 
 
@@ -59,7 +61,8 @@ def ingest_command(inputs: Iterable[IngestInput]) -> commands.Ingest:
 
 def ingest_input(value: Mapping[str, Any], names: NameConverter) -> IngestInput:
     """An IngestInput straight from the value graphql-core has already coerced: every
-    field is a string or a list of strings, so there is nothing left to convert
+    field is a string or a list (of strings, or the embedding's floats), so there is
+    nothing left to convert
     (strawberry's generic conversion walks each field's type for every value:
     bench/README.md, "Figures behind choices in the code").
     """

@@ -19,6 +19,8 @@ from store.errors import NoPolicyError, ResponseTooLargeError
 from store.kinds.policy import in_force as policy_store
 from store.kinds.policy.in_force import PolicyCache, PolicyVersion
 from store.kinds.record import queries
+from store.kinds.record.search import VectorScope
+from store.kinds.record.vectors import UNCHECKED as VECTORS_UNCHECKED
 from store.ledger.command import Command
 from store.ledger.executor import Executor
 from store.pool import Pool
@@ -61,6 +63,14 @@ class Services:
     max_response_bytes: int = queries.DEFAULT_MAX_RESPONSE_BYTES
     # Where reads run (the primary's pool and the standbys); None: `pool` alone.
     replicas: Replicas | None = None
+    # Why this gateway cannot search by vector (None: it can), found once at start.
+    vectors_off: str | None = VECTORS_UNCHECKED
+
+
+def vector_scope(services: Services, policy: Policy) -> VectorScope:
+    """What a search by vector may use under `policy` (the lanes' declared embeddings)."""
+    embeddings = {n: lane.embedding for n, lane in policy.lanes.items() if lane.embedding}
+    return VectorScope(embeddings, services.vectors_off)
 
 
 async def policy_in_force(services: Services) -> PolicyVersion | None:

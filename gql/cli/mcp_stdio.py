@@ -13,7 +13,7 @@ from gql.api.auth import NO_TOKEN
 from gql.api.session import Services, Session, policy_in_force
 from gql.mcp.run import Refused, caller_session
 from gql.mcp.server import build_server
-from gql.server.policy_startup import ensure_policy
+from gql.server.policy_startup import ensure_policy, note_vector_search
 from gql.server.settings import Settings
 from policies.loader import DEV_POLICY_YAML
 from store.database import create_engine
@@ -70,8 +70,11 @@ async def serve_stdio(database_url: str, token: str | None, runtime_url: str | N
         cache = PolicyCache.empty()
         executor = Executor(pool, cache)
         settings = Settings(database_url=database_url, anonymous_agent=DEV_AGENT)
-        await ensure_policy(executor, settings)
-        services = Services(engine=engine, pool=pool, executor=executor, policies=cache)
+        version = await ensure_policy(executor, settings)
+        vectors_off = await note_vector_search(pool, version)
+        services = Services(
+            engine=engine, pool=pool, executor=executor, policies=cache, vectors_off=vectors_off
+        )
         try:
             await build_server(StdioGate(services, token)).run_stdio_async()
         finally:

@@ -42,10 +42,10 @@ VALUES = """query($label: String!, $lane: String, $prefix: String, $similarTo: S
     $after: String) {
   values(label: $label, lane: $lane, prefix: $prefix, similarTo: $similarTo, first: $first,
     after: $after) { items { property memberCount } pageInfo { hasNextPage endCursor } } }"""
-SEARCH = f"""query($text: String, $match: [String!], $mode: GatherMode, $lanes: [String!],
-    $asOf: DateTime, $first: Int, $after: String) {{
-  search(text: $text, match: $match, mode: $mode, lanes: $lanes, asOf: $asOf, first: $first,
-    after: $after) {{
+SEARCH = f"""query($text: String, $vector: [Float!], $match: [String!], $mode: GatherMode,
+    $lanes: [String!], $asOf: DateTime, $first: Int, $after: String) {{
+  search(text: $text, vector: $vector, match: $match, mode: $mode, lanes: $lanes, asOf: $asOf,
+    first: $first, after: $after) {{
     items {{ score textRank vectorRank highlights {{ text start end }}
       record {{ id lane content properties }} }}
     totalCountExact {PAGE_INFO} }} }}"""

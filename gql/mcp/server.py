@@ -36,10 +36,11 @@ def _describe(tool: str) -> str:
         "over what it shares). Returns a page of records (id, lane, source_type, content, "
         "properties); traverse returns {items: [{hop, via, record}], not_shown, beyond_limit, "
         "clipped}. " + PAGE_SHAPE,
-        "e_search": "Find records by their words, best first, optionally only among a "
-        "gather's records (match): "
+        "e_search": "Find records by their words, by a vector (of the size the lane's policy "
+        "declares), or both, best first, optionally only among a gather's records (match): "
         + d.field("Query", "search")
-        + " Returns a page of {id, lane, score, text_rank, snippet (the content around the "
+        + " Returns a page of {id, lane, score, text_rank, vector_rank, snippet (the content "
+        "around the "
         "first word matched), matched, properties}; read a hit whole with e_read. " + PAGE_SHAPE,
         "e_read": "Read one record by id: "
         + d.field("Query", "record")

@@ -167,6 +167,7 @@ class Tools:
         self,
         ctx: Context[Any, Any],
         text: Annotated[str | None, described(query_arg("search", "text"))] = None,
+        vector: Annotated[list[float] | None, described(query_arg("search", "vector"))] = None,
         match: Annotated[list[str] | None, described(query_arg("search", "match"))] = None,
         mode: Annotated[
             Literal["intersect", "union"], described(query_arg("search", "mode"))
@@ -179,6 +180,7 @@ class Tools:
         async def work(session: Session) -> Any:
             variables = {
                 "text": text,
+                "vector": vector,
                 "match": match,
                 "mode": mode.upper(),
                 "lanes": lanes,

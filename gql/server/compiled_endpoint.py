@@ -43,7 +43,7 @@ from gql.api.errors import error_extensions, parse_cached
 from gql.api.limits import check_variables, too_many_fields
 from gql.api.observe import note_operation
 from gql.api.operation_label import operation_label
-from gql.api.session import Services, Session
+from gql.api.session import Services, Session, vector_scope
 from gql.server import lsn, over_http
 from policies.errors import UnknownAgentError
 from store.errors import NoPolicyError, ResponseTooLargeError, StoreError
@@ -205,7 +205,8 @@ class CompiledPath:
         services = session.services
         limit = services.max_response_bytes
         try:
-            text, args = operation.bind(variables, profile.readable_lanes(policy), limit)
+            scope = vector_scope(services, policy)
+            text, args = operation.bind(variables, profile.readable_lanes(policy), limit, scope)
         except Declined:
             return None
         try:

@@ -15,7 +15,7 @@ from gql.feed.hub import FeedHub
 from gql.server.checkpoint_loop import anchor_every
 from gql.server.heap import settle_heap
 from gql.server.metrics import Metrics
-from gql.server.policy_startup import ensure_policy, note_search_languages
+from gql.server.policy_startup import ensure_policy, note_search_languages, note_vector_search
 from gql.server.settings import Settings
 from store.database import create_engine
 from store.kinds.policy.in_force import PolicyCache
@@ -66,7 +66,9 @@ def lifespan(
             executor = Executor(
                 pool, cache, settings.write_outcome_timeout, report_lsn=replicas.enabled
             )
-            await note_search_languages(pool, await ensure_policy(executor, settings))
+            version = await ensure_policy(executor, settings)
+            await note_search_languages(pool, version)
+            vectors_off = await note_vector_search(pool, version)
             feed = FeedHub(url, engine, pool, cache, settings.feed)
             await feed.start()
             services = Services(
@@ -77,6 +79,7 @@ def lifespan(
                 feed=feed,
                 max_response_bytes=settings.max_response_bytes,
                 replicas=replicas,
+                vectors_off=vectors_off,
             )
             # The standbys serve reads once a check finds them up and close enough.
             await replicas.check()

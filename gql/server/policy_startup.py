@@ -9,7 +9,7 @@ from policies.loader import DEV_POLICY_YAML
 from store.kinds.policy import in_force as policy_store
 from store.kinds.policy.commands import ApplyPolicy
 from store.kinds.policy.in_force import PolicyCache, PolicyVersion
-from store.kinds.record import words
+from store.kinds.record import vectors, words
 from store.ledger.executor import Executor
 from store.pool import Pool
 
@@ -68,3 +68,21 @@ async def note_search_languages(pool: Pool, version: PolicyVersion | None) -> No
                     indexed,
                     indexed,
                 )
+
+
+async def note_vector_search(pool: Pool, version: PolicyVersion | None) -> str | None:
+    """At start: whether this memory can search by vector (None: it can; else why not,
+    said once here), and each vector size the policy declares indexed."""
+    async with pool.acquire() as conn:
+        off = await vectors.availability(conn)
+        if off is not None:
+            log.warning("%s", off)
+            return off
+        sizes = set()
+        if version is not None:
+            sizes = {
+                e.dimensions for lane in version.policy.lanes.values() if (e := lane.embedding)
+            }
+        for size in sorted(sizes):
+            await vectors.index_size(conn, size)
+    return None

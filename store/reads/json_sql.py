@@ -31,6 +31,14 @@ class Sel:
 Build = Callable[[Any, Sel, Any], str]
 
 
+def float_json(v: str) -> str:
+    """SQL: a double as JSON written as Python writes a float (1.0, not 1)."""
+    return (
+        f"(CASE WHEN {v} IS NULL THEN NULL WHEN {v} = trunc({v}) "
+        f"THEN ({v}::text || '.0')::json ELSE {v}::text::json END)"
+    )
+
+
 def iso(expr: str) -> str:
     """SQL: a timestamptz as Python's isoformat() writes it in UTC (no zero microseconds)."""
     utc = f"({expr}) AT TIME ZONE 'UTC'"

@@ -46,8 +46,8 @@ from tests.support import Gateway
 
 POLICY = """
 lanes:
-  open: {}
-  hidden: {}
+  open: { embedding: { dimensions: 3, model: m3 } }
+  hidden: { embedding: { dimensions: 3, model: m3 } }
 agents:
   reader: { read: [open], write: [open] }
   curator: { read: ["*"], write: ["*"] }
@@ -64,6 +64,15 @@ FIND = "query($match: [String!]!) { gather(match: $match) { items { id } } }"
 # Values for arguments, by argument name; `None` stands for the argument left out.
 PROPERTIES = ["org:Acme", "topic:x", "secret:s", "person:Sam"]
 PAGE = 3
+# Each record's vector: the hidden ones nearest the vectors searched for.
+VECTORS = {
+    "v1": [1, 0, 0],
+    "v2": [0, 1, 0],
+    "v3": [0, 0, 1],
+    "h1": [1, 0.1, 0],
+    "h2": [0.1, 1, 0.2],
+    "h3": [0, 0.1, 1],
+}
 
 
 @dataclass
@@ -93,6 +102,7 @@ async def write(world: World, hidden: bool, lane: str = "hidden") -> None:
         tagged = "#common #" + ("plain" if name.startswith("v") else "secret")
         content = f"{name} content {tagged}"
         fields: dict[str, Any] = {"content": content, "lane": into, "properties": props}
+        fields["embedding"] = VECTORS[name]
         if adjusts:
             fields["adjusts"] = [world.ids[a] for a in adjusts]
         world.ids[name] = (await world.as_agent(agent, INGEST, {"input": fields}))["ingest"]["id"]
@@ -241,6 +251,7 @@ def arguments(world: World, name: str, gfield: GraphQLField, nested: bool) -> It
         "tag": ["common", "secret"],
         "named": ["home", "HOME alias", "secret", "secret alias"],
         "text": ["content", "changed or secret", "h1 conte", '"v1 content" -fixed'],
+        "vector": [[1, 0, 0], [0.1, 1, 0.2]],
         "sourceTypes": [["conversational"]],
         "label": ["org", "person", "secret"],
         "prefix": ["A", "S"],

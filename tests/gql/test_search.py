@@ -86,7 +86,7 @@ async def test_both_paths_answer_alike(pair: Pair) -> None:
     ("variables", "problem"),
     [
         ({"text": " "}, "text is empty"),
-        ({}, "text is empty"),
+        ({}, "search needs text, vector or both"),
         ({"text": "x" * 1001}, "at most 1000"),
         ({"text": "renewal", "first": 501}, "first must be between 1 and 500"),
         ({"text": "renewal", "after": "nonsense"}, "cursor"),

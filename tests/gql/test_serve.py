@@ -250,7 +250,7 @@ def test_serve_refuses_a_missing_or_bad_policy_file(
     err = refused_in_process(capsys, "--policy", str(bad), "--data-dir", str(tmp_path / "pg"))
     assert err.strip() == (
         f"edgeloom: policy '{bad}': key 'lanes.notes': unknown key 'colour'; "
-        "allowed keys: ['source_types', 'text_search']"
+        "allowed keys: ['embedding', 'source_types', 'text_search']"
     )
     assert not (tmp_path / "pg").exists()
 

@@ -5,6 +5,7 @@ import pytest
 from policies import errors
 from policies.errors import (
     ContentFormatError,
+    EmbeddingError,
     HiddenMemberError,
     LabelNotAllowedError,
     LaneForbiddenError,
@@ -19,6 +20,7 @@ from policies.errors import (
     SourceTypeNotAllowedError,
     UnknownAgentError,
     ValueNotAllowedError,
+    VectorSizeError,
 )
 
 SAMPLES: list[PolicyError] = [
@@ -36,6 +38,8 @@ SAMPLES: list[PolicyError] = [
     UnknownAgentError("ghost"),
     HiddenMemberError("group", "e_group:team_0", ["notes"]),
     NotReadableError("record", "sr_0123456789abcdef0123456789abcdef"),
+    EmbeddingError("notes", 3, 384, "all-MiniLM-L6-v2"),
+    VectorSizeError(3, {"notes": (384, "all-MiniLM-L6-v2")}),
 ]
 
 CODES = {

@@ -103,10 +103,18 @@ def test_required_keys_with_text_format_refused() -> None:
         ("lanes:", "lanes", "lane names"),
         ("lanes: [a, b]", "lanes", "mapping of lane names"),
         ("lanes: {a: {}}\nextra: 1", "", "allowed keys: ['agents', 'lanes']"),
-        ("lanes: {a: {types: {}}}", "lanes.a", "allowed keys: ['source_types', 'text_search']"),
+        (
+            "lanes: {a: {types: {}}}",
+            "lanes.a",
+            "allowed keys: ['embedding', 'source_types', 'text_search']",
+        ),
         ("lanes: {a: {text_search: klingon}}", "lanes.a.text_search", "allowed: simple, arabic"),
         ("lanes: {a: {text_search: 3}}", "lanes.a.text_search", "english"),
-        ("lanes: {a: [x]}", "lanes.a", "mapping with keys ['source_types', 'text_search']"),
+        (
+            "lanes: {a: [x]}",
+            "lanes.a",
+            "mapping with keys ['embedding', 'source_types', 'text_search']",
+        ),
         ("lanes: {a: {source_types: [x]}}", "lanes.a.source_types", "source type names"),
         (
             one_type("{labels: [org]}"),

@@ -115,6 +115,10 @@ def argument_reader(field_def: GraphQLField, node: FieldNode) -> Arguments:
     return read
 
 
+# Among a request's values, not a parameter: what the search binder checks a vector by.
+VECTOR_SCOPE = "@vector_scope"
+
+
 class Declined(Exception):
     """This request is answered the ordinary way."""
 
@@ -143,14 +147,21 @@ class Operation:
         self.coerce = coercer(self.schema, self.operation.variable_definitions or ())
 
     def bind(
-        self, variables: Mapping[str, Any] | None, lanes: Sequence[str], max_bytes: int
+        self,
+        variables: Mapping[str, Any] | None,
+        lanes: Sequence[str],
+        max_bytes: int,
+        vectors: search.VectorScope | None = None,
     ) -> tuple[str, list[Any]]:
         """The statement text and arguments for one request (a body of at most
-        `max_bytes` of data); raises Declined."""
+        `max_bytes` of data; `vectors`: what a search by vector may use); raises
+        Declined."""
         coerced = self.coerce(variables or {})
         if coerced is None:
             raise Declined()
         values: Values = {"lanes": list(lanes), "max_bytes": max_bytes}
+        if vectors is not None:
+            values[VECTOR_SCOPE] = vectors
         shapes = []
         try:
             for number, site in enumerate(self.sites):
@@ -336,6 +347,9 @@ def bind_search(
     _page(prefix, args.get("first"), values)
     mode = GatherMode((args.get("mode") or GatherMode.INTERSECT).value)
     chosen = RULE.chosen(lanes, args.get("lanes"))
+    scope = values.get(VECTOR_SCOPE)
+    if args.get("vector") is not None and not isinstance(scope, search.VectorScope):
+        raise Declined()  # a caller that gave no scope: the resolver reads the policy
     given = search.SearchArgs(
         args.get("text"),
         args.get("match"),
@@ -344,6 +358,8 @@ def bind_search(
         args.get("sourceTypes"),
         args.get("asOf"),
         args.get("after"),
+        args.get("vector"),
+        scope if isinstance(scope, search.VectorScope) else search.VectorScope(),
     )
     shape = search.bind(values, prefix, given)
     if shape is None:
@@ -354,7 +370,7 @@ def bind_search(
         after=shape.after,
         mode=shape.mode,
         properties=shape.properties,
-        filters=(search_compiled.SOURCE_TYPES,) if shape.source_types else (),
+        filters=search_compiled.shape_filters(shape),
     )
 
 

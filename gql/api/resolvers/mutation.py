@@ -30,6 +30,7 @@ from store.intake.sources import IN_PARTS, Covered, SentSource
 from store.kinds.correction.commands import Correct
 from store.kinds.policy.commands import ApplyPolicy
 from store.kinds.record import asserted, asserted_commands, commands, retire
+from store.kinds.record import embedding as vectors
 from store.kinds.record.model import declared
 from store.ledger.command import Command
 from store.limits import MAX_BATCH
@@ -112,12 +113,20 @@ class Mutation(EdgeMutation):
                 "whatever version is current."
             ),
         ] = None,
+        embedding: Annotated[
+            list[float] | None,
+            _arg(
+                d.EMBEDDING + " Omit it to keep the record's vector while its content stays; "
+                "new content without one drops the old content's vector."
+            ),
+        ] = None,
     ) -> Record:
         command = commands.Update(
             record_id=id,
             content=content,
             properties=None if properties is None else tuple(properties),
             expected_version=expected_version,
+            embedding=None if embedding is None else vectors.pack(embedding),
         )
         record = await info.context.execute(command)
         named = {parse_property(p).label for p in properties or ()}

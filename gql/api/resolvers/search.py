@@ -11,6 +11,7 @@ import strawberry
 from gql.api import descriptions as d
 from gql.api.compiled.fields import compiled
 from gql.api.compiled.plan import bind_search, bind_values
+from gql.api.session import vector_scope
 from gql.api.types import GatherMode, Info, PageInfo, Record, asks_for, page_info
 from store.kinds.record import search as store_search
 from store.kinds.record import search_compiled as sql
@@ -51,8 +52,11 @@ class SearchHit:
         description="The record, at the version read.", metadata=compiled(sql.hit_record)
     )
     score: float = strawberry.field(
-        description="Higher is better: ts_rank_cd of its words for a text search (how many "
-        "of the query's words it holds, how close together).",
+        description="Higher is better: for text alone ts_rank_cd of its words (how many of "
+        "the query's words it holds, how close together); for a vector alone its cosine "
+        f"similarity (1 - cosine distance); for both, reciprocal rank fusion: "
+        f"1/({store_search.RRF_K} + textRank) + 1/({store_search.RRF_K} + vectorRank), a "
+        "term for each list it is in.",
         metadata=compiled(sql.hit_score),
     )
     text_rank: int | None = strawberry.field(
@@ -76,8 +80,11 @@ class SearchPage:
         description="The hits of this page, best first.", metadata=compiled(sql.search_items)
     )
     total_count: int = strawberry.field(
-        description="How many hits the whole search has.",
-        metadata=compiled(Compiler.total_count),
+        description=f"How many hits the whole search has, counted up to "
+        f"{store_search.COUNT_BUDGET:,}; past that, {store_search.COUNT_BUDGET:,} and "
+        "totalCountExact false. A vector list holds at most "
+        f"{store_search.VECTOR_DEPTH} (its nearest).",
+        metadata=compiled(sql.search_total),
     )
     total_count_exact: bool = strawberry.field(
         description="Whether totalCount is exact (false: a lower bound).",
@@ -121,6 +128,13 @@ class ValuePage:
     )
 
 
+SEARCH_VECTOR = (
+    "The vector of what to find (made by the model the lanes' policy names, of the size it "
+    f"declares): the {store_search.VECTOR_DEPTH} nearest records by cosine distance among "
+    "the lanes whose embedding has its size. With text, both lists are fused by reciprocal "
+    f"rank (k = {store_search.RRF_K})."
+)
+
 SEARCH_TEXT = (
     "The words to find, in PostgreSQL's websearch syntax: words (all must match), "
     '"a phrase", `or` between alternatives, -word to leave out; the last bare word also '
@@ -131,16 +145,18 @@ SEARCH_TEXT = (
 @strawberry.type
 class SearchQuery:
     @strawberry.field(
-        description="Records by their words, best first (ts_rank_cd), each with the words "
-        "matched and where; narrowed to a gather by match, and to lanes, source types and an "
-        "instant, like every other read: a record you cannot read, or retired then, is "
-        "never found or counted.",
+        description="Records by their words (best first by ts_rank_cd, each with the words "
+        "matched and where), by your vector (nearest first), or both fused by reciprocal "
+        "rank; narrowed to a gather by match, and to lanes, source types and an instant, "
+        "like every other read: a record you cannot read, or retired then, is never found "
+        "or counted.",
         metadata=compiled(sql.search_root, bind_search),
     )
     async def search(
         self,
         info: Info,
         text: Annotated[str | None, _arg(SEARCH_TEXT)] = None,
+        vector: Annotated[list[float] | None, _arg(SEARCH_VECTOR)] = None,
         match: Annotated[
             list[str] | None,
             _arg("Only records in this gather of edge properties (label:value), as gather."),
@@ -158,9 +174,13 @@ class SearchQuery:
     ) -> SearchPage:
         count = asks_for(info, "totalCount")
         mode_ = (mode or GatherMode.INTERSECT).to_store()
+        policy, _ = await info.context.session.agent()
+        scope = vector_scope(info.context.services, policy)
         async with info.context.read() as (db, readable):
             chosen = RULE.chosen(readable, lanes)
-            asked = store_search.SearchArgs(text, match, mode_, chosen, source_types, as_of, after)
+            asked = store_search.SearchArgs(
+                text, match, mode_, chosen, source_types, as_of, after, vector, scope
+            )
             page = await store_search.search(db, asked, first, count)
         found = await info.context.records([h.id for h in page.items], as_of)
         items = [
@@ -177,7 +197,7 @@ class SearchQuery:
         return SearchPage(
             items=items,
             total_count=page.total_count or 0,
-            total_count_exact=True,
+            total_count_exact=page.total_exact,
             page_info=page_info(page),
         )
 

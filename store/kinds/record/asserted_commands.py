@@ -10,7 +10,7 @@ records carrying it (`Locks.carrying`) in sorted order with the rest.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from policies.guard import RecordChange, SetChange, decide, decide_set
@@ -24,7 +24,7 @@ from store.ids import (
     HINT,
     new_asserted_value,
 )
-from store.kinds.record.model import Record, RecordState, next_version
+from store.kinds.record.model import Record, next_version
 from store.ledger.command import Current, Event, Locks, Plan, Txn, Write
 from store.limits import MAX_BATCH, check_count
 
@@ -275,8 +275,7 @@ def _guard(txn: Txn, record: Record, **change: Any) -> None:
 def _version(
     record: Record, properties: Sequence[Property], events: Sequence[Event], name: str
 ) -> Write:
-    s = record.state
-    state = RecordState(s.content, s.lane, s.source_type, s.authority, tuple(properties))
+    state = replace(record.state, properties=tuple(properties))
     return next_version(record, state, name, events)
 
 

@@ -8,7 +8,7 @@ Checks that need no state run when the command is built, before any database wor
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from policies.errors import PolicyError, PropertyFormatError, ReservedLabelError
@@ -23,6 +23,7 @@ from store.errors import (
     VersionConflictError,
 )
 from store.ids import ADJUSTMENT, ADJUSTMENT_HINT, edge_property_id, new_record_id
+from store.kinds.record import embedding
 from store.kinds.record.asserted_commands import changing, joined, mint, pending_chains
 from store.kinds.record.model import Record, RecordState, declared, next_version
 from store.ledger.command import Applied, Current, Event, Locks, Plan, Txn, Write
@@ -51,6 +52,8 @@ class NewRecord:
     # Facts about the record, `key:value`, written by the engine (intake), never by a
     # caller: no policy's labels govern them, and no edge property is made of them.
     metadata: tuple[str, ...] = ()
+    # The caller's vector for the content, packed (store.kinds.record.embedding.pack).
+    embedding: bytes | None = None
 
     def __post_init__(self) -> None:
         if len(self.adjusts) > MAX_ADJUSTS:
@@ -75,6 +78,7 @@ class NewRecord:
             (self.lane or DEFAULT_LANE) == state.lane
             and (self.source_type or DEFAULT_SOURCE_TYPE) == state.source_type
             and self.content == state.content
+            and self.embedding == state.embedding
             and set(parse_properties(self.properties)) == set(declared(state.properties))
         )
 
@@ -142,7 +146,12 @@ class Ingest:
             txn.rules,
             txn.agent,
             RecordChange(
-                lane, item.source_type, new=True, content=item.content, added=tuple(properties)
+                lane,
+                item.source_type,
+                new=True,
+                content=item.content,
+                added=tuple(properties),
+                embedding=None if item.embedding is None else embedding.size(item.embedding),
             ),
         )
         record_id = new_record_id()
@@ -159,6 +168,7 @@ class Ingest:
             stamp.source_type,
             stamp.authority,
             (*properties, *metadata, *on),
+            embedding=item.embedding,
         )
         events[0] = Event(
             "sr_ingested",
@@ -195,13 +205,15 @@ class Ingest:
 @dataclass(frozen=True)
 class Update:
     """Replace content and/or the values of the named labels (and metadata keys); other
-    labels (and keys) stay."""
+    labels (and keys) stay. The record's vector stays while its content does; new content
+    without a new vector drops it (it was the old content's)."""
 
     record_id: str
     content: str | None = None
     properties: tuple[str, ...] | None = None
     expected_version: int | None = None
     metadata: tuple[str, ...] = ()  # `key:value`, as `NewRecord.metadata`
+    embedding: bytes | None = None
 
     def __post_init__(self) -> None:
         if self.content is not None:
@@ -232,6 +244,9 @@ class Update:
             if set(merged) != set(properties):
                 properties = merged
         content = before.content if self.content is None else self.content
+        vector = self.embedding
+        if vector is None and content == before.content:
+            vector = before.embedding
         held, now = set(before.properties), set(properties)
         # Metadata is the engine's: the policy's labels govern the caller's properties.
         added = tuple(p for p in properties if p not in held and not RULE.is_metadata(p.label))
@@ -248,10 +263,16 @@ class Update:
                 added=added,
                 removed=removed,
                 authority=before.authority,
+                embedding=None if self.embedding is None else embedding.size(self.embedding),
             ),
         )
         state = RecordState(
-            content, stamp.lane, stamp.source_type, stamp.authority, tuple(properties)
+            content,
+            stamp.lane,
+            stamp.source_type,
+            stamp.authority,
+            tuple(properties),
+            embedding=vector,
         )
         if state == before:
             return Plan((), lambda _: record)
@@ -444,9 +465,7 @@ def _clean_label(label: str) -> str:
 
 
 def _with_properties(state: RecordState, properties: Sequence[Property]) -> RecordState:
-    return RecordState(
-        state.content, state.lane, state.source_type, state.authority, tuple(properties)
-    )
+    return replace(state, properties=tuple(properties))
 
 
 def _property_payload(record_id: str, prop: Property) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import asyncpg
 
 from store.ids import RECORD_KIND
-from store.kinds.record import tags, words
+from store.kinds.record import tags, vectors, words
 from store.kinds.record.counts import (
     CLOSED,
     LABEL_DELTAS,
@@ -141,6 +141,7 @@ _CTES = (
     ),
     tags.CTE,
     *words.CTES,
+    *vectors.CTES,
 )
 
 _RECORDS = """
@@ -190,7 +191,8 @@ class _Writer:
         # so too per (lane, source type). The member deltas are the statement's own.
         self.labels: Counter[tuple[str, str]] = Counter()
         self.records: Counter[tuple[str, str]] = Counter()
-        self.words = words.Writer()
+        self.words = words.writer()
+        self.vectors = vectors.writer()
 
     def add(self, write: Write, entry: Entry, rows: Rows) -> Record:
         was = self.written.get(write.object_id, self.before.get(write.object_id))
@@ -206,6 +208,7 @@ class _Writer:
         rows.part(OPENED).extend(m.row() for m in delta.opened)
         tags.add(was, delta.record, rows)
         self.words.add(was, delta.record, rows)
+        self.vectors.add(was, delta.record, rows)
         return delta.record
 
     def finish(self, rows: Rows) -> None:
@@ -229,6 +232,7 @@ class _Replay:
         self.members: Counter[tuple[str, str, str]] = Counter()
         # Written after the copied rows (import): their words come from the ledger.
         self.words: list[words.Interval] = []
+        self.vectors: list[words.Interval] = []
 
     def object(self, entries: Sequence[Entry]) -> Iterator[tuple[str, tuple[Any, ...]]]:
         record: Record | None = None
@@ -250,6 +254,7 @@ class _Replay:
             opened.update((m.id, m) for m in delta.opened)
         assert record is not None
         self.words.extend(words.intervals(versions))
+        self.vectors.extend(vectors.intervals(versions))
         for m in opened.values():
             yield self._membership(m)
         if self.keep:
@@ -272,6 +277,7 @@ class _Replay:
         await self._compare_member_counts(conn, report)
         await tags.compare(conn, self.records, report)
         await words.compare(conn, self.words, report)
+        await vectors.compare(conn, self.vectors, report)
 
     async def _compare_records(self, conn: Conn, report: Report) -> None:
         live: dict[str, asyncpg.Record] = {}
@@ -344,6 +350,7 @@ class _Replay:
 
     async def finish(self, conn: Conn, copy: Copy) -> None:
         await words.insert(conn, self.words)
+        await vectors.insert(conn, self.vectors)
         for (lane, label), n in self.labels.items():
             if n:
                 await copy("label_counts", (lane, label, n))
@@ -377,6 +384,7 @@ class RecordKind(KindDefaults):
         tags.TABLE,
         words.TABLE,
         words.LANGUAGES,
+        vectors.TABLE,
     )
     event_kinds: tuple[str, ...] = (*RECORD_EVENT_KINDS, *ASSERTED_EVENT_KINDS)
     unique_keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

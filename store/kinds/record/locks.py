@@ -24,7 +24,10 @@ IDEMPOTENCY_CONSTRAINT = "uq_records_created_by_idempotency_key"
 
 _RECORD_COLUMNS = (
     "id, lane, source_type, authority, content, properties, version, created_at, "
-    "updated_at, created_by, ledger_hash, retired_at, retired_by, retired_reason"
+    "updated_at, created_by, ledger_hash, retired_at, retired_by, retired_reason, "
+    # The one part of a record's state `records` leaves out: its vector, from its entry.
+    "(SELECT l.state->'embedding' FROM ledger l WHERE l.kind = 'record' "
+    "AND l.object_id = records.id AND l.version = records.version) AS embedding"
 )
 _LOCK = (
     HEAD

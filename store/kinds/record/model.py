@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from policies.properties import Property, property_of
+from store.kinds.record import embedding
 from store.ledger.command import Event, Head, Write
 from store.ledger.entry import Row
 from store.reads.visibility import RULE
@@ -38,6 +39,8 @@ class RecordState:
     authority: str
     properties: tuple[Property, ...]
     retired: Retired | None = None
+    # The caller's vector for the content (store.kinds.record.embedding), or None.
+    embedding: bytes | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -51,11 +54,15 @@ class RecordState:
         # they were before records could be retired.
         if self.retired is not None:
             data["retired"] = {"reason": self.retired.reason}
+        # Likewise only an entry with a vector has this key.
+        if self.embedding is not None:
+            data["embedding"] = embedding.to_texts(self.embedding)
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RecordState:
         retired = data.get("retired")
+        vector = data.get("embedding")
         return cls(
             content=data["content"],
             lane=data["lane"],
@@ -63,6 +70,7 @@ class RecordState:
             authority=data["authority"],
             properties=parse_pairs(data["properties"]),
             retired=None if retired is None else Retired(retired.get("reason")),
+            embedding=None if vector is None else embedding.from_texts(vector),
         )
 
     def held(self) -> tuple[Property, ...]:
@@ -156,6 +164,7 @@ class Record:
                 authority=row["authority"],
                 properties=parse_pairs(row["properties"]),
                 retired=None if retired_at is None else Retired(row["retired_reason"]),
+                embedding=_embedding(_optional(row, "embedding")),
             ),
             created_at=row["created_at"],
             updated_at=row["updated_at"],
@@ -163,6 +172,12 @@ class Record:
             ledger_hash=row["ledger_hash"],
             retired_by=None if retired_at is None else row["retired_by"],
         )
+
+
+def _embedding(texts: Sequence[str] | None) -> bytes | None:
+    # The write path's lock reads it from the record's newest ledger entry; other reads
+    # leave it out (a vector is for search, not for showing).
+    return None if texts is None else embedding.from_texts(texts)
 
 
 def _optional(row: Row, key: str) -> Any:

@@ -1,4 +1,5 @@
-"""Search: records by their words, narrowed like any other read, in one statement.
+"""Search: records by their words, by the caller's vector, or both, narrowed like any
+other read, in one statement.
 
 The candidates are the record versions whose words (`store.kinds.record.words`) match
 the query, each lane's in that lane's language: the current rows from the partial GIN
@@ -15,6 +16,19 @@ be typing, also matches as a prefix. Nothing a caller types is a syntax error. E
 highlights are the words `ts_headline` marks in the content of the version read, with
 their offsets in code points into that content.
 
+By vector (`store.kinds.record.vectors`): the nearest VECTOR_DEPTH record versions by
+cosine distance among the lanes whose embedding has the vector's size (one model:
+`policies.guard.vector_lanes`), under the same filters, scored 1 - distance. The walk is
+pgvector's HNSW index of that size with iterative scans (the database's default, migration
+0023), so a filtered walk goes on until it has found that many; but when `match` keeps
+few records (at most EXACT_SCAN_MAX by the maintained member counts) their vectors are
+compared exactly instead, which no walk could beat. Text and vector together are fused by
+reciprocal rank: score = 1/(60 + textRank) + 1/(60 + vectorRank), a term for each list
+the hit is in, each list computed under the same filters.
+
+`totalCount` counts the hits up to COUNT_BUDGET; past it, it is that budget and marked as
+a lower bound. A vector list holds at most VECTOR_DEPTH hits by definition.
+
 `search_sql` is the one builder of the statement: the resolver runs it here, and the
 compiled path builds the same SQL inside its response.
 """
@@ -24,12 +38,15 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from policies.guard import vector_lanes
+from policies.model import Embedding
 from store.errors import InvalidInputError
+from store.kinds.record import counts, embedding
 from store.kinds.record.queries import bind_properties, gather_properties, members_sql
 from store.kinds.record.words import CONFIG
 from store.reads.pages import Page, encode_cursor, key_cursor, page_size
@@ -39,6 +56,16 @@ from store.reads.statements import Params, Statement
 from store.reads.visibility import RULE
 
 MAX_QUERY_CHARS = 1000
+# The vector list: the nearest this many (what a vector search pages through, and what
+# reciprocal rank fusion fuses with the text list).
+VECTOR_DEPTH = 100
+# A `match` keeping at most this many records (by the maintained counts) has its
+# vectors compared exactly rather than found by walking the index.
+EXACT_SCAN_MAX = 5_000
+# totalCount is exact up to this many hits; past it, a lower bound.
+COUNT_BUDGET = 10_000
+# Reciprocal rank fusion's constant: a hit's score is the sum of 1/(RRF_K + rank).
+RRF_K = 60
 # Highlights per hit: a long record's every occurrence of a common word is not a snippet.
 MAX_HIGHLIGHTS = 50
 # Best first; among equal scores, the version written last first, then by id: an order
@@ -58,6 +85,12 @@ class SearchShape:
     as_of: bool = False
     source_types: bool = False
     after: bool = False
+    text: bool = True
+    vector: int = 0  # the search vector's size (0: none)
+
+    @property
+    def fused(self) -> bool:
+        return self.text and self.vector > 0
 
 
 @dataclass(frozen=True)
@@ -94,17 +127,22 @@ def highlights_sql(content: str, config: str, query: str) -> str:
 
 
 def search_sql(p: Params, shape: SearchShape) -> tuple[str, str]:
-    """SQL: the page (rows id, from_version, score, text_rank, highlights; at most limit+1
-    of them, best first) and the statement counting every hit, over a `hits` CTE the
-    caller defines with the first element of `hits_sql`."""
+    """SQL: the page (rows id, from_version, score, score_key, since, text_rank,
+    vector_rank, highlights, place; at most limit+1 of them, best first) and the
+    statement counting the hits up to COUNT_BUDGET + 1, over the CTE `hits` that
+    `hits_sql` defines."""
+    text_only = shape.text and not shape.vector
     keyed, before = "", "0"
     if shape.after:
-        score, at, after_id = p("after_score", "real"), p("after_at", "timestamptz"), p("after_id")
+        # A text score is a real; a vector or fused one a double.
+        score = p("after_score", "real" if text_only else "float8")
+        at, after_id = p("after_at", "timestamptz"), p("after_id")
         keyed = (
             f"WHERE k.score < {score} OR (k.score = {score} AND (k.since < {at} "
             f"OR (k.since = {at} AND k.id > {after_id})))"
         )
-        # The place of this page's first hit: one more than the hits before it.
+        # The place of this page's first hit in the text list: one more than the hits
+        # before it.
         before = (
             f"(SELECT count(*) FROM hits b WHERE b.score > {score} "
             f"OR (b.score = {score} AND (b.since > {at} "
@@ -114,18 +152,96 @@ def search_sql(p: Params, shape: SearchShape) -> tuple[str, str]:
         "(SELECT e.state->>'content' FROM ledger e WHERE e.kind = 'record' "
         "AND e.object_id = k.id AND e.version = k.from_version)"
     )
+    marks = "'[]'::json"
+    if shape.text:
+        marks = highlights_sql(content, "k.config", "k.query")
+    if shape.fused:
+        marks = f"CASE WHEN k.text_rank IS NULL THEN '[]'::json ELSE {marks} END"
+    text_rank = f"{before} + row_number() OVER (ORDER BY {_ORDER})" if text_only else "k.text_rank"
     # The best `limit` hits by a top-N sort (no ranking of every hit); the score as a
-    # double (as the API writes it), and as the real it is for cursors.
+    # double (as the API writes it), and as the type it is for cursors.
     page = f"""SELECT k.id, k.from_version, k.score::float8 AS score, k.score::text AS score_key,
-          k.since, {before} + row_number() OVER (ORDER BY {_ORDER}) AS text_rank,
-          {highlights_sql(content, "k.config", "k.query")} AS highlights
+          k.since, {text_rank} AS text_rank, k.vector_rank, {marks} AS highlights,
+          row_number() OVER (ORDER BY {_ORDER}) AS place
         FROM (SELECT * FROM hits k {keyed} ORDER BY {_ORDER} LIMIT {p("limit")}) k
-        ORDER BY text_rank"""
-    return page, "SELECT count(*) FROM hits"
+        ORDER BY place"""
+    return page, f"SELECT count(*) FROM (SELECT 1 FROM hits LIMIT {COUNT_BUDGET + 1}) c"
 
 
 def hits_sql(p: Params, shape: SearchShape) -> str:
-    """SQL: the CTE `hits`, every readable match with its score.
+    """SQL: the CTEs ending in `hits`, every readable hit with its score (id,
+    from_version, since, score, config, query, text_rank, vector_rank)."""
+    if not shape.vector:
+        return text_hits_sql(p, shape, "hits")
+    if not shape.text:
+        return vector_hits_sql(p, shape, "hits")
+    # A hit in one list only has no term for the other.
+    return f"""{text_hits_sql(p, shape, "text_hits")}, {vector_hits_sql(p, shape, "vector_hits")},
+      hits AS (
+        SELECT coalesce(t.id, v.id) AS id, coalesce(t.from_version, v.from_version) AS from_version,
+               coalesce(t.since, v.since) AS since, t.config, t.query, t.text_rank, v.vector_rank,
+               (coalesce(1.0 / ({RRF_K} + t.text_rank), 0)
+                + coalesce(1.0 / ({RRF_K} + v.vector_rank), 0))::float8 AS score
+        FROM (SELECT x.*, row_number() OVER (ORDER BY x.score DESC, x.since DESC, x.id)
+                AS text_rank FROM text_hits x) t
+        FULL JOIN vector_hits v ON v.id = t.id)"""
+
+
+def vector_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
+    """SQL: the CTE `name`, the vector list: the nearest VECTOR_DEPTH readable record
+    versions of the vector's size, each with its score (1 - cosine distance) and rank."""
+    n = shape.vector
+    query = f"{p('vector', 'real[]')}::vector({n})"
+    lanes = p("vector_lanes", "text[]")
+    at = p("as_of", "timestamptz") if shape.as_of else None
+    where = f"w.dims = {n} AND {RULE.lane('w', lanes)} AND {RULE.held('w', at)}"
+    if shape.source_types:
+        where += f" AND w.source_type = ANY({p('source_types', 'text[]')})"
+    # Spelled as the index's expression, so that the planner walks the index.
+    walked = f"(w.embedding::vector({n}) <=> {query})"
+    columns = "w.record_id AS id, w.from_version, w.recorded_from AS since"
+    if shape.properties:
+        members = members_sql(p, shape.properties, shape.mode, shape.as_of)
+        small = f"({_estimate(p, shape)}) <= {EXACT_SCAN_MAX}"
+        # Which of the two runs is decided once, before either (a one-time filter).
+        # Asked of each record the walk reaches (OFFSET 0 keeps it a per-row check, which
+        # the planner would otherwise join, sorting every member by distance instead).
+        found = f"""(SELECT {columns}, {walked} AS distance FROM record_vectors w
+              WHERE {where} AND NOT {small} AND EXISTS (
+                SELECT 1 FROM ({members}) m WHERE m.record_id = w.record_id OFFSET 0)
+              ORDER BY {walked} LIMIT {VECTOR_DEPTH})
+            UNION ALL
+            (SELECT {columns}, (w.embedding <=> {query}) AS distance
+              FROM ({members}) m JOIN record_vectors w ON w.record_id = m.record_id AND {where}
+              WHERE {small}
+              ORDER BY 4 LIMIT {VECTOR_DEPTH})"""
+    else:
+        found = f"""SELECT {columns}, {walked} AS distance FROM record_vectors w
+            WHERE {where} ORDER BY {walked} LIMIT {VECTOR_DEPTH}"""
+    # The walk's relaxed order is put right by the exact distances it returns.
+    return f"""{name} AS (
+        SELECT f.id, f.from_version, f.since, NULL::regconfig AS config, NULL::tsquery AS query,
+               NULL::bigint AS text_rank, (1 - f.distance)::float8 AS score,
+               row_number() OVER (ORDER BY (1 - f.distance)::float8 DESC, f.since DESC, f.id)
+                 AS vector_rank
+        FROM ({found}) f)"""
+
+
+def _estimate(p: Params, shape: SearchShape) -> str:
+    """SQL: about how many records of the vector lanes `match` keeps, from the counts
+    kept now (all of them for UNION, the rarest property's for INTERSECT)."""
+    lanes = p("vector_lanes", "text[]")
+    each = [
+        f"({counts.member_count(p(f'label_{n}'), p(f'value_{n}'), lanes)})"
+        for n in range(shape.properties)
+    ]
+    if shape.mode is GatherMode.INTERSECT:
+        return f"least({', '.join(each)})"
+    return " + ".join(each)
+
+
+def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
+    """SQL: the CTE `name`, every readable match of the text with its score.
 
     The rule on the words row (`RULE.in_lane`, `RULE.held`) is the whole visibility
     rule, with no read of `records` per match: a row holds its record's lane (which no
@@ -149,9 +265,9 @@ def hits_sql(p: Params, shape: SearchShape) -> str:
         members = members_sql(p, shape.properties, shape.mode, shape.as_of)
         where += f" AND w.record_id IN (SELECT m.record_id FROM ({members}) m)"
     # OFFSET 0: each lane's query is parsed once, not once a matching row.
-    return f"""hits AS (
+    return f"""{name} AS (
         SELECT w.record_id AS id, w.from_version, w.recorded_from AS since, l.config, l.query,
-               ts_rank_cd(w.words, l.query) AS score
+               ts_rank_cd(w.words, l.query) AS score, NULL::bigint AS vector_rank
         FROM (SELECT c.lane, c.config, {prefixed} AS query
               FROM (SELECT x.lane, {CONFIG}(x.lane) AS config
                     FROM (SELECT DISTINCT unnest({lanes}) AS lane) x) c OFFSET 0) l
@@ -216,6 +332,15 @@ def search_cursor(after: str | None) -> tuple[float, datetime, str] | None:
 
 
 @dataclass(frozen=True)
+class VectorScope:
+    """What a search by vector may use: the embeddings the policy declares, by lane, and
+    why this memory cannot search by vector (None: it can)."""
+
+    embeddings: Mapping[str, Embedding] = field(default_factory=dict)
+    off: str | None = None
+
+
+@dataclass(frozen=True)
 class SearchArgs:
     """A search's arguments, as the caller gave them (`lanes`: those it may read)."""
 
@@ -226,13 +351,31 @@ class SearchArgs:
     source_types: Sequence[str] | None
     as_of: datetime | None
     after: str | None
+    vector: Sequence[float] | None = None
+    scope: VectorScope = field(default_factory=lambda: VectorScope())
+
+
+def check_vector(args: SearchArgs) -> tuple[bytes, list[str]]:
+    """The search vector (as float32 values) and the lanes it is compared in, or a
+    refusal naming what is wrong."""
+    if args.scope.off is not None:
+        raise InvalidInputError(args.scope.off)
+    assert args.vector is not None
+    packed = embedding.pack(args.vector, "vector")
+    return packed, vector_lanes(args.scope.embeddings, args.lanes, embedding.size(packed))
 
 
 def bind(values: dict[str, Any], prefix: str, args: SearchArgs) -> SearchShape | None:
     """Check a search's arguments (refusing what is wrong, naming it), put the values its
     statement takes in `values` (each name after `prefix`), and say its shape; None when
     `match` leaves nothing to find (only the engine's labels)."""
-    words = check_text(args.text)
+    if args.text is None and args.vector is None:
+        raise InvalidInputError(
+            "search needs text, vector or both: the words to find, and/or the vector of "
+            "what to find near (of the size the lanes' policy declares)"
+        )
+    words = None if args.text is None else check_text(args.text)
+    vector = None if args.vector is None else check_vector(args)
     props = gather_properties(args.match) if args.match else []
     if args.match and not props:
         return None
@@ -241,37 +384,59 @@ def bind(values: dict[str, Any], prefix: str, args: SearchArgs) -> SearchShape |
         {
             prefix + "lanes": list(args.lanes),
             prefix + "as_of": args.as_of,
-            prefix + "text": words,
-            prefix + "prefix": prefix_last(words),
             prefix + "source_types": list(args.source_types or ()),
         }
     )
+    if words is not None:
+        values[prefix + "text"], values[prefix + "prefix"] = words, prefix_last(words)
+    if vector is not None:
+        values[prefix + "vector"] = list(embedding.unpack(vector[0]))
+        values[prefix + "vector_lanes"] = vector[1]
     bind_properties(values, prefix, props)
     if key is not None:
         values[prefix + "after_score"], values[prefix + "after_at"], values[prefix + "after_id"] = (
             key
         )
     given = args.source_types is not None
-    return SearchShape(len(props), args.mode, args.as_of is not None, given, key is not None)
+    return SearchShape(
+        len(props),
+        args.mode,
+        args.as_of is not None,
+        given,
+        key is not None,
+        text=words is not None,
+        vector=0 if vector is None else embedding.size(vector[0]),
+    )
 
 
-async def search(db: Reader, args: SearchArgs, first: int | None, count: bool = True) -> Page[Hit]:
-    """The readable records whose words match `args.text`, best first (see the module)."""
+@dataclass(frozen=True)
+class Hits(Page[Hit]):
+    """A page of hits, and whether its total is exact (false: a lower bound)."""
+
+    total_exact: bool = True
+
+
+async def search(db: Reader, args: SearchArgs, first: int | None, count: bool = True) -> Hits:
+    """The readable records whose words match `args.text` and/or nearest `args.vector`,
+    best first (see the module)."""
     size = page_size(first)
     values: dict[str, Any] = {"limit": size + 1}
     shape = bind(values, "", args)
     if shape is None:
-        return Page([], 0 if count else None, False, None)
+        return Hits([], 0 if count else None, False, None)
     statement = _statement(shape, count)
     rows = await db.fetch(statement.text, *statement.args(values))
     total = rows[0]["total"] if rows and count else None
+    exact = total is None or total <= COUNT_BUDGET
+    if total is not None:
+        total = min(total, COUNT_BUDGET)
     found = [row for row in rows if row["id"] is not None]
     items = [_hit(row) for row in found[:size]]
     last = found[len(items) - 1] if items else None
     end = None
     if last is not None:
         end = encode_cursor([last["score_key"], last["since"].isoformat(), last["id"]])
-    return Page(items, total, len(found) > size, end)
+    return Hits(items, total, len(found) > size, end, exact)
 
 
 def _hit(row: Any) -> Hit:
@@ -281,7 +446,11 @@ def _hit(row: Any) -> Hit:
     return Hit(
         id=row["id"],
         score=float(row["score"]),
-        text_rank=int(row["text_rank"]),
-        vector_rank=None,
+        text_rank=_rank(row["text_rank"]),
+        vector_rank=_rank(row["vector_rank"]),
         highlights=tuple(Highlight(m["text"], m["start"], m["end"]) for m in marks),
     )
+
+
+def _rank(value: Any) -> int | None:
+    return None if value is None else int(value)

@@ -9,19 +9,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from store.kinds.record.search import SearchShape, hits_sql, search_sql
+from store.kinds.record.search import COUNT_BUDGET, SearchShape, hits_sql, search_sql
 from store.reads.compiled_sql import Compiler, PageRow, RecordRow, Sel, SiteParams
-from store.reads.json_sql import iso
+from store.reads.json_sql import float_json, iso
 from store.reads.shape import Shape
 from store.reads.statements import PageSql
 from store.reads.visibility import RULE
 
 SOURCE_TYPES = "source_types"
+TEXT = "text"
+VECTOR = "vector:"  # and the vector's size
+
+
+def shape_filters(shape: SearchShape) -> tuple[str, ...]:
+    """The optional parts of a search, as the compiled path's shape names them."""
+    named: tuple[str, ...] = (SOURCE_TYPES,) if shape.source_types else ()
+    named += (TEXT,) if shape.text else ()
+    return named + ((f"{VECTOR}{shape.vector}",) if shape.vector else ())
 
 
 def search_shape(shape: Shape) -> SearchShape:
+    vector = [int(f.removeprefix(VECTOR)) for f in shape.filters if f.startswith(VECTOR)]
     return SearchShape(
-        shape.properties, shape.mode, shape.as_of, SOURCE_TYPES in shape.filters, shape.after
+        shape.properties,
+        shape.mode,
+        shape.as_of,
+        SOURCE_TYPES in shape.filters,
+        shape.after,
+        text=TEXT in shape.filters,
+        vector=vector[0] if vector else 0,
     )
 
 
@@ -37,7 +53,7 @@ def search_root(compiler: Compiler, sel: Sel, _: None) -> str:
     key = [f"{s}.score_key", iso(f"{s}.since"), f"{s}.id"]
     # A placeholder is numbered at its first use: only a used one may exist.
     row = PageRow(s, r, f"{{size_{s}}}", count, lateral, RecordRow(cols, as_of), key, False, as_of)
-    return compiler.paged(sel, PageSql(page, count, hits), "text_rank", row)
+    return compiler.paged(sel, PageSql(page, count, hits), "place", row)
 
 
 @dataclass(frozen=True)
@@ -59,8 +75,12 @@ def search_items(compiler: Compiler, sel: Sel, row: PageRow) -> str:
         {row.lateral} WHERE true{compiler.alive(r, row.as_of)}), '[]'::json)"""
 
 
+def search_total(compiler: Compiler, sel: Sel, row: PageRow) -> str:
+    return f"least(({row.count}), {COUNT_BUDGET})"
+
+
 def total_exact(compiler: Compiler, sel: Sel, row: PageRow) -> str:
-    return "true"
+    return f"(({row.count}) <= {COUNT_BUDGET})"
 
 
 def hit_record(compiler: Compiler, sel: Sel, row: HitRow) -> str:
@@ -68,7 +88,7 @@ def hit_record(compiler: Compiler, sel: Sel, row: HitRow) -> str:
 
 
 def hit_score(compiler: Compiler, sel: Sel, row: HitRow) -> str:
-    return f"{row.alias}.score"
+    return float_json(f"{row.alias}.score")
 
 
 def hit_text_rank(compiler: Compiler, sel: Sel, row: HitRow) -> str:
@@ -76,7 +96,7 @@ def hit_text_rank(compiler: Compiler, sel: Sel, row: HitRow) -> str:
 
 
 def hit_vector_rank(compiler: Compiler, sel: Sel, row: HitRow) -> str:
-    return "NULL::int"
+    return f"{row.alias}.vector_rank"
 
 
 def hit_highlights(compiler: Compiler, sel: Sel, row: HitRow) -> str:

@@ -18,12 +18,11 @@ and rebuilds its rows in batches, off the request path.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
 
+from store.kinds.record import intervals as _intervals
+from store.kinds.record.intervals import Interval as Interval
 from store.kinds.record.model import Record
-from store.ledger.registry import Cte, Rows, Table
+from store.ledger.registry import Cte, Table
 from store.ledger.report import Report
 from store.pool import Conn
 
@@ -66,82 +65,27 @@ CTES = (
 )
 
 
-@dataclass(frozen=True)
-class Interval:
-    """One row of record_words without its words (the version's content gives them)."""
-
-    record_id: str
-    from_version: int
-    lane: str
-    source_type: str
-    recorded_from: datetime
-    recorded_to: datetime | None = None
-
-
-def _live(record: Record | None) -> bool:
-    return record is not None and record.state.retired is None
+def _held(record: Record) -> object | None:
+    """What a words row keeps: a live record's content, lane and source type."""
+    s = record.state
+    return None if s.retired is not None else (s.content, s.lane, s.source_type)
 
 
 def opens(before: Record | None, after: Record) -> tuple[bool, bool]:
     """Whether the version `after` closes the interval `before` held, and opens one."""
-    if _live(before) and _live(after):
-        assert before is not None
-        s, t = before.state, after.state
-        same = (s.content, s.lane, s.source_type) == (t.content, t.lane, t.source_type)
-        return (not same, not same)
-    return (_live(before), _live(after))
+    return _intervals.opens(_held, before, after)
 
 
 def intervals(versions: Iterable[Record]) -> list[Interval]:
     """A record's intervals over its versions, oldest first (verify, import, migration)."""
-    found: list[Interval] = []
-    before: Record | None = None
-    for record in versions:
-        close, open_ = opens(before, record)
-        if close:
-            last = found[-1]
-            found[-1] = Interval(**{**last.__dict__, "recorded_to": record.updated_at})
-        if open_:
-            found.append(
-                Interval(
-                    record.id,
-                    record.version,
-                    record.lane,
-                    record.state.source_type,
-                    record.updated_at,
-                )
-            )
-        before = record
-    return found
+    return _intervals.intervals(_held, versions)
 
 
-class Writer:
-    """The write path's rows for one command: an interval opened and closed within the
-    command is written closed (the statement's parts cannot see each other's rows)."""
-
-    def __init__(self) -> None:
-        self.opened: dict[str, dict[str, Any]] = {}
-
-    def add(self, before: Record | None, after: Record, rows: Rows) -> None:
-        close, open_ = opens(before, after)
-        if close:
-            pending = self.opened.pop(after.id, None)
-            if pending is not None:
-                pending["recorded_to"] = after.updated_at
-            else:
-                rows.part(CLOSED_WORDS).append({"record_id": after.id, "at": after.updated_at})
-        if open_:
-            row = {
-                "record_id": after.id,
-                "from_version": after.version,
-                "lane": after.lane,
-                "source_type": after.state.source_type,
-                "recorded_from": after.updated_at,
-                "recorded_to": None,
-                "content": after.state.content,
-            }
-            rows.part(OPENED_WORDS).append(row)
-            self.opened[after.id] = row
+def writer() -> _intervals.Writer:
+    """The write path's words rows for one command."""
+    return _intervals.Writer(
+        _held, CLOSED_WORDS, OPENED_WORDS, lambda r: {"content": r.state.content}
+    )
 
 
 # The words of given intervals from their versions' content in the ledger, in the lane's

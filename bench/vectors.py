@@ -1,0 +1,273 @@
+"""Vector search rows: `search(vector)` on 384-dimension vectors, its recall@10 against an
+exact scan, with and without a `match` filter, hybrid, and as of an instant against now.
+
+    .venv/bin/python -m bench.vectors [--records 100000] [--queries 50] [--rounds 3]
+
+A development gateway (`edgeloom serve`) on a fresh embedded database; the bench applies a
+policy declaring the lane's embedding (384 dimensions) and loads `--records` records
+through `ingestMany`, each with a vector drawn near one of 100 random directions (so that
+neighbours mean something, as a model's do: uniform random vectors have none), a
+`slice` property of 100 values (a filter keeping 1%) and a `band` of 10 (10%). The HNSW
+index is built after the load (`edgeloom_vector_index`, as a gateway's start builds it).
+Recall@10 of each query is the share of its 10 exact nearest (an exact scan: the distance
+computed for every candidate, no index) the search returns in its first 10.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from bench.data import Generator, word
+from bench.http import LeanCaller
+from bench.measure import latencies, percentile, say
+from bench.server import BenchDatabase, gateway_process
+from policies.model import Embedding
+from store.kinds.record.queries import GatherMode
+from store.kinds.record.search import SearchArgs, VectorScope, _statement, bind
+from store.pool import plain_url
+
+DIMS = 384
+CENTRES = 100
+SLICES, BANDS = 100, 10
+BATCH = 250
+POLICY = f"""
+lanes:
+  default: {{ embedding: {{ dimensions: {DIMS}, model: bench-clustered }} }}
+agents:
+  dev: {{ read: ["*"], write: ["*"], apply_policy: true }}
+"""
+APPLY = "mutation($yaml: String!) { applyPolicy(yaml: $yaml) { version } }"
+INGEST_MANY = "mutation($inputs: [IngestInput!]!) { ingestMany(inputs: $inputs) { id } }"
+SEARCH = """query($vector: [Float!], $text: String, $match: [String!], $asOf: DateTime,
+    $first: Int) {
+  search(vector: $vector, text: $text, match: $match, asOf: $asOf, first: $first) {
+    totalCount items { score textRank vectorRank record { id } } } }"""
+# The exact nearest: the distance for every candidate (the untyped column matches no index).
+EXACT = """
+SELECT v.record_id FROM record_vectors v {join}
+WHERE v.dims = {dims} AND v.recorded_to IS NULL
+ORDER BY v.embedding <=> $1::real[]::vector, v.recorded_from DESC, v.record_id LIMIT 10
+"""
+MEMBERS = (
+    "JOIN edge_properties m ON m.record_id = v.record_id AND m.recorded_to IS NULL "
+    "AND m.label = $2 AND m.value = $3"
+)
+
+
+class Space:
+    """Vectors near one of CENTRES random directions, deterministic for a seed."""
+
+    def __init__(self, seed: int = 7) -> None:
+        self.rng = random.Random(seed)
+        self.centres = [
+            self._unit([self.rng.gauss(0, 1) for _ in range(DIMS)]) for _ in range(CENTRES)
+        ]
+
+    @staticmethod
+    def _unit(v: list[float]) -> list[float]:
+        n = math.sqrt(sum(x * x for x in v))
+        return [x / n for x in v]
+
+    def point(self) -> list[float]:
+        centre = self.rng.choice(self.centres)
+        spread = 1.0 / math.sqrt(DIMS)
+        return [round(c + self.rng.gauss(0, spread), 4) for c in centre]
+
+
+async def load(url: str, records: int, space: Space, clients: int) -> float:
+    gen = Generator()
+    left = records
+    started = time.perf_counter()
+    done = 0
+
+    async def worker() -> None:
+        nonlocal left, done
+        caller = LeanCaller("127.0.0.1", int(url.rsplit(":", 1)[1]))
+        try:
+            while left > 0:
+                size = min(BATCH, left)
+                left -= size
+                batch = []
+                for record in gen.records(size):
+                    n = int(str(record["content"]).split(":", 1)[0].rsplit(" ", 1)[1])
+                    record["properties"] = [f"slice:s{n % SLICES:02d}", f"band:b{n % BANDS}"]
+                    record["embedding"] = space.point()
+                    batch.append(record)
+                await caller.call(INGEST_MANY, {"inputs": batch})
+                done += size
+                if done % 10_000 < size:
+                    say(f"  loaded {done:,} ({done / (time.perf_counter() - started):,.0f}/s)")
+        finally:
+            await caller.close()
+
+    await asyncio.gather(*(worker() for _ in range(clients)))
+    return time.perf_counter() - started
+
+
+async def recall(
+    conn: asyncpg.Connection, caller: LeanCaller, queries: list[dict[str, Any]]
+) -> float:
+    found = []
+    for q in queries:
+        got = (await caller.call(SEARCH, {**q, "first": 10}))["search"]["items"]
+        ids = [i["record"]["id"] for i in got]
+        if q.get("match"):
+            label, value = q["match"][0].split(":", 1)
+            sql = EXACT.format(join=MEMBERS, dims=DIMS)
+            exact = await conn.fetch(sql, q["vector"], label, value)
+        else:
+            exact = await conn.fetch(EXACT.format(join="", dims=DIMS), q["vector"])
+        want = {r["record_id"] for r in exact}
+        if not found:
+            say(f"  first query of the case: {len(ids)} hits, {len(want)} exact nearest")
+        found.append(len(want & set(ids)) / max(1, len(want)))
+    return statistics.fmean(found)
+
+
+async def plan(conn: asyncpg.Connection, asked: dict[str, Any]) -> str:
+    """How the store's statement for `asked` finds its vectors: the index walked, or the
+    exact scan (the branch whose one-time filter held)."""
+    scope = VectorScope({"default": Embedding(DIMS, "bench-clustered")})
+    args = SearchArgs(
+        None,
+        asked.get("match"),
+        GatherMode.INTERSECT,
+        ["default"],
+        None,
+        None,
+        None,
+        asked["vector"],
+        scope,
+    )
+    values: dict[str, Any] = {"limit": 11}
+    shape = bind(values, "", args)
+    assert shape is not None
+    statement = _statement(shape, True)
+    rows = await conn.fetch(
+        "EXPLAIN (ANALYZE, COSTS off, TIMING off) " + statement.text, *statement.args(values)
+    )
+    lines = [r[0] for r in rows]
+    walked = any(
+        "ix_record_vectors_hnsw" in line and "never executed" not in line for line in lines
+    )
+    return "HNSW index walked" if walked else "exact scan"
+
+
+async def measure(args: argparse.Namespace) -> dict[str, Any]:
+    db = await BenchDatabase.create(args.data_dir)
+    log_dir = Path(tempfile.mkdtemp(prefix="edgeloom-bench-logs-"))
+    out: dict[str, Any] = {"records": args.records}
+    try:
+        async with gateway_process(db.url, log_dir) as gateway:
+            caller = LeanCaller("127.0.0.1", gateway.port)
+            await caller.call(APPLY, {"yaml": POLICY})
+            conn = await asyncpg.connect(plain_url(db.url))
+            try:
+                await conn.execute("DROP INDEX IF EXISTS ix_record_vectors_hnsw_384")
+                space = Space()
+                seconds = await load(gateway.url, args.records, space, args.clients)
+                out["load_records_per_s"] = args.records / seconds
+                say(f"loaded {args.records:,} in {seconds:.0f}s")
+                t0 = time.perf_counter()
+                await conn.execute("VACUUM (ANALYZE) record_vectors")
+                await conn.execute("VACUUM (ANALYZE) edge_properties")
+                await conn.execute(f"SELECT edgeloom_vector_index({DIMS})")
+                out["index_build_s"] = time.perf_counter() - t0
+                say(f"HNSW index built in {out['index_build_s']:.0f}s")
+                out.update(await workloads(args, conn, caller, space))
+            finally:
+                await conn.close()
+                await caller.close()
+    finally:
+        await db.drop()
+        shutil.rmtree(log_dir, ignore_errors=True)
+    return out
+
+
+async def workloads(
+    args: argparse.Namespace, conn: asyncpg.Connection, caller: LeanCaller, space: Space
+) -> dict[str, Any]:
+    rng = random.Random(3)
+    vectors = [space.point() for _ in range(args.queries)]
+    now = datetime.now(UTC).isoformat()
+    cases: dict[str, list[dict[str, Any]]] = {
+        "vector": [{"vector": v} for v in vectors],
+        "vector, match 1%": [
+            {"vector": v, "match": [f"slice:s{rng.randrange(SLICES):02d}"]} for v in vectors
+        ],
+        "vector, match 10%": [
+            {"vector": v, "match": [f"band:b{rng.randrange(BANDS)}"]} for v in vectors
+        ],
+        "hybrid": [{"vector": v, "text": word(50)} for v in vectors],
+        "vector asOf": [{"vector": v, "asOf": now} for v in vectors],
+    }
+    out: dict[str, Any] = {}
+    for name in ("vector", "vector, match 1%", "vector, match 10%"):
+        out[f"recall {name}"] = await recall(conn, caller, cases[name])
+        say(f"recall@10 {name}: {out[f'recall {name}']:.3f}")
+        out[f"plan {name}"] = await plan(conn, cases[name][0])
+        say(f"  plan: {out[f'plan {name}']}")
+    rounds: dict[str, list[float]] = {name: [] for name in cases}
+    for n in range(args.rounds):
+        order = list(cases) if n % 2 == 0 else list(reversed(cases))
+        for name in order:
+            took = await latencies(cases[name], lambda v: caller.call(SEARCH, {**v, "first": 10}))
+            rounds[name].append(percentile(took, 0.5) * 1000)
+            say(f"  round {n + 1} {name}: p50 {rounds[name][-1]:.2f} ms")
+    for name, p50s in rounds.items():
+        out[f"p50 ms {name}"] = p50s
+    return out
+
+
+def rows(out: dict[str, Any]) -> list[str]:
+    at = f"@{out['records']:,}"
+    lines = []
+    for name in ("vector", "vector, match 1%", "vector, match 10%"):
+        p50 = statistics.median(out[f"p50 ms {name}"])
+        lines.append(
+            f"search({name}) {DIMS}-dim {at}: recall@10 {out[f'recall {name}']:.3f} "
+            f"(target >= 0.95), p50 {p50:.2f} ms ({out[f'plan {name}']})"
+        )
+    lines.append(f"search(hybrid) {at}: p50 {statistics.median(out['p50 ms hybrid']):.2f} ms")
+    now, past = (
+        statistics.median(out["p50 ms vector"]),
+        statistics.median(out["p50 ms vector asOf"]),
+    )
+    lines.append(
+        f"search(vector, asOf) {at}: p50 {past:.2f} ms vs now {now:.2f} ms = {past / now:.2f}x "
+        "(target <= 2x)"
+    )
+    return lines
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--records", type=int, default=100_000)
+    p.add_argument("--queries", type=int, default=50, help="queries per workload and round")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--clients", type=int, default=4, help="ingestMany callers when loading")
+    p.add_argument("--data-dir", type=Path, help="embedded server folder (default: a temp dir)")
+    p.add_argument("--json", help="write the figures to this file")
+    args = p.parse_args()
+    out = asyncio.run(measure(args))
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2))
+    for line in rows(out):
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

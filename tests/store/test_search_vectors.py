@@ -1,0 +1,315 @@
+"""Search by vector and hybrid search: ranking, the vector's size and model, time, lanes,
+the exact and the index walk, the count budget, and verify.
+
+Where the server has no pgvector (the system PostgreSQL here) a search by vector is
+refused with the reason, and the vectors are kept all the same.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+from asyncpg import Connection
+
+from policies.errors import EmbeddingError, VectorSizeError
+from policies.model import Embedding
+from store.errors import InvalidInputError
+from store.kinds.record import search as store_search
+from store.kinds.record.queries import GatherMode
+from store.kinds.record.search import Hit, Hits, SearchArgs, VectorScope, search
+from store.kinds.record.vectors import availability
+from store.operations.verify import verify
+from tests.conftest import GatewayFactory
+from tests.gql._api import ADD, RETIRE_RECORD, UPDATE, ingest, unique
+from tests.gql._asserted import CONNECT
+from tests.support import Gateway, GraphQLFailure, sql
+
+POLICY = """
+lanes:
+  notes: { embedding: { dimensions: 4, model: m4 } }
+  secret: { embedding: { dimensions: 4, model: m4 } }
+  other: { embedding: { dimensions: 4, model: x4 } }
+  plain: {}
+agents:
+  dev: { read: ["*"], write: ["*"] }
+"""
+SCOPE = {
+    "notes": Embedding(4, "m4"),
+    "secret": Embedding(4, "m4"),
+    "other": Embedding(4, "x4"),
+}
+MINE = ["notes", "secret"]
+UPDATE_VECTOR = """
+mutation($id: ID!, $embedding: [Float!]) { update(id: $id, embedding: $embedding) { updatedAt } }
+"""
+
+
+@pytest.fixture(scope="module")
+async def gateway(start_gateway: GatewayFactory) -> Gateway:
+    return await start_gateway(policy_yaml=POLICY, anonymous_agent="dev")
+
+
+@pytest.fixture
+async def conn(gateway: Gateway) -> AsyncIterator[Connection]:
+    async with sql(gateway.database_url) as connection:
+        yield connection
+
+
+@pytest.fixture
+async def off(conn: Connection) -> str | None:
+    return await availability(conn)
+
+
+@pytest.fixture
+def on(off: str | None) -> None:
+    if off is not None:
+        pytest.skip("the server has no pgvector: tested by the refusal test")
+
+
+async def find(
+    conn: Connection,
+    vector: list[float] | None,
+    text: str | None = None,
+    lanes: list[str] | None = None,
+    **kw: Any,
+) -> Hits:
+    first = kw.pop("first", None)
+    given: dict[str, Any] = {"match": None, "mode": GatherMode.INTERSECT, "source_types": None}
+    given |= {"as_of": None, "after": None, **kw}
+    scope = VectorScope(SCOPE, await availability(conn))
+    args = SearchArgs(text, lanes=lanes or MINE, vector=vector, scope=scope, **given)
+    return await search(conn, args, first)
+
+
+def ids(page: Hits) -> list[str]:
+    return [h.id for h in page.items]
+
+
+@pytest.fixture
+def walk_always() -> Iterator[None]:
+    """Every filtered search walks the index (no filter counts as small)."""
+    was = store_search.EXACT_SCAN_MAX
+    store_search.EXACT_SCAN_MAX = -1
+    store_search._statement.cache_clear()
+    yield
+    store_search.EXACT_SCAN_MAX = was
+    store_search._statement.cache_clear()
+
+
+async def corpus(gateway: Gateway, tag: str) -> list[str]:
+    vectors = [[1, 0, 0, 0], [1, 1, 0, 0], [0, 1, 0, 0], [-1, 0, 0, 0]]
+    return [
+        (await ingest(gateway, f"v {n}", [tag], lane="notes", embedding=v))["id"]
+        for n, v in enumerate(vectors)
+    ]
+
+
+def check_ranked(page: Hits, written: list[str]) -> None:
+    assert ids(page) == written
+    assert [h.vector_rank for h in page.items] == [1, 2, 3, 4]
+    assert [h.text_rank for h in page.items] == [None] * 4
+    assert [round(h.score, 4) for h in page.items] == [1.0, round(math.sqrt(0.5), 4), 0.0, -1.0]
+    assert all(h.highlights == () for h in page.items)
+    assert page.total_count == 4 and page.total_exact
+
+
+async def test_vectors_rank_by_cosine_similarity(
+    gateway: Gateway, conn: Connection, on: None
+) -> None:
+    tag = f"t:{unique()}"
+    written = await corpus(gateway, tag)
+    check_ranked(await find(conn, [2, 0, 0, 0], match=[tag]), written)
+    # Paged: the second page goes on where the first ended.
+    first = await find(conn, [2, 0, 0, 0], match=[tag], first=3)
+    rest = await find(conn, [2, 0, 0, 0], match=[tag], first=3, after=first.end_cursor)
+    assert ids(first) + ids(rest) == written and first.has_next_page
+    assert [h.vector_rank for h in rest.items] == [4]
+
+
+async def test_a_filtered_walk_of_the_index_finds_what_the_exact_scan_does(
+    gateway: Gateway, conn: Connection, on: None, walk_always: None
+) -> None:
+    tag = f"t:{unique()}"
+    written = await corpus(gateway, tag)
+    check_ranked(await find(conn, [2, 0, 0, 0], match=[tag]), written)
+
+
+async def test_a_vector_of_another_size_or_model_is_refused(
+    gateway: Gateway, conn: Connection, on: None
+) -> None:
+    with pytest.raises(VectorSizeError, match="notes: 4 dimensions, model 'm4'"):
+        await find(conn, [1, 0, 0])
+    with pytest.raises(VectorSizeError, match="different models"):
+        await find(conn, [1, 0, 0, 0], lanes=["notes", "other"])
+    with pytest.raises(VectorSizeError, match="declares an embedding"):
+        await find(conn, [1, 0, 0, 0], lanes=["plain"])
+    for bad in (math.nan, math.inf):
+        with pytest.raises(InvalidInputError, match="finite"):
+            await find(conn, [bad, 0, 0, 0])
+    with pytest.raises(InvalidInputError, match="all zeros"):
+        await find(conn, [0, 0, 0, 0])
+    with pytest.raises(InvalidInputError, match="text, vector or both"):
+        await find(conn, None)
+
+
+async def test_a_write_of_a_vector_of_another_size_is_refused(gateway: Gateway) -> None:
+    # On every server: the policy decides, whatever indexes the vectors.
+    for lane, size, expected in (
+        ("notes", 3, "4 dimensions made by model 'm4'"),
+        ("plain", 4, "declares no embedding"),
+    ):
+        with pytest.raises(GraphQLFailure) as refused:
+            await ingest(gateway, "x", lane=lane, embedding=[1.0] * size)
+        error = refused.value.args[0][0]
+        assert error["extensions"]["code"] == "BAD_USER_INPUT"
+        assert expected in error["message"]
+    assert isinstance(EmbeddingError("notes", 3, 4, "m4"), EmbeddingError)
+
+
+async def test_hybrid_fuses_the_two_lists_by_reciprocal_rank(
+    gateway: Gateway, conn: Connection, on: None
+) -> None:
+    tag, word = f"t:{unique()}", unique("h")
+    both = await ingest(
+        gateway, f"{word} {word} renewal", [tag], lane="notes", embedding=[0, 1, 0, 0]
+    )
+    words_only = await ingest(gateway, f"{word} risk", [tag], lane="notes")
+    vector_only = await ingest(gateway, "unrelated", [tag], lane="notes", embedding=[1, 0, 0, 0])
+    page = await find(conn, [1, 0.1, 0, 0], text=word, match=[tag])
+    by_id = {h.id: h for h in page.items}
+    assert set(by_id) == {both["id"], words_only["id"], vector_only["id"]}
+    assert page.total_count == 3
+
+    def fused(h: Hit) -> float:
+        return sum(1 / (60 + r) for r in (h.text_rank, h.vector_rank) if r is not None)
+
+    assert (by_id[both["id"]].text_rank, by_id[both["id"]].vector_rank) == (1, 2)
+    assert (by_id[words_only["id"]].text_rank, by_id[words_only["id"]].vector_rank) == (2, None)
+    assert (by_id[vector_only["id"]].text_rank, by_id[vector_only["id"]].vector_rank) == (None, 1)
+    for h in page.items:
+        assert h.score == pytest.approx(fused(h))
+    assert ids(page)[0] == both["id"]
+    assert [x.text for x in by_id[both["id"]].highlights] == [word, word]
+    assert by_id[vector_only["id"]].highlights == ()
+
+
+async def test_as_of_reads_the_vector_of_then(gateway: Gateway, conn: Connection, on: None) -> None:
+    tag = f"t:{unique()}"
+    record = await ingest(gateway, "first", [tag], lane="notes", embedding=[1, 0, 0, 0])
+    other = await ingest(gateway, "second", [tag], lane="notes", embedding=[0, 0, 1, 0])
+    before_update = datetime.fromisoformat(record["updatedAt"])
+    updated = (await gateway.data(UPDATE_VECTOR, {"id": record["id"], "embedding": [0, 1, 0, 0]}))[
+        "update"
+    ]
+    before_retire = datetime.fromisoformat(updated["updatedAt"])
+    await gateway.data(RETIRE_RECORD, {"id": record["id"], "reason": "gone"})
+
+    then = await find(conn, [1, 0, 0, 0], match=[tag], as_of=before_update)
+    assert ids(then)[0] == record["id"] and then.items[0].score == pytest.approx(1.0)
+    later = await find(conn, [0, 1, 0, 0], match=[tag], as_of=before_retire)
+    assert ids(later)[0] == record["id"] and later.items[0].score == pytest.approx(1.0)
+    # Retired now: absent from every current search.
+    assert ids(await find(conn, [0, 1, 0, 0], match=[tag])) == [other["id"]]
+
+    # New content without a new vector drops the old content's.
+    await gateway.data(UPDATE, {"id": other["id"], "content": "rewritten"})
+    assert ids(await find(conn, [0, 0, 1, 0], match=[tag])) == []
+
+
+async def test_a_lane_not_read_contributes_nothing(
+    gateway: Gateway, conn: Connection, on: None
+) -> None:
+    tag = f"t:{unique()}"
+    mine = await ingest(gateway, "mine", [tag], lane="notes", embedding=[0, 1, 1, 0])
+    hidden = await ingest(gateway, "hidden", [tag], lane="secret", embedding=[0, 0, 1, 0])
+    page = await find(conn, [0, 0, 1, 0], match=[tag], lanes=["notes"])
+    assert ids(page) == [mine["id"]] and page.total_count == 1
+    assert page.items[0].vector_rank == 1
+    # Without match too: the nearest of all is not in the list, nor counted.
+    every = await find(conn, [0, 0, 1, 0], lanes=["notes"], first=100)
+    assert mine["id"] in ids(every) and hidden["id"] not in ids(every)
+    assert every.total_count == len(every.items)
+    hybrid = await find(conn, [0, 0, 1, 0], text="hidden", lanes=["notes"], first=100)
+    assert hidden["id"] not in ids(hybrid)
+    assert (await find(conn, [0, 0, 1, 0], match=[tag])).total_count == 2
+
+
+async def test_past_the_budget_the_count_is_a_lower_bound(
+    gateway: Gateway, conn: Connection
+) -> None:
+    word = unique("b")
+    for _ in range(3):
+        await ingest(gateway, word, lane="notes")
+    was = store_search.COUNT_BUDGET
+    store_search.COUNT_BUDGET = 2
+    store_search._statement.cache_clear()
+    try:
+        page = await find(conn, None, text=word)
+    finally:
+        store_search.COUNT_BUDGET = was
+        store_search._statement.cache_clear()
+    assert (page.total_count, page.total_exact, len(page.items)) == (2, False, 3)
+    exact = await find(conn, None, text=word)
+    assert (exact.total_count, exact.total_exact) == (3, True)
+
+
+async def test_vector_search_is_refused_with_the_reason_where_off(
+    gateway: Gateway, conn: Connection, off: str | None
+) -> None:
+    if off is None:
+        pytest.skip("the server has pgvector")
+    assert "no pgvector" in off
+    with pytest.raises(InvalidInputError, match="vector search is off"):
+        await find(conn, [1, 0, 0, 0])
+    # Text search works, and the vector is kept with its record.
+    record = await ingest(gateway, unique("k"), lane="notes", embedding=[0.5, 0, 0, 0])
+    assert ids(await find(conn, None, text=record["content"])) == [record["id"]]
+    stored = await conn.fetchval(
+        "SELECT state->'embedding' FROM ledger WHERE kind = 'record' AND object_id = $1",
+        record["id"],
+    )
+    assert stored == '["0.5", "0", "0", "0"]'
+
+
+async def test_verify_rebuilds_the_vectors_and_reports_a_difference(
+    gateway: Gateway, conn: Connection
+) -> None:
+    record = await ingest(gateway, unique("v"), lane="notes", embedding=[0.1, 0.2, 0.3, 0.4])
+    report = await verify(gateway.database_url)
+    assert report.ok, report.problems
+    column = await conn.fetchval(
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = 'record_vectors'::regclass AND attname = 'embedding'"
+    )
+    changed = "'[9,9,9,9]'" if column == "vector" else "'{9,9,9,9}'"
+    await conn.execute(
+        f"UPDATE record_vectors SET embedding = {changed} WHERE record_id = $1", record["id"]
+    )
+    try:
+        report = await verify(gateway.database_url)
+        assert f"{record['id']}: vector of version 1 differs from its entry" in report.problems
+    finally:
+        await conn.execute(
+            "UPDATE record_vectors SET embedding = "
+            + ("'[0.1,0.2,0.3,0.4]'" if column == "vector" else "'{0.1,0.2,0.3,0.4}'")
+            + " WHERE record_id = $1",
+            record["id"],
+        )
+    assert (await verify(gateway.database_url)).ok
+
+
+async def test_a_change_of_properties_or_a_connection_keeps_the_vector(
+    gateway: Gateway, conn: Connection, on: None
+) -> None:
+    tag = f"t:{unique()}"
+    a = await ingest(gateway, "a", [tag], lane="notes", embedding=[0, 0, 0, 1])
+    b = await ingest(gateway, "b", [tag], lane="notes", embedding=[0, 0, 1, 1])
+    await gateway.data(ADD, {"id": a["id"], "properties": ["extra:x"]})
+    await gateway.data(CONNECT, {"a": a["id"], "b": b["id"], "hint": "pair"})
+    page = await find(conn, [0, 0, 0, 1], match=[tag])
+    assert ids(page) == [a["id"], b["id"]]
+    assert page.items[0].score == pytest.approx(1.0)
