@@ -38,7 +38,6 @@ from store.kinds.record.commands import Ingest, NewRecord
 from store.ledger.executor import Executor
 from store.operations.migrate import migrate
 from store.pool import Pool, create_pool
-from store.reads.core_sql import compiled
 
 AGENT = "dev"
 BATCH = 500
@@ -139,8 +138,8 @@ async def measure(pool: Pool, ids: list[str], starts: int, state: str) -> None:
         )
         unfolded = await conn.fetchval("SELECT count(*) FROM label_deltas")
         print(f"  unfolded label deltas at the time: {unfolded}")
-        hop, args = compiled(
-            traverse._statement(traverse._HOP, False, False),
+        statement = traverse.hop_statement(False)
+        args = statement.args(
             {
                 "frontier": chosen[:50],
                 "lanes": lanes,
@@ -148,8 +147,9 @@ async def measure(pool: Pool, ids: list[str], starts: int, state: str) -> None:
                 "seen": chosen[:50],
                 "room": 100,
                 "budget": traverse.COUNT_BUDGET,
-            },
+            }
         )
+        hop = statement.text
         lines = [row[0] for row in await conn.fetch("EXPLAIN " + hop, *args)]
         scans = sorted({ln.strip().split(" on ")[0].lstrip("-> ") for ln in lines if " on " in ln})
         print(f"  hop plan scans: {scans}")

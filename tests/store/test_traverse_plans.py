@@ -15,18 +15,18 @@ from typing import Any
 import asyncpg
 
 from store.kinds.record.queries import _RECORDS_BY_ID
-from store.kinds.record.traverse import _HOP, COUNT_BUDGET, HUB_MEMBERS, _statement
-from store.reads.core_sql import compiled
+from store.kinds.record.traverse import ALL, COUNT_BUDGET, HUB_MEMBERS, SOME, hop_statement
 from tests.support import Databases, plan_nodes, sql
 
 RECORDS = 4000
 START = datetime(2026, 1, 1, tzinfo=UTC)
-TABLES = ("records", "edge_properties", "member_counts", "member_deltas")
+TABLES = ("records", "edge_properties", "member_counts", "member_deltas", "edges")
 
 
 async def _load(conn: asyncpg.Connection) -> list[str]:
     """A CRM-like memory (an org of 300 with skewed weights, a topic of 60, a person of
-    1,000 a record), loaded without any ANALYZE: autovacuum is off on its tables."""
+    1,000 a record, and typed edges), loaded without any ANALYZE: autovacuum is off on
+    its tables."""
     for table in TABLES:
         await conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
     rng = random.Random(40)
@@ -55,6 +55,14 @@ async def _load(conn: asyncpg.Connection) -> list[str]:
             for i, p in zip(ids, props, strict=True)
             for label, value in p.items()
         ],
+    )
+    # A typed edge from every tenth record to a random one (links a detector found).
+    await conn.executemany(
+        "INSERT INTO edges (id, from_id, to_id, type, namespace, lane, to_lane, weight, "
+        "provenance_actor, provenance_type, detector, valid_at, created_at, updated_at, "
+        "version, ledger_hash) VALUES ($1, $2, $3, 'links_to', 'default', 'default', "
+        "'default', 1, 'dev', 'detected', 'wikilink@2', $4, $4, $4, 1, 'h')",
+        [(f"edge_{uuid.uuid4().hex}", i, rng.choice(ids), START) for i in ids[::10]],
     )
     await conn.execute(
         "INSERT INTO member_counts (label, value_key, lane, value, records) "
@@ -97,8 +105,10 @@ async def _check_plans(conn: asyncpg.Connection, ids: list[str], state: str) -> 
                 "budget": COUNT_BUDGET,
                 "walk": ["org", "topic", "person"],
                 "as_of": START + timedelta(days=1),
+                "types": None,
             }
-            text, args = compiled(_statement(_HOP, as_of, labels), params)
+            statement = hop_statement(as_of, SOME if labels else ALL)
+            text, args = statement.text, statement.args(params)
             scans = _scans(await _explain(conn, text, args), "edge_properties")
             name = (state, "as of" if as_of else "now", "labels" if labels else "all")
             # The frontier's memberships by record id (never a skip scan of an index
@@ -108,6 +118,12 @@ async def _check_plans(conn: asyncpg.Connection, ids: list[str], state: str) -> 
             assert members, (name, scans)
             for index, condition in members:
                 assert "label = " in condition and "value_key = " in condition, (name, index)
+            # The typed edges at either end of each frontier record, by that end.
+            edges = {s for s in _scans(await _explain(conn, text, args), "edges")}
+            assert edges == {
+                ("ix_edges_from_id_type", "(from_id = o.id)"),
+                ("ix_edges_to_id_type", "(to_id = i.id)"),
+            }, (name, edges)
     # The records listed, each by primary key.
     plan = await _explain(conn, _RECORDS_BY_ID, [ids[:100], ["default"], 1 << 20])
     scans = _scans(plan, "records")
