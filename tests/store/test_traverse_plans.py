@@ -14,12 +14,26 @@ from typing import Any
 
 import asyncpg
 
+from policies.properties import Property
 from store.kinds.record.queries import _RECORDS_BY_ID
-from store.kinds.record.traverse import ALL, COUNT_BUDGET, HUB_MEMBERS, SOME, hop_statement
+from store.kinds.record.resolve import RESOLVE
+from store.kinds.record.traverse import (
+    ALL,
+    COUNT_BUDGET,
+    HUB_MEMBERS,
+    SOME,
+    Step,
+    Traversal,
+    hop_statement,
+)
+from store.kinds.record.traverse_compiled import step_record, traverse_root, walk_items, walk_values
+from store.reads.compiled_sql import Compiler, Sel, Shape, record_column
+from store.reads.statements import Statement
 from tests.support import Databases, plan_nodes, sql
 
 RECORDS = 4000
 START = datetime(2026, 1, 1, tzinfo=UTC)
+ID = Sel("id", "id", build=record_column("id"))
 TABLES = ("records", "edge_properties", "member_counts", "member_deltas", "edges")
 
 
@@ -136,3 +150,28 @@ async def test_a_hop_probes_its_keys_before_and_after_analyze(databases: Databas
         await _check_plans(conn, ids, "unanalyzed")
         await conn.execute("ANALYZE")
         await _check_plans(conn, ids, "analyzed")
+
+
+def _walk_statement() -> tuple[Statement, dict[str, Any]]:
+    """The compiled path's statement for `traverse { items { record { id } } }`."""
+    record = Sel("record", "record", build=step_record, children=(ID,))
+    items = Sel("items", "items", build=walk_items, children=(record,))
+    root = Sel("traverse", "traverse", site=0, children=(items,), build=traverse_root)
+    return Compiler({0: Shape()}).statement([root]), {"lanes": ["default"], "max_bytes": 1 << 20}
+
+
+async def test_a_walk_is_rendered_by_primary_key_before_and_after_analyze(
+    databases: Databases,
+) -> None:
+    async with sql(await databases.create()) as conn:
+        ids = await _load(conn)
+        statement, values = _walk_statement()
+        steps = [Step(i, 1, Property("org", "org 1")) for i in ids[:100]]
+        walk_values(Traversal(steps), "s0_", values)
+        for state in ("unanalyzed", "analyzed"):
+            plan = await _explain(conn, statement.text, statement.args(values))
+            assert {index for index, _ in _scans(plan, "records")} == {"pk_records"}, state
+            # The start, resolved as the resolver resolves it: by primary key too.
+            plan = await _explain(conn, RESOLVE, [ids[7], ["default"]])
+            assert {index for index, _ in _scans(plan, "records")} == {"pk_records"}, state
+            await conn.execute("ANALYZE")

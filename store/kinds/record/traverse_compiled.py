@@ -88,10 +88,13 @@ def walk_items(compiler: Compiler, sel: Sel, row: WalkRow) -> str:
             ("edge_ids", "text[]"),
         )
     )
+    # Each record by primary key whatever the statistics say (a join, planned for tables
+    # not analyzed since a bulk load, skip-scanned a lane-led index instead).
     return f"""coalesce((SELECT json_agg({body} ORDER BY {t}.n)
         FROM unnest({steps}) WITH ORDINALITY AS {t}(id, hop, via, edge_id, n)
-        JOIN records {r} ON {r}.id = {t}.id AND {RULE.record(r, compiler.lanes(), row.as_of)}
-        {lateral} WHERE true{compiler.alive(r, row.as_of)}), '[]'::json)"""
+        CROSS JOIN LATERAL (SELECT * FROM records WHERE id = {t}.id OFFSET 0) {r}
+        {lateral} WHERE {RULE.record(r, compiler.lanes(), row.as_of)}
+        {compiler.alive(r, row.as_of)}), '[]'::json)"""
 
 
 def step_record(compiler: Compiler, sel: Sel, row: StepRow) -> str:
