@@ -110,7 +110,7 @@ WALK = """query($from: ID!) { traverse(from: $from, depth: 2, limit: 100) {
   items { hop record { id } } notShown } }"""
 
 
-async def over_http(gateway: GatewayProcess, chosen: list[str], ids: list[str]) -> None:
+async def over_http(gateway: GatewayProcess, chosen: list[str], ids: list[str], when: str) -> None:
     """`traverse` through the gateway, one call at a time, and which path answered it."""
     caller = LeanCaller("127.0.0.1", gateway.port)
     queue = list(chosen)
@@ -125,7 +125,7 @@ async def over_http(gateway: GatewayProcess, chosen: list[str], ids: list[str]) 
         took = await timed(one, len(chosen))
     finally:
         await caller.close()
-    figure(f"traverse over HTTP depth 2 limit 100 ({len(ids):,})", took)
+    figure(f"traverse over HTTP depth 2 limit 100, {when} ({len(ids):,})", took)
     async with httpx.AsyncClient() as client:
         metrics = (await client.get(gateway.url + "/metrics")).text
     routes = [
@@ -145,8 +145,9 @@ async def measure(
     lanes = ["default"]
     # The store's reads take an asyncpg connection (a `Reader`), as the gateway gives them.
     print(f"-- {state}")
+    # Over HTTP first, on pages the store's figures have not read yet, and again last.
     if gateway is not None:
-        await over_http(gateway, chosen, ids)
+        await over_http(gateway, chosen, ids, "first")
     async with pool.acquire() as conn:
         for limit, walk in ((100, None), (1000, None), (100, ["person", "e_connect"])):
             queue = list(chosen)
@@ -195,6 +196,8 @@ async def measure(
         lines = [row[0] for row in await conn.fetch("EXPLAIN " + hop, *args)]
         scans = sorted({ln.strip().split(" on ")[0].lstrip("-> ") for ln in lines if " on " in ln})
         print(f"  hop plan scans: {scans}")
+    if gateway is not None:
+        await over_http(gateway, chosen, ids, "again")
 
 
 async def main(argv: list[str] | None = None) -> None:

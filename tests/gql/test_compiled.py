@@ -597,6 +597,11 @@ ARGUMENT_SCALARS = {
     "fromId": "FullIdent",
     "toId": "FullIdent",
     "text": "Words!",
+    "from": "Ident!",
+    "depth": "Depth",
+    "limit": "Page",
+    "labels": "Labels",
+    "edgeTypes": "Types",
 }
 
 
@@ -624,7 +629,8 @@ def restricted_sdl() -> str:
     names = ("DateTime", "Ident", "FullIdent", "Prop", "Props", "Lane", "JSON")
     scalars = "".join(f"scalar {name}\n" for name in names)
     return (
-        f"{scalars}scalar Source\nscalar Page\nscalar Words\n"
+        f"{scalars}scalar Source\nscalar Page\nscalar Words\nscalar Depth\nscalar Labels\n"
+        "scalar Types\n"
         "enum GatherMode { INTERSECT UNION TIMELINE }\n"
         "enum ConflictResolution { ACCEPTED_DUAL SUPERSEDED REFUTED MERGED }\n"
         "enum ConflictStatus { UNRESOLVED RESOLVED ALL }\n" + "\n".join(types)
@@ -659,6 +665,14 @@ def generated_documents(world: World, count: int) -> list[str]:
         "Words": text(["renewal", "acme deal", '"renewal risk"', "ren", "-deal note"]),
         "Source": text(["meeting", "note"]),
         "Page": st.sampled_from([1, 2, 3, 50]).map(lambda n: IntValueNode(value=str(n))),
+        "Depth": st.sampled_from([1, 2, 3]).map(lambda n: IntValueNode(value=str(n))),
+        # A walk over labels (at least one: with no type either it is refused) and types.
+        "Labels": st.lists(text(["org", "person", "topic", "e_group"]), min_size=1).map(
+            lambda values: ListValueNode(values=tuple(values))
+        ),
+        "Types": st.lists(text(["supports", "contradicts", "related_to"])).map(
+            lambda values: ListValueNode(values=tuple(values))
+        ),
     }
     roots = tuple(f for f in compiled_fields(schema._schema)["Query"] if f not in DECLINED_ROOTS)
     strategy = queries(restricted_sdl(), fields=roots, custom_scalars=custom)

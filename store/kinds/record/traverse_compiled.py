@@ -70,8 +70,13 @@ class StepRow:
 def traverse_root(compiler: Compiler, sel: Sel, _: None) -> str:
     """SQL: a Traversal of the walk the site's read found."""
     shape = compiler.shapes[sel.site or 0]
-    as_of = compiler.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
-    return compiler.fields(sel.children, WalkRow(sel.site, as_of))
+    # A placeholder is numbered at its first use: only a used one may exist (a selection
+    # of the figures alone reads no record, so no instant).
+    as_of = f"{{as_of_{compiler.alias('w')}}}" if shape.as_of else None
+    body = compiler.fields(sel.children, WalkRow(sel.site, as_of))
+    if as_of is not None and as_of in body:
+        body = body.replace(as_of, compiler.arg(sel.site, "as_of", "timestamptz"))
+    return body
 
 
 def walk_items(compiler: Compiler, sel: Sel, row: WalkRow) -> str:
