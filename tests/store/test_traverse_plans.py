@@ -27,7 +27,8 @@ from store.kinds.record.traverse import (
     hop_statement,
 )
 from store.kinds.record.traverse_compiled import step_record, traverse_root, walk_items, walk_values
-from store.reads.compiled_sql import Compiler, Sel, Shape, record_column
+from store.reads.compiled_sql import Compiler, Sel, record_column
+from store.reads.shape import Shape
 from store.reads.statements import Statement
 from tests.support import Databases, plan_nodes, sql
 
@@ -59,7 +60,7 @@ async def _load(conn: asyncpg.Connection) -> list[str]:
         "INSERT INTO records (id, lane, source_type, authority, content, properties, version, "
         "created_at, updated_at, created_by, ledger_hash) VALUES ($1, 'default', 'note', "
         "'agent', 'c', $2::jsonb, 1, $3, $3, 'dev', 'h')",
-        [(i, json.dumps(p), START) for i, p in zip(ids, props, strict=True)],
+        [(i, json.dumps(list(p.items())), START) for i, p in zip(ids, props, strict=True)],
     )
     await conn.executemany(
         "INSERT INTO edge_properties (id, record_id, lane, label, value, recorded_from, "
