@@ -1,13 +1,14 @@
 """Traverse and labels at scale, on the store's own read functions.
 
     .venv/bin/python -m bench.traverse [--records 100000] [--million] [--starts 100]
-                                       [--shape zipf|crm]
+                                       [--shape zipf|crm] [--no-http]
 
 Loads Zipf records (`bench/data.py`; with `--shape crm`, the CRM shape: an org of 300
 with Zipf weights, a topic of 60, a person of 5,000) through the real write path (the
 executor's Ingest command, 500 records per command), connects one record in a hundred
 to an earlier one (Connect commands), then times `traverse(depth 2)` from random starts
-(alone, and followed by its records read by id, as the gateway reads them) and `labels`
+(alone, followed by its records read by id, as the gateway's ordinary path reads them,
+and through `edgeloom serve` over HTTP, as an agent asks it) and `labels`
 (the per-label counts the write path keeps), twice: right after the load, before
 PostgreSQL has any statistics of the new rows (autovacuum and the write path's own
 analyze are kept off for the load, as a reader meets the tables before either has
@@ -19,15 +20,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import random
 import statistics
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
+import httpx
+
 from bench.data import CrmGenerator, Generator
+from bench.http import LeanCaller
 from bench.measure import say
-from bench.server import BenchDatabase
+from bench.server import BenchDatabase, GatewayProcess, gateway_process
 from policies.loader import DEV_POLICY_YAML
 from store.database import create_engine
 from store.kinds.policy.commands import ApplyPolicy
@@ -38,7 +45,6 @@ from store.kinds.record.commands import Ingest, NewRecord
 from store.ledger.executor import Executor
 from store.operations.migrate import migrate
 from store.pool import Pool, create_pool
-from store.reads.core_sql import compiled
 
 AGENT = "dev"
 BATCH = 500
@@ -99,13 +105,49 @@ def figure(name: str, took: list[float]) -> None:
     print(f"{name:<52} p50 {statistics.median(took):8.1f} ms   p90 {p90:8.1f} ms   n={len(took)}")
 
 
-async def measure(pool: Pool, ids: list[str], starts: int, state: str) -> None:
+# What an agent asks over HTTP (issue: walks right after a bulk load).
+WALK = """query($from: ID!) { traverse(from: $from, depth: 2, limit: 100) {
+  items { hop record { id } } notShown } }"""
+
+
+async def over_http(gateway: GatewayProcess, chosen: list[str], ids: list[str], when: str) -> None:
+    """`traverse` through the gateway, one call at a time, and which path answered it."""
+    caller = LeanCaller("127.0.0.1", gateway.port)
+    queue = list(chosen)
+    shown: list[int] = []
+
+    async def one() -> None:
+        data = await caller.call(WALK, {"from": queue.pop()})
+        shown.append(len(data["traverse"]["items"]))
+
+    try:
+        await caller.call(WALK, {"from": chosen[0]})  # the document compiled once
+        took = await timed(one, len(chosen))
+    finally:
+        await caller.close()
+    figure(f"traverse over HTTP depth 2 limit 100, {when} ({len(ids):,})", took)
+    async with httpx.AsyncClient() as client:
+        metrics = (await client.get(gateway.url + "/metrics")).text
+    routes = [
+        line
+        for line in metrics.splitlines()
+        if "traverse" in line and "route=" in line and not line.startswith("#")
+    ]
+    print(f"  records listed per walk: median {statistics.median(shown):.0f}; {routes[:2]}")
+
+
+async def measure(
+    pool: Pool, ids: list[str], starts: int, state: str, gateway: GatewayProcess | None
+) -> None:
     rng = random.Random(5)
     chosen = rng.sample(ids, min(starts, len(ids)))
     starts = len(chosen)
     lanes = ["default"]
     # The store's reads take an asyncpg connection (a `Reader`), as the gateway gives them.
     print(f"-- {state}")
+    # Over HTTP first, on pages the store's figures have not read yet, and again last.
+    if gateway is not None:
+        await over_http(gateway, chosen, ids, "first")
     async with pool.acquire() as conn:
         for limit, walk in ((100, None), (1000, None), (100, ["person", "e_connect"])):
             queue = list(chosen)
@@ -139,8 +181,8 @@ async def measure(pool: Pool, ids: list[str], starts: int, state: str) -> None:
         )
         unfolded = await conn.fetchval("SELECT count(*) FROM label_deltas")
         print(f"  unfolded label deltas at the time: {unfolded}")
-        hop, args = compiled(
-            traverse._statement(traverse._HOP, False, False),
+        statement = traverse.hop_statement(False)
+        args = statement.args(
             {
                 "frontier": chosen[:50],
                 "lanes": lanes,
@@ -148,11 +190,14 @@ async def measure(pool: Pool, ids: list[str], starts: int, state: str) -> None:
                 "seen": chosen[:50],
                 "room": 100,
                 "budget": traverse.COUNT_BUDGET,
-            },
+            }
         )
+        hop = statement.text
         lines = [row[0] for row in await conn.fetch("EXPLAIN " + hop, *args)]
         scans = sorted({ln.strip().split(" on ")[0].lstrip("-> ") for ln in lines if " on " in ln})
         print(f"  hop plan scans: {scans}")
+    if gateway is not None:
+        await over_http(gateway, chosen, ids, "again")
 
 
 async def main(argv: list[str] | None = None) -> None:
@@ -164,6 +209,9 @@ async def main(argv: list[str] | None = None) -> None:
     p.add_argument("--keep", action="store_true", help="keep the database")
     p.add_argument(
         "--shape", choices=("zipf", "crm"), default="zipf", help="the records' properties"
+    )
+    p.add_argument(
+        "--no-http", action="store_true", help="leave out the walk through `edgeloom serve`"
     )
     args = p.parse_args(argv)
     db = await BenchDatabase.create()
@@ -181,12 +229,18 @@ async def main(argv: list[str] | None = None) -> None:
             tables = [r[0] for r in await conn.fetch(_TABLES)]
             for table in tables:
                 await conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
-        for size in [args.records, *([1_000_000] if args.million else [])]:
-            await load(executor, gen, ids, size, args.workers)
-            await measure(pool, ids, args.starts, "right after the load (no ANALYZE)")
-            async with pool.acquire() as conn:
-                await conn.execute("ANALYZE")
-            await measure(pool, ids, args.starts, "after ANALYZE")
+        async with contextlib.AsyncExitStack() as stack:
+            gateway = None
+            if not args.no_http:
+                logs = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+                gateway = await stack.enter_async_context(gateway_process(db.url, logs))
+            for size in [args.records, *([1_000_000] if args.million else [])]:
+                await load(executor, gen, ids, size, args.workers)
+                state = "right after the load (no ANALYZE)"
+                await measure(pool, ids, args.starts, state, gateway)
+                async with pool.acquire() as conn:
+                    await conn.execute("ANALYZE")
+                await measure(pool, ids, args.starts, "after ANALYZE", gateway)
         async with pool.acquire() as conn:
             for table in tables:
                 await conn.execute(f"ALTER TABLE {table} RESET (autovacuum_enabled)")

@@ -51,8 +51,13 @@ CONTENT = (
 TRAVERSE_DEPTH = f"How many hops to walk: 1 to {MAX_DEPTH}, default 1."
 TRAVERSE_LIMIT = f"The most records to list: 1 to {MAX_LIMIT}, default 100."
 TRAVERSE_LABELS = (
-    f"Walk only edges with these labels (1 to {MAX_LABELS}; e_connect, e_group and "
-    "e_adjustment name the asserted edges); omit it to walk every label."
+    f"Walk only edge properties with these labels (up to {MAX_LABELS}; e_connect, e_group "
+    "and e_adjustment name the asserted edges; [] for none); omit it to walk every label."
+)
+TRAVERSE_EDGE_TYPES = (
+    f"Walk only typed edges of these types, either way (up to {MAX_LABELS}; [] for none); "
+    "omit it to walk every type. Edges are seen as every read sees them: both records "
+    "readable and not retired, valid at the instant read."
 )
 BATCH = f"At most {MAX_BATCH} inputs in one call."
 AUTHORITY = "How far the record is to be trusted, fixed by its source type."

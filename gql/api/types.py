@@ -1,5 +1,5 @@
 """The GraphQL types of records and what joins them (edge properties, asserted edges,
-corrections, traversals), each built from a store dataclass with `from_domain`."""
+corrections), each built from a store dataclass with `from_domain`."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from store.errors import NotFoundError
 from store.ids import ADJUSTMENT, CONNECT, GROUP, edge_property_id
 from store.kinds.correction.commands import corrections_of
 from store.kinds.correction.projection import CorrectionRow
-from store.kinds.record import asserted, commands, queries, traverse, values
+from store.kinds.record import asserted, commands, queries, values
 from store.kinds.record import model as domain
 from store.ledger import audit
 from store.reads import compiled_sql as sql
@@ -733,72 +733,3 @@ async def corrections(info: Info, record_id: str, as_of: datetime | None) -> lis
     async with info.context.read() as (conn, lanes):
         found = await corrections_of(conn, [record_id], lanes, as_of)
     return [Correction.from_domain(c) for c in found.get(record_id, [])]
-
-
-@strawberry.type(description="One record a traversal reached.")
-class TraversalItem:
-    record: Record = strawberry.field(description="The record reached.")
-    hop: int = strawberry.field(description="How many edges away from the start it is.")
-    via: str = strawberry.field(description="The edge property (label:value) it was reached by.")
-
-
-@strawberry.type(description="A value shared by too many records to walk (a hub).")
-class ClippedEdge:
-    via: str = strawberry.field(description="The edge property (label:value) that was not walked.")
-    hop: int = strawberry.field(description="At which hop it was met.")
-    member_count: int = strawberry.field(
-        description="How many readable records carry it (at least that many when "
-        "memberCountExact is false)."
-    )
-    member_count_exact: bool = strawberry.field(
-        description="False when memberCount is a lower bound: counted as of an earlier "
-        "instant, the count stopped at the walk's counting budget."
-    )
-
-
-@strawberry.type(description="The records reached from one record, breadth first.")
-class Traversal:
-    items: list[TraversalItem] = strawberry.field(
-        description="The records reached, nearest first, the start left out."
-    )
-    not_shown: int = strawberry.field(
-        description="Records reached but not listed: those past limit, plus the members of "
-        "each clipped hub (see clipped); at least that many when notShownExact is false."
-    )
-    not_shown_exact: bool = strawberry.field(
-        description="False when notShown is a lower bound: the walk stopped at its limit "
-        "with values it reached left uncounted (its counting budget; beyondLimit is then a "
-        "lower bound too), or a clipped hub's memberCount is one."
-    )
-    clipped: list[ClippedEdge] = strawberry.field(
-        description="Hubs met but not walked: values shared by too many records."
-    )
-    beyond_limit: int = strawberry.field(
-        description="Records reached past limit, not listed; at least that many when "
-        "notShownExact is false."
-    )
-
-
-async def traversal(info: Info, found: traverse.Traversal, as_of: datetime | None) -> Traversal:
-    records = await info.context.records([s.record_id for s in found.steps], as_of)
-    return Traversal(
-        items=[
-            TraversalItem(
-                record=Record.from_domain(records[s.record_id], as_of), hop=s.hop, via=str(s.via)
-            )
-            for s in found.steps
-            if s.record_id in records
-        ],
-        not_shown=found.not_shown,
-        not_shown_exact=found.not_shown_exact,
-        clipped=[
-            ClippedEdge(
-                via=str(c.via),
-                hop=c.hop,
-                member_count=c.member_count,
-                member_count_exact=c.exact,
-            )
-            for c in found.clipped
-        ],
-        beyond_limit=found.beyond_limit,
-    )

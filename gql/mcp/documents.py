@@ -24,9 +24,11 @@ GATHER = f"""query($match: [String!]!, $mode: GatherMode, $lanes: [String!], $as
     $first: Int, $after: String) {{
   gather(match: $match, mode: $mode, lanes: $lanes, asOf: $asOf, first: $first, after: $after)
   {{ items {{ {LISTED} }} {PAGE_INFO} }} }}"""
-TRAVERSE = f"""query($from: ID!, $depth: Int, $labels: [String!], $asOf: DateTime, $limit: Int) {{
-  traverse(from: $from, depth: $depth, labels: $labels, asOf: $asOf, limit: $limit) {{
-    items {{ hop via record {{ {LISTED} }} }}
+TRAVERSE = f"""query($from: ID!, $depth: Int, $labels: [String!], $asOf: DateTime, $limit: Int,
+    $edgeTypes: [String!]) {{
+  traverse(from: $from, depth: $depth, labels: $labels, asOf: $asOf, limit: $limit,
+    edgeTypes: $edgeTypes) {{
+    items {{ hop via record {{ {LISTED} }} edge {{ id type fromId toId detector evidence }} }}
     notShown beyondLimit clipped {{ via hop memberCount }} }} }}"""
 
 READ = f"""query($id: ID!, $asOf: DateTime) {{ record(id: $id, asOf: $asOf) {{ {RECORD} }} }}"""

@@ -33,9 +33,10 @@ def _describe(tool: str) -> str:
         "for many). " + _ingest("properties"),
         "e_gather": "Find records by their edge properties: intersect (every one), union "
         "(any one), timeline (any one, in time order), or traverse (walk from one record "
-        "over what it shares). Returns a page of records (id, lane, source_type, content, "
-        "properties); traverse returns {items: [{hop, via, record}], not_shown, beyond_limit, "
-        "clipped}. " + PAGE_SHAPE,
+        "over what it shares and the typed edges that join it to others). Returns a page of "
+        "records (id, lane, source_type, content, properties); traverse returns {items: "
+        "[{hop, via, record, edge}], not_shown, beyond_limit, clipped} (edge: the typed edge "
+        "a record was reached by, else null). " + PAGE_SHAPE,
         "e_search": "Find records by their words, by a vector (of the size the lane's policy "
         "declares), or both, best first, optionally only among a gather's records (match): "
         + d.field("Query", "search")

@@ -137,6 +137,9 @@ class Tools:
         limit: Annotated[
             int, described("traverse: " + query_arg("traverse", "limit") + PAGE_NOTE)
         ] = TOOL_PAGE,
+        edge_types: Annotated[
+            list[str] | None, described("traverse: " + query_arg("traverse", "edgeTypes"))
+        ] = None,
     ) -> CallToolResult:
         async def work(session: Session) -> Any:
             stamp = None if as_of is None else as_of.isoformat()
@@ -148,6 +151,7 @@ class Tools:
                     "labels": labels,
                     "asOf": stamp,
                     "limit": limit,
+                    "edgeTypes": edge_types,
                 }
                 return (await run(session, doc.TRAVERSE, variables))["traverse"]
             needs(action, "e_gather", match=match)

@@ -37,7 +37,7 @@ from starlette.responses import Response
 from strawberry.schema.name_converter import NameConverter
 
 from gql.api.auth import authorize
-from gql.api.compiled.plan import Declined, Operation, compile_operation
+from gql.api.compiled.plan import Bound, Declined, Operation, compile_operation
 from gql.api.compiled_writes import Write, compile_write
 from gql.api.errors import error_extensions, parse_cached
 from gql.api.limits import check_variables, too_many_fields
@@ -206,17 +206,23 @@ class CompiledPath:
         limit = services.max_response_bytes
         try:
             scope = vector_scope(services, policy)
-            text, args = operation.bind(variables, profile.readable_lanes(policy), limit, scope)
+            bound = operation.bind(variables, profile.readable_lanes(policy), limit, scope)
         except Declined:
             return None
         try:
-            # On a standby when one may serve it, else (or when it fails) the primary;
-            # a connection whose statement failed half-way is not reused.
-            replicas = services.replicas
-            if replicas is not None:
-                row = await replicas.fetchrow(session.freshness, text, *args)
+            if bound.reads:
+                row = await _read_first(session, bound)
             else:
-                row = await fetchrow_once(services.pool, text, args)
+                # On a standby when one may serve it, else (or when it fails) the
+                # primary; a connection whose statement failed half-way is not reused.
+                text, args = bound.statement.text, bound.args()
+                replicas = services.replicas
+                if replicas is not None:
+                    row = await replicas.fetchrow(session.freshness, text, *args)
+                else:
+                    row = await fetchrow_once(services.pool, text, args)
+        except Declined:
+            return None
         except (asyncpg.PostgresError, OSError, asyncpg.InterfaceError):
             # The ordinary path runs the same reads and reports the failure its way.
             log.warning("compiled read failed; answered the ordinary way", exc_info=True)
@@ -249,6 +255,17 @@ class CompiledPath:
         else:
             body = lsn.in_body(write.answer(written), lsn.written(request))
         return over_http.answer(request, body)
+
+
+async def _read_first(session: Session, bound: Bound) -> Any:
+    """The statement's row after the reads it needs first (a walk), all in the session's
+    one snapshot, which ends here (a declined request's ordinary path opens its own)."""
+    try:
+        async with session.read() as (db, _):
+            await bound.read(db)
+            return await db.fetchrow(bound.statement.text, *bound.args())
+    finally:
+        await session.end_reads()
 
 
 def _refusal(error: StoreError) -> bytes:

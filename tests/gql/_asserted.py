@@ -54,9 +54,11 @@ query($id: ID!, $asOf: DateTime) {{
 }}
 """
 TRAVERSE = """
-query($from: ID!, $depth: Int, $labels: [String!], $asOf: DateTime, $limit: Int) {
-  traverse(from: $from, depth: $depth, labels: $labels, asOf: $asOf, limit: $limit) {
-    items { record { id } hop via }
+query($from: ID!, $depth: Int, $labels: [String!], $asOf: DateTime, $limit: Int,
+      $edgeTypes: [String!]) {
+  traverse(from: $from, depth: $depth, labels: $labels, asOf: $asOf, limit: $limit,
+           edgeTypes: $edgeTypes) {
+    items { record { id } hop via edge { id type detector evidence } }
     notShown notShownExact beyondLimit clipped { via hop memberCount }
   }
 }

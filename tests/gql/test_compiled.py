@@ -530,6 +530,55 @@ async def test_related_and_conflicts_answer_the_same(world: World, agent: str) -
     )
 
 
+WALK = f"""
+query($from: ID!, $depth: Int, $labels: [String!], $asOf: DateTime, $limit: Int,
+      $edgeTypes: [String!]) {{
+  traverse(from: $from, depth: $depth, labels: $labels, asOf: $asOf, limit: $limit,
+           edgeTypes: $edgeTypes) {{
+    items {{ hop via record {{ id version content properties }}
+      edge {{ {EDGE_FIELDS} fromRecord {{ id }} __typename }} __typename }}
+    notShown notShownExact beyondLimit clipped {{ via hop memberCount memberCountExact }}
+    __typename
+  }}
+  short: traverse(from: $from, limit: 1) {{ items {{ record {{ id }} }} notShown }}
+}}
+"""
+# depth, labels, edgeTypes, limit
+WALKS = [
+    (1, None, None, None),
+    (2, None, None, 3),
+    (3, ["org", "e_group"], [], None),
+    (2, [], ["supports", "contradicts"], None),
+    (3, None, ["related_to"], 100),
+]
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+async def test_traverse_answers_the_same(world: World, agent: str) -> None:
+    """`traverse` from every record (retired ones and those of lanes the agent cannot
+    read are refused the ordinary way), over edge properties and typed edges, now and as
+    of instants between the edges' changes: the walk is one, its two renderings agree."""
+    path = compiled_path(world.compiled)
+    before, sent = path.answered, 0
+    edge_instants = world.edge_instants
+    instants = [None, edge_instants[len(edge_instants) // 2], world.instants[2]]
+    for start, as_of, (depth, labels, types, limit) in itertools.product(
+        [*world.records, *world.retired], instants, WALKS
+    ):
+        variables = {
+            "from": start,
+            "asOf": as_of,
+            "depth": depth,
+            "labels": labels,
+            "edgeTypes": types,
+            "limit": limit,
+        }
+        await world.both(WALK, variables, agent)
+        sent += 1
+    # Starts the agent cannot read (or retired) are refused, so declined; most are not.
+    assert path.answered - before >= sent // 3, (path.answered - before, sent)
+
+
 async def test_reads_without_a_token_are_refused_before_compiling(world: World) -> None:
     sent = await refused_before_compiling(world, [*SUITE_DOCUMENTS, *EXTRA], world.pools)
     assert sent >= 40, sent
@@ -548,6 +597,11 @@ ARGUMENT_SCALARS = {
     "fromId": "FullIdent",
     "toId": "FullIdent",
     "text": "Words!",
+    "from": "Ident!",
+    "depth": "Depth",
+    "limit": "Page",
+    "labels": "Labels",
+    "edgeTypes": "Types",
 }
 
 
@@ -575,7 +629,8 @@ def restricted_sdl() -> str:
     names = ("DateTime", "Ident", "FullIdent", "Prop", "Props", "Lane", "JSON")
     scalars = "".join(f"scalar {name}\n" for name in names)
     return (
-        f"{scalars}scalar Source\nscalar Page\nscalar Words\n"
+        f"{scalars}scalar Source\nscalar Page\nscalar Words\nscalar Depth\nscalar Labels\n"
+        "scalar Types\n"
         "enum GatherMode { INTERSECT UNION TIMELINE }\n"
         "enum ConflictResolution { ACCEPTED_DUAL SUPERSEDED REFUTED MERGED }\n"
         "enum ConflictStatus { UNRESOLVED RESOLVED ALL }\n" + "\n".join(types)
@@ -610,6 +665,14 @@ def generated_documents(world: World, count: int) -> list[str]:
         "Words": text(["renewal", "acme deal", '"renewal risk"', "ren", "-deal note"]),
         "Source": text(["meeting", "note"]),
         "Page": st.sampled_from([1, 2, 3, 50]).map(lambda n: IntValueNode(value=str(n))),
+        "Depth": st.sampled_from([1, 2, 3]).map(lambda n: IntValueNode(value=str(n))),
+        # A walk over labels (at least one: with no type either it is refused) and types.
+        "Labels": st.lists(text(["org", "person", "topic", "e_group"]), min_size=1).map(
+            lambda values: ListValueNode(values=tuple(values))
+        ),
+        "Types": st.lists(text(["supports", "contradicts", "related_to"])).map(
+            lambda values: ListValueNode(values=tuple(values))
+        ),
     }
     roots = tuple(f for f in compiled_fields(schema._schema)["Query"] if f not in DECLINED_ROOTS)
     strategy = queries(restricted_sdl(), fields=roots, custom_scalars=custom)

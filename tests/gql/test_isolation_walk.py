@@ -243,6 +243,7 @@ def arguments(world: World, name: str, gfield: GraphQLField, nested: bool) -> It
         "toId": ids,
         "type": ["contradicts"],
         "types": [["supports", "contradicts"]],
+        "edgeTypes": [["supports", "contradicts"], []],
         "hops": [2],
         "direction": ["IN"],
         "status": ["ALL", "RESOLVED"],

@@ -72,6 +72,11 @@ async def test_every_tool_and_action_once(connect: Connect, crm: Gateway, curato
         assert len(timeline["items"]) == 2 and timeline["page_info"]["has_next_page"]
         walked = await call(s, "e_gather", action="traverse", from_id=first["id"], depth=1)
         assert {i["record"]["id"] for i in walked["items"]} == {second["id"], third["id"]}
+        assert [i["edge"] for i in walked["items"]] == [None, None]
+        typed = await call(
+            s, "e_gather", action="traverse", from_id=first["id"], labels=[], edge_types=["x"]
+        )
+        assert typed["items"] == [] and typed["not_shown"] == 0
 
         updated = await call(
             s, "e_update", id=first["id"], content="Sarah owns Acme now.", expected_version=2

@@ -1,4 +1,5 @@
-"""Traverse: hops over imputed and asserted edges, label filter, hubs, lanes, asOf, limit."""
+"""Traverse: hops over imputed, asserted and typed edges, label and type filters, hubs, lanes,
+asOf, limit."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from typing import Any
 from store.kinds.record import traverse
 from store.pool import create_pool
 from tests.conftest import GatewayFactory
-from tests.gql._api import REMOVE, ingest, unique
+from tests.gql._api import REMOVE, RETIRE_RECORD, ingest, unique
 from tests.gql._asserted import TRAVERSE, connect, group, walk
+from tests.gql._differential import compiled_path
+from tests.gql._edges import RETIRE, upsert
 from tests.gql._policy_support import mint
 from tests.support import Gateway
 
@@ -114,7 +117,8 @@ async def test_bad_arguments_are_refused_with_the_range(gateway: Gateway) -> Non
         ({"depth": 0}, "depth must be between 1 and 3"),
         ({"depth": 4}, "depth must be between 1 and 3"),
         ({"limit": 0}, "limit must be between 1 and 1000"),
-        ({"labels": []}, "omit it to walk every label"),
+        ({"labels": [], "edgeTypes": []}, "nothing would be walked"),
+        ({"edgeTypes": [f"t{n}" for n in range(33)]}, "at most 32"),
     ):
         error = await gateway.error(TRAVERSE, {"from": start, **args})
         assert error["extensions"]["code"] == "BAD_USER_INPUT" and text in error["message"]
@@ -164,3 +168,74 @@ async def test_counts_past_the_budget_are_marked_lower_bounds(gateway: Gateway) 
         await pool.close()
     found = await walk(gateway, start, limit=3)
     assert found["beyondLimit"] == 27 and found["notShownExact"] is True
+
+
+async def test_typed_edges_are_walked_either_way_as_every_read_sees_them(
+    gateway: Gateway,
+) -> None:
+    a, b, c, d, e = [(await ingest(gateway, name))["id"] for name in "abcde"]
+    quote = {"quote": "see b", "source": "a.md", "offset": 4}
+    supports = await upsert(gateway, fromId=a, toId=b, type="supports", evidence=quote)
+    link = await upsert(gateway, fromId=c, toId=a, type="links_to", detector="wikilink@2")
+    onward = await upsert(gateway, fromId=b, toId=d, type="related_to")
+    await upsert(gateway, fromId=a, toId=e, type="supports")
+    before = datetime.now(UTC).isoformat()
+    # A retired record hides its edges; a retired edge is gone now, there as of before.
+    await gateway.data(RETIRE_RECORD, {"id": e})
+    await gateway.data(RETIRE, {"id": onward["id"]})
+    path = compiled_path(gateway)
+    answered = path.answered
+    found = await walk(gateway, a, depth=2)
+    # Typed edges by type, either way.
+    assert steps(found) == [(c, 1, "links_to"), (b, 1, "supports")]
+    assert found["items"][0]["edge"] == {
+        "id": link["id"],
+        "type": "links_to",
+        "detector": "wikilink@2",
+        "evidence": None,
+    }
+    assert found["items"][1]["edge"]["evidence"] == quote
+    assert found["notShown"] == 0
+    assert path.answered == answered + 1, "answered on the compiled path"
+    assert steps(await walk(gateway, a, edgeTypes=["supports"])) == [(b, 1, "supports")]
+    assert steps(await walk(gateway, a, edgeTypes=[])) == []
+    then = await walk(gateway, a, depth=2, asOf=before)
+    # By type, then by record id.
+    assert steps(then) == [
+        (c, 1, "links_to"),
+        *sorted([(b, 1, "supports"), (e, 1, "supports")]),
+        (d, 2, "related_to"),
+    ]
+    assert {i["record"]["id"]: i["edge"]["id"] for i in then["items"]}[b] == supports["id"]
+    # A record reached both ways is reached by the typed edge; labels [] walks edges only.
+    shared = unique("topic:")
+    f = (await ingest(gateway, "f", [shared]))["id"]
+    g = (await ingest(gateway, "g", [shared]))["id"]
+    h = (await ingest(gateway, "h", [shared]))["id"]
+    await upsert(gateway, fromId=g, toId=f, type="cites")
+    assert steps(await walk(gateway, f)) == [(g, 1, "cites"), (h, 1, shared)]
+    assert steps(await walk(gateway, f, labels=[])) == [(g, 1, "cites")]
+    assert steps(await walk(gateway, f, labels=[], limit=1)) == [(g, 1, "cites")]
+    cut = await walk(gateway, f, limit=1)
+    assert steps(cut) == [(g, 1, "cites")] and cut["beyondLimit"] == 1
+
+
+async def test_typed_edges_to_unreadable_records_are_neither_shown_nor_counted(
+    start_gateway: GatewayFactory,
+) -> None:
+    gateway = await start_gateway(POLICY)
+    tokens = await mint(gateway, "writer", "a")
+    writer = tokens["writer"]
+    inputs = [{"content": name, "lane": lane} for name, lane in (("s", "alpha"), ("f", "alpha"))]
+    inputs.append({"content": "hidden", "lane": "beta"})
+    made = await gateway.data(INGEST_MANY, {"inputs": inputs}, writer)
+    start, friend, hidden = [r["id"] for r in made["ingestMany"]]
+    await upsert(gateway, writer, fromId=start, toId=hidden, type="supports")
+    await upsert(gateway, writer, fromId=hidden, toId=friend, type="supports")
+    await upsert(gateway, writer, fromId=friend, toId=start, type="cites")
+    assert steps(await walk(gateway, start, writer)) == [
+        (friend, 1, "cites"),
+        (hidden, 1, "supports"),
+    ]
+    found = await walk(gateway, start, tokens["a"], depth=3)
+    assert steps(found) == [(friend, 1, "cites")] and found["notShown"] == 0

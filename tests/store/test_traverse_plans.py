@@ -14,19 +14,34 @@ from typing import Any
 
 import asyncpg
 
+from policies.properties import Property
 from store.kinds.record.queries import _RECORDS_BY_ID
-from store.kinds.record.traverse import _HOP, COUNT_BUDGET, HUB_MEMBERS, _statement
-from store.reads.core_sql import compiled
+from store.kinds.record.resolve import RESOLVE
+from store.kinds.record.traverse import (
+    ALL,
+    COUNT_BUDGET,
+    HUB_MEMBERS,
+    SOME,
+    Step,
+    Traversal,
+    hop_statement,
+)
+from store.kinds.record.traverse_compiled import step_record, traverse_root, walk_items, walk_values
+from store.reads.compiled_sql import Compiler, Sel, record_column
+from store.reads.shape import Shape
+from store.reads.statements import Statement
 from tests.support import Databases, plan_nodes, sql
 
 RECORDS = 4000
 START = datetime(2026, 1, 1, tzinfo=UTC)
-TABLES = ("records", "edge_properties", "member_counts", "member_deltas")
+ID = Sel("id", "id", build=record_column("id"))
+TABLES = ("records", "edge_properties", "member_counts", "member_deltas", "edges")
 
 
 async def _load(conn: asyncpg.Connection) -> list[str]:
     """A CRM-like memory (an org of 300 with skewed weights, a topic of 60, a person of
-    1,000 a record), loaded without any ANALYZE: autovacuum is off on its tables."""
+    1,000 a record, and typed edges), loaded without any ANALYZE: autovacuum is off on
+    its tables."""
     for table in TABLES:
         await conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
     rng = random.Random(40)
@@ -45,7 +60,7 @@ async def _load(conn: asyncpg.Connection) -> list[str]:
         "INSERT INTO records (id, lane, source_type, authority, content, properties, version, "
         "created_at, updated_at, created_by, ledger_hash) VALUES ($1, 'default', 'note', "
         "'agent', 'c', $2::jsonb, 1, $3, $3, 'dev', 'h')",
-        [(i, json.dumps(p), START) for i, p in zip(ids, props, strict=True)],
+        [(i, json.dumps(list(p.items())), START) for i, p in zip(ids, props, strict=True)],
     )
     await conn.executemany(
         "INSERT INTO edge_properties (id, record_id, lane, label, value, recorded_from, "
@@ -55,6 +70,14 @@ async def _load(conn: asyncpg.Connection) -> list[str]:
             for i, p in zip(ids, props, strict=True)
             for label, value in p.items()
         ],
+    )
+    # A typed edge from every tenth record to a random one (links a detector found).
+    await conn.executemany(
+        "INSERT INTO edges (id, from_id, to_id, type, namespace, lane, to_lane, weight, "
+        "provenance_actor, provenance_type, detector, valid_at, created_at, updated_at, "
+        "version, ledger_hash) VALUES ($1, $2, $3, 'links_to', 'default', 'default', "
+        "'default', 1, 'dev', 'detected', 'wikilink@2', $4, $4, $4, 1, 'h')",
+        [(f"edge_{uuid.uuid4().hex}", i, rng.choice(ids), START) for i in ids[::10]],
     )
     await conn.execute(
         "INSERT INTO member_counts (label, value_key, lane, value, records) "
@@ -97,8 +120,10 @@ async def _check_plans(conn: asyncpg.Connection, ids: list[str], state: str) -> 
                 "budget": COUNT_BUDGET,
                 "walk": ["org", "topic", "person"],
                 "as_of": START + timedelta(days=1),
+                "types": None,
             }
-            text, args = compiled(_statement(_HOP, as_of, labels), params)
+            statement = hop_statement(as_of, SOME if labels else ALL)
+            text, args = statement.text, statement.args(params)
             scans = _scans(await _explain(conn, text, args), "edge_properties")
             name = (state, "as of" if as_of else "now", "labels" if labels else "all")
             # The frontier's memberships by record id (never a skip scan of an index
@@ -108,6 +133,12 @@ async def _check_plans(conn: asyncpg.Connection, ids: list[str], state: str) -> 
             assert members, (name, scans)
             for index, condition in members:
                 assert "label = " in condition and "value_key = " in condition, (name, index)
+            # The typed edges at either end of each frontier record, by that end.
+            edges = {s for s in _scans(await _explain(conn, text, args), "edges")}
+            assert edges == {
+                ("ix_edges_from_id_type", "(from_id = o.id)"),
+                ("ix_edges_to_id_type", "(to_id = i.id)"),
+            }, (name, edges)
     # The records listed, each by primary key.
     plan = await _explain(conn, _RECORDS_BY_ID, [ids[:100], ["default"], 1 << 20])
     scans = _scans(plan, "records")
@@ -120,3 +151,28 @@ async def test_a_hop_probes_its_keys_before_and_after_analyze(databases: Databas
         await _check_plans(conn, ids, "unanalyzed")
         await conn.execute("ANALYZE")
         await _check_plans(conn, ids, "analyzed")
+
+
+def _walk_statement() -> tuple[Statement, dict[str, Any]]:
+    """The compiled path's statement for `traverse { items { record { id } } }`."""
+    record = Sel("record", "record", build=step_record, children=(ID,))
+    items = Sel("items", "items", build=walk_items, children=(record,))
+    root = Sel("traverse", "traverse", site=0, children=(items,), build=traverse_root)
+    return Compiler({0: Shape()}).statement([root]), {"lanes": ["default"], "max_bytes": 1 << 20}
+
+
+async def test_a_walk_is_rendered_by_primary_key_before_and_after_analyze(
+    databases: Databases,
+) -> None:
+    async with sql(await databases.create()) as conn:
+        ids = await _load(conn)
+        statement, values = _walk_statement()
+        steps = [Step(i, 1, Property("org", "org 1")) for i in ids[:100]]
+        walk_values(Traversal(steps), "s0_", values)
+        for state in ("unanalyzed", "analyzed"):
+            plan = await _explain(conn, statement.text, statement.args(values))
+            assert {index for index, _ in _scans(plan, "records")} == {"pk_records"}, state
+            # The start, resolved as the resolver resolves it: by primary key too.
+            plan = await _explain(conn, RESOLVE, [ids[7], ["default"]])
+            assert {index for index, _ in _scans(plan, "records")} == {"pk_records"}, state
+            await conn.execute("ANALYZE")

@@ -8,7 +8,7 @@ they are checked and bound for that SQL.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,11 +17,16 @@ from strawberry.schema.schema_converter import GraphQLCoreConverter
 
 from store.reads.compiled_sql import Build
 from store.reads.shape import Shape
+from store.reads.snapshot import Reader
 
 Values = dict[str, Any]
 # A field's arguments, bound: checks them as its resolver does (raising what it raises),
 # puts their values for SQL in `values` under the site's prefix, and says their shape.
 Binder = Callable[[str, Mapping[str, Any], Sequence[str], Values], Shape]
+# What a field reads before its statement, on the request's snapshot (a walk, hop by
+# hop): it puts what it found in `values` under the site's prefix, or raises what its
+# resolver raises.
+Read = Callable[[Reader, str, Values], Awaitable[None]]
 
 _KEY = "edgeloom.compiled"
 
@@ -32,11 +37,15 @@ class CompiledField:
 
     build: Build
     bind: Binder | None = None
+    read: Read | None = None
 
 
-def compiled(build: Build, bind: Binder | None = None) -> dict[str, CompiledField]:
-    """Metadata for `strawberry.field`: the field is answered by `build`'s SQL."""
-    return {_KEY: CompiledField(build, bind)}
+def compiled(
+    build: Build, bind: Binder | None = None, read: Read | None = None
+) -> dict[str, CompiledField]:
+    """Metadata for `strawberry.field`: the field is answered by `build`'s SQL (after
+    `read`, when it needs one)."""
+    return {_KEY: CompiledField(build, bind, read)}
 
 
 def compiled_field(field: GraphQLField) -> CompiledField | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from graphql import (
@@ -32,7 +33,7 @@ from graphql import (
 from graphql.execution.values import VariableValues, coerce_argument, get_argument_values
 from graphql.language import Visitor, visit
 
-from gql.api.compiled.fields import Binder, Values, compiled_field
+from gql.api.compiled.fields import Binder, Read, Values, compiled_field
 from gql.api.compiled.selection import Node, children, collect, plain_operation
 from gql.api.compiled.variables import Coercer, coercer
 from policies.errors import PolicyError
@@ -41,11 +42,15 @@ from store.errors import StoreError
 from store.ids import RECORD_ID
 from store.kinds.edge import reads as edge_reads
 from store.kinds.record import labels, queries, search, search_compiled
+from store.kinds.record import traverse_compiled as traverse_sql
 from store.kinds.record import values as label_values
 from store.kinds.record.resolve import check_record_ident
+from store.kinds.record.traverse import Walk, check
 from store.reads.compiled_sql import Compiler, NotCompilable, Sel, typename
 from store.reads.pages import id_cursor, page_size, time_cursor
 from store.reads.shape import GatherMode, Shape
+from store.reads.snapshot import Reader
+from store.reads.statements import Statement
 from store.reads.visibility import RULE
 
 # A field's arguments from the request's coerced variables; raises GraphQLError.
@@ -125,10 +130,32 @@ class Declined(Exception):
 
 @dataclass
 class Site:
-    """A field taking arguments: how to read and bind them for one request."""
+    """A field taking arguments: how to read and bind them for one request, and what it
+    reads before the statement, if anything."""
 
     arguments: Arguments
     bind: Binder
+    read: Read | None = None
+
+
+@dataclass
+class Bound:
+    """One request's statement and values, and the reads to run before it (by site)."""
+
+    statement: Statement
+    values: Values
+    reads: list[tuple[str, Read]]
+
+    async def read(self, db: Reader) -> None:
+        """Run the reads before the statement, on its snapshot; raises Declined."""
+        for prefix, read in self.reads:
+            try:
+                await read(db, prefix, self.values)
+            except (StoreError, PolicyError) as exc:
+                raise Declined() from exc
+
+    def args(self) -> list[Any]:
+        return self.statement.args(self.values)
 
 
 @dataclass
@@ -152,10 +179,10 @@ class Operation:
         lanes: Sequence[str],
         max_bytes: int,
         vectors: search.VectorScope | None = None,
-    ) -> tuple[str, list[Any]]:
-        """The statement text and arguments for one request (a body of at most
-        `max_bytes` of data; `vectors`: what a search by vector may use); raises
-        Declined."""
+    ) -> Bound:
+        """The statement and values for one request (a body of at most `max_bytes` of
+        data; `vectors`: what a search by vector may use), with the reads to run first;
+        raises Declined."""
         coerced = self.coerce(variables or {})
         if coerced is None:
             raise Declined()
@@ -163,9 +190,13 @@ class Operation:
         if vectors is not None:
             values[VECTOR_SCOPE] = vectors
         shapes = []
+        reads: list[tuple[str, Read]] = []
         try:
             for number, site in enumerate(self.sites):
-                shapes.append(site.bind(f"s{number}_", site.arguments(coerced), lanes, values))
+                prefix = f"s{number}_"
+                shapes.append(site.bind(prefix, site.arguments(coerced), lanes, values))
+                if site.read is not None:
+                    reads.append((prefix, site.read))
         except (StoreError, PolicyError, GraphQLError, ValueError) as exc:
             raise Declined() from exc
         key = tuple(shapes)
@@ -174,7 +205,7 @@ class Operation:
             shapes_by_site = dict(enumerate(shapes))
             statement = Compiler(shapes_by_site).statement(self.roots)
             self.statements[key] = statement
-        return statement.text, statement.args(values)
+        return Bound(statement, values, reads)
 
 
 def compile_operation(
@@ -197,7 +228,8 @@ def compile_operation(
             site = None
             if answer.bind is not None:
                 site = len(sites)
-                sites.append(Site(argument_reader(field_def, node.nodes[0]), answer.bind))
+                reader = argument_reader(field_def, node.nodes[0])
+                sites.append(Site(reader, answer.bind, answer.read))
             named = get_named_type(field_def.type)
             kids: tuple[Sel, ...] = ()
             if isinstance(named, GraphQLObjectType):
@@ -263,6 +295,46 @@ def bind_gather(
     return queries.bind_gather(
         values, prefix, args["match"], mode, chosen, args.get("asOf"), args.get("after")
     )
+
+
+def traverse_asked(
+    start: str,
+    lanes: Sequence[str],
+    depth: int | None,
+    labels: Sequence[str] | None,
+    as_of: datetime | None,
+    limit: int | None,
+    edge_types: Sequence[str] | None,
+) -> Walk:
+    """The walk `traverse`'s arguments ask for (defaults filled in), checked."""
+    asked = Walk(
+        start,
+        lanes,
+        1 if depth is None else depth,
+        labels,
+        as_of,
+        100 if limit is None else limit,
+        edge_types,
+    )
+    check(asked.depth, asked.limit, asked.labels, asked.edge_types)
+    return asked
+
+
+def bind_traverse(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> Shape:
+    """The walk to read before the statement (`traverse_sql.read_walk`)."""
+    values[prefix + traverse_sql.ASKED] = traverse_asked(
+        check_record_ident(args["from"]),
+        list(lanes),
+        args.get("depth"),
+        args.get("labels"),
+        args.get("asOf"),
+        args.get("limit"),
+        args.get("edgeTypes"),
+    )
+    values[prefix + "as_of"] = args.get("asOf")
+    return Shape(as_of=args.get("asOf") is not None)
 
 
 def bind_edge_property(

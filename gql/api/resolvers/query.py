@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -15,10 +16,13 @@ from gql.api.compiled.plan import (
     bind_labels,
     bind_record,
     bind_records,
+    bind_traverse,
+    traverse_asked,
 )
 from gql.api.policy_types import PolicyVersion, Profile
 from gql.api.resolvers.edges import EdgeQuery
 from gql.api.resolvers.search import SearchQuery
+from gql.api.traversal_types import Traversal, traversal
 from gql.api.types import (
     AuditEvent,
     AuditPage,
@@ -29,21 +33,19 @@ from gql.api.types import (
     Record,
     RecordPage,
     TagCount,
-    Traversal,
     asks_for,
     page_info,
     record_page,
-    traversal,
 )
 from policies.properties import parse_property
 from store.errors import NotFoundError, RetiredRecordError
 from store.feed import audit as audit_reads
 from store.kinds.record import queries
+from store.kinds.record import traverse_compiled as traverse_sql
 from store.kinds.record.labels import label_counts
 from store.kinds.record.resolve import resolve_id
 from store.kinds.record.tags import tag_counts
-from store.kinds.record.traverse import check
-from store.kinds.record.traverse import traverse as walk
+from store.kinds.record.traverse import walk_from
 from store.reads import compiled_sql as sql
 from store.reads.visibility import RULE
 
@@ -163,7 +165,9 @@ class Query(SearchQuery, EdgeQuery):
 
     @strawberry.field(
         description="Walk breadth first from one record over the edges it shares: edge "
-        "properties, connections, groups and adjustment chains."
+        "properties, connections, groups and adjustment chains, and typed edges either way "
+        "(the links intake detects among them).",
+        metadata=compiled(traverse_sql.traverse_root, bind_traverse, traverse_sql.read_walk),
     )
     async def traverse(
         self,
@@ -176,13 +180,11 @@ class Query(SearchQuery, EdgeQuery):
         labels: Annotated[list[str] | None, _arg(d.TRAVERSE_LABELS)] = None,
         as_of: Annotated[datetime | None, _arg(d.AS_OF)] = None,
         limit: Annotated[int | None, _arg(d.TRAVERSE_LIMIT)] = 100,
+        edge_types: Annotated[list[str] | None, _arg(d.TRAVERSE_EDGE_TYPES)] = None,
     ) -> Traversal:
-        hops = 1 if depth is None else depth
-        most = 100 if limit is None else limit
-        check(hops, most, labels)
+        asked = traverse_asked(from_, [], depth, labels, as_of, limit, edge_types)
         async with info.context.read() as (conn, lanes):
-            start = await resolve_id(conn, from_, lanes, as_of)
-            found = await walk(conn, start, lanes, hops, labels, as_of, most)
+            found = await walk_from(conn, dataclasses.replace(asked, lanes=lanes))
         return await traversal(info, found, as_of)
 
     @strawberry.field(

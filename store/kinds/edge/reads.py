@@ -160,6 +160,27 @@ def _page(rows: Sequence[Any], size: int, key: Any) -> Page[Edge]:
     return Page(items, total, len(found) > size, end)
 
 
+@functools.cache
+def _by_id_statement(as_of: bool) -> Statement:
+    p = Params()
+    at = p("as_of", "timestamptz") if as_of else None
+    return p.statement(
+        f"SELECT {_SELECT} FROM {edge_source(p, as_of)} WHERE g.id = ANY({p('ids', 'text[]')}) "
+        f"AND {RULE.edge('g', p('lanes', 'text[]'), at)}"
+    )
+
+
+async def edges_by_id(
+    db: Reader, ids: Sequence[str], lanes: Sequence[str], as_of: datetime | None
+) -> dict[str, Edge]:
+    """The edges of `ids` the caller may see now (or as they were at `as_of`), by id."""
+    if not ids:
+        return {}
+    statement = _by_id_statement(as_of is not None)
+    values = {"ids": list(ids), "lanes": list(lanes), "as_of": as_of}
+    return {e.id: e for e in map(_edge, await db.fetch(statement.text, *statement.args(values)))}
+
+
 # -- conflicts(...) --------------------------------------------------------------------
 
 CONFLICT_STATUSES = {

@@ -1,28 +1,34 @@
-"""Traverse: breadth first from one record over the edges it shares.
+"""Traverse: breadth first from one record over the edges it shares and the typed edges
+that join it to others.
 
 Every edge property is walked the same way: the caller's labels (imputed edges) and
-the engine's connections, groups and adjustment chains (asserted edges). One
-statement per hop reads the frontier's memberships by record id, sizes each value
+the engine's connections, groups and adjustment chains (asserted edges). Typed edges
+(written by hand, or detected by intake as links) are walked either way, each one a
+step to the record at its other end, seen under the same rule as every read of them
+(both ends readable and not retired, valid at the instant read). One statement per
+hop reads the frontier's memberships and typed edges by record id, sizes each value
 with a capped index scan, and lists the members of values that are not hubs; a hub
 (more readable members than `HUB_MEMBERS`) is clipped and reported with its exact
 member count instead. Only records in readable lanes are ever listed or counted.
+Both the GraphQL resolver and the compiled path walk with `traverse`.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import text
-
 from policies.properties import Property
 from store.errors import InvalidInputError
+from store.kinds.edge.reads import edge_source
 from store.kinds.record import counts
-from store.reads.core_sql import fetch
+from store.kinds.record.resolve import resolve_id
 from store.reads.snapshot import Reader
-from store.reads.visibility import CORE_AT, CORE_LANES, RULE
+from store.reads.statements import Params, Statement
+from store.reads.visibility import RULE
 
 HUB_MEMBERS = 1000
 MAX_DEPTH = 3
@@ -39,92 +45,187 @@ COUNT_BUDGET = 10_000
 # memberships, and the frontier's `record_id = ANY(...)` skip-scanned the lane-led
 # index. The frontier's held test stays outside its subquery: the partial index on
 # current memberships looks tiny then, and drew the lookup away from the record id.
-_HOP = """
-WITH edges AS (
+_VALUES = """
+held AS (
   SELECT DISTINCT m.label, m.value, m.value_key
-  FROM unnest(CAST(:frontier AS text[])) AS f(id) CROSS JOIN LATERAL (
+  FROM unnest({frontier}) AS f(id) CROSS JOIN LATERAL (
     SELECT m.label, m.value, m.value_key, m.recorded_from, m.recorded_to
     FROM edge_properties m WHERE m.record_id = f.id {labels} OFFSET 0
   ) m
   WHERE {at_m}
 ),
 sized AS (
-  SELECT e.label, e.value, e.value_key, ({size}) AS n FROM edges e
+  SELECT e.label, e.value, e.value_key, ({size}) AS n FROM held e
 ),
 walked AS (
-  -- The values walked, in walking order, each with the members of those before it.
   SELECT s.*, sum(s.n) OVER (
       ORDER BY s.label COLLATE "C", s.value COLLATE "C" ROWS UNBOUNDED PRECEDING) - s.n
     AS before
-  FROM sized s WHERE s.n <= :hub
+  FROM sized s WHERE s.n <= {hub}
 ),
-reached AS (
-  -- Of the edges reaching a record at one hop, name the first in order.
-  SELECT DISTINCT ON (x.record_id) x.record_id, s.label, s.value
+shared AS (
+  SELECT x.record_id, s.label, s.value
   FROM walked s CROSS JOIN LATERAL (
     SELECT x.record_id FROM edge_properties x
     WHERE x.label = s.label AND x.value_key = s.value_key AND {member_x} OFFSET 0
   ) x
-  -- An anti join, hashed whatever the plan: `<> ALL(:seen)` compares each member with
-  -- every record seen, and a generic plan (from a statement's sixth run) cannot hash it.
-  WHERE s.before < :budget AND NOT EXISTS (
-    SELECT 1 FROM unnest(CAST(:seen AS text[])) AS seen(id) WHERE seen.id = x.record_id)
-  ORDER BY x.record_id, s.label COLLATE "C", s.value COLLATE "C"
+  WHERE s.before < {budget}
+)"""
+_NO_VALUES = """
+sized AS (SELECT NULL::text AS label, NULL::text AS value, 0::bigint AS n WHERE false),
+walked AS (SELECT 0::bigint AS before WHERE false),
+shared AS (SELECT NULL::text AS record_id, NULL::text AS label, NULL::text AS value WHERE false)"""
+# The typed edges around the frontier, either way: each an index probe by its end.
+# (Statements are joined on one line: no SQL comments in them.)
+_LINKS = """
+linked AS (
+  SELECT g.to_id AS record_id, g.type, g.weight, g.id AS edge_id
+  FROM unnest({frontier}) AS o(id) CROSS JOIN LATERAL (
+    SELECT g.* FROM {source} WHERE g.from_id = o.id {types} AND {visible} OFFSET 0) g
+  UNION ALL
+  SELECT g.from_id, g.type, g.weight, g.id
+  FROM unnest({frontier}) AS i(id) CROSS JOIN LATERAL (
+    SELECT g.* FROM {source} WHERE g.to_id = i.id {types} AND {visible} OFFSET 0) g
+)"""
+_NO_LINKS = """
+linked AS (SELECT NULL::text AS record_id, NULL::text AS type, 0::float8 AS weight,
+  NULL::text AS edge_id WHERE false)"""
+# `walked`: the values walked, in walking order, each with the members of those before
+# it. `reached`: of the edges reaching a record at one hop, the first in order: a typed
+# edge (by type, the strongest first) before an edge property (by label and value).
+# The `seen` test is an anti join, hashed whatever the plan: `<> ALL(seen)` compares
+# each member with every record seen, and a generic plan (from a statement's sixth run)
+# cannot hash it.
+_HOP = """
+WITH {values}, {links},
+reached AS (
+  SELECT DISTINCT ON (y.record_id) y.record_id, y.rank, y.label, y.value, y.edge_id
+  FROM (
+    SELECT record_id, 0 AS rank, type AS label, NULL::text AS value, weight, edge_id
+    FROM linked
+    UNION ALL
+    SELECT record_id, 1, label, value, NULL::float8, NULL::text FROM shared
+  ) y
+  WHERE NOT EXISTS (
+    SELECT 1 FROM unnest({seen}) AS seen(id) WHERE seen.id = y.record_id)
+  ORDER BY y.record_id, y.rank, y.label COLLATE "C", y.value COLLATE "C",
+    y.weight DESC, y.edge_id
 )
-SELECT NULL AS record_id, label, value, 0 AS reached FROM sized WHERE n > :hub
+SELECT NULL AS record_id, label, value, NULL AS edge_id, n AS reached FROM sized
+WHERE n > {hub}
 UNION ALL
-SELECT NULL, NULL, NULL, count(*) FROM walked WHERE before >= :budget
+SELECT NULL, NULL, NULL, NULL, count(*) FROM walked WHERE before >= {budget}
 UNION ALL (
-  SELECT record_id, label, value, count(*) OVER () FROM reached
-  ORDER BY label COLLATE "C", value COLLATE "C", record_id LIMIT :room
+  SELECT record_id, label, value, edge_id, count(*) OVER () FROM reached
+  ORDER BY rank, label COLLATE "C", value COLLATE "C", record_id LIMIT {room}
 )
 """
-# A value's readable members now: the count the write path keeps. As of an earlier
-# instant: counted from the membership intervals, up to one past the hub size.
-_SIZE_NOW = counts.member_count("e.label", "e.value", CORE_LANES, key="e.value_key", shown=False)
+# As of an earlier instant: a value's members counted from the intervals, up to one
+# past the hub size (now: the count the write path keeps).
 _SIZE_AT = """SELECT count(*) FROM (
       SELECT 1 FROM edge_properties x
       WHERE x.label = e.label AND x.value_key = e.value_key AND {member_x}
-      LIMIT :hub + 1
+      LIMIT {hub} + 1
     ) capped"""
-_HUB_SIZES_NOW = f"""
-SELECT u.l, u.v, ({counts.member_count("u.l", "u.v", CORE_LANES, shown=False)}) AS n
-FROM unnest(CAST(:labels AS text[]), CAST(:values AS text[])) AS u(l, v)
-"""
-# As of an earlier instant each hub is counted up to `:cap` members.
+# As of an earlier instant each hub is counted up to `cap` members.
 _HUB_SIZES_AT = """
 SELECT u.l, u.v, (
   SELECT count(*) FROM (
     SELECT DISTINCT x.record_id FROM edge_properties x
     WHERE x.label = u.l AND x.value_key = edgeloom_value_key(u.v) AND {member_x}
-    LIMIT :cap
+    LIMIT {cap}
   ) capped
 ) AS n
-FROM unnest(CAST(:labels AS text[]), CAST(:values AS text[])) AS u(l, v)
+FROM unnest({labels}, {values}) AS u(l, v)
 """
 
+# What a hop walks of one kind of edge: everything, the names given, or nothing.
+ALL, SOME, NONE = "all", "some", "none"
 
-def _statement(template: str, as_of: bool, labels: bool) -> Any:
-    at = CORE_AT if as_of else None
-    member_x = RULE.member("x", CORE_LANES, at)
-    size = _SIZE_AT.format(member_x=member_x) if as_of else _SIZE_NOW
-    return text(
-        template.format(
+
+def _chosen(names: Sequence[str] | None) -> str:
+    return ALL if names is None else SOME if names else NONE
+
+
+@functools.cache
+def hop_statement(as_of: bool, labels: str = ALL, types: str = ALL) -> Statement:
+    """One hop's statement, by whether it reads an earlier instant and what it walks of
+    edge properties (`labels`) and typed edges (`types`): ALL, SOME or NONE."""
+    p = Params()
+    lanes = p("lanes", "text[]")
+    at = p("as_of", "timestamptz") if as_of else None
+    hub = p("hub", "int")
+    if labels == NONE:
+        values = _NO_VALUES
+    else:
+        member_x = RULE.member("x", lanes, at)
+        size = (
+            _SIZE_AT.format(member_x=member_x, hub=hub)
+            if as_of
+            else counts.member_count("e.label", "e.value", lanes, key="e.value_key", shown=False)
+        )
+        values = _VALUES.format(
+            frontier=p("frontier", "text[]"),
+            labels=f"AND m.label = ANY({p('walk', 'text[]')})" if labels == SOME else "",
             at_m=RULE.held("m", at),
-            member_x=member_x,
             size=size,
-            labels="AND m.label = ANY(CAST(:walk AS text[]))" if labels else "",
+            hub=hub,
+            member_x=member_x,
+            budget=p("budget", "bigint"),
+        )
+    if types == NONE:
+        links = _NO_LINKS
+    else:
+        links = _LINKS.format(
+            frontier=p("frontier", "text[]"),
+            source=edge_source(p, as_of),
+            types=f"AND g.type = ANY({p('types', 'text[]')})" if types == SOME else "",
+            visible=RULE.edge("g", lanes, at),
+        )
+    return p.statement(
+        _HOP.format(
+            values=values.strip(),
+            links=links.strip(),
+            seen=p("seen", "text[]"),
+            hub=hub,
+            budget=p("budget", "bigint"),
+            room=p("room", "int"),
+        )
+    )
+
+
+@functools.cache
+def _hub_sizes_statement() -> Statement:
+    p = Params()
+    member_x = RULE.member("x", p("lanes", "text[]"), p("as_of", "timestamptz"))
+    return p.statement(
+        _HUB_SIZES_AT.format(
+            member_x=member_x,
+            cap=p("cap", "int"),
+            labels=p("labels", "text[]"),
+            values=p("values", "text[]"),
         )
     )
 
 
 @dataclass(frozen=True)
+class Linked:
+    """A typed edge a walk went over: its id and its type."""
+
+    edge_id: str
+    type: str
+
+    def __str__(self) -> str:
+        return self.type
+
+
+@dataclass(frozen=True)
 class Step:
-    """A record reached at `hop` by the edge property `via`."""
+    """A record reached at `hop` by the edge property or the typed edge `via`."""
 
     record_id: str
     hop: int
-    via: Property
+    via: Property | Linked
 
 
 @dataclass(frozen=True)
@@ -158,7 +259,9 @@ class Traversal:
         return self.beyond_limit_exact and all(c.exact for c in self.clipped)
 
 
-def check(depth: int, limit: int, labels: Sequence[str] | None) -> None:
+def check(
+    depth: int, limit: int, labels: Sequence[str] | None, edge_types: Sequence[str] | None = None
+) -> None:
     if not 1 <= depth <= MAX_DEPTH:
         raise InvalidInputError(
             f"depth must be between 1 and {MAX_DEPTH} (got {depth})", allowed=[1, MAX_DEPTH]
@@ -167,12 +270,32 @@ def check(depth: int, limit: int, labels: Sequence[str] | None) -> None:
         raise InvalidInputError(
             f"limit must be between 1 and {MAX_LIMIT} (got {limit})", allowed=[1, MAX_LIMIT]
         )
-    if labels is not None and not 1 <= len(labels) <= MAX_LABELS:
+    for name, given in (("labels", labels), ("edgeTypes", edge_types)):
+        if given is not None and len(given) > MAX_LABELS:
+            raise InvalidInputError(
+                f"{name} lists at most {MAX_LABELS} names to walk (got {len(given)}); "
+                "omit it to walk every one",
+                allowed=[0, MAX_LABELS],
+            )
+    if labels is not None and not labels and edge_types is not None and not edge_types:
         raise InvalidInputError(
-            f"labels lists 1 to {MAX_LABELS} labels to walk (got {len(labels)}); "
-            "omit it to walk every label",
+            "labels and edgeTypes are both empty, so nothing would be walked; omit labels "
+            "to walk every label, edgeTypes to walk every type of typed edge",
             allowed=[1, MAX_LABELS],
         )
+
+
+@dataclass(frozen=True)
+class Walk:
+    """What a walk is asked: where from, how far, over what, as of when, how many."""
+
+    start: str
+    lanes: Sequence[str]
+    depth: int = 1
+    labels: Sequence[str] | None = None
+    as_of: datetime | None = None
+    limit: int = 100
+    edge_types: Sequence[str] | None = None
 
 
 async def traverse(
@@ -185,11 +308,14 @@ async def traverse(
     limit: int = 100,
     hub: int = HUB_MEMBERS,
     budget: int = COUNT_BUDGET,
+    edge_types: Sequence[str] | None = None,
 ) -> Traversal:
-    """Records sharing an edge with `start` (a readable record), hop by hop."""
-    check(depth, limit, labels)
+    """Records sharing an edge property with `start` (a readable record) or joined to it
+    by a typed edge either way, hop by hop."""
+    check(depth, limit, labels, edge_types)
     walk = None if labels is None else [label.strip().replace(" ", "_") for label in labels]
-    hop_sql = _statement(_HOP, as_of is not None, walk is not None)
+    types = None if edge_types is None else list(edge_types)
+    hop_sql = hop_statement(as_of is not None, _chosen(walk), _chosen(types))
     result = Traversal()
     seen = [start]
     frontier = [start]
@@ -203,11 +329,10 @@ async def traverse(
             # At least one row, so a walk already at its limit still learns what it cut.
             "room": max(room, 1),
             "budget": budget,
+            "walk": walk,
+            "types": types,
+            "as_of": as_of,
         }
-        if walk is not None:
-            params["walk"] = walk
-        if as_of is not None:
-            params["as_of"] = as_of
         hubs, listed, reached, unread = await _hop(db, hop_sql, params)
         while unread and len(listed) < room:
             # Too few records in the values read to fill the page: read on. The budget
@@ -217,7 +342,7 @@ async def traverse(
         listed = listed[: max(room, 0)]
         result.steps.extend(Step(record_id, hop, via) for record_id, via in listed)
         frontier = [record_id for record_id, _ in listed]
-        result.clipped.extend(await _hub_sizes(db, sorted(hubs), hop, params, as_of, budget))
+        result.clipped.extend(await _hub_sizes(db, hubs, hop, params, as_of, budget))
         if reached > room or (unread and reached >= room):
             result.beyond_limit = reached - room
             result.beyond_limit_exact = not unread
@@ -228,20 +353,40 @@ async def traverse(
     return result
 
 
+async def walk_from(db: Reader, asked: Walk) -> Traversal:
+    """The walk `asked` for, from the one readable record its start names (an id or a
+    unique prefix; refused as `resolve_id` refuses it)."""
+    check(asked.depth, asked.limit, asked.labels, asked.edge_types)
+    start = await resolve_id(db, asked.start, asked.lanes, asked.as_of)
+    return await traverse(
+        db,
+        start,
+        asked.lanes,
+        asked.depth,
+        asked.labels,
+        asked.as_of,
+        asked.limit,
+        edge_types=asked.edge_types,
+    )
+
+
 async def _hop(
-    db: Reader, hop_sql: Any, params: dict[str, Any]
-) -> tuple[list[Property], list[tuple[str, Property]], int, int]:
-    """One hop's hubs, the records it lists (in order), how many new records the values
-    it read reach, and how many values it left unread."""
-    hubs: list[Property] = []
-    listed: list[tuple[str, Property]] = []
+    db: Reader, hop_sql: Statement, params: dict[str, Any]
+) -> tuple[list[tuple[Property, int]], list[tuple[str, Property | Linked]], int, int]:
+    """One hop's hubs (with their size now), the records it lists (in order), how many
+    new records the edges it read reach, and how many values it left unread."""
+    hubs: list[tuple[Property, int]] = []
+    listed: list[tuple[str, Property | Linked]] = []
     reached = unread = 0
-    for record_id, label, value, total in await fetch(db, hop_sql, params):
+    for record_id, label, value, edge_id, total in await db.fetch(
+        hop_sql.text, *hop_sql.args(params)
+    ):
         if record_id is not None:
-            listed.append((record_id, Property(label, value)))
+            via = Linked(edge_id, label) if edge_id is not None else Property(label, value)
+            listed.append((record_id, via))
             reached = total
         elif label is not None:
-            hubs.append(Property(label, value))
+            hubs.append((Property(label, value), total))
         else:
             unread = total
     return hubs, listed, reached, unread
@@ -249,30 +394,27 @@ async def _hop(
 
 async def _hub_sizes(
     db: Reader,
-    hubs: Sequence[Property],
+    hubs: Sequence[tuple[Property, int]],
     hop: int,
     params: dict[str, Any],
     as_of: datetime | None,
     budget: int,
 ) -> list[Clipped]:
-    if not hubs:
-        return []
-    sized: dict[str, Any] = {
-        "labels": [p.label for p in hubs],
-        "values": [p.value for p in hubs],
+    hubs = sorted(hubs, key=lambda h: (h[0].label, h[0].value))
+    if as_of is None or not hubs:
+        # Exact, from the counts the write path keeps (the hop read them).
+        return [Clipped(p, hop, n) for p, n in hubs]
+    # Counted from the intervals, the budget shared among the hubs (each is counted past
+    # the hub size at least, so that it is known to be a hub).
+    cap = max(budget // len(hubs), params["hub"] + 1)
+    sized = {
+        "labels": [p.label for p, _ in hubs],
+        "values": [p.value for p, _ in hubs],
         "lanes": params["lanes"],
+        "as_of": as_of,
+        "cap": cap,
     }
-    if as_of is None:
-        # Exact, from the counts the write path keeps.
-        query = text(_HUB_SIZES_NOW)
-        cap = None
-    else:
-        # Counted from the intervals, the budget shared among the hubs (each is counted
-        # past the hub size at least, so that it is known to be a hub).
-        cap = max(budget // len(hubs), params["hub"] + 1)
-        query = _statement(_HUB_SIZES_AT, True, False)
-        sized["as_of"], sized["cap"] = as_of, cap
-    found = {Property(r[0], r[1]): int(r[2]) for r in await fetch(db, query, sized)}
-    return [
-        Clipped(p, hop, found.get(p, 0), exact=cap is None or found.get(p, 0) < cap) for p in hubs
-    ]
+    statement = _hub_sizes_statement()
+    rows = await db.fetch(statement.text, *statement.args(sized))
+    found = {Property(r[0], r[1]): int(r[2]) for r in rows}
+    return [Clipped(p, hop, found.get(p, 0), exact=found.get(p, 0) < cap) for p, _ in hubs]
