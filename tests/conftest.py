@@ -91,6 +91,7 @@ async def databases() -> AsyncIterator[Databases]:
     url, server = admin_url(data_dir)
     dbs = Databases(url)
     await dbs.setup()
+    _session_databases.append(dbs)
     try:
         yield dbs
     finally:
@@ -105,6 +106,10 @@ async def databases() -> AsyncIterator[Databases]:
 
 # How long the connections of a stopped gateway or process may take to end on the server.
 CONNECTIONS_END_S = 15.0
+# The session's Databases once a test has asked for them. _no_connections_left reads it here
+# rather than asking for the fixture: a session fixture first set up from inside a module
+# fixture's running event loop cannot start its own (a file run alone).
+_session_databases: list[Databases] = []
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -114,9 +119,11 @@ async def _no_connections_left(request: pytest.FixtureRequest) -> AsyncIterator[
     if request.path not in _database_files:
         yield
         return
-    databases: Databases = request.getfixturevalue("databases")
-    before = len(databases.created)
+    before = len(_session_databases[0].created) if _session_databases else 0
     yield
+    if not _session_databases:
+        return
+    databases = _session_databases[0]
     made = databases.created[before:]
     left = await connections_to(databases.url, made, CONNECTIONS_END_S)
     assert not left, f"connections still open after {request.path.name}: {left}"
