@@ -142,18 +142,43 @@ def log_line(note: RequestNote, seconds: float, now: float | None = None) -> byt
     )
 
 
+# `serve` logs one in this many answered requests; every error and every slow one.
+DEFAULT_EVERY = 100
+DEFAULT_SLOW_SECONDS = 1.0
+
+
 class LineSink:
     """Writes the request log's lines, gathered for a fifth of a second so that a busy
     gateway makes one write for many requests, not one each, and made then, off the
     requests' way. Lines reach it without the logging module, whose records cost
-    several times the line itself."""
+    several times the line itself.
 
-    def __init__(self, stream: IO[bytes], delay: float = 0.2) -> None:
+    A request that failed (a status of 400 or more, or an error code) or took `slow`
+    seconds or more is always logged; of the others one in `every`: on small reads the
+    line costs several percent of the gateway's throughput, and the metrics count them all.
+    """
+
+    def __init__(
+        self, stream: IO[bytes], delay: float = 0.2, every: int = 1, slow: float = 0.0
+    ) -> None:
         self.stream = stream
         self.delay = delay
+        self.every = max(every, 1)
+        self.slow = slow
+        self._passed = 0
         self._ended: list[tuple[RequestNote, float, float]] = []
 
     def add(self, note: RequestNote, seconds: float) -> None:
+        if (
+            self.every > 1
+            and seconds < self.slow
+            and note.code is None
+            and 0 < note.status < 400  # 0: it never answered
+        ):
+            self._passed += 1
+            if self._passed < self.every:
+                return
+            self._passed = 0
         self._ended.append((note, seconds, time.time()))
         if len(self._ended) > 1:
             return
@@ -188,13 +213,16 @@ def write_line(note: RequestNote, seconds: float) -> None:
         log.info(log_line(note, seconds).decode())
 
 
-def configure_request_log(stream: IO[bytes] | None = None) -> None:
-    """Send the request log, one JSON object a line, to `stream` (stderr).
+def configure_request_log(
+    stream: IO[bytes] | None = None, every: int = 1, slow: float = DEFAULT_SLOW_SECONDS
+) -> None:
+    """Send the request log, one JSON object a line, to `stream` (stderr): every failed or
+    slow request's line and one in `every` of the others (`LineSink`).
 
     Once per process (each worker of `serve --workers` calls it); the lines go out
     bare, without the level and logger name the other logs carry.
     """
     global sink
     if sink is None:
-        sink = LineSink(stream or sys.stderr.buffer)
+        sink = LineSink(stream or sys.stderr.buffer, every=every, slow=slow)
         atexit.register(sink.flush)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import asyncpg
 from sqlalchemy.exc import DBAPIError
 
+from gql.api.observe import DEFAULT_EVERY
 from gql.cli import tokens as token_commands
 from gql.cli.progress import ProgressBar
 from gql.server.hosts import ALLOWED_HOSTS_VARIABLE, allowed_hosts, is_loopback
@@ -117,6 +118,15 @@ def _parser() -> argparse.ArgumentParser:
         "tokens; loopback only",
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--request-log-every",
+        type=int,
+        default=DEFAULT_EVERY,
+        metavar="N",
+        help=f"at --log-level info or debug, the request log's line of one in N requests "
+        f"answered without error in under a second (default {DEFAULT_EVERY}; 1: every "
+        "request); failed and slow requests are always logged",
+    )
     serve.add_argument(
         "--ws-compression",
         action="store_true",
@@ -489,6 +499,7 @@ def _serve(args: argparse.Namespace) -> int:
         checkpoint_key=key_path(args),
         new_checkpoint_key=args.new_checkpoint_key,
         request_log=args.log_level in ("debug", "info"),
+        request_log_every=args.request_log_every,
         allowed_hosts=(
             args.host,
             *args.allowed_host,

@@ -31,7 +31,7 @@ from gql.server.waiting import Waiting, waiting_cap
 def create_app(settings: Settings) -> GatewayApp:
     """The gateway as an ASGI app; the lifespan opens the database and the policy."""
     if settings.request_log:
-        configure_request_log()
+        configure_request_log(every=settings.request_log_every, slow=settings.slow_request_seconds)
     view = GraphQLView(settings)
     mcp = McpEndpoint(settings.anonymous_agent)
     metrics = Metrics(multiprocess_dir())

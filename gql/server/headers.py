@@ -41,9 +41,20 @@ _ALWAYS = [(b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"
 _DEFAULT = [*_ALWAYS, (_POLICY, API_POLICY.encode())]
 
 
+API_HEADER_LINES = tuple(_DEFAULT)
+
+
+class SecuredHeaders(list[tuple[bytes, bytes]]):
+    """A response's header lines made with `API_HEADER_LINES` among them, which
+    `with_security_headers` passes as they are: the compiled path's answers carry them
+    from lines encoded once, and no copy of the message is made per response."""
+
+
 def with_security_headers(message: Message) -> Message:
     """An `http.response.start` message with the headers added; a response's own policy
     is kept. Called by `gql.server.front.Front` on every HTTP response."""
+    if isinstance(message.get("headers"), SecuredHeaders):
+        return message
     headers = list(message.get("headers", ()))
     own = any(name.lower() == _POLICY for name, _ in headers)
     return {**message, "headers": headers + (_ALWAYS if own else _DEFAULT)}

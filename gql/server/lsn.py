@@ -27,6 +27,9 @@ COOKIE_SECONDS = 86_400
 
 def http_session(services: Services, caller: Caller, request: Request) -> Session:
     """The session of an HTTP request, whose reads see the LSN the client sent back."""
+    if services.replicas is None or not services.replicas.enabled:
+        # Every read is on the primary: what the client sent back is not needed.
+        return Session(services, caller, freshness=Freshness())
     sent = request.headers.get(HEADER) or request.cookies.get(COOKIE)
     return Session(services, caller, freshness=Freshness(after=parse_lsn(sent)))
 

@@ -18,6 +18,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from strawberry.types import ExecutionResult
 
+from gql.server.headers import API_HEADER_LINES, SecuredHeaders
+
 GRAPHQL_RESPONSE = "application/graphql-response+json"
 JSON = "application/json"
 HEADERS = {"cache-control": "no-store", "vary": "Authorization, Accept"}
@@ -30,19 +32,23 @@ def media_type(request: Request) -> str:
 
 class Answer(Response):
     """A body the compiled path made, with the headers and media type every answer carries
-    (`finish` leaves it as it is). Its header lines are encoded once per media type."""
+    (`finish` leaves it as it is) and the security headers. Its header lines are encoded
+    once per media type."""
 
     def __init__(self, body: bytes, media: str) -> None:
         self.status_code = 200
         self.background = None
         self.body = body
-        self.raw_headers = [*_ANSWER_HEADERS[media], (b"content-length", b"%d" % len(body))]
+        self.raw_headers = SecuredHeaders(
+            [*_ANSWER_HEADERS[media], (b"content-length", b"%d" % len(body))]
+        )
 
 
 _ANSWER_HEADERS = {
     media: [
         *((name.encode(), value.encode()) for name, value in HEADERS.items()),
         (b"content-type", media.encode()),
+        *API_HEADER_LINES,
     ]
     for media in (GRAPHQL_RESPONSE, JSON)
 }

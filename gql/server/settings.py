@@ -82,3 +82,7 @@ class Settings:
     # One JSON line per request on stderr (gql.api.observe), set by `serve` at log level info
     # or debug; off, the lines go to the logger `edgeloom.requests` like any log.
     request_log: bool = False
+    # Of the requests answered without error in under slow_request_seconds, the request
+    # log writes one in this many (1: every one); the others are always written.
+    request_log_every: int = 1
+    slow_request_seconds: float = 1.0

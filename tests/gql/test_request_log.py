@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 from typing import Any
@@ -11,7 +12,7 @@ import asyncpg
 import pytest
 
 from gql.api.errors import MASKED_MESSAGE
-from gql.api.observe import REQUEST_LOG
+from gql.api.observe import REQUEST_LOG, LineSink, new_note
 from tests.conftest import GatewayFactory
 from tests.gql._api import INGEST, unique
 from tests.gql._feed import feed_client
@@ -154,3 +155,36 @@ async def test_an_error_over_websocket_carries_its_connection_s_id(
     line = line_of(caplog, request_id)
     assert line["status"] == 101 and line["path"] == "/graphql", line
     assert line["agent"] == "dev" and line["code"] == "BAD_USER_INPUT", line
+
+
+def test_a_sampling_log_keeps_every_failed_and_slow_request_and_one_in_n_others() -> None:
+    stream = io.BytesIO()
+    sink = LineSink(stream, every=3, slow=0.5)
+    ended = [
+        (200, None, 0.01, "a"),
+        (200, None, 0.01, "b"),
+        (200, None, 0.01, "c"),  # the third answered quickly: logged
+        (200, "FORBIDDEN", 0.01, "d"),  # an error in a 200 answer
+        (413, None, 0.01, "e"),
+        (200, None, 0.6, "f"),  # slow
+        (0, None, 0.01, "g"),  # never answered (the client left)
+        (200, None, 0.01, "h"),
+        (200, None, 0.01, "i"),
+        (200, None, 0.01, "j"),  # the sixth answered quickly
+    ]
+    for status, code, seconds, name in ended:
+        note = new_note("/graphql", 0.0)
+        note.status, note.code, note.operation_name = status, code, name
+        sink.add(note, seconds)  # no loop running: written at once
+    logged = [json.loads(line)["operationName"] for line in stream.getvalue().splitlines()]
+    assert logged == ["c", "d", "e", "f", "g", "j"]
+
+
+def test_a_log_of_every_request_keeps_each_one() -> None:
+    stream = io.BytesIO()
+    sink = LineSink(stream)
+    for _ in range(5):
+        note = new_note("/graphql", 0.0)
+        note.status = 200
+        sink.add(note, 0.001)
+    assert len(stream.getvalue().splitlines()) == 5

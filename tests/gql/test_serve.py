@@ -462,7 +462,10 @@ async def test_serve_with_workers_sums_metrics_and_logs_each_request(
             line["requestId"].split("-")[0] for line in logged() if line["operation"] == operation
         }
 
-    async with serving(database_url, tmp_path, "--workers", "2", "--log-level", "info") as served:
+    every = ("--request-log-every", "1")
+    async with serving(
+        database_url, tmp_path, "--workers", "2", "--log-level", "info", *every
+    ) as served:
         calls = 0
         for _ in range(40):
             await profiles(8)
