@@ -303,8 +303,8 @@ async def test_hidden_and_engine_labels(conn: Connection) -> None:
 
 # Not a caller's view: statements that read current memberships to lock or close them,
 # on the write path (what the caller is told of them is `Rule.may_read`), the write
-# path's closing of a record's open words and vectors intervals, and the adjustment label's own name,
-# which the rule hides.
+# path's closing of a record's open words and vectors intervals, and the adjustment
+# label's own name, which the rule hides.
 _NOT_READS = {
     "store/ids.py": 1,
     "store/kinds/record/kind.py": 1,
