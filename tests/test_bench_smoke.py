@@ -31,7 +31,14 @@ def server(databases: Databases) -> str:
 
 def _bench(*args: str, server: str | None = None, timeout: float = 300) -> str:
     # A subprocess: each bench runs its own event loop (and its own gateways, servers).
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # The gateways a bench serves open small pools: beside the other worker's tests they
+    # stay within a shared server's max_connections (scripts/test runs two workers there).
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "EDGELOOM_READ_POOL_SIZE": "4",
+        "EDGELOOM_ENGINE_POOL_SIZE": "2",
+    }
     if server is not None:
         env["DATABASE_URL"] = server
     done = subprocess.run(

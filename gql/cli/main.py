@@ -55,6 +55,8 @@ DEV_POLICY_LOOPBACK_ONLY = (
     "the development policy (no tokens) is served on loopback only; pass --policy FILE "
     "and mint tokens with 'edgeloom token create --agent NAME', or use --host 127.0.0.1"
 )
+READ_POOL_VARIABLE = "EDGELOOM_READ_POOL_SIZE"
+ENGINE_POOL_VARIABLE = "EDGELOOM_ENGINE_POOL_SIZE"
 # `serve` options named as the Settings fields they set.
 SOCKET_OPTIONS = (
     "max_ws_connections",
@@ -62,6 +64,28 @@ SOCKET_OPTIONS = (
     "max_ws_unauthenticated_per_address",
     "ws_init_timeout",
 )
+
+
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return number
+
+
+def _from_environment(variable: str) -> int | None:
+    """A pool size from the environment; None when unset. A bad value is refused like a bad
+    option, naming the variable."""
+    text = os.environ.get(variable)
+    if not text:
+        return None
+    try:
+        return _positive(text)
+    except argparse.ArgumentTypeError as exc:
+        raise SystemExit(f"edgeloom: {variable}: {exc}") from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -118,6 +142,24 @@ def _parser() -> argparse.ArgumentParser:
         "tokens; loopback only",
     )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    # Unset, from the environment (a container's settings), else the Settings defaults.
+    serve.add_argument(
+        "--read-pool-size",
+        type=_positive,
+        default=_from_environment(READ_POOL_VARIABLE),
+        metavar="N",
+        help="connections each gateway process opens at start for its reads and writes "
+        f"(default 20; also {READ_POOL_VARIABLE}); size it with --workers and the server's "
+        "max_connections in mind",
+    )
+    serve.add_argument(
+        "--engine-pool-size",
+        type=_positive,
+        default=_from_environment(ENGINE_POOL_VARIABLE),
+        metavar="N",
+        help="connections each process may open for tokens and the feed's catch-up reads "
+        f"(default 10; also {ENGINE_POOL_VARIABLE})",
+    )
     serve.add_argument(
         "--request-log-every",
         type=int,
@@ -506,6 +548,8 @@ def _serve(args: argparse.Namespace) -> int:
             *allowed_hosts(os.environ.get(ALLOWED_HOSTS_VARIABLE)),
         ),
         **{name: getattr(args, name) for name in SOCKET_OPTIONS if getattr(args, name) is not None},
+        **({"read_pool_size": args.read_pool_size} if args.read_pool_size else {}),
+        **({"pool_size": args.engine_pool_size} if args.engine_pool_size else {}),
     )
     problem, in_force = asyncio.run(_start(database, settings, exposed=not loopback))
     if problem:

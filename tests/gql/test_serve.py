@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -168,8 +169,11 @@ async def test_serve_with_a_policy_file(databases: Databases, tmp_path: Path) ->
 async def test_serve_without_a_policy_runs_the_dev_policy_on_loopback(
     databases: Databases, tmp_path: Path
 ) -> None:
+    """Also sized as an operator sizes it for a small server: the read pool from the
+    environment, the engine's by option (the read pool alone opens 20 by default)."""
     database_url = await databases.create()
-    async with serving(database_url, tmp_path) as served:
+    small = {"EDGELOOM_READ_POOL_SIZE": "3"}
+    async with serving(database_url, tmp_path, "--engine-pool-size", "1", env=small) as served:
         client, url = served.client, served.url
         profile = await call(client, url, "{ profile { agent readLanes writeLanes } }")
         assert profile == {
@@ -177,6 +181,23 @@ async def test_serve_without_a_policy_runs_the_dev_policy_on_loopback(
                 "profile": {"agent": "dev", "readLanes": ["default"], "writeLanes": ["default"]}
             }
         }
+        database = databases.created[-1]
+        conn = await asyncpg.connect(database_url)
+        try:
+            held = await conn.fetchval(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = $1 AND pid <> pg_backend_pid()",
+                database,
+            )
+        finally:
+            await conn.close()
+        assert 3 <= held <= 5
+
+
+def test_serve_refuses_a_pool_size_below_one(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--read-pool-size", "0"])
+    assert "'0' is not a whole number of 1 or more" in capsys.readouterr().err
 
 
 async def test_serve_off_loopback_without_a_policy_is_refused_before_any_database(
