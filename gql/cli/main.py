@@ -701,10 +701,6 @@ def _agents(in_force: PolicyVersion) -> str:
     return ", ".join(sorted(in_force.policy.agents)) or "none"
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 async def _search_languages(url: str) -> int:
     policy = await policy_store.in_force_at(url)
     if policy is None:
@@ -723,3 +719,7 @@ async def _search_languages(url: str) -> int:
     if not moved:
         print("every lane's words are in the language its policy declares")
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
