@@ -29,7 +29,9 @@ def server(databases: Databases) -> str:
     return databases.url
 
 
-def _bench(*args: str, server: str | None = None, timeout: float = 300) -> str:
+def _bench(
+    *args: str, server: str | None = None, timeout: float = 300, embedded: bool = False
+) -> str:
     # A subprocess: each bench runs its own event loop (and its own gateways, servers).
     # The gateways a bench serves open small pools: beside the other worker's tests they
     # stay within a shared server's max_connections (scripts/test runs two workers there).
@@ -41,6 +43,8 @@ def _bench(*args: str, server: str | None = None, timeout: float = 300) -> str:
     }
     if server is not None:
         env["DATABASE_URL"] = server
+    if embedded:  # its own embedded server, whatever server the suite runs on
+        env.pop("DATABASE_URL", None)
     done = subprocess.run(
         [sys.executable, "-m", *args],
         cwd=REPO,
@@ -199,6 +203,7 @@ def test_bench_vectors_on_a_tiny_load(server: str) -> None:
         "bench.vectors",
         *("--records", "300", "--queries", "3", "--rounds", "1", "--clients", "1"),
         server=server if pgvector else None,
+        embedded=not pgvector,
     )
     assert "search(vector) 384-dim @300: recall@10" in stdout
     assert "search(vector, asOf) @300" in stdout

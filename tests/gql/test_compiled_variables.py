@@ -84,6 +84,11 @@ INPUT_VALUES: dict[str, list[Any]] = {
         {"content": "a", "adjusts": [5]},
         {"content": "a", "properties": "x:y"},
         {"content": "a", "properties": ["x:y", None]},
+        {"content": "e", "embedding": [0.5, 1, -2.25]},
+        {"content": "e", "embedding": [True]},
+        {"content": "e", "embedding": [float("nan")]},
+        {"content": "e", "embedding": [2**60]},
+        {"content": "e", "embedding": 0.5},
         "not an object",
         None,
     ],
@@ -97,8 +102,9 @@ INPUT_VALUES: dict[str, list[Any]] = {
 
 
 def test_input_objects_coerce_as_graphql_core_or_not_at_all() -> None:
-    # Each accepted single input, with each accepted list or none.
-    assert coerced_alike(INPUTS, INPUT_VALUES) == 3 * 3
+    # Each accepted single input (an embedding's numbers among them), with each accepted
+    # list or none.
+    assert coerced_alike(INPUTS, INPUT_VALUES) == 4 * 3
 
 
 def test_an_input_object_that_holds_itself_is_left_to_graphql_core() -> None:

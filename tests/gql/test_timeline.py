@@ -17,7 +17,7 @@ query($id: ID!, $from: ID!, $org: String!, $topic: String!, $asOf: DateTime) {
   org: gather(match: [$org], asOf: $asOf) { totalCount items { id version } }
   topic: gather(match: [$topic], mode: UNION, asOf: $asOf) { totalCount items { id } }
   timeline: gather(match: [$org], mode: TIMELINE, asOf: $asOf) { items { id } }
-  traverse(from: $from, asOf: $asOf) { items { record { id version } via } }
+  traverse(from: $from, asOf: $asOf, edgeTypes: []) { items { record { id version } via } }
   edgeProperty(property: $org, asOf: $asOf) { memberCount }
   labels(asOf: $asOf) { label recordCount }
   edges(fromId: $id, asOf: $asOf) { totalCount items { id weight } }

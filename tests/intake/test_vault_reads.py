@@ -59,7 +59,10 @@ EGO = """query($id: ID!) {
   ego(nodes: [$id], direction: OUT, types: ["wikilink"]) { edges { fromId toId } neighbors { id } }
 }"""
 TRAVERSE = """query($from: ID!) {
-  traverse(from: $from, depth: 2, limit: 1000) { items { record { id } hop via } notShown }
+  traverse(from: $from, depth: 2, limit: 1000) {
+    items { record { id } hop via edge { id } }
+    notShown
+  }
 }"""
 
 
@@ -117,11 +120,12 @@ async def test_bookkeeping_is_metadata_tags_come_from_text_and_notes_are_found_b
             "totalCount": 0,
             "items": [],
         }
-    # A walk from a note's first section goes by its file and folder, never by a
-    # position shared with other notes' first sections.
+    # A walk from a note's first section goes by its file and folder (and by the typed
+    # edges intake detected), never by a position shared with other notes' first sections.
     [first] = [p for p in parts if p["content"].startswith("# Home")]
     walk = (await both(compiled, plain, token, TRAVERSE, **{"from": first["id"]}))["traverse"]
-    assert {i["via"].split(":")[0] for i in walk["items"]} <= {"file_id", "folder_id"}
+    by_value = {i["via"].split(":")[0] for i in walk["items"] if i["edge"] is None}
+    assert by_value <= {"file_id", "folder_id"}
 
     # A note's record speaks for the note: its links are its sections' links to other
     # notes (not one of them, and not the steps from one section to the next).

@@ -2,7 +2,8 @@
 
 graphql-core coerces every variable through a walk that costs more than the rest
 of a compiled read's Python, and about a tenth of a 500-record `ingestMany`. For the
-kinds agents send most (ID, String, Int, Boolean, a list of String or ID, and input
+kinds agents send most (ID, String, Int, Float, Boolean, a list of String, ID or Float
+(an embedding), and input
 objects whose fields are of those kinds, alone or in a list), a value that is
 exactly of its kind coerces to itself; anything else (a float for an Int, an int for
 an ID, a single value for a list, an unknown or missing field, a default value, a
@@ -12,6 +13,7 @@ custom scalar, a missing non-null variable) returns None, and graphql-core decid
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -42,6 +44,24 @@ def _int(value: Any) -> Any:
     return value if type(value) is int and value in _INT_RANGE else _NO
 
 
+# Beyond this an int may not be a float exactly (or at all): graphql-core decides.
+_FLOAT_EXACT = 2**53
+
+
+def _float(value: Any) -> Any:
+    kind = type(value)
+    if kind is float:
+        return value if math.isfinite(value) else _NO
+    return float(value) if kind is int and -_FLOAT_EXACT <= value <= _FLOAT_EXACT else _NO
+
+
+def _floats(value: Any) -> Any:
+    if type(value) is not list:
+        return _NO
+    out = [_float(item) for item in value]
+    return _NO if any(item is _NO for item in out) else out
+
+
 def _boolean(value: Any) -> Any:
     return value if type(value) is bool else _NO
 
@@ -56,6 +76,7 @@ _SCALARS: dict[str, Callable[[Any], Any]] = {
     "ID": _id_or_string,
     "String": _id_or_string,
     "Int": _int,
+    "Float": _float,
     "Boolean": _boolean,
 }
 
@@ -80,6 +101,9 @@ def _check(
     # [String!] and [ID!]: a list of strings, none of them null.
     if isinstance(item, GraphQLScalarType) and item.name in ("String", "ID"):
         return _strings
+    # [Float!]: an embedding, hundreds of numbers a record.
+    if isinstance(item, GraphQLScalarType) and item.name == "Float":
+        return _floats
     if isinstance(item, GraphQLInputObjectType):
         each = _input_object(item, within)
         if each is not None:
