@@ -10,13 +10,14 @@ ledger, so the rows they write agree.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
 from store.kinds.record.model import Record
 from store.ledger.registry import Rows
+from store.pool import Conn
 
 Held = Callable[[Record], object | None]
 
@@ -96,3 +97,16 @@ class Writer:
             }
             rows.part(self.opened_part).append(row)
             self.opened[after.id] = row
+
+
+# Rows written a statement at a time by import, the migrations and verify's rebuild.
+_BATCH = 2000
+_COLUMNS = tuple(f.name for f in fields(Interval))
+
+
+async def insert(conn: Conn, statement: str, rows: Sequence[Interval]) -> None:
+    """Write `rows` in batches with `statement`, which takes one array per column of an
+    interval and computes what it indexes from the ledger."""
+    for start in range(0, len(rows), _BATCH):
+        batch = rows[start : start + _BATCH]
+        await conn.execute(statement, *([getattr(r, c) for r in batch] for c in _COLUMNS))

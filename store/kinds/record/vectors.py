@@ -100,15 +100,11 @@ FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::timestamptz[],
   AS u(record_id, from_version, lane, source_type, recorded_from, recorded_to)
 JOIN ledger l ON l.kind = 'record' AND l.object_id = u.record_id AND l.version = u.from_version
 """
-_BATCH = 2000
 
 
 async def insert(conn: Conn, rows: Sequence[Interval]) -> None:
     """Write the rows of `rows`, their vectors read from the ledger, in batches."""
-    for start in range(0, len(rows), _BATCH):
-        batch = rows[start : start + _BATCH]
-        columns = [[getattr(r, c) for r in batch] for c in TABLE.columns]
-        await conn.execute(_INSERT, *columns)
+    await _intervals.insert(conn, _INSERT, rows)
 
 
 _LIVE = "SELECT " + ", ".join(TABLE.columns) + " FROM record_vectors"
