@@ -17,6 +17,7 @@ from typing import Any
 
 from store.kinds.record.model import Record
 from store.ledger.registry import Rows
+from store.ledger.report import Report
 from store.pool import Conn
 
 Held = Callable[[Record], object | None]
@@ -110,3 +111,37 @@ async def insert(conn: Conn, statement: str, rows: Sequence[Interval]) -> None:
     for start in range(0, len(rows), _BATCH):
         batch = rows[start : start + _BATCH]
         await conn.execute(statement, *([getattr(r, c) for r in batch] for c in _COLUMNS))
+
+
+async def compare(
+    conn: Conn,
+    expected: Iterable[Interval],
+    report: Report,
+    sql: tuple[str, str],
+    what: str,
+    stale: str,
+) -> None:
+    """verify: the live intervals (`sql[0]`) against the replayed ones, and the rows whose
+    indexed `what` is not their version's (`sql[1]`), reported as `stale`."""
+    live_sql, stale_sql = sql
+    want = set(expected)
+    live: set[Interval] = set()
+    async for row in conn.cursor(live_sql, prefetch=5000):
+        live.add(Interval(**dict(row)))
+    for found in sorted(want - live, key=_key)[:50]:
+        report.problems.append(
+            f"{found.record_id}: {what} of version {found.from_version} missing from the index"
+        )
+    for found in sorted(live - want, key=_key)[:50]:
+        report.problems.append(
+            f"{found.record_id}: {what} of version {found.from_version} indexed, "
+            "the ledger has no such interval"
+        )
+    for row in await conn.fetch(stale_sql):
+        report.problems.append(
+            f"{row['record_id']}: {what} of version {row['from_version']} {stale}"
+        )
+
+
+def _key(row: Interval) -> tuple[str, int]:
+    return (row.record_id, row.from_version)

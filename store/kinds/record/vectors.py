@@ -122,27 +122,9 @@ ORDER BY 1, 2 LIMIT 50
 async def compare(conn: Conn, expected: Iterable[Interval], report: Report) -> None:
     """verify: the live intervals against the replayed ones, and each row's vector
     against its version's."""
-    want = set(expected)
-    live: set[Interval] = set()
-    async for row in conn.cursor(_LIVE, prefetch=5000):
-        live.add(Interval(**dict(row)))
-    for found in sorted(want - live, key=_key)[:50]:
-        report.problems.append(
-            f"{found.record_id}: vector of version {found.from_version} missing from the index"
-        )
-    for found in sorted(live - want, key=_key)[:50]:
-        report.problems.append(
-            f"{found.record_id}: vector of version {found.from_version} indexed, "
-            "the ledger has no such interval"
-        )
-    for row in await conn.fetch(_STALE):
-        report.problems.append(
-            f"{row['record_id']}: vector of version {row['from_version']} differs from its entry"
-        )
-
-
-def _key(row: Interval) -> tuple[str, int]:
-    return (row.record_id, row.from_version)
+    await _intervals.compare(
+        conn, expected, report, (_LIVE, _STALE), "vector", "differs from its entry"
+    )
 
 
 # -- whether the server can search by vector ---------------------------------------
