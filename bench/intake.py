@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.backup import database
+from bench.vault import WORDS as VAULT_WORDS
 from bench.vault import write_vault
 from policies.loader import DEV_POLICY_YAML
 from store.database import open_database
@@ -48,20 +49,8 @@ from store.ledger.executor import Executor
 from store.pool import create_pool
 from store.reads.snapshot import Snapshot
 
-WORDS = [
-    "alpha",
-    "beta",
-    "gamma",
-    "delta",
-    "service",
-    "runbook",
-    "deploy",
-    "rollback",
-    "metric",
-    "alert",
-    "owner",
-    "plan",
-]
+# The plain notes draw from the first twelve of the vault's words, as they always have.
+WORDS = VAULT_WORDS[:12]
 
 
 def note_path(n: int) -> str:
