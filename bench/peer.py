@@ -53,6 +53,14 @@ CREATE OR REPLACE FUNCTION peer.gather_intersect(
       AND m0.recorded_to IS NULL)
   ORDER BY r.id
 $$;
+CREATE OR REPLACE FUNCTION peer.edge_property_members(a_label text, a_value text)
+RETURNS SETOF public.records LANGUAGE sql STABLE AS $$
+  SELECT r.* FROM public.records r WHERE r.id IN (
+    SELECT m.record_id FROM public.edge_properties m
+    WHERE m.label = a_label AND m.value_key = public.edgeloom_value_key(a_value)
+      AND m.recorded_to IS NULL)
+  ORDER BY r.id
+$$;
 """
 
 RECORD = "query R($id: ID!) { record(id: $id) { id content properties } }"
@@ -66,6 +74,14 @@ PEER_GATHER = (
     "aValue: $b, bLabel: $c, bValue: $d, first: 20) { totalCount nodes { id content properties "
     "createdAt } pageInfo { hasNextPage endCursor } } }"
 )
+EDGE_PROPERTY = (
+    "query E($p: String!) { edgeProperty(property: $p) { memberCount members(first: 20) "
+    "{ items { id content properties } pageInfo { hasNextPage endCursor } } } }"
+)
+PEER_EDGE_PROPERTY = (
+    "query E($a: String!, $b: String!) { edgePropertyMembers(aLabel: $a, aValue: $b, first: 20) "
+    "{ totalCount nodes { id content properties } pageInfo { hasNextPage endCursor } } }"
+)
 RECORDS = (
     "{ records(first: 20) { items { id content properties } pageInfo { hasNextPage endCursor } } }"
 )
@@ -76,6 +92,7 @@ PEER_RECORDS = (
 )
 RECORDS_COUNT = RECORDS.replace("{ items", "{ totalCount items", 1)
 PEER_RECORDS_COUNT = PEER_RECORDS.replace("{ nodes", "{ totalCount nodes", 1)
+RECORDS_COUNT_NAME = "records(first: 20) with totalCount"
 
 LUA = r"""
 local bodies = {}
@@ -189,10 +206,14 @@ async def workloads(bench: Bench, pool_size: int = 1000) -> list[Workload]:
             [body(GATHER, {"match": [a, b]}) for a, b in pairs],
             [body(PEER_GATHER, {"a": x[0], "b": x[1], "c": y[0], "d": y[1]}) for x, y in split],
         ),
-        Workload("records(first: 20)", [body(RECORDS)], [body(PEER_RECORDS)]),
         Workload(
-            "records(first: 20) with totalCount", [body(RECORDS_COUNT)], [body(PEER_RECORDS_COUNT)]
+            "edgeProperty(p) { memberCount members(first: 20) }",
+            [body(EDGE_PROPERTY, {"p": a}) for a, _ in pairs],
+            [body(PEER_EDGE_PROPERTY, {"a": x[0], "b": x[1]}) for x, _ in split],
+            _members,
         ),
+        Workload("records(first: 20)", [body(RECORDS)], [body(PEER_RECORDS)]),
+        Workload(RECORDS_COUNT_NAME, [body(RECORDS_COUNT)], [body(PEER_RECORDS_COUNT)]),
     ]
     if bench.edges:
         # Typed edges: ours on the projection, PostGraphile's on its idiomatic copy.
@@ -226,6 +247,15 @@ def _records(data: dict[str, Any]) -> Any:
     if props and isinstance(props[0], list):
         props = [f"{p[0]}:{p[1]}" for p in props if not p[0].startswith("e_")]
     return {"id": value["id"], "content": value["content"], "properties": props}
+
+
+def _members(data: dict[str, Any]) -> Any:
+    """An edge property's count and first members, from either side's shape."""
+    (value,) = data.values()
+    if "members" in value:
+        page = value["members"]
+        return _records({"x": {**page, "totalCount": value["memberCount"]}})
+    return _records(data)
 
 
 async def check_same(ours: str, theirs: str, work: Workload, sample: int = 20) -> None:
@@ -338,9 +368,15 @@ async def peer_phase(bench: Bench, sides: dict[str, str]) -> dict[str, Any] | No
     return out
 
 
+# The reads whose count the gateway maintains answer it without counting, so they are held to
+# more than parity.
+TARGETS = {RECORDS_COUNT_NAME: 3.0}
+
+
 def rows(peer: dict[str, Any], at: str, row: Callable[..., Any]) -> list[Any]:
     out = []
     for name, runs in peer.items():
+        target = TARGETS.get(name, 1.0)
         theirs = median(runs["postgraphile"])
         for side, rates in runs.items():
             if side == "postgraphile":
@@ -352,8 +388,8 @@ def rows(peer: dict[str, Any], at: str, row: Callable[..., Any]) -> list[Any]:
                     ours,
                     theirs,
                     ours / theirs,
-                    ">=1.0",
-                    ours / theirs >= 1.0,
+                    f">={target:.1f}",
+                    ours / theirs >= target,
                     unit="peer",
                 )
             )
