@@ -29,6 +29,7 @@ from store import tables as t
 from store.errors import InvalidInputError
 from store.feed import filters
 from store.feed.filters import FeedFilter
+from store.feed.polls import SNAPSHOT, UNSEEN, poll_statement
 from store.ledger.audit import AuditEvent
 from store.pool import json_codecs, plain_url
 from store.reads.pages import position_cursor
@@ -49,70 +50,6 @@ APPLICATION_NAME = "edgeloom-feed"
 """The reader's connection calls itself this, so operators (and tests) can find it."""
 
 REPLAY_PAGE = 500
-
-_EVENT_COLUMNS = (
-    "seq, id, kind, record_id, lane, actor, at, payload, version_before, version_after, "
-    "object_kind, txid::text::bigint AS txid"
-)
-# The snapshot of the current transaction; in REPEATABLE READ every later statement
-# of the transaction sees exactly what it describes.
-#
-# A snapshot lists the running transactions below its xmax only; one that took its
-# transaction id after the newest commit is running too, and can hold a seq below an
-# event the snapshot sees. `xids` names those (every transaction id held in this
-# database, read just after the snapshot; 32-bit, widened against xmax in Python).
-_SNAPSHOT_COLUMNS = """
-pg_snapshot_xmin(s)::text::bigint AS xmin,
-pg_snapshot_xmax(s)::text::bigint AS xmax,
-ARRAY(SELECT pg_snapshot_xip(s)::text::bigint) AS xip,
-ARRAY(SELECT backend_xid::text::bigint FROM pg_stat_activity
-      WHERE backend_xid IS NOT NULL AND datname = current_database()) AS xids
-"""
-_SNAPSHOT = f"""
-SELECT {_SNAPSHOT_COLUMNS},
-       (SELECT coalesce(max(seq), 0) FROM audit_events) AS newest
-FROM pg_current_snapshot() AS s
-"""
-# Every event the previous snapshot could not see: its transaction had not yet
-# started ($1: at or above its xmax) or was running ($2: its xip, all below xmax, so
-# the branches never overlap). Each branch walks ix_audit_events_txid in txid order,
-# so a read costs what it returns, however long the table: ordered by seq over the
-# whole condition, the planner may walk the seq index and filter every event ever
-# written. {limit} caps each branch; the caller orders by seq.
-# (`audit_events.txid`, the column: the output column of that name is its text.)
-_UNSEEN_BRANCHES = """
-(SELECT {columns} FROM audit_events
- WHERE txid >= $1::text::xid8 ORDER BY audit_events.txid {limit})
-UNION ALL
-(SELECT {columns} FROM audit_events
- WHERE txid = ANY($2::text[]::xid8[]) ORDER BY audit_events.txid {limit})
-"""
-
-
-def poll_statement(limit: int) -> str:
-    """One statement, one round trip: the statement's snapshot (pg_current_snapshot()
-    is the snapshot the statement runs under) beside the first `limit` unseen events.
-    A read that fills the limit (either branch may have stopped short) is repeated in
-    the transaction below, which streams any number of rows under one snapshot.
-
-    The limit is written into the text, so that the generic plan, made once for the
-    reader's connection, walks the index in txid order and stops at the limit (a
-    custom plan, made for each poll, spent longer planning than the poll ran, and more
-    as the table grows).
-    """
-    unseen = _UNSEEN_BRANCHES.format(columns=_EVENT_COLUMNS, limit=f"LIMIT {int(limit)}")
-    return f"""
-SELECT snap.xmin, snap.xmax, snap.xip, snap.xids, e.*
-FROM (SELECT {_SNAPSHOT_COLUMNS} FROM pg_current_snapshot() AS s) AS snap
-LEFT JOIN LATERAL (
-  SELECT * FROM ({unseen}) AS u ORDER BY seq LIMIT {int(limit)}
-) AS e ON true
-"""
-
-
-_UNSEEN = f"""
-SELECT * FROM ({_UNSEEN_BRANCHES.format(columns=_EVENT_COLUMNS, limit="")}) AS u ORDER BY seq
-"""
 
 _XID_SPAN = 1 << 32
 
@@ -385,7 +322,7 @@ class FeedReader:
             await asyncio.sleep(self.poll_interval)
 
     async def _start(self, conn: asyncpg.Connection) -> None:
-        row = await conn.fetchrow(_SNAPSHOT)
+        row = await conn.fetchrow(SNAPSHOT)
         assert row is not None
         self._snapshot = Snapshot.from_row(row)
         self._orderer = Orderer(released_upto=row["newest"], order_wait=self.order_wait)
@@ -414,10 +351,10 @@ class FeedReader:
         async with conn.transaction(isolation="repeatable_read", readonly=True):
             # A catch-up of any size has no limit for a generic plan to stop at.
             await conn.execute("SET LOCAL plan_cache_mode = auto")
-            row = await conn.fetchrow(_SNAPSHOT)
+            row = await conn.fetchrow(SNAPSHOT)
             assert row is not None
             current = Snapshot.from_row(row)
-            cursor = await conn.cursor(_UNSEEN, str(previous.xmax), [str(x) for x in previous.xip])
+            cursor = await conn.cursor(UNSEEN, str(previous.xmax), [str(x) for x in previous.xip])
             while True:
                 rows = await cursor.fetch(self.fetch_size)
                 if not rows:

@@ -11,17 +11,8 @@ from datetime import UTC, datetime
 import asyncpg
 import pytest
 
-from store.feed.live import (
-    _SNAPSHOT,
-    _UNSEEN,
-    APPLICATION_NAME,
-    FeedEvent,
-    FeedReader,
-    Orderer,
-    Snapshot,
-    poll_statement,
-    widen_xid,
-)
+from store.feed.live import APPLICATION_NAME, FeedEvent, FeedReader, Orderer, Snapshot, widen_xid
+from store.feed.polls import SNAPSHOT, UNSEEN, poll_statement
 from store.ledger.audit import AuditEvent
 from tests.support import Databases, plain, plan_nodes, sql
 
@@ -316,13 +307,13 @@ async def test_a_read_costs_what_it_returns_however_long_the_feed(databases: Dat
                     INSERT.replace("RETURNING seq", ""),
                     [("ev_" + uuid.uuid4().hex,) for _ in range(250)],
                 )
-        snapshot = Snapshot.from_row(await conn.fetchrow(_SNAPSHOT))
+        snapshot = Snapshot.from_row(await conn.fetchrow(SNAPSHOT))
         newest = await insert(conn)
         # The poll runs under its generic plan (see poll_statement), a catch-up under a
         # custom one.
         for statement, args, plans in (
             (POLL, (str(snapshot.xmax), []), "force_generic_plan"),
-            (_UNSEEN, (str(snapshot.xmax), []), "auto"),
+            (UNSEEN, (str(snapshot.xmax), []), "auto"),
         ):
             await conn.execute(f"SET plan_cache_mode = {plans}")
             [row] = await conn.fetch(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}", *args)
