@@ -5,7 +5,7 @@
 
 Loads N records (the Zipf data of `bench.data`, five properties each, every tenth
 record updated once) through the real write path (the executor, 1,000 records per
-command), then times `store.operations.backup.export` and `import_` into a
+command), then times `store.operations.restore.export` and `import_` into a
 second, empty database on the same server, checks `verify` on the copy, and prints the rates.
 With DATABASE_URL unset it runs on an embedded PostgreSQL in a temporary folder.
 """
@@ -30,7 +30,7 @@ from store.kinds.policy.commands import ApplyPolicy
 from store.kinds.policy.in_force import PolicyCache
 from store.kinds.record.commands import Ingest, NewRecord, Update
 from store.ledger.executor import Executor
-from store.operations import backup
+from store.operations import restore
 from store.operations.migrate import migrate
 from store.operations.verify import verify
 from store.pool import create_pool, plain_url
@@ -82,10 +82,10 @@ async def run(records: int) -> None:
     await load(source, records)
     dump = folder / "memory.jsonl.gz"
     started = time.monotonic()
-    exported = await backup.export(source, dump)
+    exported = await restore.export(source, dump)
     export_s = time.monotonic() - started
     started = time.monotonic()
-    await backup.import_(target, dump, None)
+    await restore.import_(target, dump, None)
     import_s = time.monotonic() - started
     report = await verify(target)
     entries = exported.counts["entry"]

@@ -35,7 +35,7 @@ from store.kinds.policy import in_force as policy_store
 from store.kinds.policy.in_force import PolicyCache, PolicyVersion
 from store.kinds.record import words
 from store.ledger.executor import Executor
-from store.operations import backup, checkpoints, signing, tokens
+from store.operations import checkpoints, restore, signing, tokens
 from store.operations.migrate import migrate
 from store.operations.verify import verify
 from store.pool import connect, create_pool
@@ -353,7 +353,7 @@ async def _run(args: argparse.Namespace) -> int:
             sealer = signing.load(where, signing.memory_of(database.url))
             if sealer is None:
                 print(f"export not signed: no checkpoint key at {printable(where)}")
-            done = await backup.export(database.url, args.file, ProgressBar("export"), sealer)
+            done = await restore.export(database.url, args.file, ProgressBar("export"), sealer)
             print(f"exported {_counted(done.counts)} to {printable(args.file)}")
             return 0
         if args.command == "import":
@@ -362,7 +362,7 @@ async def _run(args: argparse.Namespace) -> int:
             memory = signing.memory_of(database.url)
             known = signing.load(key_path(args), memory)
             key = known or signing.load_or_create(key_path(args), memory)
-            done = await backup.import_(
+            done = await restore.import_(
                 database.url, args.file, key, ProgressBar("import"), checker=known
             )
             for note in done.unchecked:
