@@ -5,8 +5,8 @@
 
 Loads N records (the Zipf data of `bench.data`, five properties each, every tenth
 record updated once) through the real write path (the executor, 1,000 records per
-command), then times `store.operations.restore.export` and `import_` into a
-second, empty database on the same server, checks `verify` on the copy, and prints the rates.
+command), then times `store.operations.export.export` and `store.operations.restore.import_`
+into a second, empty database on the same server, checks `verify` on the copy, and prints the rates.
 With DATABASE_URL unset it runs on an embedded PostgreSQL in a temporary folder.
 """
 
@@ -30,8 +30,9 @@ from store.kinds.policy.commands import ApplyPolicy
 from store.kinds.policy.in_force import PolicyCache
 from store.kinds.record.commands import Ingest, NewRecord, Update
 from store.ledger.executor import Executor
-from store.operations import restore
+from store.operations.export import export
 from store.operations.migrate import migrate
+from store.operations.restore import import_
 from store.operations.verify import verify
 from store.pool import create_pool, plain_url
 
@@ -82,10 +83,10 @@ async def run(records: int) -> None:
     await load(source, records)
     dump = folder / "memory.jsonl.gz"
     started = time.monotonic()
-    exported = await restore.export(source, dump)
+    exported = await export(source, dump)
     export_s = time.monotonic() - started
     started = time.monotonic()
-    await restore.import_(target, dump, None)
+    await import_(target, dump, None)
     import_s = time.monotonic() - started
     report = await verify(target)
     entries = exported.counts["entry"]

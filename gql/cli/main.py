@@ -35,8 +35,10 @@ from store.kinds.policy import in_force as policy_store
 from store.kinds.policy.in_force import PolicyCache, PolicyVersion
 from store.kinds.record import words
 from store.ledger.executor import Executor
-from store.operations import checkpoints, restore, signing, tokens
+from store.operations import checkpoints, signing, tokens
+from store.operations.export import export
 from store.operations.migrate import migrate
+from store.operations.restore import import_
 from store.operations.verify import verify
 from store.pool import connect, create_pool
 from store.printable import printable
@@ -353,7 +355,7 @@ async def _run(args: argparse.Namespace) -> int:
             sealer = signing.load(where, signing.memory_of(database.url))
             if sealer is None:
                 print(f"export not signed: no checkpoint key at {printable(where)}")
-            done = await restore.export(database.url, args.file, ProgressBar("export"), sealer)
+            done = await export(database.url, args.file, ProgressBar("export"), sealer)
             print(f"exported {_counted(done.counts)} to {printable(args.file)}")
             return 0
         if args.command == "import":
@@ -362,9 +364,7 @@ async def _run(args: argparse.Namespace) -> int:
             memory = signing.memory_of(database.url)
             known = signing.load(key_path(args), memory)
             key = known or signing.load_or_create(key_path(args), memory)
-            done = await restore.import_(
-                database.url, args.file, key, ProgressBar("import"), checker=known
-            )
+            done = await import_(database.url, args.file, key, ProgressBar("import"), checker=known)
             for note in done.unchecked:
                 print(f"not checked: {note}")
             print(

@@ -1,217 +1,46 @@
-"""Export and import: the whole memory as a portable, streaming file.
+"""Import: an empty database filled from an export file (`store.operations.backup` gives
+its format) in one transaction, all or nothing.
 
-The file is gzip-compressed JSON Lines (docs/operations.md, "Backups"): a header line, then one
-object per line: `entry` (every ledger entry, by kind, object and version), `key`
-(idempotency keys, which live beside the ledger), `event` (every audit event, in feed
-order), `checkpoint`, `token` (hashes only, never secrets), and a closing `end` line
-with the counts, so a truncated file is refused rather than half-imported, and the
-SHA-256 of the lines before it, signed with the checkpoint key when there is one: the
-checkpoints cover only the entries before the newest of them, the signature every line.
-
-Export reads one snapshot (REPEATABLE READ, READ ONLY, DEFERRABLE) while writers run.
-Import fills an empty database in one transaction: it copies the ledger, rebuilds every
-projection with the write path's projection rules, and anchors the imported entries in
-a checkpoint of the new cluster, so ids, versions, hashes and every asOf answer are the
-same and `verify` passes. Before it commits, it checks what `verify` would of the file
-(the chains, the events, the checkpoints, their signatures) and its signature, and
-refuses at the first line that does not hold: the new checkpoint must not vouch for
-what nobody checked.
+It copies the ledger, rebuilds every projection with the write path's projection rules,
+and anchors the imported entries in a checkpoint of the new cluster, so ids, versions,
+hashes and every asOf answer are the same and `verify` passes. Before it commits, it
+checks what `verify` would of the file (the chains, the events, the checkpoints, their
+signatures) and its signature, and refuses at the first line that does not hold: the new
+checkpoint must not vouch for what nobody checked.
 """
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import os
 import re
-import zlib
 from array import array
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import asyncpg
-import orjson
 
 import store.kinds  # noqa: F401  (registers the built-in kinds)
-from policies.properties import MAX_LABEL_LENGTH, MAX_VALUE_LENGTH
-from store.errors import StoreError
 from store.ledger import registry
 from store.ledger.entry import Entry
 from store.ledger.event_check import event_problems
 from store.ledger.hashing import stored_hash
 from store.ledger.implied import Problem
-from store.limits import MAX_CONTENT_CHARS, MAX_PROPERTIES
 from store.operations import checkpoints
+from store.operations.backup import (
+    BATCH,
+    FORMAT,
+    VERSION,
+    BackupError,
+    Line,
+    Progress,
+    Summary,
+    read_lines,
+    sealed_bytes,
+)
 from store.operations.checkpoints import Checkpoint
 from store.operations.signing import Signer
 from store.pool import Conn, connect
-
-FORMAT = "edgeloom-export"
-VERSION = 1
-_BATCH = 5000
-
-Progress = Callable[[int, int], None]
-
-_SOURCES: dict[str, tuple[str, str]] = {
-    "entry": (
-        "SELECT count(*) FROM ledger",
-        "SELECT seq, kind, object_id, version, event, actor, at, policy_version, state, "
-        "prev_hash, hash, hash_format FROM ledger ORDER BY kind, object_id, version",
-    ),
-    "key": (
-        "SELECT count(*) FROM records WHERE idempotency_key IS NOT NULL",
-        "SELECT id, idempotency_key FROM records WHERE idempotency_key IS NOT NULL ORDER BY id",
-    ),
-    "event": (
-        "SELECT count(*) FROM audit_events",
-        "SELECT seq, id, kind, record_id, lane, actor, at, payload, version_before, "
-        "version_after, object_kind, object_id FROM audit_events ORDER BY seq",
-    ),
-    "checkpoint": (
-        "SELECT count(*) FROM checkpoints",
-        "SELECT seq, below_txid::text::bigint AS below_txid, entries, covers, at, prev_hash, "
-        "hash, signature, key_id, signed_format FROM checkpoints ORDER BY seq",
-    ),
-    "token": (
-        "SELECT count(*) FROM tokens",
-        "SELECT id, agent, token_hash, created_at, revoked_at, expires_at, rotated_to "
-        "FROM tokens ORDER BY id",
-    ),
-}
-
-
-class BackupError(StoreError):
-    """An export or import that cannot proceed; the message says why and what to do."""
-
-
-@dataclass
-class Summary:
-    counts: dict[str, int] = field(default_factory=dict)
-    checkpoint: int | None = None
-    unchecked: list[str] = field(default_factory=list)  # what the import could not check
-
-
-def _dumps(value: dict[str, Any]) -> bytes:
-    return orjson.dumps(value) + b"\n"
-
-
-def _sealed(digest: str) -> bytes:
-    """The bytes an export's signature covers: the SHA-256 of every line before its last."""
-    return f"edgeloom-export/1\n{digest}\n".encode()
-
-
-class _Digesting:
-    """Writes lines and hashes them, for the closing line's digest and signature."""
-
-    def __init__(self, out: Any) -> None:
-        self.out = out
-        self.sha = hashlib.sha256()
-
-    def write(self, line: bytes) -> None:
-        self.sha.update(line)
-        self.out.write(line)
-
-    def seal(self, signer: Signer | None) -> dict[str, str]:
-        digest = self.sha.hexdigest()
-        if signer is None:
-            return {"sha256": digest}
-        return {
-            "sha256": digest,
-            "signature": signer.sign(_sealed(digest)),
-            "key_id": signer.key_id,
-        }
-
-
-async def export(
-    url: str, path: Path, progress: Progress | None = None, signer: Signer | None = None
-) -> Summary:
-    """Write the memory at `url` to `path` (replaced only once the file is complete);
-    with the checkpoint key, sign what the file holds."""
-    conn = await connect(url)
-    tmp = path.with_name(path.name + ".partial")
-    summary = Summary()
-    try:
-        async with conn.transaction(isolation="repeatable_read", readonly=True, deferrable=True):
-            totals = {t: int(await conn.fetchval(q)) for t, (q, _) in _SOURCES.items()}
-            total, done = sum(totals.values()), 0
-            revision = await conn.fetchval("SELECT version_num FROM alembic_version")
-            with gzip.open(tmp, "wb", compresslevel=6) as packed:
-                out = _Digesting(packed)
-                header = {
-                    "t": "header",
-                    "format": FORMAT,
-                    "version": VERSION,
-                    "schema": revision,
-                    "exportedAt": await conn.fetchval("SELECT clock_timestamp()"),
-                    "counts": totals,
-                }
-                out.write(_dumps(header))
-                for kind, (_, query) in _SOURCES.items():
-                    n = 0
-                    async for row in conn.cursor(query, prefetch=_BATCH):
-                        out.write(_dumps({"t": kind, **dict(row)}))
-                        n += 1
-                        done += 1
-                        if progress is not None and done % _BATCH == 0:
-                            progress(done, total)
-                    summary.counts[kind] = n
-                packed.write(_dumps({"t": "end", "counts": summary.counts, **out.seal(signer)}))
-        os.replace(tmp, path)
-    finally:
-        await conn.close()
-        tmp.unlink(missing_ok=True)
-    if progress is not None:
-        progress(total, total)
-    return summary
-
-
-# The longest line an export holds is an entry of a record at every limit: 1,000,000
-# characters of content and 256 edge properties of a 128-character label and a
-# 1024-character value, each character at most 6 bytes as JSON writes it ("\u0001";
-# non-ASCII text is written as UTF-8, at most 4 bytes), with 64 KiB for its other fields:
-# 7,837,056 bytes. A policy version's YAML arrives in one request body of at most 8 MiB
-# and is written no longer than it came. 16 MiB holds both.
-RECORD_LINE_BYTES = (
-    6 * MAX_CONTENT_CHARS
-    + MAX_PROPERTIES * (6 * (MAX_LABEL_LENGTH + MAX_VALUE_LENGTH) + len('["",""],'))
-    + 64 * 1024
-)
-MAX_LINE_BYTES = 16 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class _Line:
-    number: int
-    raw: bytes
-    value: dict[str, Any]
-
-
-def _lines(path: Path, limit: int = MAX_LINE_BYTES) -> Iterator[_Line]:
-    """The export's lines, parsed; a damaged file is a refusal that names the line. No
-    line longer than `limit` bytes is read whole, so memory stays bounded whatever the
-    file holds."""
-    try:
-        with gzip.open(path, "rb") as handle:
-            number = 0
-            while line := handle.readline(limit + 1):
-                number += 1
-                if len(line) > limit:
-                    raise BackupError(
-                        f"{path} line {number} is longer than {limit:,} bytes, the most an "
-                        "export line holds; nothing was imported"
-                    )
-                try:
-                    value = orjson.loads(line)
-                except orjson.JSONDecodeError as exc:
-                    raise BackupError(f"{path} line {number} is not JSON: {exc}") from exc
-                if not isinstance(value, dict) or "t" not in value:
-                    raise BackupError(f"{path} line {number} is not an export line")
-                yield _Line(number, line, value)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise BackupError(f"cannot read '{path}' as a complete gzip file: {exc}") from exc
 
 
 def _at(value: str) -> datetime:
@@ -241,7 +70,7 @@ class _Importer:
     async def add(self, table: str, row: tuple[Any, ...]) -> None:
         buffer = self.buffers.setdefault(table, [])
         buffer.append(row)
-        if len(buffer) >= _BATCH:
+        if len(buffer) >= BATCH:
             await self.flush(table)
 
     async def flush(self, table: str | None = None) -> None:
@@ -439,7 +268,7 @@ async def _read(
 ) -> Summary:
     importer = _Importer(conn, path)
     summary = Summary()
-    lines = _lines(path)
+    lines = read_lines(path)
     first = next(lines, None)
     header = {} if first is None else first.value
     if header.get("format") != FORMAT:
@@ -452,7 +281,7 @@ async def _read(
     assert first is not None
     digest = hashlib.sha256(first.raw)
     total = sum(header.get("counts", {}).values())
-    end: _Line | None = None
+    end: Line | None = None
     for done, line in enumerate(lines, start=1):
         kind = line.value["t"]
         if kind == "end":
@@ -464,7 +293,7 @@ async def _read(
             await _take(importer, line.number, kind, line.value)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise importer.refuse(line.number, f"a malformed '{kind}' line ({exc!r})") from exc
-        if progress is not None and done % _BATCH == 0:
+        if progress is not None and done % BATCH == 0:
             progress(done, total)
     counts = {} if end is None else end.value.get("counts", {})
     if end is None or {k: v for k, v in counts.items() if v} != summary.counts:
@@ -533,7 +362,7 @@ def _checkpoint_line(importer: _Importer, problem: str) -> int:
     return min(lines.values())
 
 
-def _check_seal(importer: _Importer, end: _Line, digest: str, checker: Signer | None) -> list[str]:
+def _check_seal(importer: _Importer, end: Line, digest: str, checker: Signer | None) -> list[str]:
     """The closing line's digest of every line before it, and its signature by
     `checker`; what could not be checked, said."""
     sealed = end.value.get("sha256")
@@ -561,7 +390,7 @@ def _check_seal(importer: _Importer, end: _Line, digest: str, checker: Signer | 
             f"the export is signed by key {end.value.get('key_id')}, not by this key "
             f"({checker.key_id})",
         )
-    if not checker.valid(_sealed(digest), str(end.value["signature"])):
+    if not checker.valid(sealed_bytes(digest), str(end.value["signature"])):
         raise importer.refuse(
             end.number, "the file's signature does not match what it holds; it was forged"
         )

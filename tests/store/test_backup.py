@@ -20,7 +20,7 @@ from gql.server.settings import Settings
 from policies.properties import MAX_VALUE_LENGTH
 from store.ledger.hashing import entry_hash
 from store.limits import MAX_CONTENT_CHARS
-from store.operations import restore, signing
+from store.operations import backup, signing
 from tests.gql._api import ADD, GATHER, REMOVE, RESTORE_RECORD, RETIRE_RECORD, UPDATE, ingest
 from tests.gql._asserted import CORRECT, asserted, connect, group
 from tests.gql._edges import CONFLICTS, EDGES, RESOLVE, RETIRE, upsert
@@ -438,14 +438,14 @@ def test_the_line_limit_holds_the_largest_record_entry() -> None:
         "hash": "0" * 64,
         "hash_format": 2,
     }
-    assert len(orjson.dumps(line)) + 1 <= restore.RECORD_LINE_BYTES <= restore.MAX_LINE_BYTES
+    assert len(orjson.dumps(line)) + 1 <= backup.RECORD_LINE_BYTES <= backup.MAX_LINE_BYTES
     # A policy version's YAML comes in one request body and is written no longer.
-    assert restore.MAX_LINE_BYTES >= DEFAULT_MAX_BODY
+    assert backup.MAX_LINE_BYTES >= DEFAULT_MAX_BODY
     limits = (Path(__file__).parents[2] / "docs" / "security.md").read_text(encoding="utf-8")
     assert (
-        f"| line of an export file (`import`) | {restore.MAX_LINE_BYTES // 2**20} MiB "
-        f"({restore.MAX_LINE_BYTES:,} bytes): over twice the longest entry a record at every "
-        f"limit makes ({restore.RECORD_LINE_BYTES:,} bytes,"
+        f"| line of an export file (`import`) | {backup.MAX_LINE_BYTES // 2**20} MiB "
+        f"({backup.MAX_LINE_BYTES:,} bytes): over twice the longest entry a record at every "
+        f"limit makes ({backup.RECORD_LINE_BYTES:,} bytes,"
     ) in limits
 
 
@@ -462,14 +462,14 @@ async def test_a_gzip_bomb_line_is_refused_quickly(databases: Databases, tmp_pat
     started = time.monotonic()
     _, err = await refused(databases, bomb)
     assert time.monotonic() - started < 20
-    assert f"line 2 is longer than {restore.MAX_LINE_BYTES:,} bytes" in err
+    assert f"line 2 is longer than {backup.MAX_LINE_BYTES:,} bytes" in err
     # The reader holds at most one line's limit, whatever the line.
     tracemalloc.start()
     try:
-        with pytest.raises(restore.BackupError, match="line 2 is longer than"):
-            for _ in restore._lines(bomb):
+        with pytest.raises(backup.BackupError, match="line 2 is longer than"):
+            for _ in backup.read_lines(bomb):
                 pass
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak < 3 * restore.MAX_LINE_BYTES
+    assert peak < 3 * backup.MAX_LINE_BYTES

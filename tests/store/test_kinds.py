@@ -22,8 +22,9 @@ from store.ledger.entry import Entry
 from store.ledger.implied import Implied, Links, Shared
 from store.ledger.registry import Copy, Cte, KindDefaults, Rows, Table
 from store.ledger.report import Report
-from store.operations import restore
+from store.operations.export import export
 from store.operations.migrate import migrate
+from store.operations.restore import import_
 from store.operations.verify import verify
 from store.pool import Conn
 from tests.gql._feed import feed_client
@@ -226,11 +227,11 @@ async def test_a_kind_declared_in_a_test_is_written_verified_exported_imported_a
     assert report.ok, report.problems
 
     dump = tmp_path / "notes.jsonl.gz"
-    await restore.export(url, dump)
+    await export(url, dump)
     target = await databases.create()
     async with sql(target) as conn:
         await conn.execute(TABLE)
-    await restore.import_(target, dump, None)
+    await import_(target, dump, None)
     assert await notes(target) == written
     report = await verify(target)
     assert report.ok, report.problems
