@@ -12,8 +12,9 @@ import strawberry
 from gql.api import descriptions as d
 from gql.api.compiled.fields import compiled
 from gql.api.compiled.plan import bind_edge_page
+from gql.api.page_types import PageInfo, page_info
 from gql.api.scalars import JSON
-from gql.api.types import Info, PageInfo, Record, page_info
+from gql.api.types import Info, Record
 from store.kinds.edge import compiled as edge_sql
 from store.kinds.edge import model as domain
 from store.kinds.edge import reads

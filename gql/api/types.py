@@ -1,5 +1,9 @@
-"""The GraphQL types of records and what joins them (edge properties, asserted edges,
-corrections), each built from a store dataclass with `from_domain`."""
+"""The GraphQL types of records and what joins them (edge properties, asserted edges),
+pages of records and audit events, each built from a store dataclass with `from_domain`.
+
+They refer to one another (a record's groups list their records), so they share a module;
+the types that hold no record (versions, corrections, page info, label counts) have their
+own."""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import dataclasses
 import enum
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import strawberry
 from strawberry.types.nodes import SelectedField
@@ -16,12 +20,13 @@ from gql.api import descriptions as d
 from gql.api.compiled.fields import compiled
 from gql.api.compiled.plan import bind_members
 from gql.api.context import Context
+from gql.api.correction_types import Correction, corrections
+from gql.api.page_types import PageInfo, page_info
+from gql.api.record_parts import Retirement, Version, Warning
 from gql.api.scalars import JSON
 from policies.properties import Property, parse_property
 from store.errors import NotFoundError
 from store.ids import ADJUSTMENT, CONNECT, GROUP, edge_property_id
-from store.kinds.correction.commands import corrections_of
-from store.kinds.correction.projection import CorrectionRow
 from store.kinds.record import asserted, commands, queries, values
 from store.kinds.record import model as domain
 from store.ledger import audit
@@ -29,7 +34,6 @@ from store.reads import compiled_sql as sql
 from store.reads import shape
 from store.reads.pages import Page
 
-T = TypeVar("T")
 Info = strawberry.Info[Context, None]
 
 
@@ -43,18 +47,6 @@ class GatherMode(enum.Enum):
 
     def to_store(self) -> shape.GatherMode:
         return shape.GatherMode(self.value)
-
-
-@strawberry.type(description="Where a page stands in its list.")
-class PageInfo:
-    has_next_page: bool = strawberry.field(
-        description="Whether another page follows this one.",
-        metadata=compiled(sql.Compiler.has_next_page),
-    )
-    end_cursor: str | None = strawberry.field(
-        description="Pass as `after` for the next page; null when the page is empty.",
-        metadata=compiled(sql.Compiler.end_cursor),
-    )
 
 
 @strawberry.type(description="A page of records, with the total size of the whole list.")
@@ -80,10 +72,6 @@ class AuditPage:
     page_info: PageInfo = strawberry.field(
         description="Whether more follow, and the cursor to read them."
     )
-
-
-def page_info(page: Page[T]) -> PageInfo:
-    return PageInfo(has_next_page=page.has_next_page, end_cursor=page.end_cursor)
 
 
 def asks_for(info: Info, name: str) -> bool:
@@ -168,117 +156,6 @@ class EdgeProperty:
             label=prop.label,
             value=prop.value,
             as_of=as_of,
-        )
-
-
-@strawberry.type(description="One version of a record: its whole state after one change.")
-class Version:
-    number: int = strawberry.field(
-        description="The version number, from 1.", metadata=compiled(sql.column("version"))
-    )
-    at: datetime = strawberry.field(
-        description="When it was written.", metadata=compiled(sql.time("at"))
-    )
-    event: str = strawberry.field(
-        description="The change that wrote it (sr_ingested, sr_updated, property_added, ...).",
-        metadata=compiled(sql.column("event")),
-    )
-    actor: str = strawberry.field(
-        description="The agent who wrote it.", metadata=compiled(sql.column("actor"))
-    )
-    content: str = strawberry.field(
-        description="The content in this version.", metadata=compiled(sql.state("content"))
-    )
-    properties: list[str] = strawberry.field(
-        description="The caller-written edge properties in this version, as label:value.",
-        metadata=compiled(sql.Compiler.version_properties),
-    )
-    metadata: JSON = strawberry.field(
-        description=d.METADATA_VERSION, metadata=compiled(sql.Compiler.version_metadata)
-    )
-    lane: str = strawberry.field(
-        description="The lane in this version.", metadata=compiled(sql.state("lane"))
-    )
-    source_type: str = strawberry.field(
-        description="The source type in this version.", metadata=compiled(sql.state("source_type"))
-    )
-    authority: str = strawberry.field(
-        description="The authority in this version.", metadata=compiled(sql.state("authority"))
-    )
-    policy_version: int = strawberry.field(
-        description="The policy version in force when it was written.",
-        metadata=compiled(sql.column("policy_version")),
-    )
-    hash: str = strawberry.field(
-        description="The ledger entry's hash (chained per record).",
-        metadata=compiled(sql.column("hash")),
-    )
-
-    @classmethod
-    def from_domain(cls, v: domain.Version) -> Version:
-        return cls(
-            number=v.number,
-            at=v.at,
-            event=v.event,
-            actor=v.actor,
-            content=v.state.content,
-            properties=[str(p) for p in domain.declared(v.state.properties)],
-            metadata=JSON(v.state.metadata),
-            lane=v.state.lane,
-            source_type=v.state.source_type,
-            authority=v.state.authority,
-            policy_version=v.policy_version,
-            hash=v.hash,
-        )
-
-
-@strawberry.type(description="When, by whom and why a record was retired.")
-class Retirement:
-    at: datetime = strawberry.field(
-        description="When it was retired (its tombstone's time).", metadata=compiled(sql.time("at"))
-    )
-    actor: str = strawberry.field(
-        description="The agent that retired it.", metadata=compiled(sql.column("actor"))
-    )
-    reason: str | None = strawberry.field(
-        description="Why, as given to retireRecord.", metadata=compiled(sql.column("reason"))
-    )
-
-
-@strawberry.type(description="Something a write did that you may want to correct.")
-class Warning:
-    # Compiled as columns of a row no read has: a read's `warnings` is always empty.
-    code: str = strawberry.field(
-        description="SIMILAR_VALUE: a new value near an existing one of the same label.",
-        metadata=compiled(sql.column("code")),
-    )
-    message: str = strawberry.field(
-        description="What was noticed, and what you may do.",
-        metadata=compiled(sql.column("message")),
-    )
-    property: str | None = strawberry.field(
-        description="The property written, label:value.",
-        metadata=compiled(sql.column("property")),
-    )
-    similar_to: str | None = strawberry.field(
-        description="The existing property it is near, label:value.",
-        metadata=compiled(sql.column("similar_to")),
-    )
-    member_count: int | None = strawberry.field(
-        description="How many records you can read carry similarTo.",
-        metadata=compiled(sql.column("member_count")),
-    )
-
-    @classmethod
-    def similar(cls, written: Property, near: values.ValueCount) -> Warning:
-        return cls(
-            code="SIMILAR_VALUE",
-            message=f"'{written}' is a new value; '{near.property}' is near it and "
-            f"{near.member_count} record(s) carry it: if you meant the same, write that one "
-            "(update or removeProperties, then addProperties)",
-            property=str(written),
-            similar_to=near.property,
-            member_count=near.member_count,
         )
 
 
@@ -403,7 +280,7 @@ class Record:
         metadata=compiled(sql.Compiler.corrections),
     )
     async def corrections(self, info: Info) -> list[Correction]:
-        return await corrections(info, self._model.id, self._as_of)
+        return await corrections(info.context, self._model.id, self._as_of)
 
     @strawberry.field(
         description="Whether any correction is attached to it.",
@@ -441,25 +318,6 @@ class Record:
             _model=r,
             _as_of=as_of,
         )
-
-
-@strawberry.type(description="A label in use, with how many records you can read carry it.")
-class LabelCount:
-    label: str = strawberry.field(
-        description="A label in use.", metadata=compiled(sql.column("label"))
-    )
-    record_count: int = strawberry.field(
-        description="How many records you can read carry it.",
-        metadata=compiled(sql.column("record_count")),
-    )
-
-
-@strawberry.type(description="A #tag found in record content, with how many records hold it.")
-class TagCount:
-    tag: str = strawberry.field(description="The tag as found in content, lower case, without '#'.")
-    record_count: int = strawberry.field(
-        description="How many current records you may read hold it in their content."
-    )
 
 
 @strawberry.type(description="What addProperties or removeProperties did, value by value.")
@@ -690,46 +548,3 @@ async def on_record(
 ) -> list[Connection | Group | AdjustmentChain]:
     props = [p for p in record.state.properties if p.label == label]
     return await load(info, props, as_of)
-
-
-@strawberry.type(description="A correction attached to a record; the record is left as it was.")
-class Correction:
-    id: strawberry.ID = strawberry.field(
-        description="The correction id.", metadata=compiled(sql.column("id"))
-    )
-    record_id: strawberry.ID = strawberry.field(
-        description="The record it corrects.", metadata=compiled(sql.column("record_id"))
-    )
-    record_version: int = strawberry.field(
-        description="The version it corrects.", metadata=compiled(sql.column("record_version"))
-    )
-    content: str = strawberry.field(
-        description="What is correct instead.", metadata=compiled(sql.column("content"))
-    )
-    reason: str | None = strawberry.field(
-        description="Why, as given; null when none was.", metadata=compiled(sql.column("reason"))
-    )
-    actor: str = strawberry.field(
-        description="The agent who attached it.", metadata=compiled(sql.column("actor"))
-    )
-    at: datetime = strawberry.field(
-        description="When it was attached.", metadata=compiled(sql.time("at"))
-    )
-
-    @classmethod
-    def from_domain(cls, c: CorrectionRow) -> Correction:
-        return cls(
-            id=strawberry.ID(c.id),
-            record_id=strawberry.ID(c.record_id),
-            record_version=c.record_version,
-            content=c.content,
-            reason=c.reason,
-            actor=c.actor,
-            at=c.at,
-        )
-
-
-async def corrections(info: Info, record_id: str, as_of: datetime | None) -> list[Correction]:
-    async with info.context.read() as (conn, lanes):
-        found = await corrections_of(conn, [record_id], lanes, as_of)
-    return [Correction.from_domain(c) for c in found.get(record_id, [])]

@@ -21,7 +21,8 @@ from gql.api.edge_types import (
     Related,
     edge_page,
 )
-from gql.api.types import Info, PageInfo
+from gql.api.page_types import PageInfo
+from gql.api.types import Info
 from store.errors import NotFoundError
 from store.kinds.edge import reads
 from store.kinds.edge.commands import ResolveConflict, RetireEdge

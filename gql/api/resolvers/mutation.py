@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import strawberry
 
 from gql.api import descriptions as d
+from gql.api.correction_types import Correction
 from gql.api.inputs import IngestInput, ingest_command
 from gql.api.intake_types import FileInput, IntakeReport
 from gql.api.policy_types import PolicyVersion
@@ -15,7 +16,6 @@ from gql.api.resolvers.edges import EdgeMutation
 from gql.api.types import (
     AdjustmentChain,
     Connection,
-    Correction,
     Group,
     Info,
     PropertyChange,

@@ -19,6 +19,8 @@ from gql.api.compiled.plan import (
     bind_traverse,
     traverse_asked,
 )
+from gql.api.label_types import LabelCount, TagCount
+from gql.api.page_types import page_info
 from gql.api.policy_types import PolicyVersion, Profile
 from gql.api.resolvers.edges import EdgeQuery
 from gql.api.resolvers.search import SearchQuery
@@ -29,12 +31,9 @@ from gql.api.types import (
     EdgeProperty,
     GatherMode,
     Info,
-    LabelCount,
     Record,
     RecordPage,
-    TagCount,
     asks_for,
-    page_info,
     record_page,
 )
 from policies.properties import parse_property

@@ -11,8 +11,9 @@ import strawberry
 from gql.api import descriptions as d
 from gql.api.compiled.fields import compiled
 from gql.api.compiled.plan import bind_search, bind_values
+from gql.api.page_types import PageInfo, page_info
 from gql.api.session import vector_scope
-from gql.api.types import GatherMode, Info, PageInfo, Record, asks_for, page_info
+from gql.api.types import GatherMode, Info, Record, asks_for
 from store.kinds.record import search as store_search
 from store.kinds.record import search_compiled as sql
 from store.kinds.record import values as store_values
