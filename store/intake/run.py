@@ -41,17 +41,15 @@ from policies.errors import LaneForbiddenError, PolicyError
 from policies.model import Policy
 from store.errors import StoreError
 from store.ids import RECORD_KIND
-from store.intake.detect import Edge, Link, Linked, Ref, link_edges, links, structure_edges
-from store.intake.edges import edge_commands, plan_edges, write_edges
-from store.intake.frontmatter import Frontmatter, frontmatter
-from store.intake.parts import Part, split, title_of
+from store.intake.detect import Edge, Ref
+from store.intake.edge_pass import EdgePass, detect
+from store.intake.fresh import Fresh, fresh, same_stat
+from store.intake.parts import Part
 from store.intake.records import (
     LABELS,
     OFFSET,
-    PATH,
     READING,
     Described,
-    FileMeta,
     Summary,
     file_content,
     fingerprint,
@@ -62,23 +60,20 @@ from store.intake.records import (
     modified,
     new_file_id,
     new_folder_id,
-    part_index,
     part_metadata,
     part_properties,
     summary_of,
-    value,
 )
 from store.intake.report import IntakeReport, Refused, refusal
-from store.intake.resolve import FileInfo, Resolver
-from store.intake.seams import KINDS, Kinds, LiveEdge
+from store.intake.seams import KINDS, Kinds
 from store.intake.sources import Source
-from store.intake.state import FolderState, folder_state, part_ids, parts_of
-from store.intake.together import RETIRED, Step, Together, Written, joined_locks
-from store.intake.walk import Attachment, Found, Skipped, Text
+from store.intake.state import FolderState, folder_state, parts_of
+from store.intake.together import RETIRED, Together, Written
+from store.intake.walk import Found, Skipped, Text
 from store.kinds.policy.in_force import PolicyVersion
 from store.kinds.record.commands import Ingest, NewRecord, RemoveProperties, Update
 from store.kinds.record.model import Record
-from store.ledger.command import Command, Current, Locks, Txn
+from store.ledger.command import Command, Current, Txn
 from store.limits import MAX_BATCH
 from store.reads.snapshot import Reader
 
@@ -93,35 +88,6 @@ REFRESH_BATCH = 100
 DEFAULT_FOLDER = "folder"
 
 
-@dataclass(frozen=True)
-class Fresh:
-    """A file read in this run."""
-
-    found: Found
-    text: Text | Attachment
-    parts: tuple[Part, ...]
-    info: FileInfo
-    links: tuple[Link, ...]
-    front: Frontmatter = Frontmatter()
-
-    @property
-    def meta(self) -> FileMeta:
-        f, text = self.found, self.text
-        media = text.media_type if isinstance(text, Attachment) else None
-        return FileMeta(f.path, f.size, f.modified_at, text.sha256, media)
-
-
-def fresh(found: Found, text: Text | Attachment) -> Fresh:
-    if isinstance(text, Attachment):
-        # Linked and embedded as a note is, without parts or links of its own.
-        return Fresh(found, text, (), FileInfo(found.path, title_of(found.path, "")), ())
-    parts = split(found.path, text.content)
-    front = frontmatter(found.path, text.content, frozenset(LABELS))
-    title = front.title or title_of(found.path, text.content)
-    info = FileInfo(found.path, title, tuple(p.title for p in parts))
-    return Fresh(found, text, parts, info, tuple(links(found.path, text.content, parts)), front)
-
-
 def source_type_for(policy: Policy, lane: str) -> str:
     """`documentary`, unless the lane is closed to it: then the first enabled source type
     that allows every label intake writes (the guard refuses any other choice)."""
@@ -133,14 +99,6 @@ def source_type_for(policy: Policy, lane: str) -> str:
         if allowed.issuperset(LABELS):
             return name
     return DEFAULT_SOURCE_TYPE
-
-
-def _same_stat(meta: FileMeta, found: Found) -> bool:
-    return (
-        found.modified_at is not None
-        and meta.modified_at == found.modified_at
-        and meta.size == found.size
-    )
 
 
 @dataclass
@@ -163,27 +121,23 @@ class Intake:
     folder_record: Record | None = field(init=False, default=None)
     retired_ids: set[str] = field(init=False, default_factory=set)
     _parts_of: dict[str, tuple[Part, ...]] = field(init=False, default_factory=dict)
-    # With edges to write: the detected edges by the file they start from, the record
-    # of each file and part as known now (those written in this run as they commit),
-    # and the records this run retires (their edges are retired with them).
-    _from: dict[str, list[Edge]] | None = field(init=False, default=None)
-    _ids: dict[Ref, str] = field(init=False, default_factory=dict)
-    _doomed: set[str] = field(init=False, default_factory=set)
-    # The files left as they were and those read that had records, and every record of
-    # theirs before this run: what a refused file still is.
-    _kept: dict[str, Described] = field(init=False, default_factory=dict)
-    _known: dict[str, Described] = field(init=False, default_factory=dict)
-    _before: dict[Ref, str] = field(init=False, default_factory=dict)
-    # Each file's edges upserted and retired with it, once it is written; and those
-    # edges as the files' transactions left them (the reads see the run's start).
-    _edge_counts: dict[str, tuple[int, int, int]] = field(init=False, default_factory=dict)
-    _wrote: dict[str, tuple[LiveEdge, bool]] = field(init=False, default_factory=dict)
+    edges: EdgePass = field(init=False)
     # Files read whose content is that of their record, though their time moved on.
     _stale: dict[str, Found] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.report = IntakeReport(self.lane, self.folder, self.dry_run)
         self.source_type = source_type_for(self.policy.policy, self.lane)
+        self.edges = EdgePass(
+            self.kinds,
+            self.db,
+            self.lane,
+            self.dry_run,
+            self.report,
+            self.execute,
+            self.retired_ids,
+            self._parts_of,
+        )
 
     async def run(self) -> IntakeReport:
         self._check_access()
@@ -217,7 +171,7 @@ class Intake:
         # A dry run of a new folder makes up an id it never writes: it is not reported.
         report.folder_id = state.folder_id if self.dry_run else folder_id
         if detected is not None:
-            await self._prepare_edges(detected, state, kept, read, moves, gone, removed)
+            await self.edges.prepare(detected, state, kept, read, moves, gone, removed)
         total, done = len(read) + len(removed), 0
         # Files are written side by side (each in its own transaction; those that only
         # add records share the executor's group commits) and reported in path order.
@@ -236,10 +190,7 @@ class Intake:
                 finally:
                     done += 1
                     self._progress(done, total)
-                # Files written from now on may have edges to this one's records.
-                self._ids.update(refs_of(path, outcome))
-                for edge, holds in self.kinds.edges_written(outcome.results):
-                    self._wrote[edge.id] = (edge, holds)
+                self.edges.written(path, outcome)
                 return outcome
 
         outcomes = await asyncio.gather(*(write(path) for path in sorted(read)))
@@ -251,7 +202,7 @@ class Intake:
                 report.refused.append(outcome)
                 continue
             report.records_written += outcome.count - outcome.retired
-            upserted, retired, moved = self._edge_counts.get(path, (0, 0, 0))
+            upserted, retired, moved = self.edges.counts.get(path, (0, 0, 0))
             report.edges_written += upserted
             report.edges_moved += moved
             report.edges_retired += retired
@@ -277,7 +228,7 @@ class Intake:
             report.interrupted = True
             return report
         if detected is not None:
-            await self._edges(detected, read)
+            await self.edges.write(detected, read)
         await self._summarise(state, kept, read)
         return report
 
@@ -307,7 +258,7 @@ class Intake:
         for found in files:
             known = state.files.get(found.path)
             # A record of an earlier reading is read again and rewritten, content the same.
-            if known is not None and known.reading == READING and _same_stat(known.meta, found):
+            if known is not None and known.reading == READING and same_stat(known.meta, found):
                 kept[found.path] = known
                 self.report.not_read += 1
                 continue
@@ -366,141 +317,6 @@ class Intake:
             self.report.records_written += written.count
             [[self.folder_record]] = written.results
         return folder_id
-
-    async def _prepare_edges(
-        self,
-        detected: list[Edge],
-        state: FolderState,
-        kept: dict[str, Described],
-        read: dict[str, Fresh],
-        moves: dict[str, Described],
-        gone: dict[str, Described],
-        removed: Sequence[str],
-    ) -> None:
-        """The detected edges by the file they start from, the records of the folder's
-        files and parts as they are before this run writes, and those it will retire."""
-        if not self.kinds.edges:
-            return
-        self._from = {}
-        for edge in detected:
-            self._from.setdefault(edge.source.path, []).append(edge)
-        paths = {d.file_id: p for p, d in kept.items()}
-        self._kept = kept
-        self._ids = {Ref(p): d.record.id for p, d in kept.items()}
-        for path in read:
-            known = state.files.get(path) or moves.get(path)
-            if known is not None:
-                paths[known.file_id] = path
-                self._ids[Ref(path)] = known.record.id
-                self._known[path] = known
-        leaving = {gone[p].file_id for p in removed}
-        self._doomed = {gone[p].record.id for p in removed}
-        retiring = self.kinds.retirement
-        held = await part_ids(self.db, self.lane, [*paths, *leaving])
-        for (of, index), record_id in held.items():
-            where = paths.get(of)
-            shrunk = where in read and index >= len(read[where].parts)
-            if where is not None:
-                self._before[Ref(where, index)] = record_id
-            if where is None or (retiring and shrunk):
-                self._doomed.add(record_id)
-            else:
-                self._ids[Ref(where, index)] = record_id
-        self._before |= {r: i for r, i in self._ids.items() if r.part is None}
-        if not retiring:
-            self._doomed = set()
-
-    async def _edge_step(self, path: str, mine: dict[Ref, str]) -> tuple[tuple[Step, ...], Locks]:
-        """The later step of a file's transaction that makes the live detected edges from
-        it those detected now, and what that step locks of what exists already.
-
-        `mine`: the file's records that exist before its transaction. The step is
-        decided once the file's records are written, with the ids of those it made; an
-        edge to a record that does not exist yet, in another file, is left to the pass
-        after every file. So are a new file's edges to other files: its transaction
-        then locks nothing that exists, so new files are still written in group commits
-        (a first intake's speed). An edge touching a record this run retires is retired
-        with it, never here."""
-        if self._from is None or self.dry_run:
-            return (), Locks()
-        detected = self._from.get(path, [])
-        if not mine:
-            detected = [e for e in detected if e.target.path == path]
-        doomed = self._doomed
-        live = [
-            e
-            for e in await self.kinds.live_edges(self.db, [self.lane], sorted(set(mine.values())))
-            if e.from_id not in doomed and e.to_id not in doomed
-        ]
-        if not detected and not live:
-            return (), Locks()
-        before = {**self._ids, **mine}
-        ahead = [c.locks() for c in edge_commands(plan_edges(detected, before, live), self.kinds)]
-        # An edge with one end the file is making locks its other end now.
-        ends = set()
-        for edge in detected:
-            for end, other in ((edge.source, edge.target), (edge.target, edge.source)):
-                if end.path == path and end not in before and other in before:
-                    ends.add(before[other])
-        ahead.append(Locks(records=tuple(sorted(ends))))
-        kinds, counts = self.kinds, self._edge_counts
-
-        def edges(results: Sequence[Any]) -> Sequence[Command[Any]]:
-            made = dict(refs_of(path, Written(0, list(results))))
-            plan = plan_edges(detected, {**before, **made}, live)
-            counts[path] = (len(plan.upserts), len(plan.retires), plan.moved)
-            return edge_commands(plan, kinds)
-
-        return (edges,), joined_locks(ahead)
-
-    async def _edges(self, detected: list[Edge], read: dict[str, Fresh]) -> None:
-        """After every file: make the live detected edges those detected now (when this
-        engine has them). What the files' own transactions wrote is left as it is."""
-        if not self.kinds.edges:
-            if detected:
-                self.report.pending.append(
-                    f"{len(detected)} detected edges: this engine has no typed edges yet; a "
-                    "later run writes them"
-                )
-            return
-        refused = {r.path for r in self.report.refused}
-        ids = {ref: i for ref, i in self._ids.items() if ref.path not in refused}
-        # A file refused is as it was: one still at its path keeps its records, and the
-        # edges from and to them are those it had (a new or moved one has none here).
-        held = {p: d for p in refused if (d := self._known.get(p)) and d.meta.path == p}
-        if held:
-            read = {p: f for p, f in read.items() if p not in refused}
-            detected = detect({**self._kept, **held}, read).edges
-            ids |= {ref: i for ref, i in self._before.items() if ref.path in held}
-        if self.dry_run:
-            # A dry run names the records it would make by what they would hold.
-            for path in read:
-                if path in refused:
-                    continue
-                ids.setdefault(Ref(path), f"new:{path}")
-                for piece in self._parts_of.get(path, ()):
-                    ids.setdefault(Ref(path, piece.index), f"new:{path}#{piece.index}")
-        found = await self.kinds.live_edges(self.db, [self.lane], sorted(set(ids.values())))
-        live = {e.id: e for e in found}
-        for edge_id, (edge, holds) in self._wrote.items():
-            if holds:
-                live[edge_id] = edge
-            else:
-                live.pop(edge_id, None)
-
-        async def write(command: Together) -> object:
-            return await self.execute(command)
-
-        await write_edges(
-            detected,
-            ids,
-            sorted(live.values(), key=lambda e: e.id),
-            self.retired_ids,
-            self.kinds,
-            write,
-            self.report,
-            self.dry_run,
-        )
 
     async def _refresh(self, kept: dict[str, Described]) -> None:
         """Move on the modified time of the files read and found the same (every file a
@@ -575,7 +391,7 @@ class Intake:
             props = f.meta.properties(folder_id, file_id) + f.front.properties
             inputs = [NewRecord(content, props, *self._where, metadata=facts)]
             inputs += [self._new_part(file_id, p) for p in f.parts]
-            then, ahead = await self._edge_step(path, {})
+            then, ahead = await self.edges.step(path, {})
             return await self._run(Together(_ingests(inputs), then, ahead), {})
         file_id = known.file_id
         props = f.meta.properties(folder_id, file_id) + f.front.properties
@@ -610,7 +426,7 @@ class Intake:
         if retiring is not None:
             commands.append(retiring)
             records |= {r.id: r for r in extra}
-        then, ahead = await self._edge_step(path, mine)
+        then, ahead = await self.edges.step(path, mine)
         # Keys the frontmatter no longer has: their properties go too.
         dropped[known.record.id] += tuple(sorted(set(known.front) - set(f.front.labels)))
         removals = [RemoveProperties(i, labels=labels) for i, labels in dropped.items() if labels]
@@ -665,51 +481,6 @@ class Intake:
         plan = command.decide(txn, Current(records=records, first_writes={}, heads={}))
         ours = [w for w in plan.writes if w.kind == RECORD_KIND]
         return Written(len(ours), [], sum(w.event == RETIRED for w in ours))
-
-
-def detect(kept: dict[str, Described], read: dict[str, Fresh]) -> Linked:
-    """Every edge the folder states or implies, the links that resolve to none, and the
-    links skipped."""
-    infos = [d.info for d in kept.values()] + [f.info for f in read.values()]
-    resolver = Resolver(infos)
-    linked = Linked()
-    counts: dict[str, int] = {}
-    for path in sorted({*kept, *read}):
-        if path in read:
-            stated, counts[path] = read[path].links, len(read[path].parts)
-        else:
-            stated, counts[path] = kept[path].links, kept[path].parts
-        found = link_edges(path, stated, resolver)
-        linked.edges += found.edges
-        linked.unresolved += found.unresolved
-        linked.skipped += found.skipped
-    linked.edges += structure_edges(counts)
-    return linked
-
-
-def refs_of(path: str, written: Written) -> list[tuple[Ref, str]]:
-    """The file and parts a file's transaction wrote (not those it retired), by ref."""
-    found = []
-    for record in records_in(written):
-        if record.retirement is not None:
-            continue
-        part = part_index(record)
-        if value(record, PATH) is not None:
-            found.append((Ref(path), record.id))
-        elif part is not None:
-            found.append((Ref(path, part), record.id))
-    return found
-
-
-def records_in(written: Written) -> list[Record]:
-    """The records a `Together` wrote, as they now are."""
-    found: list[Record] = []
-    for result in written.results:
-        if isinstance(result, Record):
-            found.append(result)
-        elif isinstance(result, list):
-            found += [r for r in result if isinstance(r, Record)]
-    return found
 
 
 def _ingests(inputs: Sequence[NewRecord]) -> tuple[Command[Any], ...]:
