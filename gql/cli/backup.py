@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gql.cli.options import key_path
+from gql.cli.options import Commands, key_path
 from gql.cli.progress import ProgressBar
 from store.database import Database
 from store.operations import signing
@@ -15,10 +15,7 @@ from store.operations.restore import import_
 from store.printable import printable
 
 
-def add_parsers(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    data_dir: argparse.ArgumentParser,
-) -> None:
+def add_parsers(commands: Commands, data_dir: argparse.ArgumentParser) -> None:
     """The `export` and `import` commands."""
     writing = commands.add_parser(
         "export",

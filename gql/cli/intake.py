@@ -8,7 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
-from gql.cli.options import DEV_AGENT
+from gql.cli.options import DEV_AGENT, Commands
 from gql.cli.progress import ProgressBar
 from store.intake.run import Intake
 from store.intake.sources import FolderSource
@@ -20,10 +20,7 @@ from store.printable import printable
 from store.reads.snapshot import Snapshot
 
 
-def add_parser(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    data_dir: argparse.ArgumentParser,
-) -> None:
+def add_parser(commands: Commands, data_dir: argparse.ArgumentParser) -> None:
     """The `intake` command and its options."""
     intake = commands.add_parser(
         "intake",

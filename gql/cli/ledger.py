@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gql.cli.options import NEW_KEY_HELP, key_path
+from gql.cli.options import NEW_KEY_HELP, Commands, key_path
 from store.database import Database
 from store.operations import checkpoints, signing
 from store.operations.verify import verify
@@ -15,10 +15,7 @@ from store.pool import connect
 from store.printable import printable
 
 
-def add_verify(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    data_dir: argparse.ArgumentParser,
-) -> None:
+def add_verify(commands: Commands, data_dir: argparse.ArgumentParser) -> None:
     """The `verify` command."""
     commands.add_parser(
         "verify",
@@ -28,10 +25,7 @@ def add_verify(
     )
 
 
-def add_checkpoint(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    data_dir: argparse.ArgumentParser,
-) -> None:
+def add_checkpoint(commands: Commands, data_dir: argparse.ArgumentParser) -> None:
     """The `checkpoint` command and its options."""
     anchor = commands.add_parser(
         "checkpoint",

@@ -9,13 +9,11 @@ import logging
 import os
 import sys
 
+from gql.cli.options import Commands
 from store.database import open_database
 
 
-def add_parser(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    data_dir: argparse.ArgumentParser,
-) -> None:
+def add_parser(commands: Commands, data_dir: argparse.ArgumentParser) -> None:
     """The `mcp` command and its options."""
     mcp = commands.add_parser(
         "mcp",

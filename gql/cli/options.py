@@ -9,6 +9,9 @@ from pathlib import Path
 
 from store.database import DEFAULT_DATA_DIR
 
+# The subcommands of `edgeloom`, to which each command's module adds its own.
+Commands = argparse._SubParsersAction[argparse.ArgumentParser]
+
 DEV_AGENT = "dev"
 NEW_KEY_HELP = (
     "sign with the checkpoint key given (made if missing) although this memory's newest "

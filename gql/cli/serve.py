@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gql.api.observe import DEFAULT_EVERY
-from gql.cli.options import DEV_AGENT, NEW_KEY_HELP, key_path
+from gql.cli.options import DEV_AGENT, NEW_KEY_HELP, Commands, key_path
 from gql.server.hosts import ALLOWED_HOSTS_VARIABLE, allowed_hosts, is_loopback
 from gql.server.listen import listen_problem
 from policies.loader import DEV_POLICY_YAML, load_policy
@@ -71,10 +71,7 @@ def _from_environment(variable: str) -> int | None:
         raise SystemExit(f"edgeloom: {variable}: {exc}") from None
 
 
-def add_parser(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    data_dir: argparse.ArgumentParser,
-) -> None:
+def add_parser(commands: Commands, data_dir: argparse.ArgumentParser) -> None:
     """The `serve` command and its options."""
     serve = commands.add_parser(
         "serve",

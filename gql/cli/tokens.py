@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from gql.cli.options import Commands
 from policies.loader import is_valid_name
 from store.kinds.policy import in_force as policy_store
 from store.operations import tokens
@@ -29,10 +30,7 @@ def duration(text: str) -> timedelta:
     return timedelta(seconds=sum(int(n) * _UNITS[u] for n, u in parts))
 
 
-def add_parser(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    data_dir: argparse.ArgumentParser,
-) -> None:
+def add_parser(commands: Commands, data_dir: argparse.ArgumentParser) -> None:
     token = commands.add_parser("token", help="manage bearer tokens")
     actions = token.add_subparsers(dest="token_command", required=True, metavar="ACTION")
     create = actions.add_parser(
