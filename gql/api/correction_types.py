@@ -8,8 +8,8 @@ import strawberry
 
 from gql.api.compiled.fields import compiled
 from gql.api.context import Context
-from store.kinds.correction.commands import corrections_of
 from store.kinds.correction.projection import CorrectionRow
+from store.kinds.correction.reads import corrections_of
 from store.reads import compiled_sql as sql
 
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from store.kinds.correction.reads import corrections_sql
+from store.kinds.record.asserted import memberships_sql
 from store.kinds.record.labels import labels_sql
 from store.kinds.record.queries import (
-    carries,
     gather_sql,
     member_count_sql,
     members_shape,
@@ -273,16 +274,16 @@ class Compiler:
         c = self.alias("c")
         return (
             f"(SELECT coalesce(json_agg({self.fields(sel.children, c)} ORDER BY {c}.at), "
-            f"'[]'::json) FROM corrections {c} WHERE {self.corrections_of(c, row)})"
+            f"'[]'::json) FROM {self.corrections_of(c, row)})"
         )
 
     def corrected(self, sel: Sel, row: RecordRow) -> str:
-        c = self.alias("c")
-        return f"EXISTS (SELECT 1 FROM corrections {c} WHERE {self.corrections_of(c, row)})"
+        return f"EXISTS (SELECT 1 FROM {self.corrections_of(self.alias('c'), row)})"
 
     def corrections_of(self, c: str, row: RecordRow) -> str:
-        """SQL: the readable corrections of the record, those made by as_of if given."""
-        return f"{c}.record_id = {row.cols['id']} AND {RULE.correction(c, self.lanes(), row.as_of)}"
+        """SQL: the readable corrections of the record (`corrections_sql`, as the resolvers
+        read them), those made by as_of if given."""
+        return corrections_sql(c, row.cols["id"], self.lanes(), row.as_of)
 
     # -- hyperedges -------------------------------------------------------------
 
@@ -328,21 +329,8 @@ class Compiler:
         )
 
     def memberships(self, edge: AssertedRow) -> str:
-        """SQL: each interval in which a readable record carried the value (by as_of, with
-        what happened after it unseen), numbered in the order the records joined."""
-        e, r, j, k = self.alias("e"), self.alias("r"), self.alias("j"), self.alias("k")
-        left = RULE.left_at(e, edge.as_of)
-        at = "" if edge.as_of is None else f"AND {RULE.recorded_by(e, edge.as_of)}"
-        return f"""SELECT {e}.record_id, {e}.recorded_from AS joined_at, {j}.actor AS joined_by,
-              {left} AS left_at, CASE WHEN {left} IS NULL THEN NULL ELSE {k}.actor END AS left_by,
-              row_number() OVER (ORDER BY {e}.recorded_from, {r}.created_at, {e}.record_id) AS n
-            FROM edge_properties {e} JOIN records {r} ON {r}.id = {e}.record_id
-              {RULE.not_retired(r, edge.as_of)}
-            JOIN ledger {j} ON {j}.kind = 'record' AND {j}.object_id = {e}.record_id
-              AND {j}.version = {e}.from_version
-            LEFT JOIN ledger {k} ON {k}.kind = 'record' AND {k}.object_id = {e}.record_id
-              AND {k}.version = {e}.to_version
-            WHERE {carries(e, edge.label, edge.value)} AND {RULE.lane(e, self.lanes())} {at}"""
+        """SQL: the edge's membership intervals (`memberships_sql`, as the resolvers read)."""
+        return memberships_sql(edge.label, edge.value, self.lanes(), edge.as_of, self.alias("m"))
 
     def asserted_records(self, sel: Sel, edge: AssertedRow) -> str:
         """SQL: the readable records it joins (once ended, those it joined when it ended),

@@ -8,22 +8,14 @@ record's lane, decided by the same guard as every other write.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
-
-from sqlalchemy import select
 
 from policies.guard import RecordChange, decide
-from store import tables as t
 from store.errors import InvalidInputError
 from store.ids import new_correction_id
 from store.kinds.correction.projection import CorrectionRow, project_correction
 from store.ledger.command import Applied, Current, Event, Locks, Plan, Txn, Write
 from store.limits import check_content, check_storable
-from store.reads.core_sql import fetch
-from store.reads.snapshot import Reader
-from store.reads.visibility import CORE_AT, CORE_LANES, RULE, core
 
 MAX_REASON_CHARS = 10_000
 
@@ -86,22 +78,3 @@ class Correct:
             return project_correction(entry)
 
         return Plan((write,), result)
-
-
-async def corrections_of(
-    db: Reader,
-    record_ids: Sequence[str],
-    lanes: Sequence[str],
-    as_of: datetime | None = None,
-) -> dict[str, list[CorrectionRow]]:
-    """Each readable record's corrections, oldest first (those made by as_of, if given)."""
-    c = t.corrections
-    at = None if as_of is None else CORE_AT
-    seen = core(RULE.correction(c.name, CORE_LANES, at), lanes=list(lanes))
-    if as_of is not None:
-        seen = seen.bindparams(as_of=as_of)
-    query = select(c).where(c.c.record_id.in_(list(record_ids)), seen)
-    found: dict[str, list[CorrectionRow]] = {rid: [] for rid in record_ids}
-    for row in await fetch(db, query.order_by(c.c.record_id, c.c.at)):
-        found[row["record_id"]].append(CorrectionRow(**row))
-    return found

@@ -3,7 +3,9 @@
 They are derived at read time, not kept in a table of their own: a value's
 membership intervals (`edge_properties`, a projection `verify` already rebuilds)
 say who carried it from when to when, and the record entries that opened and closed
-each interval say who made the change. Every read is filtered to readable lanes.
+each interval say who made the change. Every read is filtered to readable lanes, and
+the resolvers and the compiled path read the intervals from one builder
+(`memberships_sql`).
 """
 
 from __future__ import annotations
@@ -13,18 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, literal, select, tuple_
-
 from policies.properties import Property
-from store import tables as t
 from store.errors import EndedAlreadyError
-from store.ids import RECORD_KIND
 from store.kinds.record.asserted_commands import hint_of, kind_name
-from store.reads.core_sql import fetch
+from store.kinds.record.queries import carries
 from store.reads.snapshot import Reader
-from store.reads.visibility import CORE_AT, CORE_LANES, RULE, core
-
-ep = t.edge_properties
+from store.reads.visibility import RULE
 
 
 @dataclass(frozen=True)
@@ -90,6 +86,45 @@ def _unique(ids: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
+def memberships_sql(label: str, value: str, lanes: str, as_of: str | None, a: str = "") -> str:
+    """SQL: each interval in which a readable record carried `label`:`value` (SQL
+    expressions), by `as_of` with what happened after it unseen: its record_id, joined_at,
+    joined_by, left_at, left_by, and `n`, its place in the order the records joined (when
+    each joined, and among records that joined at once, such as a record and the one it
+    adjusts, the older first). `a` starts its aliases, to keep them apart from those of a
+    statement around it.
+
+    A record retired now (or by as_of) is on no asserted edge, history included: as if it
+    had never been written. The record entries that opened and closed each interval say
+    who made the change."""
+    e, r, j, k = f"{a}e", f"{a}r", f"{a}j", f"{a}k"
+    left = RULE.left_at(e, as_of)
+    at = "" if as_of is None else f"AND {RULE.recorded_by(e, as_of)}"
+    return f"""SELECT {e}.record_id, {e}.recorded_from AS joined_at, {j}.actor AS joined_by,
+          {left} AS left_at, CASE WHEN {left} IS NULL THEN NULL ELSE {k}.actor END AS left_by,
+          row_number() OVER (ORDER BY {e}.recorded_from, {r}.created_at, {e}.record_id) AS n
+        FROM edge_properties {e} JOIN records {r} ON {r}.id = {e}.record_id
+          {RULE.not_retired(r, as_of)}
+        JOIN ledger {j} ON {j}.kind = 'record' AND {j}.object_id = {e}.record_id
+          AND {j}.version = {e}.from_version
+        LEFT JOIN ledger {k} ON {k}.kind = 'record' AND {k}.object_id = {e}.record_id
+          AND {k}.version = {e}.to_version
+        WHERE {carries(e, label, value)} AND {RULE.lane(e, lanes)} {at}"""
+
+
+def _asserted_statement(at: bool) -> str:
+    """Each asked value ($1 labels, $2 values) with its memberships in the lanes $3, at $4."""
+    found = memberships_sql("u.l", "u.v", "$3::text[]", "$4::timestamptz" if at else None)
+    return f"""SELECT u.l AS label, u.v AS value, ms.record_id, ms.joined_at, ms.joined_by,
+          ms.left_at, ms.left_by
+        FROM unnest($1::text[], $2::text[]) AS u(l, v) CROSS JOIN LATERAL ({found}) ms
+        ORDER BY u.l, u.v, ms.n"""
+
+
+_ASSERTED_NOW = _asserted_statement(at=False)
+_ASSERTED_AT = _asserted_statement(at=True)
+
+
 async def asserted(
     db: Reader,
     props: Sequence[Property],
@@ -100,50 +135,21 @@ async def asserted(
     carried are left out)."""
     if not props:
         return {}
-    joined_entry = t.ledger.alias("joined_entry")
-    left_entry = t.ledger.alias("left_entry")
-    where: list[Any] = [
-        # The indexes hold each value's key (store.tables), so the lookup is by key.
-        tuple_(ep.c.label, ep.c.value_key).in_(
-            [tuple_(literal(p.label), func.edgeloom_value_key(p.value)) for p in props]
-        ),
-        core(RULE.lane(ep.name, CORE_LANES), lanes=list(lanes)),
-    ]
-    # A record retired now (or by as_of) is on no asserted edge, history included: as if
-    # it had never been written.
-    retired = RULE.not_retired(t.records.name, None if as_of is None else CORE_AT)
-    if as_of is not None:
-        where.append(core(RULE.recorded_by(ep.name, CORE_AT) + retired, as_of=as_of))
-    elif retired:
-        where.append(core("true" + retired))
-    query = (
-        select(
-            ep.c.label,
-            ep.c.value,
-            ep.c.record_id,
-            ep.c.recorded_from,
-            ep.c.recorded_to,
-            joined_entry.c.actor.label("joined_by"),
-            left_entry.c.actor.label("left_by"),
-        )
-        .join(t.records, t.records.c.id == ep.c.record_id)
-        .join(joined_entry, _entry_of(joined_entry, ep.c.from_version))
-        .outerjoin(left_entry, _entry_of(left_entry, ep.c.to_version))
-        .where(*where)
-        # A chain lists its records in time order: when each joined it, and among
-        # records that joined at once (a record and the one it adjusts), the older first.
-        .order_by(ep.c.recorded_from, t.records.c.created_at, ep.c.record_id)
-    )
+    asked = list(dict.fromkeys(props))
+    args: list[Any] = [[p.label for p in asked], [p.value for p in asked], list(lanes)]
+    if as_of is None:
+        rows = await db.fetch(_ASSERTED_NOW, *args)
+    else:
+        rows = await db.fetch(_ASSERTED_AT, *args, as_of)
     found: dict[Property, list[Membership]] = {}
-    for row in await fetch(db, query):
-        left_at = RULE.seen_left_at(row["recorded_to"], as_of)
+    for row in rows:
         found.setdefault(Property(row["label"], row["value"]), []).append(
             Membership(
                 record_id=row["record_id"],
-                joined_at=row["recorded_from"],
+                joined_at=row["joined_at"],
                 joined_by=row["joined_by"],
-                left_at=left_at,
-                left_by=row["left_by"] if left_at is not None else None,
+                left_at=row["left_at"],
+                left_by=row["left_by"],
             )
         )
     return {prop: Asserted(prop, tuple(ms), as_of) for prop, ms in found.items()}
@@ -158,11 +164,3 @@ async def ended_already(
     if found is None or found.ended_at is None:
         return None
     return EndedAlreadyError(kind_name(prop.label), ident, found.ended_at, found.ended_by or "")
-
-
-def _entry_of(entry: Any, version: Any) -> Any:
-    return and_(
-        entry.c.kind == RECORD_KIND,
-        entry.c.object_id == ep.c.record_id,
-        entry.c.version == version,
-    )
