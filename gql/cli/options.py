@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TypeAlias
 
 from store.database import DEFAULT_DATA_DIR
 
 # The subcommands of `edgeloom`, to which each command's module adds its own.
-Commands = argparse._SubParsersAction[argparse.ArgumentParser]
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 DEV_AGENT = "dev"
 NEW_KEY_HELP = (
