@@ -28,6 +28,14 @@ from store.kinds.record.queries import (
     members_shape,
     records_sql,
 )
+from store.kinds.record.resolve import (
+    alive_sql,
+    candidates_sql,
+    named_sql,
+    readable_sql,
+    retired_sql,
+    version_at_sql,
+)
 from store.reads.json_sql import MAX_KEYS, Build, NotCompilable, Sel, _literal, cursor, iso, obj
 from store.reads.shape import GatherMode, Shape
 from store.reads.statements import PageSql, Params, Statement
@@ -117,30 +125,20 @@ class Compiler:
             # A prefix must name at most one readable record; more is a refusal
             # (AMBIGUOUS_ID) that the ordinary path words.
             self.checks.append(
-                f"(SELECT count(*) FROM (SELECT 1 FROM records WHERE id >= {ident} "
-                f"AND id < {ident} || 'g' AND {RULE.record('', lanes, as_of)} LIMIT 2) c) < 2"
+                f"(SELECT count(*) FROM ({candidates_sql(ident, lanes, as_of, 2)}) c) < 2"
             )
-            named = "id >= {ident} AND {r}.id < {ident} || 'g'"
-        else:
-            named = "id = {ident}"
-        where = f"{r}." + named.format(ident=ident, r=r)
         # A record retired then is a refusal saying so, which the ordinary path words.
         q = self.alias("q")
         q_lateral = self.record_source(q, as_of)[0]
-        gone = (
-            RULE.retired_now(q, lanes)
-            if as_of is None
-            else f"{RULE.lane(q, lanes)} AND NOT ({RULE.alive(f'{q}v')})"
-        )
         self.checks.append(
             f"NOT EXISTS (SELECT 1 FROM records {q} {q_lateral} "
-            f"WHERE {q}.{named.format(ident=ident, r=q)} AND {gone})"
+            f"WHERE {named_sql(q, ident, shape.prefix)} AND {retired_sql(q, lanes, as_of)})"
         )
         lateral, cols = self.record_source(r, as_of)
         return (
             f"(SELECT {self.fields(sel.children, RecordRow(cols, as_of))} FROM records {r} "
-            f"{lateral} WHERE {where} AND {RULE.record(r, lanes, as_of)}"
-            f"{self.alive(r, as_of)} ORDER BY {r}.id LIMIT 1)"
+            f"{lateral} WHERE {named_sql(r, ident, shape.prefix)} "
+            f"AND {readable_sql(r, lanes, as_of)} ORDER BY {r}.id LIMIT 1)"
         )
 
     def records_root(self, sel: Sel, _: None) -> str:
@@ -207,18 +205,13 @@ class Compiler:
             properties=f"{v}.state->'properties'",
         )
         # The newest version written by as_of (none: the record did not exist yet).
-        lateral = (
-            f"CROSS JOIN LATERAL (SELECT e.version, e.at, e.state FROM ledger e "
-            f"WHERE e.kind = 'record' AND e.object_id = {r}.id AND e.at <= {as_of} "
-            f"ORDER BY e.version DESC LIMIT 1) {v}"
-        )
-        return lateral, cols
+        return version_at_sql(r, as_of), cols
 
     @staticmethod
     def alive(r: str, as_of: str | None) -> str:
         """SQL to append to a read of `records {r}` joined by `record_source`: the version
-        read at as_of is no tombstone (now, the records row's rule says it)."""
-        return "" if as_of is None else f" AND {RULE.alive(f'{r}v')}"
+        read at as_of is no tombstone (`alive_sql`)."""
+        return alive_sql(r, as_of)
 
     def record_retired(self, sel: Sel, row: RecordRow) -> str:
         # A read shows no retired record (the rule, in every read above): only a write's

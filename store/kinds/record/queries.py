@@ -20,6 +20,7 @@ from store.errors import InvalidInputError, ResponseTooLargeError
 from store.kinds.record import counts
 from store.kinds.record.model import Record, RecordState, Version
 from store.kinds.record.names import named, named_count, normal_name
+from store.kinds.record.resolve import readable_sql, version_at_sql
 from store.kinds.record.tags import normal_tag, tagged, tagged_count
 from store.reads.pages import Page, encode_cursor, id_cursor, page_size, time_cursor
 from store.reads.shape import GatherMode, Shape
@@ -99,23 +100,19 @@ SELECT {RECORD_COLUMNS.replace("content, ", "")},
        CASE WHEN sum(octet_length(content)) OVER () <= $3 THEN content END AS content
 FROM (SELECT DISTINCT unnest($1::text[]) AS key) asked
 CROSS JOIN LATERAL (SELECT * FROM records WHERE id = asked.key OFFSET 0) records
-WHERE {RULE.record("", "$2::text[]")}
+WHERE {readable_sql("", "$2::text[]", None)}
 """
-# The newest version written by `as_of`, per record; readable by its current lane, and
-# left out when that version is a tombstone (the record was retired then).
+# The newest version written by `as_of`, per record (`version_at_sql`, a probe of the
+# ledger by object id); readable by its current lane, and left out when that version is
+# a tombstone (the record was retired then).
 _RECORDS_AS_OF = f"""
-SELECT n.object_id, n.version, n.at, n.hash, n.created_at, n.created_by,
-       sum(octet_length(n.state->>'content')) OVER () AS batch_bytes,
-       CASE WHEN sum(octet_length(n.state->>'content')) OVER () <= $4 THEN n.state END AS state
-FROM (
-  SELECT DISTINCT ON (l.object_id) l.object_id, l.version, l.state, l.at, l.hash,
-         r.created_at, r.created_by
-  FROM ledger l JOIN records r ON r.id = l.object_id
-  WHERE l.kind = 'record' AND l.object_id = ANY($1::text[]) AND l.at <= $3
-    AND {RULE.record("r", "$2::text[]", "$3")}
-  ORDER BY l.object_id, l.version DESC
-) n
-WHERE {RULE.alive("n")}
+SELECT r.id AS object_id, rv.version, rv.at, rv.hash, r.created_at, r.created_by,
+       sum(octet_length(rv.state->>'content')) OVER () AS batch_bytes,
+       CASE WHEN sum(octet_length(rv.state->>'content')) OVER () <= $4 THEN rv.state END AS state
+FROM (SELECT DISTINCT unnest($1::text[]) AS key) asked
+CROSS JOIN LATERAL (SELECT * FROM records WHERE id = asked.key OFFSET 0) r
+{version_at_sql("r", "$3")}
+WHERE {readable_sql("r", "$2::text[]", "$3")}
 """
 # Callers are shown only the versions of records they may read, checked here too. They
 # are read only for a record a read has shown (now, or as it was at an earlier instant),

@@ -1,4 +1,6 @@
-"""Record ids: an exact id or a unique prefix of at least six hex characters after `sr_`."""
+"""Record ids: an exact id or a unique prefix of at least six hex characters after `sr_`,
+and the SQL of the record an id names (as it is now or was at an instant, or retired
+then) that the resolvers and the compiled path both build their reads of it from."""
 
 from __future__ import annotations
 
@@ -22,36 +24,77 @@ def check_record_ident(ident: str) -> str:
     return cleaned
 
 
-# Prefix range scan on the primary key: every id starting with the prefix sorts
-# between the prefix and the prefix followed by the highest hex digit. An exact id
-# is its own range ("sr_<32 hex>" < "sr_<32 hex>g"), so one statement serves both.
-# The range is read apart (OFFSET 0) so that it stays a primary key probe whatever the
-# statistics: planned for tables not analyzed since a bulk load, the lane test drew it
-# to a lane-led index. A prefix of six hex digits or more names few records.
-_RANGE = (
-    "SELECT id FROM (SELECT * FROM records WHERE id >= $1 AND id < $1 || 'g' OFFSET 0) "
-    "records WHERE {rule} ORDER BY id LIMIT {n}"
-)
-RESOLVE = _RANGE.format(rule=RULE.record("", "$2::text[]"), n=MAX_CANDIDATES + 1)
-# Among the records not retired at $3 (told by their current row; `refuse_retired`
-# tells a record retired then and restored since).
-RESOLVE_AT = _RANGE.format(rule=RULE.record("", "$2::text[]", "$3"), n=MAX_CANDIDATES + 1)
+def named_sql(r: str, ident: str, prefix: bool = True) -> str:
+    """SQL: the record `r` is one the id `ident` (an SQL expression) names: that id, or with
+    `prefix` an id starting with it. Every id starting with a prefix sorts between the
+    prefix and the prefix followed by the highest hex digit; an exact id is its own range
+    ("sr_<32 hex>" < "sr_<32 hex>g"), so the range serves both."""
+    col = f"{r}.id" if r else "id"
+    return f"{col} >= {ident} AND {col} < {ident} || 'g'" if prefix else f"{col} = {ident}"
+
+
+def candidates_sql(ident: str, lanes: str, as_of: str | None, n: int) -> str:
+    """SQL: the ids of at most `n` records of `lanes` the id or prefix `ident` names, not
+    retired now (or at `as_of`, told by their current row: `retired_sql` tells a record
+    retired then and restored since), in id order.
+
+    The range is read apart (OFFSET 0) so that it stays a primary key probe whatever the
+    statistics: planned for tables not analyzed since a bulk load, the lane test drew it
+    to a lane-led index. A prefix of six hex digits or more names few records."""
+    return _range(ident, RULE.record("", lanes, as_of), n)
+
+
+def _range(ident: str, rule: str, n: int) -> str:
+    return (
+        f"SELECT id FROM (SELECT * FROM records WHERE {named_sql('', ident)} OFFSET 0) "
+        f"records WHERE {rule} ORDER BY id LIMIT {n}"
+    )
+
+
+def version_at_sql(r: str, as_of: str) -> str:
+    """SQL to join to `records {r}`: `{r}v`, the record's newest version written by `as_of`
+    (its version, at, actor, state and hash; none: the record did not exist yet)."""
+    return (
+        f"CROSS JOIN LATERAL (SELECT e.version, e.at, e.actor, e.state, e.hash FROM ledger e "
+        f"WHERE e.kind = 'record' AND e.object_id = {r}.id AND e.at <= {as_of} "
+        f"ORDER BY e.version DESC LIMIT 1) {r}v"
+    )
+
+
+def alive_sql(r: str, as_of: str | None) -> str:
+    """SQL to append to a read of `records {r}` joined by `version_at_sql`: the version read
+    at as_of is no tombstone (now, the records row's rule says it)."""
+    return "" if as_of is None else f" AND {RULE.alive(f'{r}v')}"
+
+
+def readable_sql(r: str, lanes: str, as_of: str | None) -> str:
+    """SQL: the record `r` is one a reader of `lanes` sees now, or (joined by
+    `version_at_sql`) as it was at `as_of`."""
+    return RULE.record(r, lanes, as_of) + alive_sql(r, as_of)
+
+
+def retired_sql(r: str, lanes: str, as_of: str | None) -> str:
+    """SQL: the record `r` is in a lane of `lanes` and retired now, or (joined by
+    `version_at_sql`) was retired at `as_of`: its readers are told so."""
+    if as_of is None:
+        return RULE.retired_now(r, lanes)
+    return f"{RULE.lane(r, lanes)} AND NOT ({RULE.alive(f'{r}v')})"
+
+
+RESOLVE = candidates_sql("$1", "$2::text[]", None, MAX_CANDIDATES + 1)
+RESOLVE_AT = candidates_sql("$1", "$2::text[]", "$3", MAX_CANDIDATES + 1)
 # Among retired records too: reads of history (audit).
-RESOLVE_RETIRED_TOO = _RANGE.format(rule=RULE.lane("", "$2::text[]"), n=MAX_CANDIDATES + 1)
+RESOLVE_RETIRED_TOO = _range("$1", RULE.lane("", "$2::text[]"), MAX_CANDIDATES + 1)
 
 _RETIRED_NOW = f"""
 SELECT retired_at AS at, retired_by AS actor, retired_reason AS reason FROM records
-WHERE id = $1 AND {RULE.retired_now("", "$2::text[]")}
+WHERE {named_sql("", "$1", prefix=False)} AND {retired_sql("", "$2::text[]", None)}
 """
 # The newest version written by $3 of a readable record, when it is a tombstone.
 _RETIRED_AT = f"""
-SELECT l.at, l.actor, l.state->'{RULE.tombstone}'->>'reason' AS reason
-FROM records r CROSS JOIN LATERAL (
-  SELECT e.at, e.actor, e.state FROM ledger e
-  WHERE e.kind = 'record' AND e.object_id = r.id AND e.at <= $3
-  ORDER BY e.version DESC LIMIT 1
-) l
-WHERE r.id = $1 AND {RULE.lane("r", "$2::text[]")} AND NOT ({RULE.alive("l")})
+SELECT rv.at, rv.actor, rv.state->'{RULE.tombstone}'->>'reason' AS reason
+FROM records r {version_at_sql("r", "$3")}
+WHERE {named_sql("r", "$1", prefix=False)} AND {retired_sql("r", "$2::text[]", "$3")}
 """
 
 
