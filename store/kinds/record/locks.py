@@ -14,7 +14,7 @@ import asyncpg
 
 from store.errors import AmbiguousIdError, NotFoundError, RetiredRecordError
 from store.kinds.record.model import Record, RecordState
-from store.kinds.record.resolve import MAX_CANDIDATES, check_record_ident
+from store.kinds.record.resolve import MAX_CANDIDATES, check_record_ident, named_sql
 from store.ledger.command import Locks, Txn
 from store.ledger.locks import HEAD, MovedError, Policies, RowsRead
 from store.pool import Conn
@@ -51,13 +51,13 @@ WHERE r.created_by = $1 AND r.idempotency_key = ANY($2::text[])
 
 PREFIX = f"""
 SELECT id FROM records
-WHERE id >= $1 AND id < $1 || 'g' AND {RULE.record("", "$2::text[]")}
+WHERE {named_sql("", "$1")} AND {RULE.record("", "$2::text[]")}
 ORDER BY id LIMIT $3
 """
 # The same among retired records too, for the commands that act on them (`Locks.retired`).
 PREFIX_RETIRED_TOO = f"""
 SELECT id FROM records
-WHERE id >= $1 AND id < $1 || 'g' AND {RULE.lane("", "$2::text[]")}
+WHERE {named_sql("", "$1")} AND {RULE.lane("", "$2::text[]")}
 ORDER BY id LIMIT $3
 """
 
