@@ -20,6 +20,7 @@ from typing import Any
 
 from store.errors import RetiredRecordError
 from store.ids import RECORD_KIND
+from store.kinds.record.model import Record
 from store.ledger.command import Applied, Command, Current, Locks, Plan, Txn
 
 # A later step: the commands to decide next, from the results of every command before.
@@ -68,7 +69,7 @@ class Together:
     def locks(self) -> Locks:
         return joined_locks([*(c.locks() for c in self.commands), self.ahead])
 
-    def decide(self, txn: Txn, current: Current) -> Plan[Written]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Written]:
         return _decided(self.commands, txn, current, _Done(), self.then)
 
 
@@ -92,7 +93,7 @@ class _Step:
     def locks(self) -> Locks:
         return joined_locks([c.locks() for c in self.commands])
 
-    def decide(self, txn: Txn, current: Current) -> Plan[Written]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Written]:
         return _decided(self.commands, txn, current, self.done, self.then)
 
 
@@ -102,7 +103,7 @@ def _check_step(commands: Sequence[Command[Any]]) -> None:
         raise ValueError("one command of a step may act on what is attached to its records")
 
 
-def _refuse_retired(command: Command[Any], current: Current) -> None:
+def _refuse_retired(command: Command[Any], current: Current[Record]) -> None:
     """A command that does not act on retired records is refused one, as it would be on
     its own (a retirement beside it in the step has the executor hand them over)."""
     locks = command.locks()
@@ -118,7 +119,7 @@ def _refuse_retired(command: Command[Any], current: Current) -> None:
 def _decided(
     commands: Sequence[Command[Any]],
     txn: Txn,
-    current: Current,
+    current: Current[Record],
     done: _Done,
     then: tuple[Step, ...],
 ) -> Plan[Written]:
@@ -131,7 +132,7 @@ def _decided(
     count = done.count + len(records)
     retired = done.retired + sum(w.event == RETIRED for w in records)
 
-    def results(applied: Applied) -> tuple[Any, ...]:
+    def results(applied: Applied[Record]) -> tuple[Any, ...]:
         # Each command's result sees its own entries (they come in plan order).
         found, at = list(done.results), 0
         for plan in plans:
@@ -140,10 +141,10 @@ def _decided(
             found.append(plan.result(Applied(entries=mine, records=applied.records)))
         return tuple(found)
 
-    def result(applied: Applied) -> Written:
+    def result(applied: Applied[Record]) -> Written:
         return Written(count, list(results(applied)), retired)
 
-    def following(applied: Applied) -> _Step | None:
+    def following(applied: Applied[Record]) -> _Step | None:
         now = _Done(results(applied), count, retired)
         for n, step in enumerate(then):
             commands = tuple(step(now.results))

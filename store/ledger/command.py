@@ -15,17 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from policies.model import AgentProfile, Policy
 from store.errors import NoPolicyError
 from store.ledger.entry import Entry
 
-if TYPE_CHECKING:
-    # What a command decides on: the records it locked (the record kind's objects).
-    from store.kinds.record.model import Record
-
 R = TypeVar("R")
+# A row a command locks, as the kind whose rows are locked reads it (the record kind's
+# `Record`): the ledger keys rows by their `id` and looks no further inside one.
+Row = TypeVar("Row")
 
 
 class RecordRef(str):
@@ -89,16 +88,16 @@ class Head:
 
 
 @dataclass(frozen=True)
-class Current:
+class Current(Generic[Row]):
     """The state a command decides on, read under its locks: records by ident, and any
     ledgered object by (kind, id)."""
 
-    records: Mapping[str, Record]  # by the ident the command gave, exact or prefix
-    first_writes: Mapping[str, Record]  # idempotency key -> the record as first written
+    records: Mapping[str, Row]  # by the ident the command gave, exact or prefix
+    first_writes: Mapping[str, Row]  # idempotency key -> the record as first written
     heads: Mapping[tuple[str, str], Head]
     # (label, value) -> the locked records carrying it that the caller may read, and
     # how many carry it in lanes the caller may not read.
-    holders: Mapping[tuple[str, str], tuple[Record, ...]] = field(default_factory=dict)
+    holders: Mapping[tuple[str, str], tuple[Row, ...]] = field(default_factory=dict)
     hidden_holders: Mapping[tuple[str, str], int] = field(default_factory=dict)
     # The objects attached to the locked records (`Locks.attached`), as (kind, id).
     attached: tuple[tuple[str, str], ...] = ()
@@ -108,7 +107,7 @@ class Current:
     # (its state and head are in `states` and `heads`); absent: none holds it.
     keyed: Mapping[tuple[str, str, tuple[str, ...]], str] = field(default_factory=dict)
 
-    def record(self, ident: str) -> Record:
+    def record(self, ident: str) -> Row:
         return self.records[ident]
 
     def head(self, kind: str, object_id: str) -> Head | None:
@@ -184,11 +183,11 @@ class Write:
 
 
 @dataclass(frozen=True)
-class Applied:
+class Applied(Generic[Row]):
     """What the executor wrote: entries in plan order, and records as they now are."""
 
     entries: Sequence[Entry]
-    records: Mapping[str, Record]
+    records: Mapping[str, Row]
 
 
 @dataclass(frozen=True)
@@ -204,9 +203,9 @@ class Plan(Generic[R]):
     (`store.ledger.executor`)."""
 
     writes: Sequence[Write]
-    result: Callable[[Applied], R]
+    result: Callable[[Applied[Any]], R]
     after_commit: Sequence[Callable[[], None]] = field(default_factory=tuple)
-    then: Callable[[Applied], Command[R] | None] | None = None
+    then: Callable[[Applied[Any]], Command[R] | None] | None = None
 
 
 class Command(Protocol[R]):
@@ -214,4 +213,4 @@ class Command(Protocol[R]):
 
     def locks(self) -> Locks: ...
 
-    def decide(self, txn: Txn, current: Current) -> Plan[R]: ...
+    def decide(self, txn: Txn, current: Current[Any]) -> Plan[R]: ...

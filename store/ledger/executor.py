@@ -47,7 +47,7 @@ from collections.abc import (
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import asyncpg
 
@@ -81,7 +81,6 @@ from store.ledger.locks import (
     LOCK_HEAD_SHARED,
     Held,
     MovedError,
-    Policies,
     attached,
     key_holders,
     lock_objects,
@@ -90,6 +89,7 @@ from store.ledger.locks import (
     row_locks,
 )
 from store.ledger.registry import Rows
+from store.ledger.row_locks import Policies
 from store.ledger.upkeep import ANALYZE_AFTER_ROWS, Upkeep
 from store.pool import Conn, Pool
 from store.reads.replicas import Lsn, commit_lsn
@@ -202,7 +202,7 @@ class Executor:
 
     async def _step(
         self, conn: Conn, agent: str, command: Command[R], held: Held, first: Txn | None
-    ) -> tuple[Txn, Plan[R], Applied]:
+    ) -> tuple[Txn, Plan[R], Applied[Any]]:
         """Lock what `command` names, read it, let it decide and append its writes."""
         locks = command.locks()
         rows_kind = row_locks()
@@ -233,7 +233,7 @@ class Executor:
             attached=tuple(found),
         )
         plan = command.decide(txn, current)
-        applied = Applied(entries=(), records={})
+        applied: Applied[Any] = Applied(entries=(), records={})
         if plan.writes:
             before = {r.id: r for r in current.records.values()}
             table_rows, entries, written = build_rows(txn, plan.writes, before)

@@ -42,7 +42,7 @@ DEFAULT_OUTCOME_TIMEOUT = 5.0
 # A command that locks nothing but the shared policy head reads nothing either; such
 # commands are written in groups.
 NOTHING_LOCKED = Locks()
-_NOTHING_READ = Current(records={}, first_writes={}, heads={})
+_NOTHING_READ: Current[Any] = Current(records={}, first_writes={}, heads={})
 
 
 @dataclass(eq=False)
@@ -174,7 +174,7 @@ class Decided:
 
     rows: Rows
     plan: Plan[Any]
-    applied: Applied
+    applied: Applied[Any]
     hooks: tuple[Callable[[], None], ...]
 
 
@@ -211,7 +211,7 @@ def decided_in_group(txn: Txn, command: Command[Any]) -> Decided:
 
 def _on_written(
     locks: Locks, made: Mapping[str, Any], objects: Collection[str], kinds_written: set[str]
-) -> Current:
+) -> Current[Any]:
     """What a later step of a group's command decides on: the records its earlier steps
     made. A key it names holds one of their ids, and no object of the key's kind was
     written yet, so nothing holds it."""

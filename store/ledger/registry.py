@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from store.ledger.command import Current, Txn, Write
     from store.ledger.entry import Entry
     from store.ledger.implied import Implied, Shared
-    from store.ledger.locks import RowLocks
     from store.ledger.report import Report
+    from store.ledger.row_locks import RowLocks
     from store.pool import Conn
 
 
@@ -244,7 +244,7 @@ class Kind(Protocol):
         ...
 
     def retired_with(
-        self, txn: Txn, current: Current, object_id: str, records: Collection[str]
+        self, txn: Txn, current: Current[Any], object_id: str, records: Collection[str]
     ) -> Write | None:
         """The version retiring one of its objects attached to `records`, which are
         being retired, in the same transaction (None: it needs none, or it is attached
@@ -282,7 +282,7 @@ class KindDefaults:
         return []
 
     def retired_with(
-        self, txn: Txn, current: Current, object_id: str, records: Collection[str]
+        self, txn: Txn, current: Current[Any], object_id: str, records: Collection[str]
     ) -> Write | None:
         return None
 

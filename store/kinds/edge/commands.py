@@ -32,6 +32,7 @@ from store.kinds.edge.model import (
     state_of,
 )
 from store.kinds.edge.payloads import payload_for
+from store.kinds.record.model import Record
 from store.ledger.command import (
     Applied,
     Current,
@@ -88,7 +89,7 @@ class AlreadyRetiredError(StoreError):
         return {"edgeId": self.edge_id}
 
 
-def _current(current: Current, edge_id: str) -> tuple[Mapping[str, Any], Head] | None:
+def _current(current: Current[Record], edge_id: str) -> tuple[Mapping[str, Any], Head] | None:
     state = current.states.get((KIND, edge_id))
     head = current.head(KIND, edge_id)
     return None if state is None or head is None else (state, head)
@@ -115,7 +116,7 @@ def _write(
     )
 
 
-def _written(applied: Applied) -> Edge:
+def _written(applied: Applied[Record]) -> Edge:
     [entry] = applied.entries
     return Edge.from_entry(entry)
 
@@ -161,7 +162,7 @@ class UpsertEdge:
         # their full ids, so two upserts of one key, however named, make one edge.
         return Locks(records=(self.from_id, self.to_id), keys=(self._key,))
 
-    def decide(self, txn: Txn, current: Current) -> Plan[Edge]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Edge]:
         start, end = current.record(self.from_id), current.record(self.to_id)
         decide_edge(txn.rules, txn.agent, EdgeChange("record", self.from_id, start.lane, end.lane))
         if start.id == end.id:
@@ -252,7 +253,7 @@ _STATE = [
 ]
 
 
-def _existing(current: Current, edge_id: str, txn: Txn) -> Edge:
+def _existing(current: Current[Record], edge_id: str, txn: Txn) -> Edge:
     """The edge the caller names, if it may read both its records; its lane writable."""
     found = _current(current, edge_id)
     if found is None:
@@ -276,7 +277,7 @@ class RetireEdge:
     def locks(self) -> Locks:
         return Locks(objects=((KIND, self.edge_id),))
 
-    def decide(self, txn: Txn, current: Current) -> Plan[Edge]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Edge]:
         edge = _existing(current, self.edge_id, txn)
         if edge.retired:
             raise AlreadyRetiredError(edge)
@@ -293,7 +294,7 @@ class RetireEdge:
 
 
 def retired_with_record(
-    txn: Txn, current: Current, edge_id: str, records: Collection[str]
+    txn: Txn, current: Current[Record], edge_id: str, records: Collection[str]
 ) -> Write | None:
     """The version retiring a live edge because a record it joins, one of `records`, is
     retired, in that command's transaction (None: it is retired already, or joins none
@@ -334,7 +335,7 @@ class ResolveConflict:
     def locks(self) -> Locks:
         return Locks(objects=((KIND, self.edge_id),))
 
-    def decide(self, txn: Txn, current: Current) -> Plan[Edge]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Edge]:
         edge = _existing(current, self.edge_id, txn)
         if edge.type != CONTRADICTS:
             raise InvalidInputError(

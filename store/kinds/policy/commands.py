@@ -32,7 +32,7 @@ class ApplyPolicy:
     def locks(self) -> Locks:
         return Locks(policy_exclusive=True, heads=(POLICY,))
 
-    def decide(self, txn: Txn, current: Current) -> Plan[PolicyVersion]:
+    def decide(self, txn: Txn, current: Current[object]) -> Plan[PolicyVersion]:
         in_force = txn.policy
         # The executor reads the policy in force from this kind's cache.
         assert in_force is None or isinstance(in_force, PolicyVersion)
@@ -54,7 +54,7 @@ class ApplyPolicy:
             events=(Event("policy_applied", payload),),
         )
 
-        def result(applied: Applied) -> PolicyVersion:
+        def result(applied: Applied[object]) -> PolicyVersion:
             [entry] = applied.entries
             made = PolicyVersion(entry.version, self.yaml, entry.at, entry.actor, policy)
             self.cache.remember(made)

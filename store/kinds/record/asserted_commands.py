@@ -82,7 +82,7 @@ class Connect:
     def locks(self) -> Locks:
         return Locks(records=(self.a, self.b))
 
-    def decide(self, txn: Txn, current: Current) -> Plan[Property]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Property]:
         first, second = current.record(self.a), current.record(self.b)
         if first.id == second.id:
             raise InvalidInputError(
@@ -107,7 +107,7 @@ class Disconnect:
         prop = parse_asserted(self.id, CONNECT)
         return Locks(carrying=((prop.label, prop.value),))
 
-    def decide(self, txn: Txn, current: Current) -> Plan[Property]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Property]:
         prop = parse_asserted(self.id, CONNECT)
         members = _members(current, prop, self.id)
         changing(txn, current, prop)
@@ -135,7 +135,7 @@ class Group:
     def locks(self) -> Locks:
         return Locks(records=self.record_ids)
 
-    def decide(self, txn: Txn, current: Current) -> Plan[Property]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Property]:
         records = _distinct(current.record(i) for i in self.record_ids)
         if len(records) < 2:
             raise InvalidInputError(
@@ -160,7 +160,7 @@ class Ungroup:
         prop = parse_asserted(self.id, GROUP)
         return Locks(records=self.record_ids or (), carrying=((prop.label, prop.value),))
 
-    def decide(self, txn: Txn, current: Current) -> Plan[Property]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Property]:
         prop = parse_asserted(self.id, GROUP)
         writes = _leave_set(txn, current, prop, self.id, self.record_ids, "ungrouped")
         return Plan(writes, lambda _: prop)
@@ -177,7 +177,7 @@ class Unadjust:
         prop = parse_asserted(self.adjustment, ADJUSTMENT)
         return Locks(records=(self.record_id,), carrying=((prop.label, prop.value),))
 
-    def decide(self, txn: Txn, current: Current) -> Plan[Property]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Property]:
         prop = parse_asserted(self.adjustment, ADJUSTMENT)
         writes = _leave_set(txn, current, prop, self.adjustment, (self.record_id,), "unadjusted")
         return Plan(writes, lambda _: prop)
@@ -185,7 +185,7 @@ class Unadjust:
 
 def _leave_set(
     txn: Txn,
-    current: Current,
+    current: Current[Record],
     prop: Property,
     ident: str,
     named: Sequence[str] | None,
@@ -213,7 +213,7 @@ def _leave_set(
     return [left(txn, r, [prop], [event], kind) for r in leaving]
 
 
-def changing(txn: Txn, current: Current, prop: Property) -> None:
+def changing(txn: Txn, current: Current[Record], prop: Property) -> None:
     """Ask the guard whether the caller may change the set `prop` names, as its current
     holders (locked by the executor) stand: every one readable and writable."""
     key = (prop.label, prop.value)
@@ -222,7 +222,7 @@ def changing(txn: Txn, current: Current, prop: Property) -> None:
     decide_set(txn.rules, txn.agent, SetChange(_NAMES[prop.label], str(prop), lanes, hidden))
 
 
-def _members(current: Current, prop: Property, ident: str) -> tuple[Record, ...]:
+def _members(current: Current[Record], prop: Property, ident: str) -> tuple[Record, ...]:
     members = current.holders.get((prop.label, prop.value), ())
     if not members:
         raise NotFoundError(_NAMES[prop.label], ident)

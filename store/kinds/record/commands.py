@@ -102,7 +102,7 @@ class Ingest:
         chains = (ADJUSTMENT,) if adjusted else ()
         return Locks(records=adjusted, idempotency_keys=keys, carried_by_records=chains)
 
-    def decide(self, txn: Txn, current: Current) -> Plan[list[Record]]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[list[Record]]:
         writes: list[Write] = []
         results: list[Record | str] = []
         # Chains this batch adds to the records it adjusts, written once per record.
@@ -126,7 +126,7 @@ class Ingest:
             record = by_id[record_id]
             writes.append(joined(txn, record, added, links[record_id], "adjusted"))
 
-        def result(applied: Applied) -> list[Record]:
+        def result(applied: Applied[Record]) -> list[Record]:
             return [r if isinstance(r, Record) else applied.records[r] for r in results]
 
         return Plan(writes, result)
@@ -135,7 +135,7 @@ class Ingest:
     def _write(
         txn: Txn,
         item: NewRecord,
-        current: Current,
+        current: Current[Record],
         chains: dict[str, list[Property]],
         links: dict[str, list[Event]],
     ) -> Write:
@@ -223,7 +223,7 @@ class Update:
     def locks(self) -> Locks:
         return Locks(records=(self.record_id,))
 
-    def decide(self, txn: Txn, current: Current) -> Plan[Record]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Record]:
         record = current.record(self.record_id)
         if self.expected_version is not None and self.expected_version != record.version:
             raise VersionConflictError(record.id, self.expected_version, record.version)
@@ -315,7 +315,7 @@ class AddProperties:
     def locks(self) -> Locks:
         return Locks(records=(self.record_id,))
 
-    def decide(self, txn: Txn, current: Current) -> Plan[PropertyChange]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[PropertyChange]:
         record = current.record(self.record_id)
         held = set(record.state.properties)
         added: list[Property] = []
@@ -377,7 +377,7 @@ class RemoveProperties:
     def locks(self) -> Locks:
         return Locks(records=(self.record_id,))
 
-    def decide(self, txn: Txn, current: Current) -> Plan[PropertyChange]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[PropertyChange]:
         record = current.record(self.record_id)
         labels = [_clean_label(label) for label in self.labels]
         values = parse_properties(self.properties)
@@ -409,7 +409,7 @@ def _adjust(
     txn: Txn,
     record_id: str,
     item: NewRecord,
-    current: Current,
+    current: Current[Record],
     chains: dict[str, list[Property]],
     links: dict[str, list[Event]],
 ) -> list[Property]:

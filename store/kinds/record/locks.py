@@ -16,7 +16,8 @@ from store.errors import AmbiguousIdError, NotFoundError, RetiredRecordError
 from store.kinds.record.model import Record, RecordState
 from store.kinds.record.resolve import MAX_CANDIDATES, check_record_ident, named_sql
 from store.ledger.command import Locks, Txn
-from store.ledger.locks import HEAD, MovedError, Policies, RowsRead
+from store.ledger.locks import HEAD, MovedError
+from store.ledger.row_locks import Policies, RowsRead
 from store.pool import Conn
 from store.reads.visibility import RULE
 
@@ -85,7 +86,7 @@ class HoldersMovedError(MovedError):
 
 
 class RecordLocks:
-    """The record kind's row locks (`store.ledger.locks.RowLocks`)."""
+    """The record kind's row locks (`store.ledger.row_locks.RowLocks`)."""
 
     # Two calls raced on one idempotency key: the retry sees the winner's write.
     races = (IDEMPOTENCY_CONSTRAINT,)

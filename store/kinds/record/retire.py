@@ -29,7 +29,7 @@ MAX_REASON_CHARS = 10_000
 ASSERTED_LABELS = (CONNECT, GROUP, ADJUSTMENT)
 
 
-def retired_with(txn: Txn, current: Current, records: Collection[str]) -> list[Write]:
+def retired_with(txn: Txn, current: Current[Record], records: Collection[str]) -> list[Write]:
     """The writes that retire, in the same transaction, what is attached to the records
     being retired (their typed edges), each as its kind says, once each. Restoring a
     record leaves them retired."""
@@ -52,7 +52,9 @@ def _check_reason(reason: str | None) -> None:
         check_storable(reason)
 
 
-def _retired(txn: Txn, current: Current, idents: Sequence[str], reason: str | None) -> list[Write]:
+def _retired(
+    txn: Txn, current: Current[Record], idents: Sequence[str], reason: str | None
+) -> list[Write]:
     """The tombstones of the records named, then what is attached to them."""
     writes = []
     for ident in idents:
@@ -85,7 +87,7 @@ class RetireRecord:
     def locks(self) -> Locks:
         return Locks(records=(self.record_id,), retired=True, attached=_attached_kinds())
 
-    def decide(self, txn: Txn, current: Current) -> Plan[Record]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Record]:
         writes = _retired(txn, current, (self.record_id,), self.reason)
         record_id = writes[0].object_id
         return Plan(writes, lambda applied: applied.records[record_id])
@@ -107,7 +109,7 @@ class RetireRecords:
     def locks(self) -> Locks:
         return Locks(records=self.record_ids, retired=True, attached=_attached_kinds())
 
-    def decide(self, txn: Txn, current: Current) -> Plan[list[Record]]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[list[Record]]:
         writes = _retired(txn, current, self.record_ids, self.reason)
         ids = [w.object_id for w in writes[: len(self.record_ids)]]
         return Plan(writes, lambda applied: [applied.records[i] for i in ids])
@@ -126,7 +128,7 @@ class RestoreRecord:
         # retired (nobody holds it now) is not restored with it.
         return Locks(records=(self.record_id,), retired=True, carried_by_records=ASSERTED_LABELS)
 
-    def decide(self, txn: Txn, current: Current) -> Plan[Record]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Record]:
         record = current.record(self.record_id)
         decide_object(txn.rules, txn.agent, ObjectChange(RECORD_KIND, record.id, record.lane))
         if record.retirement is None:
@@ -139,7 +141,7 @@ class RestoreRecord:
         return Plan((write,), lambda applied: applied.records[record.id])
 
 
-def _held(current: Current, prop: Property) -> bool:
+def _held(current: Current[Record], prop: Property) -> bool:
     """Whether any record holds the value now (the restoring record holds none yet)."""
     key = (prop.label, prop.value)
     return bool(current.holders.get(key)) or current.hidden_holders.get(key, 0) > 0
