@@ -35,7 +35,7 @@ class MarkBoth:
     def locks(self) -> Locks:
         return Locks(records=(self.first, self.second))
 
-    def decide(self, txn: Txn, current: Current) -> Plan[list[Record]]:
+    def decide(self, txn: Txn, current: Current[Record]) -> Plan[list[Record]]:
         writes = []
         for ident in (self.first, self.second):
             record = current.record(ident)

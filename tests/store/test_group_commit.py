@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Any
 
 import asyncpg
 import pytest
@@ -30,7 +31,7 @@ class Clash:
     def locks(self) -> Locks:
         return Locks()
 
-    def decide(self, txn: Txn, current: Current) -> Plan[None]:
+    def decide(self, txn: Txn, current: Current[Any]) -> Plan[None]:
         write = Write(
             kind="record",
             object_id=self.record_id,

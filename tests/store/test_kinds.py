@@ -14,7 +14,6 @@ import pytest
 from gql.server.settings import Settings
 from policies.guard import ObjectChange, decide_object
 from store.database import create_engine
-from store.kinds.record.model import Record
 from store.ledger import registry
 from store.ledger.append import append_statement
 from store.ledger.command import Applied, Current, Event, Locks, Plan, Txn, Write
@@ -109,7 +108,7 @@ class NoteKind(KindDefaults):
         default_factory=lambda: {"title": ("lane", "title")}
     )
 
-    def writer(self, before: Mapping[str, Record]) -> _Writer:
+    def writer(self, before: Mapping[str, Any]) -> _Writer:
         return _Writer()
 
     def replay(self, keep: bool) -> _Replay:
@@ -137,7 +136,7 @@ class WriteNote:
             objects=((NOTE, self.note_id),), keys=((NOTE, "title", (self.lane, self.title)),)
         )
 
-    def decide(self, txn: Txn, current: Current) -> Plan[int]:
+    def decide(self, txn: Txn, current: Current[Any]) -> Plan[int]:
         decide_object(txn.rules, txn.agent, ObjectChange(NOTE, self.note_id, self.lane))
         if current.states.get((NOTE, self.note_id), {}).get("body") == self.body:
             return Plan((), lambda _: 0)
