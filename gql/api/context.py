@@ -21,6 +21,7 @@ from strawberry.types.graphql import OperationType
 from gql.api.auth import authenticate, socket_authorization
 from gql.api.errors import error_extensions
 from gql.api.session import Caller, Services, Session
+from gql.feed.outlet import Outlet
 from policies.model import AgentProfile, Policy
 from policies.properties import Property
 from store.errors import ResponseTooLargeError
@@ -35,6 +36,16 @@ R = TypeVar("R")
 
 
 @dataclass
+class SocketEnd:
+    """Set by an operation that found the socket's credentials gone: once the operation
+    has sent its last message, the socket is closed with `code` (its other operations
+    would be refused the same way)."""
+
+    code: int | None = None
+    reason: str = ""
+
+
+@dataclass
 class Context:
     """Built for each request by the GraphQL view (and, over a WebSocket, copied for
     each operation by `OperationScope`); resolvers reach everything through it, and
@@ -43,6 +54,10 @@ class Context:
     session: Session
     # Set by strawberry from a WebSocket's connection_init payload.
     connection_params: dict[str, object] | None = None
+    # Set by the WebSocket handler for each operation on a socket: the outlet its results
+    # may be sent through already encoded, and where it asks for the socket's close.
+    outlet: Outlet | None = None
+    socket_end: SocketEnd | None = None
     _record_loaders: dict[datetime | None, DataLoader[str, Record | None]] = field(
         default_factory=dict
     )
@@ -80,6 +95,12 @@ class Context:
         return dataclasses.replace(
             self, session=self.session.fresh(), _record_loaders={}, _versions=None, _counts={}
         )
+
+    def close_socket_after_operation(self, code: int, reason: str) -> None:
+        """Close the operation's socket with `code` once the operation has ended (not
+        over a WebSocket: nothing to close)."""
+        if self.socket_end is not None:
+            self.socket_end.code, self.socket_end.reason = code, reason
 
     def begin_operation(self) -> None:
         """Forget what was learned so far (kept for callers that reuse one context)."""

@@ -32,7 +32,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from gql.feed.eager import run_eagerly
-from gql.server.frames import RawSocket, text_frames
+from gql.feed.outlet import FrameEncoder, SocketOutlet
 from policies.properties import Property
 from store.errors import StoreError
 from store.feed.filters import NOTHING_CARRIED, FeedFilter
@@ -74,8 +74,9 @@ class FeedOptions:
     # turn of the loop per few dozen deliveries, not one per sixteen.
     turn_seconds: float = 0.001
     # Write a group's messages to each member's socket as frames built once per group,
-    # from the fan-out loop (gql.server.frames). Off, each message goes through the socket's
-    # ordinary send: the reference the group write is held to.
+    # from the fan-out loop (the server's frame encoding, handed to the hub at start). Off,
+    # each message goes through the socket's ordinary send: the reference the group write
+    # is held to.
     group_writes: bool = True
 
 
@@ -172,29 +173,32 @@ class Batch:
             self._renders[rights] = task
         return await asyncio.shield(task)
 
-    def sending(self, direct: Direct) -> Sending | None:
+    def sending(self, direct: Direct, frames: FrameEncoder) -> Sending | None:
         """What a waiting subscriber is due of this batch, as the frames of its messages
         (built once for every member that gets the same: the same lanes, rendering and
         operation head), the cursor of the last and how many; NOTHING when none is due;
         None when the rendering is not made yet, or one of them must be executed alone."""
         progress = direct.progress
         if progress.past(self):
-            return self.whole(direct)
+            return self.whole(direct, frames)
         due = progress.due(self, self.allowed(direct.lanes))
-        return self._sending(direct.rights, direct.head, due)
+        return self._sending(direct.rights, direct.head, due, frames)
 
-    def whole(self, direct: Direct) -> Sending | None:
+    def whole(self, direct: Direct, frames: FrameEncoder) -> Sending | None:
         """`sending` for a subscriber due every event its lanes allow, as the rest of
         its group is (one past its replay)."""
         key = direct.frames_key
         found = self._whole.get(key)
         if found is None:
-            found = self._sending(direct.rights, direct.head, self.allowed(direct.lanes))
+            allowed = self.allowed(direct.lanes)
+            found = self._sending(direct.rights, direct.head, allowed, frames)
             if found is not None:
                 self._whole[key] = found
         return found
 
-    def _sending(self, rights: Hashable, head: str, due: Sequence[FeedEvent]) -> Sending | None:
+    def _sending(
+        self, rights: Hashable, head: str, due: Sequence[FeedEvent], frames: FrameEncoder
+    ) -> Sending | None:
         if not due:
             return NOTHING
         key = (rights, head, tuple(e.seq for e in due))
@@ -206,8 +210,8 @@ class Batch:
             payloads = [rendered.get(e.seq) for e in due]
             if None in payloads:
                 return None
-            frames = text_frames(head + f"{p}}}" for p in payloads)
-            found = self._frames[key] = Sending(frames, due[-1].cursor, len(due))
+            written = frames(head + f"{p}}}" for p in payloads)
+            found = self._frames[key] = Sending(written, due[-1].cursor, len(due))
         return found
 
     @property
@@ -321,7 +325,7 @@ class Direct:
     progress: Progress
     head: str = ""
     """Its operation's messages up to their payload (`Outlet.head`)."""
-    raw: RawSocket | None = None
+    raw: SocketOutlet | None = None
     """Its socket, for group writes (None: sent the ordinary way)."""
     open: Callable[[], bool] = lambda: True
     """Whether its operation still runs (a completed one is sent nothing)."""
@@ -449,7 +453,7 @@ class _Armed:
     """One member's: the rendering, and what the frames depend on, are the same for all."""
     # Each member's socket, its progress, and `writes` when it was armed; and, in the
     # order they were armed, each with the transport its frames are written to.
-    members: dict[Subscriber, tuple[RawSocket, Progress, int]] = field(default_factory=dict)
+    members: dict[Subscriber, tuple[SocketOutlet, Progress, int]] = field(default_factory=dict)
     entries: dict[Subscriber, tuple[Subscriber, Any]] = field(default_factory=dict)
     # The newest replay among them (`Progress.start` and its snapshot's xmax): a batch
     # past it is past every member's (`Progress.past`).
@@ -513,6 +517,9 @@ class FeedHub:
     pool: Pool
     policies: PolicyCache
     options: FeedOptions = field(default_factory=FeedOptions)
+    frames: FrameEncoder | None = None
+    """The server's frame encoding, for group writes (None: every message is sent the
+    ordinary way, as with `FeedOptions.group_writes` off)."""
     _subscribers: set[Subscriber] = field(default_factory=set)
     # The subscribers of each group (`Subscriber.group_id`): a read looks at each group
     # once, and at the members of those it has events for.
@@ -554,6 +561,8 @@ class FeedHub:
     _turn: float = 0.0
 
     def __post_init__(self) -> None:
+        # None: no group writes, every message goes through the socket's ordinary send.
+        self._frames = self.frames if self.options.group_writes else None
         self.reader = FeedReader(
             self.database_url,
             self._fan_out,
@@ -778,7 +787,7 @@ class FeedHub:
         if (
             direct is None
             or subscriber.armed is not None
-            or not self.options.group_writes
+            or self._frames is None
             or not direct.open()
         ):
             return
@@ -838,16 +847,17 @@ class FeedHub:
         """Write `batch` to the members of `armed`: the group's frames, one write each.
         Returns the members left to the ordinary path for it (disarmed before their
         write, or all of them when the batch cannot be written this way)."""
-        if armed.version != in_force or not armed.covers(batch):
+        frames = self._frames
+        if frames is None or armed.version != in_force or not armed.covers(batch):
             return self._disarm_all(armed)
         flight = armed.flight = _Flight(list(armed.entries.values()))
         try:
-            sending = batch.whole(armed.direct)
+            sending = batch.whole(armed.direct, frames)
             if sending is None:
                 direct, source = armed.direct, batch.renders
                 render = partial(direct.render, source.allowed(direct.lanes))
                 await source.rendered(direct.rights, render)
-                sending = batch.whole(direct)
+                sending = batch.whole(direct, frames)
                 if flight.left:  # disarmed while the rendering was made
                     flight.reorder(list(armed.entries.values()))
             if sending is None:  # an event to execute for each alone
@@ -856,7 +866,7 @@ class FeedHub:
             self.deliveries += len(flight.order)
             if not sending.count:
                 return flight.left
-            flight.cursor, frames = sending.cursor, sending.frames
+            flight.cursor, written = sending.cursor, sending.frames
             order = flight.order
             wrote = 0
             for n in range(0, len(order), _WRITES_PER_CLOCK):
@@ -868,7 +878,7 @@ class FeedHub:
                         flight.reorder(order[:n] + [e for e in order[n:] if e[0].armed is armed])
                 for at, (subscriber, transport) in enumerate(order[n : n + _WRITES_PER_CLOCK], n):
                     try:
-                        transport.write(frames)
+                        transport.write(written)
                     except RuntimeError:  # lost under it: its task is told and ends
                         flight.reached = at
                         self._disarm(subscriber)
@@ -922,12 +932,13 @@ class FeedHub:
         """The common case, with no coroutine: a waiting subscriber whose socket takes a
         frame now, written the group's frames once they are made; False: not done here."""
         direct = self._waiting(subscriber, in_force)
-        if direct is None or not self.options.group_writes:
+        frames = self._frames
+        if direct is None or frames is None:
             return False
         raw = direct.raw
         if raw is None or not raw.ready():
             return False
-        sending = batch.sending(direct)
+        sending = batch.sending(direct, frames)
         if sending is None:
             return False
         if sending.count:

@@ -31,14 +31,16 @@ RAW_SEND = "edgeloom.raw_send"
 
 
 def text_frames(texts: Iterable[str]) -> bytes:
-    """The frames of `texts`, one unmasked text frame each, as a server writes them."""
+    """The frames of `texts`, one unmasked text frame each, as a server writes them (the
+    feed's `FrameEncoder`, handed to the hub at start)."""
     return b"".join(
         Frame(Opcode.TEXT, text.encode()).serialize(mask=False, extensions=[]) for text in texts
     )
 
 
 class RawSocket:
-    """The transport under one WebSocket, for frames built elsewhere."""
+    """The transport under one WebSocket, for frames built elsewhere: the feed's
+    `gql.feed.outlet.SocketOutlet` on this server."""
 
     def __init__(self, protocol: TickedKeepaliveProtocol) -> None:
         self._protocol = protocol

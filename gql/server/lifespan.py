@@ -13,6 +13,7 @@ from starlette.applications import Starlette
 from gql.api.session import Services
 from gql.feed.hub import FeedHub
 from gql.server.checkpoint_loop import anchor_every
+from gql.server.frames import text_frames
 from gql.server.heap import settle_heap
 from gql.server.metrics import Metrics
 from gql.server.policy_startup import ensure_policy, note_search_languages, note_vector_search
@@ -69,7 +70,8 @@ def lifespan(
             version = await ensure_policy(executor, settings)
             await note_search_languages(pool, version)
             vectors_off = await note_vector_search(pool, version)
-            feed = FeedHub(url, engine, pool, cache, settings.feed)
+            # The hub writes group frames as this server encodes them (gql.server.frames).
+            feed = FeedHub(url, engine, pool, cache, settings.feed, frames=text_frames)
             await feed.start()
             services = Services(
                 engine=engine,

@@ -4,23 +4,21 @@ Strawberry indexes into a graphql-transport-ws message before checking its shape
 `[1]` or a string payload ended the socket without a close code; here every message
 is checked first (4400).
 
-Each operation's task also gets an `Outlet` (in `current_outlet`), through which a
-subscription resolver may send a `next` message whose payload is already encoded: the
-live feed renders an event once for every subscriber running the same operation, and
-each socket only splices its operation id in front.
+Each operation runs with a context of its own that carries its `Outlet`
+(`gql.feed.outlet`), through which a subscription resolver may send a `next` message whose
+payload is already encoded (the live feed renders an event once for every subscriber
+running the same operation, and each socket only splices its operation id in front), and
+its `SocketEnd`, through which it may ask for the socket to be closed after it.
 """
 
 from __future__ import annotations
 
-import json
-from collections import Counter
-from collections.abc import Awaitable, Callable, Hashable
-from contextvars import ContextVar
-from dataclasses import dataclass
+import asyncio
+import dataclasses
+from collections.abc import Callable
 from typing import Any
 
-from graphql import FieldNode, GraphQLError, Node, VariableNode, get_operation_ast, parse, visit
-from graphql.language.visitor import SKIP, Visitor, VisitorAction
+from graphql import GraphQLError
 from starlette.websockets import WebSocketDisconnect
 from strawberry.asgi import ASGIWebSocketAdapter
 from strawberry.http.exceptions import WebSocketDisconnected
@@ -33,11 +31,12 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
     Message,
 )
 
-from gql.api.context import Context
+from gql.api.context import Context, SocketEnd
 from gql.api.errors import error_extensions
 from gql.api.limits import RequestLimitError, check_variables
+from gql.feed.outlet import Outlet
 from gql.server import sockets
-from gql.server.frames import RawSocket, raw_socket
+from gql.server.frames import raw_socket
 
 _OPTIONAL_OBJECTS = ("variables", "extensions")
 
@@ -64,104 +63,6 @@ def message_problem(message: object) -> str | None:
     if not isinstance(payload.get("operationName"), str | None):
         return "a subscribe payload's 'operationName' must be a string or null"
     return None
-
-
-@dataclass(frozen=True)
-class Outlet:
-    """One running operation's way to send a result payload that is already encoded."""
-
-    query: str
-    variables: dict[str, object] | None
-    operation_name: str | None
-    encode: Callable[[object], str]
-    """The transport's JSON encoder, for payloads sent through `send`."""
-    head: str
-    """The operation's message up to its payload: `{"id":"1","type":"next","payload":`."""
-    send_text: Callable[[str], Awaitable[None]]
-    open: Callable[[], bool]
-    raw: RawSocket | None = None
-    """The socket's transport, for the feed's group writes (None: not on this server)."""
-
-    @property
-    def share(self) -> Hashable:
-        """Operations with equal keys render every event alike under equal rights.
-
-        Variables used only in the arguments of the root field (a resume's `after`)
-        decide which events the stream yields, not how one renders, so they are left
-        out: subscribers resuming from different cursors share renderings once live.
-        """
-        root_only = _root_argument_variables(self.query, self.operation_name)
-        rendering = {k: v for k, v in (self.variables or {}).items() if k not in root_only}
-        return (self.query, self.operation_name, json.dumps(rendering, sort_keys=True))
-
-    async def send(self, payload: str) -> None:
-        """Send `payload` (an encoded result: `{"data":...}`) as this operation's message."""
-        if self.open():
-            await self.send_text(self.message(payload))
-
-    def message(self, payload: str) -> str:
-        """The operation's message carrying `payload`."""
-        return self.head + payload + "}"
-
-
-class _VariableUses(Visitor):
-    def __init__(self) -> None:
-        super().__init__()
-        self.uses: Counter[str] = Counter()
-
-    def enter_variable_definition(self, *_: object) -> VisitorAction:
-        return SKIP  # a declaration, not a use
-
-    def enter_variable(self, node: VariableNode, *_: object) -> None:
-        self.uses[node.name.value] += 1
-
-
-def _uses(node: Node) -> Counter[str]:
-    visitor = _VariableUses()
-    visit(node, visitor)
-    return visitor.uses
-
-
-def _root_argument_variables(query: str, operation_name: str | None) -> frozenset[str]:
-    """The variables used nowhere but in the arguments of the operation's root fields."""
-    try:
-        document = parse(query)
-    except GraphQLError:
-        return frozenset()
-    operation = get_operation_ast(document, operation_name)
-    if operation is None:
-        return frozenset()
-    in_arguments: Counter[str] = Counter()
-    for selection in operation.selection_set.selections:
-        if isinstance(selection, FieldNode):
-            for argument in selection.arguments or ():
-                in_arguments.update(_uses(argument))
-    everywhere = _uses(document)
-    return frozenset(name for name, count in in_arguments.items() if everywhere[name] == count)
-
-
-@dataclass
-class SocketEnd:
-    """Set by an operation that found the socket's credentials gone: once the operation
-    has sent its last message, the socket is closed with `code` (its other operations
-    would be refused the same way)."""
-
-    code: int | None = None
-    reason: str = ""
-
-
-current_socket_end: ContextVar[SocketEnd | None] = ContextVar("edgeloom_socket_end", default=None)
-
-
-def close_socket_after_operation(code: int, reason: str) -> None:
-    """Close the current operation's socket with `code` once the operation has ended."""
-    end = current_socket_end.get()
-    if end is not None:
-        end.code, end.reason = code, reason
-
-
-current_outlet: ContextVar[Outlet | None] = ContextVar("edgeloom_outlet", default=None)
-"""The outlet of the operation the current task runs (None: send results the usual way)."""
 
 
 def _outlet(
@@ -208,6 +109,20 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
     # Set once an operation found the socket's credentials gone and the gateway closes it.
     closing = False
 
+    @property
+    def context(self) -> Context:
+        """The context strawberry runs an operation with: in the operation's own task,
+        its own (`run_operation`); elsewhere the connection's."""
+        task = asyncio.current_task()
+        found = None if task is None else self._operations_contexts.get(task)
+        return self._connection_context if found is None else found
+
+    @context.setter
+    def context(self, context: Context) -> None:
+        # Set once, by strawberry's constructor: the connection's context.
+        self._connection_context = context
+        self._operations_contexts: dict[asyncio.Task[Any], Context] = {}
+
     async def send_message(self, message: Message) -> None:
         # The socket's other operations (and its pings) may still be running when the
         # gateway closes it; what they would send after the close is dropped, not an error.
@@ -220,21 +135,26 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
             sockets.authenticated(self.websocket.ws.scope)
 
     async def run_operation(self, operation: Operation[Context, None]) -> None:
-        # Runs as the operation's own task: the outlet is seen by its resolvers only.
-        current_outlet.set(
-            _outlet(
-                self.view,
-                self.websocket,
-                {"id": operation.id, "type": "next"},
-                operation.query,
-                operation.variables,
-                operation.operation_name,
-                lambda: not (operation.completed or self.closing),
-            )
-        )
+        # Runs as the operation's own task: its context is seen by its resolvers only.
+        task = asyncio.current_task()
+        assert task is not None
         end = SocketEnd()
-        current_socket_end.set(end)
-        await super().run_operation(operation)
+        outlet = _outlet(
+            self.view,
+            self.websocket,
+            {"id": operation.id, "type": "next"},
+            operation.query,
+            operation.variables,
+            operation.operation_name,
+            lambda: not (operation.completed or self.closing),
+        )
+        self._operations_contexts[task] = dataclasses.replace(
+            self._connection_context, outlet=outlet, socket_end=end
+        )
+        try:
+            await super().run_operation(operation)
+        finally:
+            del self._operations_contexts[task]
         if end.code is not None and not self.closing:
             self.closing = True
             await self.websocket.close(code=end.code, reason=end.reason)

@@ -11,7 +11,6 @@ from gql.api.context import Context
 from gql.api.errors import MASKED_MESSAGE
 from gql.api.session import UnauthenticatedError
 from gql.feed.hub import Bearer, Closed, FeedHub, Item, Progress, Subscriber
-from gql.server.websocket import close_socket_after_operation
 from store.errors import NoPolicyError, StoreError
 from store.feed.live import FeedEvent
 from store.kinds.policy.in_force import PolicyVersion
@@ -114,7 +113,7 @@ class Rights:
             return
         self._token_checked = now
         if self.bearer is not None and await self.hub.token_agent(self.bearer.secret) != self.agent:
-            raise token_revoked()
+            raise token_revoked(self.context)
 
     async def next(self, subscriber: Subscriber) -> Item | None:
         """What the hub hands `subscriber` next, waited for holding no connection: the
@@ -131,7 +130,7 @@ class Rights:
         after the checks every live operation makes: its token still good, and a close by
         the hub raised as the refusal that says where to resume."""
         if subscriber.revoked:  # found by the hub's own check of the token
-            raise token_revoked()
+            raise token_revoked(self.context)
         await self.check_token()
         if item is None:
             return ()
@@ -143,9 +142,9 @@ class Rights:
         return progress.due(item, item.allowed(await self.lanes()))
 
 
-def token_revoked() -> UnauthenticatedError:
+def token_revoked(context: Context) -> UnauthenticatedError:
     """The refusal that ends a subscription whose token was revoked; its socket, which
     holds that token for every operation, is closed after it (as connection_init
     with a revoked token is)."""
-    close_socket_after_operation(4403, "Forbidden: the token was revoked")
+    context.close_socket_after_operation(4403, "Forbidden: the token was revoked")
     return UnauthenticatedError(BAD_TOKEN)

@@ -44,7 +44,7 @@ from gql.api.resolvers.watch import (
 from gql.api.session import Caller, Services, Session, UnauthenticatedError
 from gql.api.types import AuditEvent, GatherMode, Info
 from gql.feed.hub import Batch, Direct, FeedUnavailableError, Progress, Rendered
-from gql.server.websocket import Outlet, current_outlet
+from gql.feed.outlet import Outlet
 from policies.errors import PolicyError
 from store.errors import InvalidInputError, StoreError
 from store.feed import live as feed
@@ -237,7 +237,7 @@ async def _audit_events(
     hub = context.services.feed
     if hub is None:
         raise FeedUnavailableError()
-    outlet = current_outlet.get() if hub.options.share_renderings else None
+    outlet = context.outlet if hub.options.share_renderings else None
     rights = Rights(context, hub)
     wanted_kinds = check_kinds(kinds)
     readable = await rights.lanes()
@@ -268,13 +268,13 @@ async def _audit_events(
                 await rights.check_token()
                 for item in page:
                     if subscriber.revoked:  # found by the hub (a notified revocation)
-                        raise token_revoked()
+                        raise token_revoked(context)
                     if subscriber.wants(item):
                         context.begin_operation()
                         yield AuditEvent.from_domain(item.event)
                         progress.last = item.cursor
         while True:
-            # Waiting with nothing queued, it may be served by the hub (feed_hub.Direct).
+            # Waiting with nothing queued, it may be served by the hub (gql.feed.hub.Direct).
             subscriber.direct = _direct(rights, schema, outlet, context.services, progress)
             batch = await rights.next(subscriber)
             subscriber.direct = None

@@ -120,7 +120,7 @@ async def watch_changes(
                 await rights.check_token()
                 for item in page:
                     if subscriber.revoked:
-                        raise token_revoked()
+                        raise token_revoked(context)
                     change = await _change(context, wanted, item, entries)
                     if change is not None:
                         yield change
