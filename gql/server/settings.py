@@ -7,7 +7,7 @@ from pathlib import Path
 
 from gql.api.cost import DEFAULT_MAX_COST
 from gql.api.limits import DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS
-from gql.feed.hub import FeedOptions
+from gql.feed.options import FeedOptions
 from gql.server.waiting import DEFAULT_HEADER_TIMEOUT
 from store.kinds.record.queries import DEFAULT_MAX_RESPONSE_BYTES
 from store.ledger.group_commit import DEFAULT_OUTCOME_TIMEOUT

@@ -10,7 +10,9 @@ from gql.api.auth import BAD_TOKEN, socket_authorization
 from gql.api.context import Context
 from gql.api.errors import MASKED_MESSAGE
 from gql.api.session import UnauthenticatedError
-from gql.feed.hub import Bearer, Closed, FeedHub, Item, Progress, Subscriber
+from gql.feed.batch import Progress
+from gql.feed.hub import FeedHub
+from gql.feed.subscriber import Bearer, Closed, Item, Subscriber
 from store.errors import NoPolicyError, StoreError
 from store.feed.live import FeedEvent
 from store.kinds.policy.in_force import PolicyVersion

@@ -43,7 +43,8 @@ from gql.api.resolvers.watch import (
 )
 from gql.api.session import Caller, Services, Session, UnauthenticatedError
 from gql.api.types import AuditEvent, GatherMode, Info
-from gql.feed.hub import Batch, Direct, FeedUnavailableError, Progress, Rendered
+from gql.feed.batch import Batch, Direct, Progress, Rendered
+from gql.feed.hub import FeedUnavailableError
 from gql.feed.outlet import Outlet
 from policies.errors import PolicyError
 from store.errors import InvalidInputError, StoreError
@@ -274,7 +275,7 @@ async def _audit_events(
                         yield AuditEvent.from_domain(item.event)
                         progress.last = item.cursor
         while True:
-            # Waiting with nothing queued, it may be served by the hub (gql.feed.hub.Direct).
+            # Waiting with nothing queued, it may be served by the hub (gql.feed.batch.Direct).
             subscriber.direct = _direct(rights, schema, outlet, context.services, progress)
             batch = await rights.next(subscriber)
             subscriber.direct = None

@@ -20,7 +20,8 @@ from gql.api.resolvers.feed_rights import (
     token_revoked,
 )
 from gql.api.types import GatherMode, Record
-from gql.feed.hub import FeedUnavailableError, Progress
+from gql.feed.batch import Progress
+from gql.feed.hub import FeedUnavailableError
 from store.errors import InvalidInputError
 from store.feed import live as feed
 from store.feed.entries import Entries, entry_at
