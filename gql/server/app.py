@@ -19,6 +19,7 @@ from gql.server.front import Front
 from gql.server.graphiql import STATIC_PATH, static_app
 from gql.server.hosts import HostCheck, Hosts
 from gql.server.landing import landing_route
+from gql.server.lean import Lean
 from gql.server.lifespan import lifespan
 from gql.server.metrics import Metrics, metrics_route, multiprocess_dir
 from gql.server.settings import Settings
@@ -90,14 +91,33 @@ class GatewayApp:
         self.sockets = SocketLimits(app, fitted(caps, open_files))
         app = self.sockets
         development = settings.anonymous_agent is not None
+        hosts = Hosts(settings.allowed_hosts, development)
         # Refused before anything is read, in every mode (DNS rebinding).
-        app = HostCheck(app, Hosts(settings.allowed_hosts, development))
+        app = HostCheck(app, hosts)
         # Outermost: every request's note, security headers, log line and metrics.
-        self._app = Front(app, metrics.request_done)
+        self.front = Front(app, metrics.request_done)
+        # Compiled reads over HTTP, answered without the layers above; it hands them
+        # every other request.
+        self.lean = (
+            None
+            if view.compiled is None
+            else Lean(
+                view.compiled,
+                self.front,
+                hosts,
+                settings.anonymous_agent,
+                settings.request_timeout,
+                lambda: view.stopped([]),
+                metrics.request_done,
+            )
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == "/graphql" and self.lean is not None:
+            await self.lean(scope, receive, send)
+            return
         keep_raw_send(scope, send)  # the feed writes ready-made frames (gql.server.frames)
-        await self._app(scope, receive, send)
+        await self.front(scope, receive, send)
 
     async def _route(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == "/graphql":

@@ -58,6 +58,10 @@ log = logging.getLogger("edgeloom.compiled")
 # operation and values of those.
 RequestCheck = Callable[[GraphQLSchema, DocumentNode, str | None, Mapping[str, Any]], bool]
 
+# Set on a request's state by the lean path (gql.server.lean) when it ran the compiled
+# path and declined: the view's compiled path does not run it again.
+DECLINED = "compiled_declined"
+
 # Verdicts of the checks kept per operation: a client sending ever new sizes costs a
 # check each, never unbounded memory.
 MAX_VERDICTS = 256
@@ -174,6 +178,9 @@ class CompiledPath:
         return response
 
     async def _answer(self, request: Request) -> Response | None:
+        # A request the lean path ran here and declined goes on to strawberry at once.
+        if getattr(request.state, DECLINED, False):
+            return None
         # Who is calling comes first: an unauthorised request is not parsed here, and
         # the ordinary path, which refuses it, does not authorise it again.
         session: Session | None = getattr(request.state, "session", None)
@@ -189,15 +196,38 @@ class CompiledPath:
         if payload is None:
             return None
         query, variables, name = payload
-        cached = self.operation(query, name)
-        if cached is None or not self._passes(cached, name, variables):
+        cached = self.lookup(query, variables, name)
+        if cached is None:
             return None
-        operation = cached.compiled
-        if isinstance(operation, Write):
-            response = await self._write(request, operation, session, variables)
+        if isinstance(cached.compiled, Write):
+            response = await self._write(request, cached.compiled, session, variables)
             if response is not None:
                 note_operation(cached.label, name, "compiled")
             return response
+        body = await self.read(session, cached, name, variables)
+        return None if body is None else over_http.answer(request, body)
+
+    def lookup(
+        self, query: str, variables: dict[str, Any] | None, name: str | None
+    ) -> _Cached | None:
+        """The compiled operation that answers this request, or None (not covered, or
+        over a limit the ordinary path checks)."""
+        cached = self.operation(query, name)
+        if cached is None or not self._passes(cached, name, variables):
+            return None
+        return cached
+
+    async def read(
+        self,
+        session: Session,
+        cached: _Cached,
+        name: str | None,
+        variables: dict[str, Any] | None,
+    ) -> bytes | str | None:
+        """The response body of a compiled read (`cached.compiled` is an `Operation`),
+        or None: declined, the ordinary path answers."""
+        operation = cached.compiled
+        assert isinstance(operation, Operation)
         try:
             policy, profile = await session.agent()
         except (NoPolicyError, UnknownAgentError):
@@ -230,9 +260,10 @@ class CompiledPath:
         if row is None or not row["ok"]:
             return None
         note_operation(cached.label, name, "compiled")
-        if row["body"] is None:  # built only as far as the limit, and not sent
-            return over_http.answer(request, _refusal(ResponseTooLargeError(limit)))
-        return over_http.answer(request, row["body"])
+        body: str | None = row["body"]
+        if body is None:  # built only as far as the limit, and not sent
+            return _refusal(ResponseTooLargeError(limit))
+        return body
 
     async def _write(
         self,
@@ -288,30 +319,47 @@ def _int_variables(operation: OperationDefinitionNode) -> tuple[str, ...]:
     return tuple(names)
 
 
-async def _payload(request: Request) -> tuple[str, dict[str, Any] | None, str | None] | None:
+Payload = tuple[str, dict[str, Any] | None, str | None]
+
+
+async def _payload(request: Request) -> Payload | None:
     """query, variables and operationName of a single GraphQL request, or None."""
     if request.method == "POST":
-        if "application/json" not in request.headers.get("content-type", ""):
-            return None
-        try:
-            data = orjson.loads(await request.body())
-        except orjson.JSONDecodeError:
-            return None
-    elif request.method == "GET":
-        params = request.query_params
-        raw = params.get("variables")
-        try:
-            variables = orjson.loads(raw) if raw else None
-        except orjson.JSONDecodeError:
-            return None
-        data = {
+        return post_payload(request.headers.get("content-type", ""), await request.body())
+    if request.method == "GET":
+        return get_payload(request.query_params)
+    return None
+
+
+def post_payload(content_type: str, body: bytes) -> Payload | None:
+    """The payload of a POST with this Content-Type and body, or None."""
+    if "application/json" not in content_type:
+        return None
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return _fields(data)
+
+
+def get_payload(params: Mapping[str, str]) -> Payload | None:
+    """The payload of a GET with these query parameters, or None."""
+    raw = params.get("variables")
+    try:
+        variables = orjson.loads(raw) if raw else None
+    except orjson.JSONDecodeError:
+        return None
+    return _fields(
+        {
             "query": params.get("query"),
             "variables": variables,
             "operationName": params.get("operationName"),
             "extensions": params.get("extensions"),
         }
-    else:
-        return None
+    )
+
+
+def _fields(data: object) -> Payload | None:
     # Extensions (even malformed ones, which strawberry refuses) go the ordinary way.
     if not isinstance(data, dict) or data.get("extensions") not in (None, {}):
         return None

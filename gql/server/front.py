@@ -33,8 +33,11 @@ class Front:
         if kind == "lifespan":
             await self.app(scope, receive, send)
             return
-        started = time.perf_counter()
-        note = new_note(scope["path"], started)
+        await self.run(scope, receive, send, new_note(scope["path"], time.perf_counter()))
+
+    async def run(self, scope: Scope, receive: Receive, send: Send, note: RequestNote) -> None:
+        """`__call__` for a request whose note is made (the lean path's, which it declined)."""
+        kind = scope["type"]
         if kind == "http":
 
             async def sent(message: Message) -> None:
@@ -62,7 +65,7 @@ class Front:
                 note.status = 500  # what the server answers for it
             raise
         finally:
-            seconds = time.perf_counter() - started
+            seconds = time.perf_counter() - note.started
             write_line(note, seconds)
             if self.done is not None:
                 self.done(note, seconds)

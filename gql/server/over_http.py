@@ -27,7 +27,12 @@ HEADERS = {"cache-control": "no-store", "vary": "Authorization, Accept"}
 
 def media_type(request: Request) -> str:
     """The response media type the client asked for (the GraphQL one when it lists it)."""
-    return GRAPHQL_RESPONSE if GRAPHQL_RESPONSE in request.headers.get("accept", "") else JSON
+    return accepted(request.headers.get("accept", ""))
+
+
+def accepted(accept: str) -> str:
+    """The response media type for this Accept value (see `media_type`)."""
+    return GRAPHQL_RESPONSE if GRAPHQL_RESPONSE in accept else JSON
 
 
 class Answer(Response):
@@ -39,9 +44,12 @@ class Answer(Response):
         self.status_code = 200
         self.background = None
         self.body = body
-        self.raw_headers = SecuredHeaders(
-            [*_ANSWER_HEADERS[media], (b"content-length", b"%d" % len(body))]
-        )
+        self.raw_headers = answer_headers(body, media)
+
+
+def answer_headers(body: bytes, media: str) -> SecuredHeaders:
+    """The header lines of the compiled path's answer `body` in `media`."""
+    return SecuredHeaders([*_ANSWER_HEADERS[media], (b"content-length", b"%d" % len(body))])
 
 
 _ANSWER_HEADERS = {

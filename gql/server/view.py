@@ -141,7 +141,7 @@ class GraphQLView(GraphQL[Context, None]):
             async with asyncio.timeout(self.settings.request_timeout):
                 refusal = await self._refuse_caller(request)
         except TimeoutError:
-            refusal = self._stopped([])
+            refusal = self.stopped([])
         if refusal is not None:
             await refusal(scope, receive, send)
             return
@@ -155,10 +155,14 @@ class GraphQLView(GraphQL[Context, None]):
             self.request_adapter_class(request)
         ):
             return None  # GraphiQL's page needs no token; its requests do
+        if getattr(request.state, "session", None) is not None:
+            return None  # authorised by the lean path (gql.server.lean), which declined
         services: Services = request.state.services
-        caller = await authorize(
-            request.headers.get("authorization"), services, self.settings.anonymous_agent
-        )
+        caller: Caller | None = getattr(request.state, "caller", None)
+        if caller is None:
+            caller = await authorize(
+                request.headers.get("authorization"), services, self.settings.anonymous_agent
+            )
         if caller.agent is None:
             return _unauthenticated(caller.problem or "authentication required", caller.details)
         request.state.session = lsn.http_session(services, caller, request)
@@ -190,9 +194,9 @@ class GraphQLView(GraphQL[Context, None]):
             return None
         if not watch.stopped:
             return response
-        return self._stopped(completed)
+        return self.stopped(completed)
 
-    def _stopped(self, completed: list[str]) -> Response:
+    def stopped(self, completed: list[str]) -> Response:
         """The answer to a request stopped at its time limit, after `completed` writes."""
         seconds = self.settings.request_timeout
         if completed:
