@@ -34,6 +34,11 @@ def item_schema() -> dict[str, Any]:
                 "description": _ingest("adjusts"),
             },
             "idempotency_key": {"type": "string", "description": _ingest("idempotencyKey")},
+            "embedding": {
+                "type": "array",
+                "items": {"type": "number"},
+                "description": _ingest("embedding"),
+            },
         },
         "required": ["content"],
         "additionalProperties": False,
@@ -47,6 +52,7 @@ INGEST_KEYS = {
     "assign_lane": "lane",
     "adjusts": "adjusts",
     "idempotency_key": "idempotencyKey",
+    "embedding": "embedding",
 }
 
 

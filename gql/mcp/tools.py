@@ -75,6 +75,7 @@ class Tools:
         assign_lane: Annotated[str | None, described(_ingest("lane"))] = None,
         adjusts: Annotated[list[str] | None, described(_ingest("adjusts"))] = None,
         idempotency_key: Annotated[str | None, described(_ingest("idempotencyKey"))] = None,
+        embedding: Annotated[list[float] | None, described(_ingest("embedding"))] = None,
         records: Annotated[
             list[dict[str, Any]] | None,
             described(
@@ -101,6 +102,7 @@ class Tools:
                 "assign_lane": assign_lane,
                 "adjusts": adjusts,
                 "idempotency_key": idempotency_key,
+                "embedding": embedding,
             }
             data = await run(session, doc.INGEST, {"input": ingest_input(one)})
             return data["ingest"]

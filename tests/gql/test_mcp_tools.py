@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from store.ids import edge_property_id
+from store.kinds.record.vectors import availability
 from store.ledger.hashing import entry_hash
 from tests.conftest import GatewayFactory
 from tests.gql._api import unique
-from tests.gql._mcp import Connect, call, over_each, over_http
+from tests.gql._mcp import Connect, call, over_each, over_http, refused
 from tests.gql._policy_support import mint
 from tests.support import Gateway, sql
 
@@ -226,6 +227,70 @@ async def test_a_change_through_a_tool_and_through_graphql_leaves_the_same_trail
         for column in ("kind", "lane", "actor", "version_before", "version_after", "object_kind"):
             assert mine[column] == theirs[column], column
         assert _ids_out(mine["payload"], by_tool) == _ids_out(theirs["payload"], by_graphql)
+
+
+EMBEDDED = """
+lanes:
+  notes: { embedding: { dimensions: 3, model: m3 } }
+  plain: {}
+agents:
+  dev: { read: ["*"], write: ["*"] }
+"""
+
+
+async def test_e_ingest_takes_an_embedding_of_the_size_the_lane_declares(
+    start_gateway: GatewayFactory,
+) -> None:
+    gateway = await start_gateway(policy_yaml=EMBEDDED, anonymous_agent="dev")
+    async with sql(gateway.database_url) as conn:
+        off = await availability(conn)
+    both, label = unique("t:"), unique("org")
+    async with over_http(gateway) as s:
+        one_wrong = {"content": "x", "assign_lane": "notes", "embedding": [1.0, 0.0]}
+        many_wrong = {"records": [{"content": "x", "assign_lane": "notes", "embedding": [1] * 4}]}
+        for size, wrong in ((2, one_wrong), (4, many_wrong)):
+            told = await refused(s, "e_ingest", **wrong)
+            assert told["code"] == "BAD_USER_INPUT", told
+            assert (
+                f"a vector of {size} numbers does not fit lane 'notes': its policy declares "
+                "embeddings of 3 dimensions made by model 'm3'"
+            ) in told["error"]
+        told = await refused(s, "e_ingest", content="x", assign_lane="plain", embedding=[1, 0, 0])
+        assert "lane 'plain' declares no embedding" in told["error"]
+
+        one = await call(
+            s,
+            "e_ingest",
+            content="one",
+            properties=[both, f"{label}:Acme"],
+            assign_lane="notes",
+            embedding=[1, 0, 0],
+        )
+        item = {"content": "many", "assign_lane": "notes", "embedding": [0, 1, 0]}
+        [many] = (
+            await call(s, "e_ingest", records=[{**item, "properties": [both, f"{label}:ACME"]}])
+        )["records"]
+        # The near-duplicate warning rides on a write with a vector as on any other.
+        assert [w["similar_to"] for w in many["warnings"]] == [f"{label}:Acme"]
+        async with sql(gateway.database_url) as conn:
+            kept = await conn.fetch(
+                "SELECT object_id, state->'embedding' AS e FROM ledger WHERE kind = 'record' "
+                "AND object_id = ANY($1::text[])",
+                [one["id"], many["id"]],
+            )
+        assert {r["object_id"]: len(json.loads(r["e"])) for r in kept} == {
+            one["id"]: 3,
+            many["id"]: 3,
+        }
+        if off is not None:
+            told = await refused(s, "e_search", vector=[1, 0, 0])
+            assert told["code"] == "BAD_USER_INPUT" and "pgvector" in told["error"]
+            return
+        found = await call(s, "e_search", vector=[1, 0.1, 0], match=[both])
+        assert [(h["id"], h["vector_rank"]) for h in found["items"]] == [
+            (one["id"], 1),
+            (many["id"], 2),
+        ]
 
 
 def _ids_out(payload: str, record_id: str) -> str:
