@@ -115,7 +115,7 @@ class Row:
     metric: str
     gateway: float
     raw: float | None
-    ratio: float
+    ratio: float | None
     target: str
     passed: bool | None
     unit: str = ""
@@ -129,7 +129,6 @@ def table(rows: Sequence[Row], left: str = "gateway", right: str = "raw") -> str
         raw = "" if r.raw is None else f"{r.raw:12.1f}" if r.raw >= 100 else f"{r.raw:12.2f}"
         gw = f"{r.gateway:10.1f}" if r.gateway >= 100 else f"{r.gateway:10.2f}"
         verdict = "" if r.passed is None else ("PASS" if r.passed else "FAIL")
-        lines.append(
-            f"{r.metric:<{width}} {gw:>10} {raw:>12} {r.ratio:7.2f} {r.target:>8}  {verdict}"
-        )
+        ratio = "" if r.ratio is None else f"{r.ratio:7.2f}"
+        lines.append(f"{r.metric:<{width}} {gw:>10} {raw:>12} {ratio:>7} {r.target:>8}  {verdict}")
     return "\n".join(lines)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import re
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -15,13 +15,14 @@ from typing import Any
 
 import asyncpg
 
-from bench import floor
+from bench import bulk, floor
 from bench.capture import Recorder, Statement, Trace
 from bench.data import Generator, gather_pairs, sized_pairs
 from bench.http import Callers, LeanCaller, request_body
-from bench.measure import Progress, Rate, latencies, median, percentile, say, throughput
+from bench.measure import Rate, latencies, median, percentile, say, throughput
 from bench.raw import WriteTemplate, replay, run_unit
 from bench.server import BenchDatabase, GatewayProcess
+from store.kinds.record.commands import NewRecord
 
 INGEST = "mutation Ingest($input: IngestInput!) { ingest(input: $input) { id version createdAt } }"
 INGEST_MANY = "mutation IngestMany($inputs: [IngestInput!]!) { ingestMany(inputs: $inputs) { id } }"
@@ -126,41 +127,30 @@ def _short(value: Any) -> str:
 
 
 async def load(bench: Bench, target: int) -> dict[str, Any]:
-    """Ingest records through the gateway's ingestMany (the real write path) up to `target`
-    records in all (the write measurements of an earlier stage count too)."""
+    """Write records up to `target` in all (the write measurements of an earlier stage
+    count too) through the store's Ingest command from the bench process (`bench/bulk.py`):
+    the write path itself, without the HTTP and GraphQL a load does not measure."""
     todo = target - await count_records(bench)
     if todo <= 0:
         return {"records": 0, "seconds": 0.0}
     bench.sample_every = max(1, target // 20_000)
-    callers = bench.callers(bench.args.load_clients)
-    progress = Progress(todo, f"loading to {target:,}")
-    done = 0
-    left = todo
 
-    async def worker(n: int) -> None:
-        nonlocal done, left
-        caller = callers.items[n]
-        while left > 0:
-            size = min(MANY_BATCH, left)
-            left -= size
-            batch = bench.gen.records(size)
-            for i, record in enumerate(batch):
-                if (bench.gen.count - size + i) % bench.sample_every == 0:
-                    bench.samples.append(list(record["properties"]))  # type: ignore[call-overload]
-            await caller.call(INGEST_MANY, {"inputs": batch})
-            done += size
-            progress.update(done)
+    def make(n: int) -> list[NewRecord]:
+        batch = bench.gen.records(n)
+        for i, record in enumerate(batch):
+            if (bench.gen.count - n + i) % bench.sample_every == 0:
+                bench.samples.append(list(record["properties"]))  # type: ignore[call-overload]
+        return [NewRecord(str(r["content"]), tuple(r["properties"])) for r in batch]  # type: ignore[arg-type]
 
-    try:
-        await asyncio.gather(*(worker(n) for n in range(len(callers.items))))
-    finally:
-        await callers.close()
-    seconds = progress.finish(done)
+    started = time.monotonic()
+    async with bulk.executor(bench.db.url, bench.args.load_clients) as executor:
+        await bulk.ingest(executor, make, todo, bench.args.load_clients, f"loading to {target:,}")
+    seconds = time.monotonic() - started
     bench.loaded = target
     async with bench.pool.acquire() as conn:
         for table in ("records", "ledger", "edge_properties", "audit_events"):
             await conn.execute(f"VACUUM (ANALYZE) {table}")
-    return {"records": done, "seconds": seconds, "records_per_s": done / seconds}
+    return {"records": todo, "seconds": seconds, "records_per_s": todo / seconds}
 
 
 async def count_records(bench: Bench) -> int:

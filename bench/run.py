@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import edges, peer, phases, search
+from bench import edges, peer, phases, search, vectors
 from bench.capture import capture_gateway
 from bench.measure import Row, median, say, table
 from bench.phases import Bench
@@ -35,6 +35,8 @@ TARGET_SCALE = 2.0
 TARGET_FLAT = 1.5
 TARGET_AS_OF = 2.0
 TARGET_SEARCH = 1.3
+# Each vector query is also answered by an exact scan (its recall): fewer than the gathers'.
+VECTOR_QUERIES = 50
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -47,7 +49,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--clients", type=int, default=16, help="concurrent single-ingest clients")
     p.add_argument("--many-clients", type=int, default=4, help="concurrent ingestMany callers")
-    p.add_argument("--load-clients", type=int, default=4, help="ingestMany callers when loading")
+    p.add_argument(
+        "--load-clients", type=int, default=4, help="Ingest commands in flight when loading"
+    )
     p.add_argument("--duration", type=float, default=15.0, help="seconds per throughput round")
     p.add_argument("--rounds", type=int, default=3, help="alternating rounds per figure")
     p.add_argument("--queries", type=int, default=200, help="gather queries per round")
@@ -74,6 +78,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=int,
         default=2,
         help="also measure `edgeloom serve --workers N` against PostGraphile (0: only N=1)",
+    )
+    p.add_argument(
+        "--vectors",
+        type=int,
+        help="records of the vector rows, on a database of their own after the stages "
+        "(default: --records; 0 leaves them out)",
     )
     p.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = p.parse_args(argv)
@@ -125,6 +135,18 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             shutil.rmtree(log_dir, ignore_errors=True)
         else:
             say(f"kept: {db.url}; gateway logs in {log_dir}")
+    vector_records = args.records if args.vectors is None else args.vectors
+    if vector_records:
+        # After the stages' server is gone: one bench database at a time on the machine.
+        say(f"== vectors: {vector_records:,} records")
+        asked = argparse.Namespace(
+            records=vector_records,
+            queries=min(args.queries, VECTOR_QUERIES),
+            rounds=args.rounds,
+            clients=args.load_clients,
+            data_dir=None,
+        )
+        results["vectors"] = await vectors.measure(asked)
     results["rows"] = [r.__dict__ for r in rows(results)]
     return results
 
@@ -253,6 +275,8 @@ def rows(results: dict[str, Any]) -> list[Row]:
             )
         if s.get("peer"):
             out.extend(peer.rows(s["peer"], at, Row))
+    if "vectors" in results:
+        out.extend(vectors.rows(results["vectors"]))
     if len(stages) > 1:
         for name in stages[-1]["gather"]:
             if name not in stages[0]["gather"]:
@@ -271,6 +295,22 @@ def rows(results: dict[str, Any]) -> list[Row]:
                     gw,
                     f"<={target}",
                     gw <= target,
+                )
+            )
+        for name in stages[-1].get("search", {}):
+            if name not in stages[0].get("search", {}):
+                continue
+            first, last = stages[0]["search"][name], stages[-1]["search"][name]
+            gw = median(last["gateway_p50_ms"]) / median(first["gateway_p50_ms"])
+            raw = median(last["raw_p50_ms"]) / median(first["raw_p50_ms"])
+            out.append(
+                Row(
+                    f"search {name} p50 {stages[-1]['records']:,} / {stages[0]['records']:,}",
+                    gw,
+                    raw,
+                    gw,
+                    f"<={TARGET_SCALE}",
+                    gw <= TARGET_SCALE,
                 )
             )
     return out

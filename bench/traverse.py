@@ -5,14 +5,14 @@
 
 Loads Zipf records (`bench/data.py`; with `--shape crm`, the CRM shape: an org of 300
 with Zipf weights, a topic of 60, a person of 5,000) through the real write path (the
-executor's Ingest command, 500 records per command), connects one record in a hundred
-to an earlier one (Connect commands), then times `traverse(depth 2)` from random starts
-(alone, followed by its records read by id, as the gateway's ordinary path reads them,
-and through `edgeloom serve` over HTTP, as an agent asks it) and `labels`
-(the per-label counts the write path keeps), twice: right after the load, before
-PostgreSQL has any statistics of the new rows (autovacuum and the write path's own
-analyze are kept off for the load, as a reader meets the tables before either has
-run), and again after ANALYZE. With --million it loads on to 1,000,000 records and
+executor's Ingest command, `bench/bulk.py`: 1,000 records a command, the most one takes),
+connects one record in a hundred to an earlier one (Connect commands), then times
+`traverse(depth 2)` from random starts (alone, followed by its records read by id, as the
+gateway's ordinary path reads them, and through `edgeloom serve` over HTTP, as an agent
+asks it) and `labels` (the per-label counts the write path keeps), twice: right after the
+load, before PostgreSQL has any statistics of the new rows (autovacuum and the write path's
+own analyze are kept off for the load, as a reader meets the tables before either has run),
+and again after ANALYZE. With --million it loads on to 1,000,000 records and
 measures again. Figures go to stdout.
 """
 
@@ -31,6 +31,7 @@ from typing import Any
 
 import httpx
 
+from bench import bulk
 from bench.data import CrmGenerator, Generator
 from bench.http import LeanCaller
 from bench.measure import say
@@ -41,13 +42,11 @@ from store.kinds.policy.commands import ApplyPolicy
 from store.kinds.policy.in_force import PolicyCache
 from store.kinds.record import labels, queries, traverse
 from store.kinds.record.asserted_commands import Connect
-from store.kinds.record.commands import Ingest, NewRecord
+from store.kinds.record.commands import NewRecord
 from store.ledger.executor import Executor
 from store.operations.migrate import migrate
 from store.pool import Pool, create_pool
 
-AGENT = "dev"
-BATCH = 500
 # The write path's own analyze, off for the load: the first figures are those of tables
 # no one has analyzed yet.
 NEVER = 1 << 62
@@ -64,29 +63,22 @@ async def load(
     """Ingest until `upto` records exist, then connect one new record in a hundred."""
     rng = random.Random(len(ids))
     started, first_new = time.perf_counter(), len(ids)
-    lock = asyncio.Lock()
 
-    async def worker() -> None:
-        while True:
-            async with lock:
-                n = min(BATCH, upto - len(ids))
-                if len(ids) >= upto or n <= 0:
-                    return
-                batch = [
-                    NewRecord(str(r["content"]), tuple(r["properties"])) for r in gen.records(n)
-                ]  # type: ignore[arg-type]
-                ids.extend([""] * n)  # reserve places so workers stop at `upto`
-                at = len(ids) - n
-            made = await executor.execute(AGENT, Ingest(tuple(batch)))
-            ids[at : at + n] = [r.id for r in made]
-            if (at // BATCH) % 20 == 0:
-                say(f"  {len(ids):,} records, {time.perf_counter() - started:.0f}s")
+    def make(n: int) -> list[NewRecord]:
+        return [NewRecord(str(r["content"]), tuple(r["properties"])) for r in gen.records(n)]  # type: ignore[arg-type]
 
-    await asyncio.gather(*(worker() for _ in range(workers)))
-    for index in range(first_new, len(ids), 100):
-        other = ids[rng.randrange(0, index)] if index else ids[1]
-        if other != ids[index]:
-            await executor.execute(AGENT, Connect(ids[index], other, "bench"))
+    ids.extend(await bulk.ingest(executor, make, upto - len(ids), workers))
+    pairs = [
+        (ids[index], ids[rng.randrange(0, index)] if index else ids[1])
+        for index in range(first_new, len(ids), 100)
+    ]
+
+    async def connect(share: list[tuple[str, str]]) -> None:
+        for one, other in share:
+            if one != other:
+                await executor.execute(bulk.AGENT, Connect(one, other, "bench"))
+
+    await asyncio.gather(*(connect(pairs[n::workers]) for n in range(workers)))
     say(f"loaded to {len(ids):,} records in {time.perf_counter() - started:.0f}s")
 
 
@@ -222,7 +214,7 @@ async def main(argv: list[str] | None = None) -> None:
         await migrate(engine)
         cache = PolicyCache.empty()
         executor = Executor(pool, cache, analyze_after=NEVER)
-        await executor.execute(AGENT, ApplyPolicy(DEV_POLICY_YAML, "bench", None, cache))
+        await executor.execute(bulk.AGENT, ApplyPolicy(DEV_POLICY_YAML, "bench", None, cache))
         gen = CrmGenerator() if args.shape == "crm" else Generator()
         ids: list[str] = []
         async with pool.acquire() as conn:
