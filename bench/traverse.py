@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import random
 import statistics
 import tempfile
@@ -46,6 +47,7 @@ from store.kinds.record.commands import NewRecord
 from store.ledger.executor import Executor
 from store.operations.migrate import migrate
 from store.pool import Pool, create_pool
+from store.reads.statements import Statement
 
 # The write path's own analyze, off for the load: the first figures are those of tables
 # no one has analyzed yet.
@@ -128,6 +130,43 @@ async def over_http(gateway: GatewayProcess, chosen: list[str], ids: list[str], 
     print(f"  records listed per walk: median {statistics.median(shown):.0f}; {routes[:2]}")
 
 
+def _hop(frontier: list[str]) -> tuple[Statement, list[Any]]:
+    """The hop statement from `frontier`, and its arguments."""
+    statement = traverse.hop_statement(False)
+    values = {
+        "frontier": frontier,
+        "lanes": ["default"],
+        "hub": traverse.HUB_MEMBERS,
+        "seen": frontier,
+        "room": 100,
+        "budget": traverse.COUNT_BUDGET,
+    }
+    return statement, statement.args(values)
+
+
+async def untouched_hop(conn: Any, frontier: list[str]) -> None:
+    """A hop from records no walk has read yet, with what it read: the first read of a
+    page after a bulk load may set its rows' hint bits (pages dirtied), and an index-only
+    scan visits the heap until VACUUM has set the visibility map (heap fetches)."""
+    statement, args = _hop(frontier)
+    explain = "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement.text
+    found = await conn.fetchval(explain, *args)  # the store's pool decodes JSON itself
+    [top] = json.loads(found) if isinstance(found, str) else found
+    plan, fetches, todo = top["Plan"], 0, [top["Plan"]]
+    while todo:
+        node = todo.pop()
+        fetches += node.get("Heap Fetches", 0)
+        todo.extend(node.get("Plans", []))
+    blocks = ", ".join(
+        f"{what.lower()} {plan[f'Shared {what} Blocks']:,}"
+        for what in ("Hit", "Read", "Dirtied", "Written")
+    )
+    print(
+        f"  a hop from 50 records no walk has read: {top['Execution Time']:.1f} ms; "
+        f"shared blocks {blocks}; heap fetches of index-only scans {fetches:,}"
+    )
+
+
 async def measure(
     pool: Pool, ids: list[str], starts: int, state: str, gateway: GatewayProcess | None
 ) -> None:
@@ -137,6 +176,8 @@ async def measure(
     lanes = ["default"]
     # The store's reads take an asyncpg connection (a `Reader`), as the gateway gives them.
     print(f"-- {state}")
+    async with pool.acquire() as conn:
+        await untouched_hop(conn, random.Random(len(state)).sample(ids, 50))
     # Over HTTP first, on pages the store's figures have not read yet, and again last.
     if gateway is not None:
         await over_http(gateway, chosen, ids, "first")
@@ -173,19 +214,8 @@ async def measure(
         )
         unfolded = await conn.fetchval("SELECT count(*) FROM label_deltas")
         print(f"  unfolded label deltas at the time: {unfolded}")
-        statement = traverse.hop_statement(False)
-        args = statement.args(
-            {
-                "frontier": chosen[:50],
-                "lanes": lanes,
-                "hub": traverse.HUB_MEMBERS,
-                "seen": chosen[:50],
-                "room": 100,
-                "budget": traverse.COUNT_BUDGET,
-            }
-        )
-        hop = statement.text
-        lines = [row[0] for row in await conn.fetch("EXPLAIN " + hop, *args)]
+        statement, args = _hop(chosen[:50])
+        lines = [row[0] for row in await conn.fetch("EXPLAIN " + statement.text, *args)]
         scans = sorted({ln.strip().split(" on ")[0].lstrip("-> ") for ln in lines if " on " in ln})
         print(f"  hop plan scans: {scans}")
     if gateway is not None:
