@@ -245,9 +245,10 @@ def compiled(trace: Trace) -> bool:
     return len(statements) == 1 and "json_build_object" in statements[0].sql
 
 
-async def raw_phase(bench: Bench, per_read: int = 200) -> dict[str, Any]:
-    """Each read one call at a time on the gateway and as its recorded SQL on asyncpg;
-    every call must have run on the compiled path."""
+async def raw_phase(bench: Bench) -> dict[str, Any]:
+    """Each read one call at a time on the gateway and as its recorded SQL on asyncpg
+    (`--queries` calls of each); every call must have run on the compiled path."""
+    per_read = bench.args.queries
     variables = await pools(bench)
     out: dict[str, Any] = {}
     callers = bench.callers(1)

@@ -57,6 +57,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--queries", type=int, default=200, help="gather queries per round")
     p.add_argument("--page", type=int, default=20, help="gather page size (first)")
     p.add_argument(
+        "--edges", type=int, default=edges.EDGES, help="typed edges to load (at most one a record)"
+    )
+    p.add_argument(
         "--client",
         choices=["lean", "httpx"],
         default="lean",
@@ -157,7 +160,7 @@ async def stage(bench: Bench, size: int) -> dict[str, Any]:
     out["load"] = await phases.load(bench, size)
     if out["load"]["records"]:
         say(f"loaded {out['load']['records']:,} records at {out['load']['records_per_s']:,.0f}/s")
-    out["edges_load"] = await edges.load_edges(bench)
+    out["edges_load"] = await edges.load_edges(bench, bench.args.edges)
     out["records"] = await phases.count_records(bench)
     out["gather"] = await phases.gather_phase(bench)
     out["edges"] = await edges.raw_phase(bench)

@@ -64,7 +64,7 @@ def test_bench_run_on_a_tiny_load(server: str, tmp_path: Path) -> None:
         "bench.run",
         *("--records", "1000", "--duration", "1", "--rounds", "1", "--queries", "10"),
         *("--clients", "2", "--many-clients", "1", "--load-clients", "1", "--skip-peer"),
-        *("--vectors", "300", "--json", str(out)),
+        *("--edges", "200", "--vectors", "300", "--json", str(out)),
         server=server,
     )
     assert "gather zipf INTERSECT p50" in stdout
@@ -86,7 +86,7 @@ def test_bench_run_on_a_tiny_load(server: str, tmp_path: Path) -> None:
     assert min(largest["gateway_p50_ms"]) > 0 and min(largest["raw_p50_ms"]) > 0
     # Typed edges through upsertEdge, some retired, some contradictions left unresolved.
     loaded = stage["edges_load"]
-    assert loaded["edges"] >= 900 and loaded["retired"] > 0
+    assert loaded["edges"] >= 180 and loaded["retired"] > 0
     assert loaded["contradicts"] > loaded["resolved"] > 0
     for read in stage["edges"].values():
         # Every call ran on the compiled path (the run fails otherwise), against raw.
@@ -188,9 +188,10 @@ def test_bench_ab_of_this_build_against_its_own_commit() -> None:
     stdout = _bench(
         "bench.ab",
         *("--base", "HEAD", "--rounds", "1", "--seconds", "3"),
-        *("--workloads", "ingest,ingestMany"),
+        # Every workload is driven by the same code; the batched one is the slowest to answer.
+        *("--workloads", "ingestMany"),
     )
-    for workload in ("ingest", "ingestMany"):
+    for workload in ("ingestMany",):
         medians = [
             line
             for line in stdout.splitlines()
