@@ -54,7 +54,7 @@ CTES = (
                           recorded_from, recorded_to, words)
   SELECT x.record_id, x.from_version, x.lane, x.source_type, x.recorded_from,
          x.recorded_to, to_tsvector(coalesce(s.config, 'simple')::regconfig, x.content)
-  FROM {rows} LEFT JOIN search_languages s ON s.lane = x.lane""",
+  FROM {rows} LEFT JOIN search_languages s USING (lane)""",
         (
             ("record_id", "text"),
             ("from_version", "int"),
