@@ -133,6 +133,9 @@ async def write_recent_past(gateway: Gateway) -> tuple[str, list[str]]:
     return focus["id"], [edge["id"] for edge in typed]
 
 
+@pytest.mark.over10s(
+    "a real Chromium: over 200 events written, the page at two window sizes, each screenshotted"
+)
 async def test_opened_plainly_it_shows_the_recent_past_readably(
     start_gateway: GatewayFactory,
 ) -> None:

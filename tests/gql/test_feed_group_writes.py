@@ -20,8 +20,26 @@ from tests.gql._api import INGEST_MANY, ingest, unique
 from tests.gql._feed import PROTOCOL, TIMEOUT
 from tests.support import Gateway
 
+PROBE_S = 1.0
+
 DOCUMENT = "subscription { auditEvents { id cursor kind recordId lane actor at payload } }"
 MEMBERS = 4
+
+
+async def live(gateway: Gateway, properties: list[str], sockets: list[ClientConnection]) -> None:
+    """Probes until every socket gets one: a subscription is live some moments after its
+    subscribe, and a probe written before then never comes. A missed probe costs PROBE_S,
+    not TIMEOUT (cancelling recv loses nothing; a probe that comes late is read before
+    the next one, in the feed's order)."""
+    for _ in range(40):
+        probe = await ingest(gateway, "probe", properties)
+        reads = (texts_until(ws, probe["id"]) for ws in sockets)
+        try:
+            await asyncio.wait_for(asyncio.gather(*reads), PROBE_S)
+            return
+        except TimeoutError:
+            continue
+    raise AssertionError("a socket never got a probe")
 
 
 @asynccontextmanager
@@ -64,14 +82,7 @@ async def members_of_both(
             for gateway in (grouped, plain)
             for _ in range(MEMBERS)
         ]
-        # Live on every socket: a probe each reaches (subscribing takes a moment).
-        for _ in range(40):
-            probe = await ingest(grouped, "probe", [topic])
-            try:
-                await asyncio.gather(*(texts_until(ws, probe["id"]) for ws in sockets))
-                break
-            except TimeoutError:
-                continue
+        await live(grouped, [topic], sockets)
         yield grouped, plain, sockets
 
 
@@ -139,13 +150,7 @@ async def test_groups_following_other_records_render_alike(
                 payload = {"query": FOLLOW, "variables": {"m": [topic]}}
                 await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": payload}))
                 sockets[(name, topic)] = ws
-        for _ in range(40):
-            probe = await ingest(shared, "probe", [a, b])
-            try:
-                await asyncio.gather(*(texts_until(ws, probe["id"]) for ws in sockets.values()))
-                break
-            except TimeoutError:
-                continue
+        await live(shared, [a, b], list(sockets.values()))
         many = await shared.data(
             INGEST_MANY,
             {

@@ -101,6 +101,9 @@ async def test_a_slow_subscriber_is_closed_and_resumes_without_loss(
             max_queue=1,
             max_size=None,
             compression=None,
+            # Its paused reading holds the gateway's close frame behind what it never read:
+            # the close waits out close_timeout (10 s by default) then drops the socket.
+            close_timeout=0.5,
         ) as slow,
     ):
         await slow.send(json.dumps({"type": "connection_init", "payload": {}}))
