@@ -119,7 +119,13 @@ async def test_a_revoked_token_ends_its_subscriptions_on_every_replica_at_once(
                     await tokens.revoke(engine, revoked.id)
                     revoked_at = time.monotonic()
                     await asyncio.wait([on_a.closed, on_b.closed], timeout=3)
-                    await asyncio.sleep(0.3)  # and writes go on a while longer
+                    # Writes go on until some were sent well after the revoke: on a loaded
+                    # machine a write takes long enough that a fixed pause may see too few.
+                    deadline = time.monotonic() + 5
+                    while time.monotonic() < deadline and (
+                        sum(at > revoked_at + 0.1 for at in sent.values()) < 5
+                    ):
+                        await asyncio.sleep(0.05)
                 finally:
                     writing = False
                     await writes
