@@ -100,8 +100,9 @@ def list_sql(p: Params, shape: Shape) -> PageSql:
         if name in NOTE_ENDS:
             # A note's edges to and from what is outside it: its own and its parts'.
             end, other = NOTE_ENDS[name]
-            note = note_of(p(name), lanes, at)
-            where.append(f"g.{end} IN {note} AND g.{other} NOT IN {note}")
+            # An array built once for the statement, which probes `end`'s index.
+            note = f"ARRAY{note_of(p(name), lanes, at)}"
+            where.append(f"g.{end} = ANY({note}) AND g.{other} <> ALL({note})")
         else:
             where.append(f"g.{name} = {p(name)}")
     keyed = ""
