@@ -29,7 +29,6 @@ from store.kinds.record.queries import (
     records_sql,
 )
 from store.kinds.record.resolve import (
-    alive_sql,
     candidates_sql,
     named_sql,
     readable_sql,
@@ -207,12 +206,6 @@ class Compiler:
         # The newest version written by as_of (none: the record did not exist yet).
         return version_at_sql(r, as_of), cols
 
-    @staticmethod
-    def alive(r: str, as_of: str | None) -> str:
-        """SQL to append to a read of `records {r}` joined by `record_source`: the version
-        read at as_of is no tombstone (`alive_sql`)."""
-        return alive_sql(r, as_of)
-
     def record_retired(self, sel: Sel, row: RecordRow) -> str:
         # A read shows no retired record (the rule, in every read above): only a write's
         # answer has a retirement, and writes other than ingest are not compiled.
@@ -335,9 +328,8 @@ class Compiler:
             WHERE CASE WHEN {a}.active THEN m.left_at IS NULL ELSE m.left_at = {a}.ended_at END
             GROUP BY m.record_id"""
         return f"""(SELECT coalesce(json_agg({body} ORDER BY {r}c.n), '[]'::json)
-            FROM ({chosen}) {r}c JOIN records {r} ON {r}.id = {r}c.record_id
-              AND {RULE.record(r, self.lanes(), edge.as_of)} {lateral}
-            WHERE true{self.alive(r, edge.as_of)})"""
+            FROM ({chosen}) {r}c JOIN records {r} ON {r}.id = {r}c.record_id {lateral}
+            WHERE {readable_sql(r, self.lanes(), edge.as_of)})"""
 
     def history(self, sel: Sel, edge: AssertedRow) -> str:
         """SQL: each interval's joining and (if it ended) leaving, oldest first; at one
@@ -396,9 +388,8 @@ class Compiler:
         # tells whether there is a next page.
         return f"""coalesce((SELECT json_agg({body} ORDER BY {s}i.n)
             FROM (SELECT * FROM {s} WHERE {s}.n <= {size}) {s}i
-            JOIN records {r}
-              ON {r}.id = {s}i.id AND {RULE.record(r, self.lanes(), row.record.as_of)}
-            {row.lateral} WHERE true{self.alive(r, row.record.as_of)}), '[]'::json)"""
+            JOIN records {r} ON {r}.id = {s}i.id
+            {row.lateral} WHERE {readable_sql(r, self.lanes(), row.record.as_of)}), '[]'::json)"""
 
     def page_info(self, sel: Sel, row: PageRow) -> str:
         return self.fields(sel.children, row)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from store.kinds.edge.model import conflict_sql
 from store.kinds.edge.reads import FILTERS, conflicts_sql, list_sql
+from store.kinds.record.resolve import readable_sql
 from store.reads.compiled_sql import Compiler, EdgeRow, PageRow, RecordRow, Sel, SiteParams
 from store.reads.json_sql import Build, iso
 from store.reads.shape import Shape
@@ -128,8 +129,7 @@ def _record(compiler: Compiler, sel: Sel, ident: str, as_of: str | None) -> str:
     lateral, cols = compiler.record_source(r, as_of)
     return (
         f"(SELECT {compiler.fields(sel.children, RecordRow(cols, as_of))} FROM records {r} "
-        f"{lateral} WHERE {r}.id = {ident} AND {RULE.record(r, compiler.lanes(), as_of)}"
-        f"{compiler.alive(r, as_of)})"
+        f"{lateral} WHERE {r}.id = {ident} AND {readable_sql(r, compiler.lanes(), as_of)})"
     )
 
 

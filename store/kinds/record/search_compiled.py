@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from store.kinds.record.resolve import readable_sql
 from store.kinds.record.search import COUNT_BUDGET, SearchShape, hits_sql, search_sql
 from store.reads.compiled_sql import Compiler, PageRow, RecordRow, Sel, SiteParams
 from store.reads.json_sql import float_json, iso
 from store.reads.shape import Shape
 from store.reads.statements import PageSql
-from store.reads.visibility import RULE
 
 SOURCE_TYPES = "source_types"
 TEXT = "text"
@@ -71,8 +71,8 @@ def search_items(compiler: Compiler, sel: Sel, row: PageRow) -> str:
     body = compiler.fields(sel.children, HitRow(i, row.record))
     return f"""coalesce((SELECT json_agg({body} ORDER BY {i}.n)
         FROM (SELECT * FROM {s} WHERE {s}.n <= {row.size}) {i}
-        JOIN records {r} ON {r}.id = {i}.id AND {RULE.record(r, compiler.lanes(), row.as_of)}
-        {row.lateral} WHERE true{compiler.alive(r, row.as_of)}), '[]'::json)"""
+        JOIN records {r} ON {r}.id = {i}.id
+        {row.lateral} WHERE {readable_sql(r, compiler.lanes(), row.as_of)}), '[]'::json)"""
 
 
 def search_total(compiler: Compiler, sel: Sel, row: PageRow) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from store.kinds.edge.reads import edge_source
+from store.kinds.record.resolve import readable_sql
 from store.kinds.record.traverse import Linked, Traversal, walk_from
 from store.reads.compiled_sql import Compiler, EdgeRow, RecordRow, Sel, SiteParams
 from store.reads.json_sql import Build
@@ -98,8 +99,7 @@ def walk_items(compiler: Compiler, sel: Sel, row: WalkRow) -> str:
     return f"""coalesce((SELECT json_agg({body} ORDER BY {t}.n)
         FROM unnest({steps}) WITH ORDINALITY AS {t}(id, hop, via, edge_id, n)
         CROSS JOIN LATERAL (SELECT * FROM records WHERE id = {t}.id OFFSET 0) {r}
-        {lateral} WHERE {RULE.record(r, compiler.lanes(), row.as_of)}
-        {compiler.alive(r, row.as_of)}), '[]'::json)"""
+        {lateral} WHERE {readable_sql(r, compiler.lanes(), row.as_of)}), '[]'::json)"""
 
 
 def step_record(compiler: Compiler, sel: Sel, row: StepRow) -> str:
