@@ -108,7 +108,6 @@ class GatewayApp:
                 settings.anonymous_agent,
                 settings.request_timeout,
                 lambda: view.stopped([]),
-                metrics.request_done,
             )
         )
 

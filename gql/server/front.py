@@ -65,7 +65,11 @@ class Front:
                 note.status = 500  # what the server answers for it
             raise
         finally:
-            seconds = time.perf_counter() - note.started
-            write_line(note, seconds)
-            if self.done is not None:
-                self.done(note, seconds)
+            self.end(note)
+
+    def end(self, note: RequestNote) -> None:
+        """A request answered (or given up): its log line and metrics."""
+        seconds = time.perf_counter() - note.started
+        write_line(note, seconds)
+        if self.done is not None:
+            self.done(note, seconds)

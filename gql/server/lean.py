@@ -21,11 +21,11 @@ from starlette.types import Message, Receive, Scope, Send
 from gql.api.auth import authorize
 from gql.api.compiled_writes import Write
 from gql.api.limits import RequestLimitError
-from gql.api.observe import RequestNote, new_note, write_line
+from gql.api.observe import RequestNote, new_note
 from gql.api.session import Services, Session
 from gql.server.client_watch import ClientWatch
 from gql.server.compiled_endpoint import DECLINED, CompiledPath, Payload, get_payload, post_payload
-from gql.server.front import Done, Front
+from gql.server.front import Front
 from gql.server.headers import with_security_headers
 from gql.server.hosts import Hosts
 from gql.server.over_http import accepted, answer_headers
@@ -47,7 +47,6 @@ class Lean:
         anonymous_agent: str | None,
         request_timeout: float,
         stopped: Callable[[], Response],
-        done: Done | None,
     ) -> None:
         self.compiled = compiled
         self.front = front
@@ -55,7 +54,6 @@ class Lean:
         self.anonymous_agent = anonymous_agent
         self.request_timeout = request_timeout
         self.stopped = stopped
-        self.done = done
         self.answered = 0  # for the tests
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -89,7 +87,7 @@ class Lean:
             while True:
                 message = await receive()
                 if message["type"] != "http.request":  # the client left
-                    self._end(note)
+                    self.front.end(note)
                     return
                 body += message.get("body", b"")
                 if not message.get("more_body", False):
@@ -99,10 +97,10 @@ class Lean:
         except BaseException:
             if not note.status:
                 note.status = 500
-            self._end(note)
+            self.front.end(note)
             raise
         if answered:
-            self._end(note)
+            self.front.end(note)
         else:
             read = _replay(body, receive) if scope["method"] == "POST" else receive
             await self.front.run(scope, read, send, note)
@@ -182,12 +180,6 @@ class Lean:
             state[DECLINED] = True
             return None
         return answer.encode() if isinstance(answer, str) else answer
-
-    def _end(self, note: RequestNote) -> None:
-        seconds = time.perf_counter() - note.started
-        write_line(note, seconds)
-        if self.done is not None:
-            self.done(note, seconds)
 
 
 def _text(value: bytes | None) -> str | None:
