@@ -179,6 +179,9 @@ def test_bench_replicas_on_a_tiny_load() -> None:
     assert "reads served by the standby          100%" in stdout, stdout
 
 
+@pytest.mark.over10s(
+    "bench.ab end to end: a worktree of the base commit, three gateways, wrk on each"
+)
 def test_bench_ab_of_this_build_against_its_own_commit() -> None:
     """`bench.ab` drives each build with wrk (Debian's; .ci/run installs it and requires it)."""
     if shutil.which("wrk") is None:

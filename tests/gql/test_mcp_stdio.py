@@ -135,6 +135,7 @@ async def _printed(database_url: str, url: str) -> dict[str, Any]:
     return servers
 
 
+@pytest.mark.over10s("the printed MCP stdio command started as a process, for two gateways")
 async def test_print_config_works_as_printed_in_development_mode(
     gateway: Gateway, crm: Gateway
 ) -> None:

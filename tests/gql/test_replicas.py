@@ -75,6 +75,7 @@ def settings(pair: Pair) -> Settings:
     )
 
 
+@pytest.mark.over10s("a streaming standby made by pg_basebackup, started and stopped")
 async def test_reads_follow_the_standby_and_fall_back_to_the_primary() -> None:
     with replica_pair() as pair:
         async with run_gateway(settings(pair)) as gateway:

@@ -454,6 +454,7 @@ async def test_a_gateway_starts_while_a_killed_server_is_still_a_zombie(tmp_path
             zombie.wait()
 
 
+@pytest.mark.over10s("edgeloom serve --workers 2: a supervisor, two worker processes, each serving")
 async def test_serve_with_workers_sums_metrics_and_logs_each_request(
     databases: Databases, tmp_path: Path
 ) -> None:

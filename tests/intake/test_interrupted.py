@@ -84,6 +84,7 @@ async def whole_files(url: str) -> Counter[str]:
     return paths
 
 
+@pytest.mark.over10s("two intake processes a run: one interrupted midway, one completing it")
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
 async def test_an_interrupted_run_leaves_whole_files_and_the_next_completes_it(
     start_gateway: GatewayFactory, tmp_path: Path, how: signal.Signals

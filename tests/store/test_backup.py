@@ -110,6 +110,7 @@ async def answers(gateway: Gateway, records: list[dict[str, Any]]) -> dict[str, 
     return seen
 
 
+@pytest.mark.over10s("edgeloom export and import as processes, and verify of the rebuilt memory")
 async def test_export_then_import_rebuilds_the_same_memory(
     databases: Databases, tmp_path: Path
 ) -> None:
