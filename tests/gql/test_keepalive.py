@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gql.server.keepalive import TICK, Deadline, ticks
+from gql.server.keepalive import TICK, Deadline, Ticks, ticks
 from tests.support import server_thread
 
 INTERVAL = 1.0  # seconds between pings, and to answer one
@@ -169,7 +169,8 @@ async def test_a_failing_deadline_stops_no_other() -> None:
     def fail() -> None:
         raise OSError("gone")
 
-    due = ticks(loop)
+    # Its own, not the loop's: the suite's other gateways on this loop hold theirs.
+    due = Ticks(loop)
     due.call_later(0, lambda: ran.append("before"))
     due.call_later(0, fail)
     due.call_later(0, lambda: ran.append("after"))
@@ -190,7 +191,7 @@ async def test_a_deadline_sooner_than_every_other_is_not_held_back_by_them() -> 
     """A pong's deadline (`ws_ping_timeout`) may be due before every ping held: the one
     timer is moved up to it rather than left at the later tick."""
     loop = asyncio.get_running_loop()
-    due = ticks(loop)
+    due = Ticks(loop)
     ran: list[tuple[str, float]] = []
     started = loop.time()
     later = due.call_later(4 * TICK, lambda: ran.append(("later", loop.time())))
