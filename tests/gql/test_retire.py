@@ -87,6 +87,7 @@ async def test_a_retired_record_is_absent_now_present_before_and_restored(
     assert retired["id"] == gone and retired["version"] == 3
     assert retired["retired"]["actor"] == "writer" and retired["retired"]["reason"] == "wrong"
     assert retired["content"] == "to forget"
+    while_retired = now()
 
     # Every current read leaves it out, as if it had never been written.
     after = await gateway.data(READS, variables, writer)
@@ -139,6 +140,18 @@ async def test_a_retired_record_is_absent_now_present_before_and_restored(
     assert {r["id"] for r in back["one"]["groups"][0]["records"]} == {kept, gone, third}
     again = await gateway.error(RESTORE_RECORD, {"id": gone}, writer)
     assert again["extensions"]["code"] == "CONFLICT" and "not retired" in again["message"]
+    # Restored now, it was retired then: a read as of then still leaves it out.
+    was = await gateway.error(RECORD, {"id": gone, "asOf": while_retired}, writer)
+    assert was["extensions"]["code"] == "NOT_FOUND", was
+    assert was["extensions"]["retired"] == retired["retired"]
+    groups = (
+        "query($id: ID!, $at: DateTime) { record(id: $id, asOf: $at) "
+        "{ groups { records { id } } } }"
+    )
+    [then] = (await gateway.data(groups, {"id": kept, "at": while_retired}, writer))["record"][
+        "groups"
+    ]
+    assert {r["id"] for r in then["records"]} == {kept, third}
 
     events = await gateway.data(AUDIT, {"recordId": gone}, writer)
     kinds = [(e["kind"], e["payload"]) for e in events["audit"]["items"]]
