@@ -459,7 +459,8 @@ record_tags = Table(
 # Projection: the words of each interval in which a live record's content, lane and
 # source type stayed the same (store.kinds.record.words), as a `tsvector` in the lane's
 # text-search language, with the interval's transaction time. Search reads the current
-# rows from the partial GIN index and the rows held at an earlier instant from the whole.
+# rows from the partial GIN index and the rows held at an earlier instant from the whole;
+# past its count budget, a search reads each lane's rows newest first from the btree.
 record_words = Table(
     "record_words",
     metadata,
@@ -477,6 +478,7 @@ record_words = Table(
         postgresql_where=text("recorded_to IS NULL"),
     ),
     Index("ix_record_words_words", "words", postgresql_using="gin"),
+    Index("ix_record_words_newest", "lane", "recorded_from", "record_id"),
 )
 
 # Projection: the vector of each interval in which a live record's vector, lane and
