@@ -257,6 +257,36 @@ async def test_past_the_budget_the_count_is_a_lower_bound(
     assert (exact.total_count, exact.total_exact) == (3, True)
 
 
+async def test_past_the_budget_hybrid_fuses_the_newest_matches(
+    gateway: Gateway, conn: Connection, on: None
+) -> None:
+    tag, word = f"t:{unique()}", unique("n")
+    written = [
+        await ingest(gateway, f"{word} " * (4 - n), [tag], lane="notes", embedding=[1, n, 0, 0])
+        for n in range(2)
+    ]
+    written += [await ingest(gateway, f"{word} " * (2 - n), [tag], lane="notes") for n in range(2)]
+    was = store_search.COUNT_BUDGET, store_search.RANK_BUDGET
+    store_search.COUNT_BUDGET, store_search.RANK_BUDGET = 3, 1
+    store_search._statement.cache_clear()
+    try:
+        page = await find(conn, [1, 0, 0, 0], text=word, match=[tag])
+    finally:
+        store_search.COUNT_BUDGET, store_search.RANK_BUDGET = was
+        store_search._statement.cache_clear()
+    # Three hits fused, but counted by the text's four matches, of which the newest alone
+    # is ranked: the best match, the oldest, is in the vector list only.
+    assert (page.total_count, page.total_exact) == (3, False)
+    by_id = {h.id: h for h in page.items}
+    assert set(by_id) == {written[0]["id"], written[1]["id"], written[3]["id"]}
+    assert [by_id[r["id"]].text_rank for r in (written[0], written[1], written[3])] == [
+        None,
+        None,
+        1,
+    ]
+    assert [by_id[r["id"]].vector_rank for r in written[:2]] == [1, 2]
+
+
 async def test_vector_search_is_refused_with_the_reason_where_off(
     gateway: Gateway, conn: Connection, off: str | None
 ) -> None:
