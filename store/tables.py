@@ -120,6 +120,9 @@ records = Table(
     ),
     # Counting a lane's records reads this one: the lane alone deduplicates to a tenth.
     Index("ix_records_lane", "lane", postgresql_where=text("retired_at IS NULL")),
+    # The retired records' ids: a typed edge is shown only while neither end is one, a
+    # probe every edge read makes for each end (migration 0025).
+    Index("ix_records_retired", "id", postgresql_where=text("retired_at IS NOT NULL")),
     # A record's names (title metadata, aliases): records(named:) (migration 0022).
     Index(
         "ix_records_names",

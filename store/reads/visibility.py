@@ -224,14 +224,19 @@ class Rule:
         """SQL: neither record the edge joins is retired (now, or at `at`): an edge to a
         forgotten record is gone from every read, whatever its own validity. Retiring a
         record retires its live edges, but one already retired with a later `invalidAt`
-        keeps that time, so its validity alone would still show it."""
+        keeps that time, so its validity alone would still show it.
+
+        Now, each end is its own equality against the retired records (an index of
+        their ids alone, `ix_records_retired`): probed, or hashed once when there are few,
+        never two primary key lookups and heap fetches an edge."""
         if self.retired is None:
             return "true"
         ends = f"{_col(t, 'from_id')}, {_col(t, 'to_id')}"
         if at is None:
-            return (
-                f"NOT EXISTS (SELECT 1 FROM records x_ WHERE x_.id IN ({ends}) "
+            return " AND ".join(
+                f"NOT EXISTS (SELECT 1 FROM records x_ WHERE x_.id = {_col(t, end)} "
                 f"AND x_.{self.retired} IS NOT NULL)"
+                for end in ("from_id", "to_id")
             )
         # Retired at `at`: the newest version of either end written by then is a tombstone.
         return (

@@ -112,6 +112,45 @@ async def test_a_lane_s_records_are_counted_from_the_narrow_lane_index(
     ], raw
 
 
+async def test_an_edge_s_ends_are_looked_up_among_the_retired_records_only(
+    databases: Databases,
+) -> None:
+    """Every read of typed edges asks of each edge whether a record it joins is retired:
+    of the retired records' ids (their own index), not of every record's row."""
+    url = await databases.create()
+    ids = [f"sr_{uuid.uuid4().hex}" for _ in range(3000)]
+    gone = datetime.now(UTC)
+    async with sql(url) as conn:
+        await conn.executemany(
+            "INSERT INTO records (id, lane, source_type, authority, content, properties, "
+            "version, created_at, updated_at, created_by, ledger_hash, retired_at) "
+            "VALUES ($1, 'default', 'conversational', 'conversational', '', '[]', 1, now(), "
+            "now(), 'dev', '', $2)",
+            [(r, gone if n % 100 == 0 else None) for n, r in enumerate(ids)],
+        )
+        await conn.executemany(
+            "INSERT INTO edges (id, from_id, to_id, type, namespace, lane, to_lane, weight, "
+            "provenance_actor, provenance_type, detector, valid_at, created_at, updated_at, "
+            "version, ledger_hash) VALUES ($1, $2, $3, 'supports', 'default', 'default', "
+            "'default', 1, 'dev', 'agent', 'none', now(), now(), now(), 1, '')",
+            [(f"ed_{n}", ids[n], ids[-1 - n]) for n in range(1000)],
+        )
+        await conn.execute("VACUUM ANALYZE records")
+        await conn.execute("VACUUM ANALYZE edges")
+        shown = RULE.edge("g", "$1::text[]", None)
+        for read in (
+            f"SELECT g.id FROM edges g WHERE {shown}",
+            f"SELECT count(*) FROM edges g WHERE g.from_id = ANY($1::text[]) AND {shown}",
+        ):
+            raw = await conn.fetchval(f"EXPLAIN (FORMAT JSON) {read}", ["default"])
+            nodes = plan_nodes(json.loads(raw))
+            on_records = [n for n in nodes if n.get("Relation Name") == "records"]
+            assert on_records, raw
+            assert all(n["Node Type"] != "Seq Scan" for n in on_records), raw
+            indexes = {n["Index Name"] for n in nodes if "Index Name" in n}
+            assert "ix_records_retired" in indexes and "pk_records" not in indexes, raw
+
+
 GROWING = {"records", "edge_properties", "ledger", "audit_events"}
 
 
