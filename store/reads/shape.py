@@ -34,3 +34,6 @@ class Shape:
     filters: tuple[str, ...] = ()
     expired: bool = False
     namespace: bool = False
+    # The review queue's conflict states: one state is a constant of the statement, so
+    # its page is read in its index's order and stops at the page's end.
+    states: tuple[str, ...] = ()

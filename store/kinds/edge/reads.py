@@ -208,20 +208,24 @@ def bind_conflicts(
     cursor the queue did not give; and say its shape."""
     key = conflict_cursor(after)
     values[prefix + "lanes"] = list(lanes)
-    values[prefix + "states"] = list(CONFLICT_STATUSES[status])
     values[prefix + "chosen"] = list(chosen)
     if key is not None:
         values[prefix + "after_rank"], values[prefix + "after_at"], values[prefix + "after_id"] = (
             key
         )
-    return Shape(after=key is not None)
+    return Shape(after=key is not None, states=CONFLICT_STATUSES[status])
 
 
 def conflicts_sql(p: Params, shape: Shape) -> PageSql:
-    """SQL: the review queue (`states`, `lanes`, `chosen`), each row with its `rank`
-    (0: unresolved), in (rank, created_at, id) order, and its count."""
+    """SQL: the review queue (the shape's `states`, `lanes`, `chosen`), each row with its
+    `rank` (0: unresolved), in (rank, created_at, id) order, and its count.
+
+    The states are written into the text, so that the queue of one state (its rank the
+    same for every row) is read in the order of its index, `(conflict_state, created_at,
+    id)`, up to the page's end, rather than all of it sorted."""
+    states = ", ".join(f"'{state}'" for state in shape.states)
     where = (
-        f"g.type = '{CONTRADICTS}' AND g.conflict_state = ANY({p('states', 'text[]')}) "
+        f"g.type = '{CONTRADICTS}' AND g.conflict_state IN ({states}) "
         f"AND {RULE.edge('g', p('lanes', 'text[]'), None)} "
         f"AND {RULE.lane('g', p('chosen', 'text[]'))}"
     )
@@ -231,8 +235,11 @@ def conflicts_sql(p: Params, shape: Shape) -> PageSql:
             f"AND ({CONFLICT_RANK}, g.created_at, g.id) > ({p('after_rank', 'int')}, "
             f"{p('after_at', 'timestamptz')}, {p('after_id')})"
         )
+    order = (
+        "g.created_at, g.id" if len(shape.states) == 1 else f"{CONFLICT_RANK}, g.created_at, g.id"
+    )
     page = f"""SELECT {_SELECT}, {CONFLICT_RANK} AS rank FROM edges g WHERE {where} {keyed}
-        ORDER BY {CONFLICT_RANK}, g.created_at, g.id LIMIT {p("limit")}"""
+        ORDER BY {order} LIMIT {p("limit")}"""
     return PageSql(page, f"SELECT count(*) FROM edges g WHERE {where}")
 
 
