@@ -1,17 +1,25 @@
-"""Planner statistics for what bulk writes changed, refreshed off the request path.
+"""Planner statistics and the visibility map for what bulk writes changed, refreshed off
+the request path.
 
 Until PostgreSQL analyzes new rows it plans for tables it believes empty, and
 autovacuum's first ANALYZE comes tens of seconds after a large load, or never soon
-after a smaller one. So once the writes of this process have changed
-`ANALYZE_AFTER_ROWS` rows of a table since its last analyze here, the table is analyzed
-in a background task: after the commit, on a connection of its own, never in a write's
-transaction nor before its caller's answer. A task waits `SETTLE_SECONDS` first and then
-takes every table due by then, so a stream of batches is analyzed once per pause rather
-than after each batch. The count fold deletes every delta row it folds: once it has
-deleted that many, its tables are vacuumed too (on PostgreSQL 17 and later, where the
-gateway's role is granted MAINTAIN on them; before, VACUUM is the owner's alone, and
-autovacuum, told by migration 0018 to vacuum them after as many dead rows whatever
-their size, removes them within its nap time).
+after a smaller one. Until a table is vacuumed, the first read of each new page sets its
+rows' hint bits (the reader writes the page), and an index-only scan visits the heap
+for every row, the visibility map being unset. So once the writes of this process have
+changed `ANALYZE_AFTER_ROWS` rows of a table since its last upkeep here, the table is
+vacuumed and analyzed in a background task: after the commit, on a connection of its
+own, never in a write's transaction nor before its caller's answer. A task waits
+`SETTLE_SECONDS` first and then takes every table due by then, so a stream of batches is
+seen to once per pause rather than after each batch (VACUUM skips the pages an earlier
+one left all-visible, so each pass costs what was written since). The count fold
+deletes every delta row it folds: once it has deleted that many, its tables are due
+too.
+
+VACUUM is the owner's, or, on PostgreSQL 17 and later, a role's granted MAINTAIN, as
+the gateway's role is on every table it writes (store.operations.roles). A table the
+connection's role may not vacuum (the gateway's role before 17) is analyzed as its
+owner (migration 0018) and left to autovacuum, which migration 0018 tells to vacuum
+the deltas after as many dead rows whatever their size.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import logging
 from store.ledger import registry
 from store.ledger.registry import Rows
 from store.operations.roles import MAINTAIN_SINCE, tables
-from store.pool import Pool, PoolClosedError
+from store.pool import Conn, Pool, PoolClosedError
 
 # Rows a table's share of the writes (entries, events and projection rows together: an
 # upper bound on its own rows) may change before it is analyzed.
@@ -47,7 +55,6 @@ class Upkeep:
         self._settle = settle
         self._changed: dict[str, int] = {}
         self._unfolded = 0
-        self._vacuum: set[str] = set()
         self._task: asyncio.Task[None] | None = None
 
     def wrote(self, rows: Rows) -> None:
@@ -64,11 +71,10 @@ class Upkeep:
 
     def folded(self) -> None:
         """The fold deleted the delta rows of the writes since the last fold: past
-        `after_rows` (counted as in `wrote`), their tables are vacuumed."""
+        `after_rows` (counted as in `wrote`), their tables are due."""
         if self._unfolded >= self._after_rows:
             for table in tables("folded"):
                 self._changed[table] = max(self._changed.get(table, 0), self._unfolded)
-                self._vacuum.add(table)
         self._unfolded = 0
 
     def committed(self) -> None:
@@ -80,7 +86,7 @@ class Upkeep:
         return sorted(t for t, n in self._changed.items() if n >= self._after_rows)
 
     async def finish(self) -> None:
-        """Analyzes what is due now, without the pause: the process is ending (a folder
+        """Sees to what is due now, without the pause: the process is ending (a folder
         intake, the gateway stopping), and a task left waiting would be lost."""
         if self._task is not None:
             self._task.cancel()
@@ -100,20 +106,38 @@ class Upkeep:
             while due := self._due():
                 for table in due:
                     self._changed.pop(table)
-                vacuum = [t for t in due if t in self._vacuum]
-                self._vacuum.difference_update(vacuum)
                 async with self._pool.acquire() as conn:
-                    if vacuum and conn.get_server_version().major * 10_000 >= MAINTAIN_SINCE:
+                    vacuum = await _vacuumable(conn, due)
+                    if vacuum:
                         # Outside any transaction and function, as VACUUM must be.
-                        for table in vacuum:
-                            await conn.execute(f"VACUUM (ANALYZE) {table}")
-                    else:
-                        vacuum = []
-                    # As the tables' owner (migration 0018): the gateway's role owns none.
+                        await conn.execute(f"VACUUM (ANALYZE) {', '.join(vacuum)}")
                     rest = [t for t in due if t not in vacuum]
-                    await conn.execute("SELECT edgeloom_analyze($1::text[])", rest)
+                    if rest:
+                        await conn.execute("SELECT edgeloom_analyze($1::text[])", rest)
         except PoolClosedError:
             pass
         except Exception:
-            # Statistics come late, not wrong: autovacuum still analyzes in time.
-            log.warning("analyzing the tables bulk writes changed failed", exc_info=True)
+            # Statistics come late, not wrong: autovacuum still sees to the tables.
+            log.warning("the upkeep of the tables bulk writes changed failed", exc_info=True)
+
+
+# Who may VACUUM a table: before PostgreSQL 17 its owner or the database's (a superuser
+# is both); from 17 on whoever holds MAINTAIN on it (its owner does).
+_MAY_VACUUM = {
+    False: "pg_has_role(c.relowner, 'USAGE') OR pg_has_role(d.datdba, 'USAGE')",
+    True: "has_table_privilege(c.oid, 'MAINTAIN')",
+}
+
+
+async def _vacuumable(conn: Conn, due: list[str]) -> list[str]:
+    """The tables of `due` the connection's role may vacuum, in order."""
+    maintain = conn.get_server_version().major * 10_000 >= MAINTAIN_SINCE
+    rows = await conn.fetch(
+        "SELECT c.relname FROM pg_class c"
+        " JOIN pg_database d ON d.datname = current_database()"
+        " WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'"
+        f" AND c.relname = ANY($1::text[]) AND ({_MAY_VACUUM[maintain]})"
+        " ORDER BY c.relname",
+        due,
+    )
+    return [r[0] for r in rows]

@@ -78,9 +78,13 @@ def grant_runtime(connection: Connection) -> bool:
     ]
     version = connection.execute(text("SHOW server_version_num")).scalar_one()
     if int(version) >= MAINTAIN_SINCE:
-        # The fold deletes every delta row it folds; the gateway vacuums them away after
-        # a large fold (store.ledger.upkeep). Before PostgreSQL 17 only an owner may.
-        statements.append(f"GRANT MAINTAIN ON {', '.join(tables('folded'))} TO {role}")
+        # The gateway vacuums the tables its bulk writes changed (store.ledger.upkeep):
+        # the first reader of a new page then writes nothing, and index-only scans skip
+        # the heap. MAINTAIN lets it VACUUM, ANALYZE, REINDEX, CLUSTER and LOCK, none of
+        # which changes a row. Before PostgreSQL 17 only an owner may vacuum.
+        written = ("ledger", "audit_events", *tables("append"), *tables("projection"))
+        maintained = (*written, *tables("folded"))
+        statements.append(f"GRANT MAINTAIN ON {', '.join(maintained)} TO {role}")
     for statement in statements:
         connection.execute(text(statement))
     return True
