@@ -87,3 +87,11 @@ def test_extensions_are_copies() -> None:
 def test_root_load_error_has_no_key_clause() -> None:
     error = PolicyLoadError("p.yaml", "", "not valid YAML (x)")
     assert error.message == "policy 'p.yaml': not valid YAML (x)"
+
+
+def test_a_lane_refused_for_reading_names_the_readable_lanes() -> None:
+    error = LaneForbiddenError("planner", "crm", "read", ["notes", "ops"])
+    assert (
+        error.message == "agent 'planner' may not read lane 'crm'; readable lanes: ['notes', 'ops']"
+    )
+    assert error.code == "FORBIDDEN"

@@ -111,6 +111,28 @@ def test_required_keys_with_text_format_refused() -> None:
         ("lanes: {a: {text_search: klingon}}", "lanes.a.text_search", "allowed: simple, arabic"),
         ("lanes: {a: {text_search: 3}}", "lanes.a.text_search", "english"),
         (
+            "lanes: {a: {embedding: {dimensions: 0, model: m}}}",
+            "lanes.a.embedding.dimensions",
+            "whole number from 1 to",
+        ),
+        (
+            "lanes: {a: {embedding: {dimensions: true, model: m}}}",
+            "lanes.a.embedding.dimensions",
+            "e.g. 384",
+        ),
+        (
+            "lanes: {a: {embedding: {dimensions: [384], model: m}}}",
+            "lanes.a.embedding.dimensions",
+            "a list",
+        ),
+        (
+            "lanes: {a: {embedding: {dimensions: {n: 384}, model: m}}}",
+            "lanes.a.embedding.dimensions",
+            "a mapping",
+        ),
+        ("lanes: {a: {embedding: {dimensions: 384, model: ' '}}}", "lanes.a.embedding.model", ""),
+        ("lanes: {a: {embedding: {dimensions: 384}}}", "lanes.a.embedding.model", ""),
+        (
             "lanes: {a: [x]}",
             "lanes.a",
             "mapping with keys ['embedding', 'source_types', 'text_search']",
