@@ -30,15 +30,13 @@ import logging
 
 from store.ledger import registry
 from store.ledger.registry import Rows
-from store.operations.roles import MAINTAIN_SINCE, tables
+from store.operations.roles import EVERY_WRITE_TABLES, MAINTAIN_SINCE, tables
 from store.pool import Conn, Pool, PoolClosedError
 
 # Rows a table's share of the writes (entries, events and projection rows together: an
 # upper bound on its own rows) may change before it is analyzed.
 ANALYZE_AFTER_ROWS = 10_000
 SETTLE_SECONDS = 1.0
-
-_EVERY_WRITE = ("ledger", "audit_events")
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +59,7 @@ class Upkeep:
         """Counts a write's rows (appended in a transaction that may yet roll back: the
         count is an upper bound)."""
         n = len(rows.entries) + len(rows.events) + sum(len(p) for p in rows.parts.values())
-        touched = set(_EVERY_WRITE)
+        touched = set(EVERY_WRITE_TABLES)
         for name in {entry["kind"] for entry in rows.entries}:
             kind = registry.kind_of(name)
             touched.update(() if kind is None else (t.name for t in kind.tables))

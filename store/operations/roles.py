@@ -22,8 +22,10 @@ log = logging.getLogger("edgeloom.roles")
 
 RUNTIME_ROLE = "edgeloom_runtime"
 
+# Every write appends to these, whatever its kind.
+EVERY_WRITE_TABLES = ("ledger", "audit_events")
 # The kinds' tables join these (each kind declares what the role may do on its own).
-APPEND_ONLY_TABLES = ("ledger", "audit_events", "checkpoints")
+APPEND_ONLY_TABLES = (*EVERY_WRITE_TABLES, "checkpoints")
 READ_ONLY_TABLES = ("tokens", "alembic_version")
 # Kept up to date by the gateway (when each token was last used).
 RECORDED_TABLES = ("token_uses",)
@@ -82,8 +84,12 @@ def grant_runtime(connection: Connection) -> bool:
         # the first reader of a new page then writes nothing, and index-only scans skip
         # the heap. MAINTAIN lets it VACUUM, ANALYZE, REINDEX, CLUSTER and LOCK, none of
         # which changes a row. Before PostgreSQL 17 only an owner may vacuum.
-        written = ("ledger", "audit_events", *tables("append"), *tables("projection"))
-        maintained = (*written, *tables("folded"))
+        maintained = (
+            *EVERY_WRITE_TABLES,
+            *tables("append"),
+            *tables("projection"),
+            *tables("folded"),
+        )
         statements.append(f"GRANT MAINTAIN ON {', '.join(maintained)} TO {role}")
     for statement in statements:
         connection.execute(text(statement))

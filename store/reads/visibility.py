@@ -231,7 +231,6 @@ class Rule:
         never two primary key lookups and heap fetches an edge."""
         if self.retired is None:
             return "true"
-        ends = f"{_col(t, 'from_id')}, {_col(t, 'to_id')}"
         if at is None:
             return " AND ".join(
                 f"NOT EXISTS (SELECT 1 FROM records x_ WHERE x_.id = {_col(t, end)} "
@@ -239,6 +238,7 @@ class Rule:
                 for end in ("from_id", "to_id")
             )
         # Retired at `at`: the newest version of either end written by then is a tombstone.
+        ends = f"{_col(t, 'from_id')}, {_col(t, 'to_id')}"
         return (
             f"NOT EXISTS (SELECT 1 FROM unnest(ARRAY[{ends}]) AS x_(id) CROSS JOIN LATERAL ("
             f"SELECT v_.state FROM ledger v_ WHERE v_.kind = 'record' AND v_.object_id = x_.id "
