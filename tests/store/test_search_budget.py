@@ -1,8 +1,11 @@
 """Search past its count budget: the newest matches are the ones ranked.
 
-The budgets are made small (a count budget of 3, a ranking budget of 2) for the module's
-searches, so that a handful of records crosses them; the statement is the one every
-search runs, built again with those values.
+The budget is made small (2) for the module's searches, so that a handful of records
+crosses it; the statement is the one every search runs, built again with that value.
+Each test runs once for each way the statement may read the matches (what `plan_sql`
+would choose by the statistics, forced here): walking each lane newest first, walking
+but giving up after a row, and from the index, ranking past the budget by a walk or
+from every match. Each must give the same hits.
 """
 
 from __future__ import annotations
@@ -23,15 +26,27 @@ from tests.support import Gateway
 gateway, conn = _two_lanes.gateway, _two_lanes.conn
 
 
-@pytest.fixture
-def small_budgets() -> Iterator[None]:
-    was = store_search.COUNT_BUDGET, store_search.RANK_BUDGET
-    store_search.COUNT_BUDGET, store_search.RANK_BUDGET = 3, 2
+# walk (rows a lane's walk may read), rank_walk: each way `plan_sql` may choose.
+READS = {
+    "walked": (1_000_000, True),
+    "walk given up": (1, True),
+    "indexed, newest walked": (0, True),
+    "indexed": (0, False),
+}
+
+
+@pytest.fixture(params=list(READS))
+def small_budgets(request: pytest.FixtureRequest) -> Iterator[None]:
+    was = store_search.COUNT_BUDGET, store_search.plan_sql
+    walk, rank_walk = READS[request.param]
+    chosen = f"SELECT {walk}::bigint AS walk, {rank_walk} AS rank_walk"
+    store_search.COUNT_BUDGET = 2
+    store_search.plan_sql = lambda lanes, narrowed: chosen  # type: ignore[assignment]
     store_search._statement.cache_clear()
     try:
         yield
     finally:
-        store_search.COUNT_BUDGET, store_search.RANK_BUDGET = was
+        store_search.COUNT_BUDGET, store_search.plan_sql = was
         store_search._statement.cache_clear()
 
 
@@ -44,10 +59,10 @@ async def write(gateway: Gateway, word: str, times: int, **fields: object) -> di
 async def test_within_the_budget_every_match_is_ranked(gateway: Gateway, conn: Connection) -> None:
     word = unique("u")
     best = await write(gateway, word, 5, lane="notes")
-    later = [await write(gateway, word, 1, lane="notes") for _ in range(2)]
+    later = await write(gateway, word, 1, lane="secret")
     page = await find(conn, word)
-    assert (page.total_count, page.total_exact) == (3, True)
-    assert ids(page) == [best["id"], later[1]["id"], later[0]["id"]]
+    assert (page.total_count, page.total_exact) == (2, True)
+    assert ids(page) == [best["id"], later["id"]]
 
 
 @pytest.mark.usefixtures("small_budgets")
@@ -63,14 +78,14 @@ async def test_past_the_budget_the_newest_matches_are_ranked(
     newest = await write(gateway, word, 2, lane="notes")
 
     page = await find(conn, word)
-    assert (page.total_count, page.total_exact) == (3, False)
+    assert (page.total_count, page.total_exact) == (2, False)
     # Ranked among themselves by score; the best match of all, older, is not among them.
     assert ids(page) == [newer["id"], newest["id"]]
     assert [h.text_rank for h in page.items] == [1, 2]
     assert best["id"] not in ids(page) and older["id"] not in ids(page)
     # A lane not read: its match neither ranked nor counted.
     notes = await find(conn, word, lanes=["notes"])
-    assert (notes.total_count, notes.total_exact) == (3, False)
+    assert (notes.total_count, notes.total_exact) == (2, False)
     assert ids(notes) == [newest["id"], older["id"]]
 
 
@@ -85,7 +100,7 @@ async def test_past_the_budget_pages_walk_the_ranked_hits_once(
     seen, ranks, after = [], [], None
     while True:
         page = await find(conn, word, first=1, after=after)
-        assert (page.total_count, page.total_exact) == (3, False)
+        assert (page.total_count, page.total_exact) == (2, False)
         seen.extend(ids(page))
         ranks.extend(h.text_rank for h in page.items)
         if not page.has_next_page:
@@ -105,11 +120,11 @@ async def test_past_the_budget_as_of_ranks_the_newest_held_then(
     await gateway.data(RETIRE_RECORD, {"id": written[-1]["id"], "reason": "gone"})
 
     past = await find(conn, word, as_of=then)
-    assert (past.total_count, past.total_exact) == (3, False)
+    assert (past.total_count, past.total_exact) == (2, False)
     assert set(ids(past)) == {written[2]["id"], written[3]["id"]}
     # Now: the retired record is out, the later one in.
     now = await find(conn, word)
-    assert (now.total_count, now.total_exact) == (3, False)
+    assert (now.total_count, now.total_exact) == (2, False)
     assert set(ids(now)) == {after["id"], written[2]["id"]}
 
 
@@ -124,9 +139,51 @@ async def test_past_the_budget_the_filters_narrow_before_the_newest_are_taken(
     typed = await write(gateway, word, 1, properties=[org], lane="notes", sourceType="documentary")
 
     page = await find(conn, word, match=[org])
-    assert (page.total_count, page.total_exact) == (3, False)
+    assert (page.total_count, page.total_exact) == (2, False)
     assert set(ids(page)) == {typed["id"], kept[3]["id"]}
     either = await find(conn, word, match=[org, "topic:none"], mode=GatherMode.UNION)
     assert set(ids(either)) == set(ids(page))
     plain = await find(conn, word, match=[org], source_types=["conversational"])
     assert set(ids(plain)) == {kept[2]["id"], kept[3]["id"]}
+
+
+async def test_the_statistics_say_which_words_most_rows_hold(
+    gateway: Gateway, conn: Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    common = unique("c")
+    for n in range(30):
+        await ingest(gateway, f"{common} filler{n}", lane="notes" if n % 2 else "secret")
+    await conn.execute("ANALYZE record_words")
+    holding, rows = await conn.fetchrow(
+        "SELECT count(*) FILTER (WHERE words @@ to_tsquery('simple', $1)), count(*) "
+        "FROM record_words",
+        common,
+    )
+
+    async def share(query: str) -> float:
+        return float(await conn.fetchval("SELECT edgeloom_search_share($1::tsquery)", query))
+
+    assert await share(f"'{common}'") == pytest.approx(holding / rows, abs=0.02)
+    # A prefix: the common words it begins; a phrase: the product of its words.
+    assert await share(f"'{common[:-2]}':*") >= await share(f"'{common}'")
+    assert await share(f"'{common}' <-> 'filler1'") <= await share(f"'{common}'")
+    # What the statistics cannot tell: a word not among them, `or`, only negations.
+    for unknown in (f"'{unique('never')}'", f"'{common}' | 'x'", f"!'{common}'"):
+        assert await share(unknown) == 0, unknown
+
+    # With a budget this small, the common word is walked for; a word no row holds is not;
+    # a `match` is read from the index.
+    monkeypatch.setattr(store_search, "COUNT_BUDGET", 2)
+
+    async def plan(word: str, narrowed: bool = False) -> tuple[int, bool]:
+        got = await conn.fetchrow(
+            "WITH l AS (SELECT to_tsquery('simple', $1) AS query) "
+            + store_search.plan_sql("l", narrowed),
+            word,
+        )
+        return got["walk"], got["rank_walk"]
+
+    walk, rank_walk = await plan(common)
+    assert walk > 0 and rank_walk
+    assert await plan(unique("never")) == (0, False)
+    assert await plan(common, narrowed=True) == (0, False)

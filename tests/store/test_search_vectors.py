@@ -252,7 +252,8 @@ async def test_past_the_budget_the_count_is_a_lower_bound(
     finally:
         store_search.COUNT_BUDGET = was
         store_search._statement.cache_clear()
-    assert (page.total_count, page.total_exact, len(page.items)) == (2, False, 3)
+    # Past the budget, the budget's newest matches are the ones ranked.
+    assert (page.total_count, page.total_exact, len(page.items)) == (2, False, 2)
     exact = await find(conn, None, text=word)
     assert (exact.total_count, exact.total_exact) == (3, True)
 
@@ -266,17 +267,17 @@ async def test_past_the_budget_hybrid_fuses_the_newest_matches(
         for n in range(2)
     ]
     written += [await ingest(gateway, f"{word} " * (2 - n), [tag], lane="notes") for n in range(2)]
-    was = store_search.COUNT_BUDGET, store_search.RANK_BUDGET
-    store_search.COUNT_BUDGET, store_search.RANK_BUDGET = 3, 1
+    was = store_search.COUNT_BUDGET
+    store_search.COUNT_BUDGET = 1
     store_search._statement.cache_clear()
     try:
         page = await find(conn, [1, 0, 0, 0], text=word, match=[tag])
     finally:
-        store_search.COUNT_BUDGET, store_search.RANK_BUDGET = was
+        store_search.COUNT_BUDGET = was
         store_search._statement.cache_clear()
-    # Three hits fused, but counted by the text's four matches, of which the newest alone
-    # is ranked: the best match, the oldest, is in the vector list only.
-    assert (page.total_count, page.total_exact) == (3, False)
+    # Three hits fused, counted past the budget by the text's four matches, of which the
+    # newest alone is ranked: the best match, the oldest, is in the vector list only.
+    assert (page.total_count, page.total_exact) == (1, False)
     by_id = {h.id: h for h in page.items}
     assert set(by_id) == {written[0]["id"], written[1]["id"], written[3]["id"]}
     assert [by_id[r["id"]].text_rank for r in (written[0], written[1], written[3])] == [

@@ -58,7 +58,7 @@ class SearchHit:
         f"similarity (1 - cosine distance); for both, reciprocal rank fusion: "
         f"1/({store_search.RRF_K} + textRank) + 1/({store_search.RRF_K} + vectorRank), a "
         "term for each list it is in. Past the count budget (totalCountExact false) the "
-        f"text list is the {store_search.RANK_BUDGET:,} newest matches, ranked among "
+        f"text list is the {store_search.COUNT_BUDGET:,} newest matches, ranked among "
         "themselves.",
         metadata=compiled(sql.hit_score),
     )
@@ -80,7 +80,7 @@ class SearchHit:
 @strawberry.type(
     description="A page of search hits, best first, with how many there are. A search with "
     f"at most {store_search.COUNT_BUDGET:,} text matches ranks them all; one with more ranks "
-    f"its {store_search.RANK_BUDGET:,} newest matches (newest by the version's transaction "
+    f"its {store_search.COUNT_BUDGET:,} newest matches (newest by the version's transaction "
     "time): a word in most records says little on its own, so narrow it with `match` or "
     "more words."
 )
@@ -97,7 +97,7 @@ class SearchPage:
     )
     total_count_exact: bool = strawberry.field(
         description="Whether totalCount is exact (false: a lower bound; with text, the text "
-        f"hits ranked are then the {store_search.RANK_BUDGET:,} newest matches).",
+        f"hits ranked are then the {store_search.COUNT_BUDGET:,} newest matches).",
         metadata=compiled(sql.total_exact),
     )
     page_info: PageInfo = strawberry.field(
@@ -159,8 +159,8 @@ class SearchQuery:
         "matched and where), by your vector (nearest first), or both fused by reciprocal "
         "rank; narrowed to a gather by match, and to lanes, source types and an instant, "
         "like every other read: a record you cannot read, or retired then, is never found "
-        f"or counted. Past {store_search.COUNT_BUDGET:,} matches the "
-        f"{store_search.RANK_BUDGET:,} newest are the ones ranked: narrow a common word "
+        f"or counted. Past {store_search.COUNT_BUDGET:,} matches only the newest "
+        f"{store_search.COUNT_BUDGET:,} are ranked: narrow a common word "
         "with match or more words.",
         metadata=compiled(sql.search_root, bind_search),
     )

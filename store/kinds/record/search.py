@@ -10,14 +10,16 @@ membership set a gather reads (`queries.members_sql`). Hits are ranked by
 together), ties by the newest version first and then by id (an order no other lane can
 change), paged by that key, and counted up to COUNT_BUDGET.
 
-Ranking reads every hit it ranks, so it has a budget, the count's: a search with at most
-COUNT_BUDGET matches ranks them all; one with more (its count a lower bound) ranks its
-RANK_BUDGET newest matches (by the version's transaction time, then by id, newest first),
-read newest first from a btree of each lane's rows by time, however many matches there
-are. A word in most records is not a search: which of its records is "best" says little,
-and agents value recent memory; `match` and more words narrow such a search to what is
-meant, and within the budget every hit is ranked again. The count decides, once, which of
-the two the statement reads.
+A search's cost is bounded by one budget, COUNT_BUDGET, not by how many records hold its
+words: one with at most that many matches counts and ranks them all; one with more (its
+count a lower bound) ranks its COUNT_BUDGET newest matches (by the version's transaction
+time, then by id, newest first). A word in most records is not a search: which of its
+records is "best" says little, and agents value recent memory; `match` and more words
+narrow such a search to what is meant, and within the budget every hit is ranked again.
+Matches are read from the GIN index, or, for a query most rows match, by walking each
+lane's rows newest first (a btree by time), which finds the budget's worth in a few
+thousand rows where the index would read the entry of every match: chosen once per
+statement by the column's statistics (`plan_sql`).
 
 The query syntax is PostgreSQL's `websearch_to_tsquery`: words (all of them), `"a
 phrase"`, `or`, `-word` (not); the last word, when it is a bare word the caller may still
@@ -72,12 +74,13 @@ VECTOR_DEPTH = 100
 # A `match` keeping at most this many records (by the maintained counts) has its
 # vectors compared exactly rather than found by walking the index.
 EXACT_SCAN_MAX = 5_000
-# totalCount is exact up to this many hits; past it, a lower bound.
-COUNT_BUDGET = 10_000
-# Past COUNT_BUDGET, the text hits ranked: this many, the newest matches. Reading them
-# costs RANK_BUDGET / (the share of records that match) rows: a phrase in 3% of the
-# records 33,000 rows, 11 ms at 1,000,000 records (bench/README.md).
-RANK_BUDGET = 1_000
+# totalCount is exact up to this many hits; past it, a lower bound, and the text hits
+# ranked are this many, the newest matches.
+COUNT_BUDGET = 1_000
+# A row fetched through the GIN index costs about this many rows walked newest first
+# (a bitmap heap scan visits a page a match; a walk reads each page's rows in turn):
+# EXPLAIN ANALYZE at 1,000,000 records, 2-3 us against 0.25 us (bench/README.md).
+WALK_COST = 10
 # Reciprocal rank fusion's constant: a hit's score is the sum of 1/(RRF_K + rank).
 RRF_K = 60
 # Highlights per hit: a long record's every occurrence of a common word is not a snippet.
@@ -265,9 +268,11 @@ def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
     its score, and before it the CTE `{name}_count`, the matches counted up to
     COUNT_BUDGET + 1.
 
-    Within the budget every match is ranked; past it, the RANK_BUDGET newest (see the
-    module). Which of the two is read is decided once, by the count, before either (a
-    one-time filter on each branch of a UNION ALL).
+    Within the budget every match is ranked; past it, the COUNT_BUDGET newest (see the
+    module). Matches are read from the GIN index, or by a walk of each lane's rows
+    newest first asking each whether it matches, which finds COUNT_BUDGET + 1 of a
+    query most rows match in a few thousand rows however large the memory, where the
+    index reads every match's entry. `plan_sql` chooses, once, before either runs.
 
     The rule on the words row (`RULE.in_lane`, `RULE.held`) is the whole visibility
     rule, with no read of `records` per match: a row holds its record's lane (which no
@@ -291,39 +296,93 @@ def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
         members = members_sql(p, shape.properties, shape.mode, shape.as_of)
         where += f" AND w.record_id IN (SELECT m.record_id FROM ({members}) m)"
     held = RULE.held("w", at)
+    budget = COUNT_BUDGET
+    # The row and what ranks it: the score is computed for the ranked rows alone.
     columns = (
-        "w.record_id AS id, w.from_version, w.recorded_from AS since, l.config, l.query, "
-        "ts_rank_cd(w.words, l.query) AS score, NULL::bigint AS vector_rank"
+        "w.record_id AS id, w.from_version, w.recorded_from AS since, w.words, l.config, l.query"
     )
-    over = f"(SELECT n FROM {name}_count) > {COUNT_BUDGET}"
-    # Each lane's query is parsed once, not once a matching row. Every match from the
-    # GIN index, read as far as the count needs (up to its budget) and again, when within
-    # it, to be ranked. The newest matches are each lane's rows newest first (a backward
-    # scan of ix_record_words_newest), the match asked of each row as a function, which
-    # no index serves: the GIN index, planned for a query it cannot see, would read every
-    # match to sort them by time.
+    newest = "ORDER BY f.since DESC, f.id DESC"
+
+    def walk(rows: str, wanted: int) -> str:
+        # Each lane's rows newest first (a backward scan of ix_record_words_newest), at
+        # most `rows` of them, the match asked of each as a function, which no index
+        # serves: the GIN index, planned for a query it cannot see, would read every
+        # match to sort them by time. Then the newest `wanted` of all lanes.
+        return f"""SELECT f.* FROM (
+          SELECT n.* FROM {name}_lanes l CROSS JOIN LATERAL (
+            SELECT {columns} FROM (
+              SELECT w.* FROM record_words w
+              WHERE {RULE.in_lane("w", "l.lane")} AND {held}{where}
+              ORDER BY w.recorded_from DESC, w.record_id DESC LIMIT {rows}) w
+            WHERE ts_match_vq(w.words, l.query) LIMIT {wanted}) n) f
+        {newest} LIMIT {wanted}"""
+
+    walked = f"(SELECT count(*) FROM {name}_walk) > {budget}"
+    indexed = f"(SELECT n FROM {name}_indexed) > {budget}"
+    rank_walk = f"(SELECT rank_walk FROM {name}_plan)"
+    # Each lane's query is parsed once, not once a matching row. Each branch of
+    # `_ranked` runs or not by a one-time filter: the matches are read one way.
     return f"""{name}_lanes AS (
         SELECT c.lane, c.config, {prefixed} AS query
         FROM (SELECT x.lane, {CONFIG}(x.lane) AS config
               FROM (SELECT DISTINCT unnest({lanes}) AS lane) x) c),
+      {name}_plan AS ({plan_sql(f"{name}_lanes", narrowed=shape.properties > 0)}),
+      {name}_walk AS ({walk(f"(SELECT walk FROM {name}_plan)", budget + 1)}),
       {name}_all AS (
         SELECT {columns}
         FROM {name}_lanes l
         JOIN record_words w ON {RULE.in_lane("w", "l.lane")} AND w.words @@ l.query AND {held}
         WHERE true{where}),
+      {name}_indexed AS (
+        SELECT count(*) AS n FROM (SELECT 1 FROM {name}_all LIMIT {budget + 1}) c),
       {name}_count AS (
-        SELECT count(*) AS n FROM (SELECT 1 FROM {name}_all LIMIT {COUNT_BUDGET + 1}) c),
-      {name} AS (
-        SELECT * FROM {name}_all WHERE NOT {over}
+        SELECT CASE WHEN {walked} THEN {budget + 1} ELSE (SELECT n FROM {name}_indexed) END
+          AS n),
+      {name}_ranked AS (
+        SELECT * FROM (SELECT * FROM {name}_walk f {newest} LIMIT {budget}) f WHERE {walked}
         UNION ALL
-        SELECT f.* FROM (
-          SELECT n.* FROM {name}_lanes l CROSS JOIN LATERAL (
-            SELECT {columns} FROM record_words w
-            WHERE {RULE.in_lane("w", "l.lane")} AND {held}
-              AND ts_match_vq(w.words, l.query){where}
-            ORDER BY w.recorded_from DESC, w.record_id DESC LIMIT {RANK_BUDGET}) n
-          ORDER BY n.since DESC, n.id DESC LIMIT {RANK_BUDGET}) f
-        WHERE {over})"""
+        SELECT * FROM {name}_all WHERE NOT {walked} AND NOT {indexed}
+        UNION ALL
+        SELECT * FROM ({walk("ALL", budget)}) f WHERE NOT {walked} AND {indexed} AND {rank_walk}
+        UNION ALL
+        SELECT * FROM (SELECT * FROM {name}_all f {newest} LIMIT {budget}) f
+        WHERE NOT {walked} AND {indexed} AND NOT {rank_walk}),
+      {name} AS (
+        SELECT r.id, r.from_version, r.since, r.config, r.query,
+               ts_rank_cd(r.words, r.query) AS score, NULL::bigint AS vector_rank
+        FROM {name}_ranked r)"""
+
+
+def plan_sql(lanes: str, narrowed: bool) -> str:
+    """SQL: one row, how the matches are read: `walk`, how many rows of each lane may be
+    walked newest first to count them (0: count from the index), and `rank_walk`,
+    whether a search past the budget finds its newest matches by walking (else from
+    every match the index gives).
+
+    The choice is by cost, a row fetched through the index counting as WALK_COST rows
+    walked, and by the share of the rows the query matches, estimated from the column's
+    statistics (`pg_stats` of `record_words.words`, kept by ANALYZE: the upkeep's after
+    bulk writes, and autovacuum's) as the product of its words' frequencies (a prefix:
+    of the common words it begins; a word not among the most common, or a query with
+    `or` or a negated phrase: 0). A walk finds the budget's matches in about budget /
+    share rows; the index reads every match's entry and fetches the rows it counts (at
+    most the budget) or ranks (every match). The counting walk may read as many rows as
+    the index would have cost, so a share overestimated costs at most that again; a
+    `match` (`narrowed`) is read from the index, which joins it to the members, so its
+    cost follows the smaller of the two sets."""
+    if narrowed:
+        return "SELECT 0::bigint AS walk, false AS rank_walk"
+    share = f"(SELECT coalesce(max(edgeloom_search_share(l.query)), 0) FROM {lanes} l)"
+    total = (
+        "(SELECT greatest(c.reltuples, 0) FROM pg_class c WHERE c.oid = 'record_words'::regclass)"
+    )
+    budget, cost = COUNT_BUDGET, WALK_COST
+    counted = f"e.share * e.total + {cost} * least(e.share * e.total, {budget + 1})"
+    return f"""SELECT CASE WHEN e.share > 0 AND {budget + 1} / e.share < {counted}
+                           THEN ceil({counted})::bigint ELSE 0 END AS walk,
+                      e.share > 0 AND {budget} / e.share < {cost} * e.share * e.total
+                        AS rank_walk
+               FROM (SELECT {share} AS share, {total} AS total OFFSET 0) e"""
 
 
 @functools.cache

@@ -1,0 +1,67 @@
+"""`edgeloom_search_share(query)`: the share of the words rows a text query matches, as
+the column's statistics foretell it, for search to choose how it reads its matches.
+
+Asked in the search's statement, `pg_stats` (a view over four catalogs) cost more to
+plan than the rest of a rare word's search cost to run; a PL/pgSQL function plans its
+statements once a session.
+
+Revision ID: 0026
+Revises: 0025
+Create Date: 2026-12-04
+"""
+
+from __future__ import annotations
+
+from alembic import op
+
+revision = "0026"
+down_revision = "0025"
+branch_labels = None
+depends_on = None
+
+# A lexeme in a tsquery's text is quoted, a quote in it doubled; `!` before it negates
+# it, `:*` after it makes it a prefix. A word not among the column's most common (or
+# no statistics yet), a query with `or`, a negated phrase or no word not negated: 0.
+SHARE = r"""
+CREATE FUNCTION edgeloom_search_share(query tsquery) RETURNS float8
+  LANGUAGE plpgsql STABLE PARALLEL SAFE AS $fn$
+DECLARE
+  lexeme CONSTANT text := $re$(!?)'((?:[^']|'')*)'(:[*])?$re$;
+  elems text[];
+  freqs real[];
+  share float8 := 1;
+  words int := 0;
+  m text[];
+  word text;
+  f float8;
+BEGIN
+  IF regexp_replace(query::text, lexeme, '', 'g') ~ '[|]|!\s*[(]' THEN
+    RETURN 0;
+  END IF;
+  SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs INTO elems, freqs
+  FROM pg_stats s JOIN pg_class c ON c.oid = 'record_words'::regclass
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = 'words';
+  IF elems IS NULL THEN
+    RETURN 0;
+  END IF;
+  FOR m IN SELECT regexp_matches(query::text, lexeme, 'g') LOOP
+    CONTINUE WHEN m[1] = '!';
+    word := replace(m[2], '''''', '''');
+    SELECT coalesce(sum(u.f), 0) INTO f FROM unnest(elems, freqs) u(e, f)
+    WHERE CASE WHEN m[3] IS NULL THEN u.e = word ELSE starts_with(u.e, word) END;
+    share := share * least(f, 1);
+    words := words + 1;
+  END LOOP;
+  RETURN CASE WHEN words = 0 THEN 0 ELSE share END;
+END
+$fn$
+"""
+
+
+def upgrade() -> None:
+    op.execute(SHARE)
+
+
+def downgrade() -> None:
+    op.execute("DROP FUNCTION edgeloom_search_share(tsquery)")
