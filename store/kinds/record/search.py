@@ -302,32 +302,34 @@ def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
         "w.record_id AS id, w.from_version, w.recorded_from AS since, w.words, l.config, l.query"
     )
     newest = "ORDER BY f.since DESC, f.id DESC"
-
-    def walk(rows: str, wanted: int) -> str:
-        # Each lane's rows newest first (a backward scan of ix_record_words_newest), at
-        # most `rows` of them, the match asked of each as a function, which no index
-        # serves: the GIN index, planned for a query it cannot see, would read every
-        # match to sort them by time. Then the newest `wanted` of all lanes.
-        return f"""SELECT f.* FROM (
-          SELECT n.* FROM {name}_lanes l CROSS JOIN LATERAL (
-            SELECT {columns} FROM (
-              SELECT w.* FROM record_words w
-              WHERE {RULE.in_lane("w", "l.lane")} AND {held}{where}
-              ORDER BY w.recorded_from DESC, w.record_id DESC LIMIT {rows}) w
-            WHERE ts_match_vq(w.words, l.query) LIMIT {wanted}) n) f
-        {newest} LIMIT {wanted}"""
-
-    walked = f"(SELECT count(*) FROM {name}_walk) > {budget}"
+    # Each lane's query is parsed once, not once a matching row. The walk reads each
+    # lane's rows newest first (a backward scan of ix_record_words_newest), at most the
+    # plan's rows of them (none planned: all), the match asked of each as a function,
+    # which no index serves: the GIN index, planned for a query it cannot see, would read
+    # every match to sort them by time. Each branch of `_ranked` runs or not by one-time
+    # filters, and a filter's second term is not evaluated when its first decides: the
+    # matches are read one way, or by a walk that gave up and then the index.
+    planned = f"(SELECT walk FROM {name}_plan)"
+    walked = f"({planned} > 0 AND (SELECT count(*) FROM {name}_walk) > {budget})"
     indexed = f"(SELECT n FROM {name}_indexed) > {budget}"
-    rank_walk = f"(SELECT rank_walk FROM {name}_plan)"
-    # Each lane's query is parsed once, not once a matching row. Each branch of
-    # `_ranked` runs or not by a one-time filter: the matches are read one way.
+    walk_ranks = (
+        f"({walked} OR ({indexed} AND (SELECT rank_walk FROM {name}_plan) AND {planned} = 0))"
+    )
     return f"""{name}_lanes AS (
         SELECT c.lane, c.config, {prefixed} AS query
         FROM (SELECT x.lane, {CONFIG}(x.lane) AS config
               FROM (SELECT DISTINCT unnest({lanes}) AS lane) x) c),
       {name}_plan AS ({plan_sql(f"{name}_lanes", narrowed=shape.properties > 0)}),
-      {name}_walk AS ({walk(f"(SELECT walk FROM {name}_plan)", budget + 1)}),
+      {name}_walk AS (
+        SELECT f.* FROM (
+          SELECT n.* FROM {name}_lanes l CROSS JOIN LATERAL (
+            SELECT {columns} FROM (
+              SELECT w.* FROM record_words w
+              WHERE {RULE.in_lane("w", "l.lane")} AND {held}{where}
+              ORDER BY w.recorded_from DESC, w.record_id DESC
+              LIMIT (SELECT nullif(p.walk, 0) FROM {name}_plan p)) w
+            WHERE ts_match_vq(w.words, l.query) LIMIT {budget + 1}) n) f
+        {newest} LIMIT {budget + 1}),
       {name}_all AS (
         SELECT {columns}
         FROM {name}_lanes l
@@ -339,14 +341,12 @@ def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
         SELECT CASE WHEN {walked} THEN {budget + 1} ELSE (SELECT n FROM {name}_indexed) END
           AS n),
       {name}_ranked AS (
-        SELECT * FROM (SELECT * FROM {name}_walk f {newest} LIMIT {budget}) f WHERE {walked}
+        SELECT * FROM (SELECT * FROM {name}_walk f {newest} LIMIT {budget}) f WHERE {walk_ranks}
         UNION ALL
         SELECT * FROM {name}_all WHERE NOT {walked} AND NOT {indexed}
         UNION ALL
-        SELECT * FROM ({walk("ALL", budget)}) f WHERE NOT {walked} AND {indexed} AND {rank_walk}
-        UNION ALL
         SELECT * FROM (SELECT * FROM {name}_all f {newest} LIMIT {budget}) f
-        WHERE NOT {walked} AND {indexed} AND NOT {rank_walk}),
+        WHERE NOT {walk_ranks} AND {indexed}),
       {name} AS (
         SELECT r.id, r.from_version, r.since, r.config, r.query,
                ts_rank_cd(r.words, r.query) AS score, NULL::bigint AS vector_rank
@@ -356,8 +356,9 @@ def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
 def plan_sql(lanes: str, narrowed: bool) -> str:
     """SQL: one row, how the matches are read: `walk`, how many rows of each lane may be
     walked newest first to count them (0: count from the index), and `rank_walk`,
-    whether a search past the budget finds its newest matches by walking (else from
-    every match the index gives).
+    whether a search the index counts past the budget finds its newest matches by
+    walking (else from every match the index gives, as does a walk that gave up: the
+    matches are fewer among the newest rows than the statistics said).
 
     The choice is by cost, a row fetched through the index counting as WALK_COST rows
     walked, and by the share of the rows the query matches, estimated from the column's
