@@ -20,13 +20,13 @@ branch_labels = None
 depends_on = None
 
 # A lexeme in a tsquery's text is quoted, a quote in it doubled; `!` before it negates
-# it, `:*` after it makes it a prefix. A word not among the column's most common (or
-# no statistics yet), a query with `or`, a negated phrase or no word not negated: 0.
+# it, `:*` after it makes it a prefix. A word not among the column's most common (or no
+# statistics yet), a query with `or`, a negated phrase or no word not negated: 0. The
+# tables are in `public`, as the upkeep that analyzes them has them (store.ledger.upkeep).
 SHARE = r"""
 CREATE FUNCTION edgeloom_search_share(query tsquery) RETURNS float8
   LANGUAGE plpgsql STABLE PARALLEL SAFE AS $fn$
 DECLARE
-  lexeme CONSTANT text := $re$(!?)'((?:[^']|'')*)'(:[*])?$re$;
   elems text[];
   freqs real[];
   share float8 := 1;
@@ -35,21 +35,24 @@ DECLARE
   word text;
   f float8;
 BEGIN
-  IF regexp_replace(query::text, lexeme, '', 'g') ~ '[|]|!\s*[(]' THEN
+  IF strpos(query::text, '|') > 0 OR query::text ~ '!\s*[(]' THEN
     RETURN 0;
   END IF;
   SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs INTO elems, freqs
-  FROM pg_stats s JOIN pg_class c ON c.oid = 'record_words'::regclass
-  JOIN pg_namespace n ON n.oid = c.relnamespace
-  WHERE s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = 'words';
+  FROM pg_stats s
+  WHERE s.schemaname = 'public' AND s.tablename = 'record_words' AND s.attname = 'words';
   IF elems IS NULL THEN
     RETURN 0;
   END IF;
-  FOR m IN SELECT regexp_matches(query::text, lexeme, 'g') LOOP
+  FOR m IN SELECT regexp_matches(query::text, $re$(!?)'((?:[^']|'')*)'(:[*])?$re$, 'g') LOOP
     CONTINUE WHEN m[1] = '!';
     word := replace(m[2], '''''', '''');
-    SELECT coalesce(sum(u.f), 0) INTO f FROM unnest(elems, freqs) u(e, f)
-    WHERE CASE WHEN m[3] IS NULL THEN u.e = word ELSE starts_with(u.e, word) END;
+    IF m[3] IS NULL THEN
+      f := coalesce(freqs[array_position(elems, word)], 0);
+    ELSE
+      SELECT coalesce(sum(u.f), 0) INTO f FROM unnest(elems, freqs) u(e, f)
+      WHERE starts_with(u.e, word);
+    END IF;
     share := share * least(f, 1);
     words := words + 1;
   END LOOP;
