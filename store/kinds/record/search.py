@@ -17,9 +17,9 @@ time, then by id, newest first). A word in most records is not a search: which o
 records is "best" says little, and agents value recent memory; `match` and more words
 narrow such a search to what is meant, and within the budget every hit is ranked again.
 Matches are read from the GIN index, or, for a query most rows match, by walking each
-lane's rows newest first (a btree by time), which finds the budget's worth in a few
-thousand rows where the index would read the entry of every match: chosen once per
-statement by the column's statistics (`plan_sql`).
+lane's rows newest first (a btree by time), which finds the budget's worth in about
+the budget over the query's share of the rows, where the index would read the entry of
+every match: chosen once per statement by the column's statistics (`plan_sql`).
 
 The query syntax is PostgreSQL's `websearch_to_tsquery`: words (all of them), `"a
 phrase"`, `or`, `-word` (not); the last word, when it is a bare word the caller may still
@@ -271,8 +271,9 @@ def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
     Within the budget every match is ranked; past it, the COUNT_BUDGET newest (see the
     module). Matches are read from the GIN index, or by a walk of each lane's rows
     newest first asking each whether it matches, which finds COUNT_BUDGET + 1 of a
-    query most rows match in a few thousand rows however large the memory, where the
-    index reads every match's entry. `plan_sql` chooses, once, before either runs.
+    query most rows match in about COUNT_BUDGET / its share of the rows, however large
+    the memory, where the index reads every match's entry. `plan_sql` chooses, once,
+    before either runs.
 
     The rule on the words row (`RULE.in_lane`, `RULE.held`) is the whole visibility
     rule, with no read of `records` per match: a row holds its record's lane (which no
