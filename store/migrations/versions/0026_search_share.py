@@ -27,6 +27,7 @@ SHARE = r"""
 CREATE FUNCTION edgeloom_search_share(query tsquery) RETURNS float8
   LANGUAGE plpgsql STABLE PARALLEL SAFE AS $fn$
 DECLARE
+  listed text;
   elems text[];
   freqs real[];
   share float8 := 1;
@@ -38,15 +39,21 @@ BEGIN
   IF strpos(query::text, '|') > 0 OR query::text ~ '!\s*[(]' THEN
     RETURN 0;
   END IF;
-  SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs INTO elems, freqs
+  SELECT s.most_common_elems::text, s.most_common_elem_freqs INTO listed, freqs
   FROM pg_stats s
   WHERE s.schemaname = 'public' AND s.tablename = 'record_words' AND s.attname = 'words';
-  IF elems IS NULL THEN
+  IF listed IS NULL THEN
     RETURN 0;
   END IF;
   FOR m IN SELECT regexp_matches(query::text, $re$(!?)'((?:[^']|'')*)'(:[*])?$re$, 'g') LOOP
     CONTINUE WHEN m[1] = '!';
     word := replace(m[2], '''''', '''');
+    -- A word in no common word's text is not common, nor a prefix of one: the product
+    -- is 0, known without reading the list as an array (most searches' words are rare).
+    IF strpos(listed, word) = 0 THEN
+      RETURN 0;
+    END IF;
+    elems := coalesce(elems, listed::text[]);
     IF m[3] IS NULL THEN
       f := coalesce(freqs[array_position(elems, word)], 0);
     ELSE
