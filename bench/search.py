@@ -81,7 +81,7 @@ async def _search(bench: Bench, name: str, variables: dict[str, Any]) -> dict[st
         rounds = await bench.rounds_of(f"search {name}", sides)
     finally:
         await callers.close()
-    out: dict[str, Any] = {"hits": total}
+    out: dict[str, Any] = {"hits": total, "match": bool(variables.get("match"))}
     for side, key in (("gateway", "gateway"), ("raw", "raw"), ("gateway asOf", "as_of")):
         out[f"{key}_p50_ms"] = [percentile(x, 0.5) * 1000 for x in rounds[side]]
     return out
