@@ -307,15 +307,14 @@ def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
     # lane's rows newest first (a backward scan of ix_record_words_newest), at most the
     # plan's rows of them (none planned: all), the match asked of each as a function,
     # which no index serves: the GIN index, planned for a query it cannot see, would read
-    # every match to sort them by time. Each branch of `_ranked` runs or not by one-time
-    # filters, and a filter's second term is not evaluated when its first decides: the
+    # every match to sort them by time. `_count` decides once whether the walk counted
+    # the matches (the index's count is not read when it did, nor the walk when none is
+    # planned); each branch of `_ranked` runs or not by a one-time filter on that: the
     # matches are read one way, or by a walk that gave up and then the index.
     planned = f"(SELECT walk FROM {name}_plan)"
-    walked = f"({planned} > 0 AND (SELECT count(*) FROM {name}_walk) > {budget})"
-    indexed = f"(SELECT n FROM {name}_indexed) > {budget}"
-    walk_ranks = (
-        f"({walked} OR ({indexed} AND (SELECT rank_walk FROM {name}_plan) AND {planned} = 0))"
-    )
+    walked = f"(SELECT walked FROM {name}_count)"
+    over = f"(SELECT n FROM {name}_count) > {budget}"
+    walk_ranks = f"({walked} OR ({over} AND (SELECT rank_walk FROM {name}_plan) AND {planned} = 0))"
     return f"""{name}_lanes AS (
         SELECT c.lane, c.config, {prefixed} AS query
         FROM (SELECT x.lane, {CONFIG}(x.lane) AS config
@@ -336,18 +335,18 @@ def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
         FROM {name}_lanes l
         JOIN record_words w ON {RULE.in_lane("w", "l.lane")} AND w.words @@ l.query AND {held}
         WHERE true{where}),
-      {name}_indexed AS (
-        SELECT count(*) AS n FROM (SELECT 1 FROM {name}_all LIMIT {budget + 1}) c),
       {name}_count AS (
-        SELECT CASE WHEN {walked} THEN {budget + 1} ELSE (SELECT n FROM {name}_indexed) END
-          AS n),
+        SELECT d.walked, CASE WHEN d.walked THEN {budget + 1} ELSE (
+                 SELECT count(*) FROM (SELECT 1 FROM {name}_all LIMIT {budget + 1}) c) END AS n
+        FROM (SELECT {planned} > 0 AND (SELECT count(*) FROM {name}_walk) > {budget}
+                AS walked OFFSET 0) d),
       {name}_ranked AS (
         SELECT * FROM (SELECT * FROM {name}_walk f {newest} LIMIT {budget}) f WHERE {walk_ranks}
         UNION ALL
-        SELECT * FROM {name}_all WHERE NOT {walked} AND NOT {indexed}
+        SELECT * FROM {name}_all WHERE NOT {over}
         UNION ALL
         SELECT * FROM (SELECT * FROM {name}_all f {newest} LIMIT {budget}) f
-        WHERE NOT {walk_ranks} AND {indexed}),
+        WHERE {over} AND NOT {walk_ranks}),
       {name} AS (
         SELECT r.id, r.from_version, r.since, r.config, r.query,
                ts_rank_cd(r.words, r.query) AS score, NULL::bigint AS vector_rank
