@@ -509,3 +509,26 @@ search_languages = Table(
     Column("lane", Text, primary_key=True),
     Column("config", Text, nullable=False),
 )
+
+# Projection: the search statistics of each lane's current words (store.kinds.record.
+# word_counts): how many current records hold each lexeme, and under the lexeme '' (which
+# no text yields) how many current records the lane's words hold and how many lexemes
+# they hold together. Kept as the member counts are: deltas appended by every write,
+# folded after commit.
+word_counts = Table(
+    "word_counts",
+    metadata,
+    Column("lane", Text, primary_key=True),
+    Column("lexeme", Text(collation="C"), primary_key=True),
+    Column("records", BigInteger, nullable=False),
+    Column("lexemes", BigInteger, nullable=False),
+)
+word_deltas = Table(
+    "word_deltas",
+    metadata,
+    Column("lane", Text, nullable=False),
+    Column("lexeme", Text(collation="C"), nullable=False),
+    Column("records", Integer, nullable=False),
+    Column("lexemes", Integer, nullable=False),
+    Index("ix_word_deltas_lexeme", "lane", "lexeme"),
+)

@@ -74,26 +74,32 @@ class AuditPage:
     )
 
 
-def asks_for(info: Info, name: str) -> bool:
-    """Whether the field being resolved selects `name` directly (through fragments too).
+def asks_for(info: Info, *path: str) -> bool:
+    """Whether the field being resolved selects the field at `path` (a name, or names
+    each under the one before: "items", "highlights"), through fragments too.
 
     Used to skip work nobody reads, such as a page's total count; when a directive
     (@include, @skip) could decide it, the answer is yes.
     """
-    pending: list[Any] = list(info.selected_fields)
-    while pending:
-        selection = pending.pop()
-        if getattr(selection, "directives", None):
-            return True
-        for child in selection.selections:
-            if getattr(child, "directives", None):
+    level: list[Any] = list(info.selected_fields)
+    for name in path:
+        pending, found = level, []
+        while pending:
+            selection = pending.pop()
+            if getattr(selection, "directives", None):
                 return True
-            if isinstance(child, SelectedField):
-                if child.name == name:
+            for child in selection.selections:
+                if getattr(child, "directives", None):
                     return True
-            else:  # a fragment spread or an inline fragment: its fields are ours
-                pending.append(child)
-    return False
+                if isinstance(child, SelectedField):
+                    if child.name == name:
+                        found.append(child)
+                else:  # a fragment spread or an inline fragment: its fields are ours
+                    pending.append(child)
+        if not found:
+            return False
+        level = found
+    return True
 
 
 async def record_page(info: Info, page: Page[str], as_of: datetime | None = None) -> RecordPage:

@@ -48,9 +48,9 @@ SEARCH = f"""query($text: String, $vector: [Float!], $match: [String!], $mode: G
     $lanes: [String!], $asOf: DateTime, $first: Int, $after: String) {{
   search(text: $text, vector: $vector, match: $match, mode: $mode, lanes: $lanes, asOf: $asOf,
     first: $first, after: $after) {{
-    items {{ score textRank vectorRank highlights {{ text start end }}
+    items {{ score textRank vectorRank matchedTerms highlights {{ text start end }}
       record {{ id lane content properties }} }}
-    totalCountExact {PAGE_INFO} }} }}"""
+    totalCountExact terms dropped hint {PAGE_INFO} }} }}"""
 ADD = f"""mutation($id: ID!, $properties: [String!]!) {{
   addProperties(id: $id, properties: $properties) {{
     added alreadyHeld rejected record {{ {BRIEF} }} }} }}"""

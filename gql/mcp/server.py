@@ -37,12 +37,16 @@ def _describe(tool: str) -> str:
         "records (id, lane, source_type, content, properties); traverse returns {items: "
         "[{hop, via, record, edge}], not_shown, beyond_limit, clipped} (edge: the typed edge "
         "a record was reached by, else null). " + PAGE_SHAPE,
-        "e_search": "Find records by their words, by a vector (of the size the lane's policy "
-        "declares), or both, best first, optionally only among a gather's records (match): "
+        "e_search": "Find records by asking in your own words: pass the question or keywords "
+        "as text, as you would say them (no operators, no need to guess exact wording; every "
+        "word counts, none is required), and/or a vector (of the size the lane's policy "
+        "declares), best first, optionally only among a gather's records (match): "
         + d.field("Query", "search")
         + " Returns a page of {id, lane, score, text_rank, vector_rank, snippet (the content "
-        "around the "
-        "first word matched), matched, properties}; read a hit whole with e_read. " + PAGE_SHAPE,
+        "around the first word matched), matched (the query's words it holds), properties}, "
+        "with terms (the words searched for), dropped (words too common to search by) and, "
+        "when nothing was found, a hint of what to try; read a hit whole with e_read. "
+        + PAGE_SHAPE,
         "e_read": "Read one record by id: "
         + d.field("Query", "record")
         + " Returns its content, properties, version, connections, groups, adjustments and "

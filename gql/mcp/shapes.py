@@ -125,6 +125,6 @@ def compact_hit(hit: dict[str, Any]) -> dict[str, Any]:
         "text_rank": hit["text_rank"],
         "vector_rank": hit["vector_rank"],
         "snippet": snippet,
-        "matched": sorted({m["text"] for m in marks}),
+        "matched": hit["matched_terms"],
         "properties": record["properties"],
     }

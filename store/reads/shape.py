@@ -8,6 +8,7 @@ arguments, puts their values under their parameters' names, and says the shape.
 from __future__ import annotations
 
 import enum
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 
@@ -37,3 +38,5 @@ class Shape:
     # The review queue's conflict states: one state is a constant of the statement, so
     # its page is read in its index's order and stops at the page's end.
     states: tuple[str, ...] = ()
+    # A read's own shape, where the read keeps one (search's `SearchShape`).
+    own: Hashable | None = None

@@ -633,7 +633,8 @@ def restricted_sdl() -> str:
         "scalar Types\n"
         "enum GatherMode { INTERSECT UNION TIMELINE }\n"
         "enum ConflictResolution { ACCEPTED_DUAL SUPERSEDED REFUTED MERGED }\n"
-        "enum ConflictStatus { UNRESOLVED RESOLVED ALL }\n" + "\n".join(types)
+        "enum ConflictStatus { UNRESOLVED RESOLVED ALL }\n"
+        "enum SearchSyntax { NATURAL STRICT }\n" + "\n".join(types)
     )
 
 

@@ -15,12 +15,15 @@ from tests.gql._differential import compiled_path
 from tests.gql._mcp import call, over_http, refused
 from tests.support import Gateway
 
+# The strict syntax unless a test says otherwise: these tests were written for it.
 SEARCH = """
-query($text: String, $match: [String!], $asOf: DateTime, $first: Int, $after: String) {
-  search(text: $text, match: $match, asOf: $asOf, first: $first, after: $after) {
-    totalCount totalCountExact
+query($text: String, $match: [String!], $asOf: DateTime, $first: Int, $after: String,
+      $syntax: SearchSyntax = STRICT) {
+  search(text: $text, match: $match, asOf: $asOf, first: $first, after: $after,
+         syntax: $syntax) {
+    totalCount totalCountExact terms dropped hint
     items {
-      score textRank vectorRank
+      score textRank vectorRank matchedTerms
       highlights { text start end }
       record { id content version properties }
     }

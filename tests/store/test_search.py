@@ -13,7 +13,14 @@ import pytest
 from asyncpg import Connection
 
 from store.errors import InvalidInputError
-from store.kinds.record.search import MAX_QUERY_CHARS, Hit, SearchArgs, prefix_last, search
+from store.kinds.record.search import (
+    MAX_QUERY_CHARS,
+    Hit,
+    SearchArgs,
+    Syntax,
+    prefix_last,
+    search,
+)
 from store.kinds.record.words import language, relanguage
 from store.operations.verify import verify
 from store.reads.pages import Page
@@ -35,8 +42,9 @@ async def find(
     **kw: Any,
 ) -> Page[Hit]:
     first = kw.pop("first", None)
+    # This module's searches are the strict syntax's (every word required).
     given: dict[str, Any] = {"mode": GatherMode.INTERSECT, "source_types": None, "as_of": None}
-    given |= {"after": None, **kw}
+    given |= {"after": None, "syntax": Syntax.STRICT, **kw}
     return await search(conn, SearchArgs(text, match, lanes=lanes or BOTH, **given), first)
 
 

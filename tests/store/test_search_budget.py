@@ -2,10 +2,9 @@
 
 The budget is made small (2) for the module's searches, so that a handful of records
 crosses it; the statement is the one every search runs, built again with that value.
-Each test runs once for each way the statement may read the matches (what `plan_sql`
-would choose by the statistics, forced here): walking each lane newest first, walking
-but giving up after a row, and from the index, ranking past the budget by a walk or
-from every match. Each must give the same hits.
+Each test runs once for each way the statement may read a lane's matches (what the
+planner would choose by the lane's statistics, forced here): walking each lane newest
+first, and from the index. Each must give the same hits.
 """
 
 from __future__ import annotations
@@ -17,36 +16,33 @@ import pytest
 from asyncpg import Connection
 
 from store.kinds.record import search as store_search
+from store.kinds.record import search_plan
+from store.kinds.record.search_plan import Syntax
 from store.reads.shape import GatherMode
 from tests.gql._api import RETIRE_RECORD, ingest, unique
 from tests.store import _two_lanes
+from tests.store._two_lanes import BOTH
 from tests.store.test_search import find, ids
 from tests.support import Gateway
 
 gateway, conn = _two_lanes.gateway, _two_lanes.conn
 
 
-# walk (rows a lane's walk may read), rank_walk: each way `plan_sql` may choose.
-READS = {
-    "walked": (1_000_000, True),
-    "walk given up": (1, True),
-    "indexed, newest walked": (0, True),
-    "indexed": (0, False),
-}
+# Whether each lane is walked: each way the planner may choose.
+READS = {"walked": True, "indexed": False}
 
 
 @pytest.fixture(params=list(READS))
 def small_budgets(request: pytest.FixtureRequest) -> Iterator[None]:
-    was = store_search.COUNT_BUDGET, store_search.plan_sql
-    walk, rank_walk = READS[request.param]
-    chosen = f"SELECT {walk}::bigint AS walk, {rank_walk} AS rank_walk"
-    store_search.COUNT_BUDGET = 2
-    store_search.plan_sql = lambda lanes, narrowed: chosen  # type: ignore[assignment]
+    was = search_plan.COUNT_BUDGET, search_plan._walk
+    walked = READS[request.param]
+    search_plan.COUNT_BUDGET = 2
+    search_plan._walk = lambda records, matches: walked  # type: ignore[assignment]
     store_search._statement.cache_clear()
     try:
         yield
     finally:
-        store_search.COUNT_BUDGET, store_search.plan_sql = was
+        search_plan.COUNT_BUDGET, search_plan._walk = was
         store_search._statement.cache_clear()
 
 
@@ -147,43 +143,25 @@ async def test_past_the_budget_the_filters_narrow_before_the_newest_are_taken(
     assert set(ids(plain)) == {kept[2]["id"], kept[3]["id"]}
 
 
-async def test_the_statistics_say_which_words_most_rows_hold(
+async def test_each_lane_is_walked_by_its_own_statistics(
     gateway: Gateway, conn: Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    common = unique("c")
+    common, rare = unique("c"), unique("r")
     for n in range(30):
-        await ingest(gateway, f"{common} filler{n}", lane="notes" if n % 2 else "secret")
-    await conn.execute("ANALYZE record_words")
-    holding, rows = await conn.fetchrow(
-        "SELECT count(*) FILTER (WHERE words @@ to_tsquery('simple', $1)), count(*) "
-        "FROM record_words",
-        common,
-    )
+        await ingest(gateway, f"{common} filler{n}", lane="notes")
+    await ingest(gateway, f"{rare} {common}", lane="secret")
+    for n in range(5):
+        await ingest(gateway, f"other{n}", lane="secret")
+    monkeypatch.setattr(search_plan, "COUNT_BUDGET", 2)
 
-    async def share(query: str) -> float:
-        return float(await conn.fetchval("SELECT edgeloom_search_share($1::tsquery)", query))
+    async def walked(text: str, lanes: list[str], narrowed: bool = False) -> dict[str, bool]:
+        found = await search_plan.plan(conn, lanes, text, Syntax.STRICT, narrowed=narrowed)
+        return {lane.lane: lane.walk for lane in found.lanes}
 
-    assert await share(f"'{common}'") == pytest.approx(holding / rows, abs=0.02)
-    # A prefix: the common words it begins; a phrase: the product of its words.
-    assert await share(f"'{common[:-2]}':*") >= await share(f"'{common}'")
-    assert await share(f"'{common}' <-> 'filler1'") <= await share(f"'{common}'")
-    # What the statistics cannot tell: a word not among them, `or`, only negations.
-    for unknown in (f"'{unique('never')}'", f"'{common}' | 'x'", f"!'{common}'"):
-        assert await share(unknown) == 0, unknown
-
-    # With a budget this small, the common word is walked for; a word no row holds is not;
-    # a `match` is read from the index.
-    monkeypatch.setattr(store_search, "COUNT_BUDGET", 2)
-
-    async def plan(word: str, narrowed: bool = False) -> tuple[int, bool]:
-        got = await conn.fetchrow(
-            "WITH l AS (SELECT to_tsquery('simple', $1) AS query) "
-            + store_search.plan_sql("l", narrowed),
-            word,
-        )
-        return got["walk"], got["rank_walk"]
-
-    walk, rank_walk = await plan(common)
-    assert walk > 0 and rank_walk
-    assert await plan(unique("never")) == (0, False)
-    assert await plan(common, narrowed=True) == (0, False)
+    # The word most of notes' rows hold is walked for there, and not in secret, where
+    # one row in six holds it; a word no row holds is read from the index; so is a
+    # `match`, which the index joins to its members.
+    assert await walked(common, BOTH) == {"notes": True, "secret": False}
+    assert await walked(common, ["notes"]) == {"notes": True}
+    assert await walked(rare, BOTH) == {"notes": False, "secret": False}
+    assert await walked(common, BOTH, narrowed=True) == {"notes": False, "secret": False}

@@ -12,7 +12,7 @@ bound arguments (which optional ones are set, how many properties a gather has).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -41,7 +41,7 @@ from policies.properties import parse_property
 from store.errors import StoreError
 from store.ids import RECORD_ID
 from store.kinds.edge import reads as edge_reads
-from store.kinds.record import labels, queries, search, search_compiled
+from store.kinds.record import labels, queries, search
 from store.kinds.record import traverse_compiled as traverse_sql
 from store.kinds.record import values as label_values
 from store.kinds.record.resolve import check_record_ident
@@ -432,17 +432,16 @@ def bind_search(
         args.get("after"),
         args.get("vector"),
         scope if isinstance(scope, search.VectorScope) else search.VectorScope(),
+        search.Syntax((args.get("syntax") or search.Syntax.NATURAL).value),
     )
     shape = search.bind(values, prefix, given)
     if shape is None:
         # Nothing to find (match names only the engine's labels): the resolver says so.
         raise Declined()
+    # The highlights are built where the field asks for them (search_compiled).
+    own = replace(shape, highlights=False)
     return Shape(
-        as_of=shape.as_of,
-        after=shape.after,
-        mode=shape.mode,
-        properties=shape.properties,
-        filters=search_compiled.shape_filters(shape),
+        as_of=shape.as_of, after=shape.after, mode=shape.mode, properties=shape.properties, own=own
     )
 
 

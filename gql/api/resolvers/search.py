@@ -3,6 +3,7 @@ types."""
 
 from __future__ import annotations
 
+import enum
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -53,14 +54,20 @@ class SearchHit:
         description="The record, at the version read.", metadata=compiled(sql.hit_record)
     )
     score: float = strawberry.field(
-        description="Higher is better: for text alone ts_rank_cd of its words (how many of "
-        "the query's words it holds, how close together); for a vector alone its cosine "
+        description="Higher is better: for text alone its BM25 score over the query's words "
+        "it holds (rare words weigh more, a repeated word saturates, a long record is not "
+        "favoured for its length; syntax STRICT: ts_rank_cd); for a vector alone its cosine "
         f"similarity (1 - cosine distance); for both, reciprocal rank fusion: "
         f"1/({store_search.RRF_K} + textRank) + 1/({store_search.RRF_K} + vectorRank), a "
         "term for each list it is in. Past the count budget (totalCountExact false) the "
         f"text list is the {store_search.COUNT_BUDGET:,} newest matches, ranked among "
         "themselves.",
         metadata=compiled(sql.hit_score),
+    )
+    matched_terms: list[str] = strawberry.field(
+        description="The query's words it holds (as the query wrote them), in the query's "
+        "order; empty for a hit by vector alone.",
+        metadata=compiled(sql.hit_matched),
     )
     text_rank: int | None = strawberry.field(
         description="Its place (1 = first) in the text list; null when not in it.",
@@ -97,8 +104,22 @@ class SearchPage:
     )
     total_count_exact: bool = strawberry.field(
         description="Whether totalCount is exact (false: a lower bound; with text, the text "
-        f"hits ranked are then the {store_search.COUNT_BUDGET:,} newest matches).",
+        f"hits ranked are then the {store_search.COUNT_BUDGET:,} newest matches, or the "
+        "records holding the query's rarer words, its commonest left to score them).",
         metadata=compiled(sql.total_exact),
+    )
+    terms: list[str] = strawberry.field(
+        description="The words of the query searched for, as it wrote them (lower-cased).",
+        metadata=compiled(sql.search_terms),
+    )
+    dropped: list[str] = strawberry.field(
+        description="The words of the query left out as too common to search by (the "
+        "lanes' language's stop words): rephrase with words that name what you look for.",
+        metadata=compiled(sql.search_dropped),
+    )
+    hint: str | None = strawberry.field(
+        description="When the search found nothing: what to try instead. Null otherwise.",
+        metadata=compiled(sql.search_hint),
     )
     page_info: PageInfo = strawberry.field(
         description="Whether more follow, and the cursor.", metadata=compiled(Compiler.page_info)
@@ -146,23 +167,40 @@ SEARCH_VECTOR = (
 )
 
 SEARCH_TEXT = (
-    "The words to find, in PostgreSQL's websearch syntax: words (all must match), "
-    '"a phrase", `or` between alternatives, -word to leave out; the last bare word also '
-    f"matches as a prefix. At most {store_search.MAX_QUERY_CHARS} characters."
+    "What to find, in your own words: a question or keywords. Every word counts and none is "
+    'required; rare words weigh more; "a quoted phrase" also counts as a phrase. With '
+    'syntax STRICT: PostgreSQL\'s websearch syntax (every word required, "a phrase", `or` '
+    "between alternatives, -word to leave out, the last bare word also a prefix). At most "
+    f"{store_search.MAX_QUERY_CHARS} characters."
 )
+
+
+@strawberry.enum(description="How search reads its text.")
+class SearchSyntax(enum.Enum):
+    NATURAL = strawberry.enum_value(
+        "NATURAL",
+        description="what an agent writes, a question or keywords: every word counts, none "
+        "is required, ranked by BM25 (the default)",
+    )
+    STRICT = strawberry.enum_value(
+        "STRICT",
+        description='every word required, "phrases", or, -not and a prefix last word '
+        "(PostgreSQL's websearch_to_tsquery), ranked by ts_rank_cd",
+    )
 
 
 @strawberry.type
 class SearchQuery:
     @strawberry.field(
-        description="Records by their words (best first by ts_rank_cd, each with the words "
-        "matched and where), by your vector (nearest first), or both fused by reciprocal "
-        "rank; narrowed to a gather by match, and to lanes, source types and an instant, "
-        "like every other read: a record you cannot read, or retired then, is never found "
-        f"or counted. Past {store_search.COUNT_BUDGET:,} matches only the newest "
-        f"{store_search.COUNT_BUDGET:,} are ranked: narrow a common word "
-        "with match or more words.",
-        metadata=compiled(sql.search_root, bind_search),
+        description="Records by their words, asked in your own words (best first by BM25 "
+        "over the words they hold, each with the query's words it holds and where), by your "
+        "vector (nearest first), or both fused by reciprocal rank; narrowed to a gather by "
+        "match, and to lanes, source types and an instant, like every other read: a record "
+        "you cannot read, or retired then, is never found or counted, and its words never "
+        f"weigh in your scores. Past {store_search.COUNT_BUDGET:,} candidates only the "
+        f"newest {store_search.COUNT_BUDGET:,} are ranked: narrow a common word with match "
+        "or rarer words.",
+        metadata=compiled(sql.search_root, bind_search, sql.read_plan),
     )
     async def search(
         self,
@@ -183,17 +221,22 @@ class SearchQuery:
         as_of: Annotated[datetime | None, _arg(d.AS_OF)] = None,
         first: Annotated[int | None, _arg(d.FIRST)] = None,
         after: Annotated[str | None, _arg(d.AFTER)] = None,
+        syntax: Annotated[
+            SearchSyntax | None, _arg("How text is read; default NATURAL (your own words).")
+        ] = SearchSyntax.NATURAL,
     ) -> SearchPage:
         count = asks_for(info, "totalCount")
+        marks = asks_for(info, "items", "highlights")
         mode_ = (mode or GatherMode.INTERSECT).to_store()
         policy, _ = await info.context.session.agent()
         scope = vector_scope(info.context.services, policy)
         async with info.context.read() as (db, readable):
             chosen = RULE.chosen(readable, lanes)
+            read_as = store_search.Syntax((syntax or SearchSyntax.NATURAL).value)
             asked = store_search.SearchArgs(
-                text, match, mode_, chosen, source_types, as_of, after, vector, scope
+                text, match, mode_, chosen, source_types, as_of, after, vector, scope, read_as
             )
-            page = await store_search.search(db, asked, first, count)
+            page = await store_search.search(db, asked, first, count, marks)
         found = await info.context.records([h.id for h in page.items], as_of)
         items = [
             SearchHit(
@@ -202,6 +245,7 @@ class SearchQuery:
                 text_rank=h.text_rank,
                 vector_rank=h.vector_rank,
                 highlights=[Highlight.from_domain(x) for x in h.highlights],
+                matched_terms=list(h.matched),
             )
             for h in page.items
             if h.id in found
@@ -211,6 +255,9 @@ class SearchQuery:
             total_count=page.total_count or 0,
             total_count_exact=page.total_exact,
             page_info=page_info(page),
+            terms=list(page.terms),
+            dropped=list(page.dropped),
+            hint=page.hint,
         )
 
     @strawberry.field(

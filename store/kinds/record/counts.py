@@ -15,6 +15,8 @@ intervals.
 
 from __future__ import annotations
 
+from store.kinds.record import word_counts
+from store.kinds.record.words import OPENED_WORDS
 from store.ledger.registry import Rows
 from store.pool import Conn
 from store.reads.visibility import RULE
@@ -33,6 +35,9 @@ CLOSED = "closed_memberships"
 # update, and a value's deltas are found by its hash however many others wait.
 FOLD_AFTER_APPENDS = 100
 FOLD_AFTER_MEMBERSHIPS = 50_000
+# ... or after this many records' words opened: each adds a delta row per lexeme, which
+# a search's plan reads by (lane, lexeme) until they are folded.
+FOLD_AFTER_WORDS = 2_000
 # Any fixed number: one fold at a time; the others skip rather than wait.
 _FOLD_LOCK = 7_113_005
 
@@ -64,6 +69,7 @@ INSERT INTO member_counts AS c (label, value_key, lane, value, records)
 SELECT label, value_key, lane, value, n FROM summed
 ON CONFLICT (label, value_key, lane) DO UPDATE SET records = c.records + EXCLUDED.records
 """,
+    word_counts.FOLD,
 )
 
 
@@ -81,7 +87,8 @@ class CountsFold:
 def fold_share(rows: Rows) -> float:
     """How far a write's rows bring its process towards a fold, due at 1."""
     moved = len(rows.parts.get(OPENED, ())) + len(rows.parts.get(CLOSED, ()))
-    return 1 / FOLD_AFTER_APPENDS + moved / FOLD_AFTER_MEMBERSHIPS
+    worded = len(rows.parts.get(OPENED_WORDS, ()))
+    return 1 / FOLD_AFTER_APPENDS + moved / FOLD_AFTER_MEMBERSHIPS + worded / FOLD_AFTER_WORDS
 
 
 async def fold(conn: Conn) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 import asyncpg
 
 from store.ids import RECORD_KIND
-from store.kinds.record import tags, vectors, words
+from store.kinds.record import tags, vectors, word_counts, words
 from store.kinds.record.counts import (
     CLOSED,
     LABEL_DELTAS,
@@ -141,6 +141,7 @@ _CTES = (
     ),
     tags.CTE,
     *words.CTES,
+    word_counts.DELTAS,
     *vectors.CTES,
 )
 
@@ -277,6 +278,7 @@ class _Replay:
         await self._compare_member_counts(conn, report)
         await tags.compare(conn, self.records, report)
         await words.compare(conn, self.words, report)
+        await word_counts.compare(conn, report)
         await vectors.compare(conn, self.vectors, report)
 
     async def _compare_records(self, conn: Conn, report: Report) -> None:
@@ -350,6 +352,7 @@ class _Replay:
 
     async def finish(self, conn: Conn, copy: Copy) -> None:
         await words.insert(conn, self.words)
+        await word_counts.recount(conn)
         await vectors.insert(conn, self.vectors)
         for (lane, label), n in self.labels.items():
             if n:
@@ -384,6 +387,7 @@ class RecordKind(KindDefaults):
         tags.TABLE,
         words.TABLE,
         words.LANGUAGES,
+        *word_counts.TABLES,
         vectors.TABLE,
     )
     event_kinds: tuple[str, ...] = (*RECORD_EVENT_KINDS, *ASSERTED_EVENT_KINDS)

@@ -1,31 +1,26 @@
 """Search: records by their words, by the caller's vector, or both, narrowed like any
 other read, in one statement.
 
-The candidates are the record versions whose words (`store.kinds.record.words`) match
-the query, each lane's in that lane's language: the current rows from the partial GIN
-index, or at `as_of` the rows held then. They are narrowed by the visibility rule
-(readable lane, not retired now or then), by `sourceTypes`, and by `match`: the same
-membership set a gather reads (`queries.members_sql`). Hits are ranked by
-`ts_rank_cd` (cover density: how many of the query's words a record holds and how close
-together), ties by the newest version first and then by id (an order no other lane can
-change), paged by that key, and counted up to COUNT_BUDGET.
+A text query is what an agent writes, a question or keywords (`search_plan.Syntax.
+NATURAL`): every word the lane's language keeps counts and none is required, and the
+candidates are ranked by BM25 over the statistics of the caller's lanes alone
+(`search_plan`, `word_counts`); `Syntax.STRICT` is PostgreSQL's websearch syntax, every
+word required, ranked by `ts_rank_cd`. A planner decides, before the statement and from
+values it reads on the same snapshot, which records are candidates and how each lane's
+are read; the statement takes its decisions as values.
 
-A search's cost is bounded by one budget, COUNT_BUDGET, not by how many records hold its
-words: one with at most that many matches counts and ranks them all; one with more (its
-count a lower bound) ranks its COUNT_BUDGET newest matches (by the version's transaction
-time, then by id, newest first). A word in most records is not a search: which of its
-records is "best" says little, and agents value recent memory; `match` and more words
-narrow such a search to what is meant, and within the budget every hit is ranked again.
-Matches are read from the GIN index, or, for a query most rows match, by walking each
-lane's rows newest first (a btree by time), which finds the budget's worth in about
-the budget over the query's share of the rows, where the index would read the entry of
-every match: chosen once per statement by the column's statistics (`plan_sql`).
+The candidates are record versions whose words (`store.kinds.record.words`) match the
+plan's query, each lane's in that lane's language: the current rows, or at `as_of` the
+rows held then. They are narrowed by the visibility rule (readable lane, not retired now
+or then), by `sourceTypes`, and by `match`: the same membership set a gather reads
+(`queries.members_sql`). Ties of score go to the newest version first and then by id (an
+order no other lane can change); pages follow that key; the count stops at COUNT_BUDGET.
+Past it, the COUNT_BUDGET newest candidates are the ones ranked: a word in most records
+is not a search; `match` and rarer words narrow it.
 
-The query syntax is PostgreSQL's `websearch_to_tsquery`: words (all of them), `"a
-phrase"`, `or`, `-word` (not); the last word, when it is a bare word the caller may still
-be typing, also matches as a prefix. Nothing a caller types is a syntax error. Each hit's
-highlights are the words `ts_headline` marks in the content of the version read, with
-their offsets in code points into that content.
+Each hit says which of the query's words it holds, and its highlights are the words
+`ts_headline` marks in the content of the version read, with their offsets in code
+points into that content, computed for the hits of the page alone and only when asked.
 
 By vector (`store.kinds.record.vectors`): the nearest VECTOR_DEPTH record versions by
 cosine distance among the lanes whose embedding has the vector's size (one model:
@@ -37,10 +32,6 @@ compared exactly instead, which no walk could beat. Text and vector together are
 reciprocal rank: score = 1/(60 + textRank) + 1/(60 + vectorRank), a term for each list
 the hit is in, each list computed under the same filters.
 
-`totalCount` counts the hits up to COUNT_BUDGET (with text, its matches, ranked or not);
-past it, it is that budget and marked as a lower bound. A vector list holds at most
-VECTOR_DEPTH hits by definition.
-
 `search_sql` is the one builder of the statement: the resolver runs it here, and the
 compiled path builds the same SQL inside its response.
 """
@@ -51,16 +42,18 @@ import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from policies.guard import vector_lanes
 from policies.model import Embedding
 from store.errors import InvalidInputError
-from store.kinds.record import counts, embedding
+from store.kinds.record import counts, embedding, search_plan
 from store.kinds.record.queries import bind_properties, gather_properties, members_sql
-from store.kinds.record.words import CONFIG
+from store.kinds.record.search_plan import COUNT_BUDGET as COUNT_BUDGET
+from store.kinds.record.search_plan import Plan
+from store.kinds.record.search_plan import Syntax as Syntax
 from store.reads.pages import Page, encode_cursor, key_cursor, page_size
 from store.reads.shape import GatherMode
 from store.reads.snapshot import Reader
@@ -74,15 +67,10 @@ VECTOR_DEPTH = 100
 # A `match` keeping at most this many records (by the maintained counts) has its
 # vectors compared exactly rather than found by walking the index.
 EXACT_SCAN_MAX = 5_000
-# totalCount is exact up to this many hits; past it, a lower bound, and the text hits
-# ranked are this many, the newest matches.
-COUNT_BUDGET = 1_000
-# A row fetched through the GIN index costs about this many rows walked newest first
-# (a bitmap heap scan visits a page a match; a walk reads each page's rows in turn):
-# EXPLAIN ANALYZE at 1,000,000 records, 2-3 us against 0.25 us (bench/README.md).
-WALK_COST = 10
 # Reciprocal rank fusion's constant: a hit's score is the sum of 1/(RRF_K + rank).
 RRF_K = 60
+# The largest float32: a cursor's score beyond it is none a search gave.
+FLOAT32_MAX = 3.4028234663852886e38
 # Highlights per hit: a long record's every occurrence of a common word is not a snippet.
 MAX_HIGHLIGHTS = 50
 # Best first; among equal scores, the version written last first, then by id: an order
@@ -104,6 +92,10 @@ class SearchShape:
     after: bool = False
     text: bool = True
     vector: int = 0  # the search vector's size (0: none)
+    syntax: Syntax = Syntax.NATURAL
+    # Whether the page's rows carry their highlights (the compiled path builds them
+    # where the field is asked instead).
+    highlights: bool = True
 
     @property
     def fused(self) -> bool:
@@ -124,35 +116,46 @@ class Hit:
     text_rank: int | None
     vector_rank: int | None
     highlights: tuple[Highlight, ...]
+    matched: tuple[str, ...] = ()
 
 
 def highlights_sql(content: str, config: str, query: str) -> str:
     """SQL: the JSON list of the words of `content` that `query` matches, each with its
-    offsets (code points, end exclusive) into `content`, at most MAX_HIGHLIGHTS."""
+    offsets (code points, end exclusive) into `content`, at most MAX_HIGHLIGHTS.
+
+    One pass marks the words and one splits at the marks; each of the first
+    MAX_HIGHLIGHTS + 1 pieces gives a word, placed by the lengths of the pieces before it
+    less their markers, so the cost is the content's length once, whatever the number of
+    occurrences."""
     marked = (
-        f"ts_headline({config}, translate({content}, E'{_START}{_STOP}', E'\\x20\\x20'), {query}, "
-        f"E'StartSel={_START}, StopSel={_STOP}, HighlightAll=true')"
+        f"ts_headline({config}, translate({content}, E'{_START}{_STOP}', E'\\x20\\x20'), "
+        f"{query}, E'StartSel={_START}, StopSel={_STOP}, HighlightAll=true')"
     )
-    # The n-th marked word starts after the 2(n-1) markers before it.
+    # The n-th piece (n > 1) starts with the (n-1)-th marked word and holds one stop
+    # marker; it starts after the pieces before it, less the n - 2 stop markers there.
     return f"""(SELECT coalesce(json_agg(json_build_object('text', t.w, 'start', t.s,
           'end', t.s + length(t.w)) ORDER BY t.n), '[]'::json)
-        FROM (SELECT n, regexp_substr(hl.h, E'{_START}([^{_STOP}]*){_STOP}', 1, n, '', 1) AS w,
-                     regexp_instr(hl.h, E'{_START}', 1, n) - 1 - 2 * (n - 1) AS s
-              FROM (SELECT {marked} AS h OFFSET 0) hl
-              CROSS JOIN generate_series(1, least(regexp_count(hl.h, E'{_START}'),
-                                                  {MAX_HIGHLIGHTS})) n) t)"""
+        FROM (SELECT x.n, split_part(x.piece, E'{_STOP}', 1) AS w,
+                     coalesce(sum(length(x.piece)) OVER (ORDER BY x.n ROWS BETWEEN
+                       UNBOUNDED PRECEDING AND 1 PRECEDING), 0) - (x.n - 2) AS s
+              FROM (SELECT y.piece, y.n FROM (SELECT {marked} AS h OFFSET 0) hl,
+                      string_to_table(hl.h, E'{_START}') WITH ORDINALITY AS y(piece, n)
+                    LIMIT {MAX_HIGHLIGHTS + 1}) x) t
+        WHERE t.n > 1)"""
 
 
 def search_sql(p: Params, shape: SearchShape) -> tuple[str, str]:
     """SQL: the page (rows id, from_version, score, score_key, since, text_rank,
-    vector_rank, highlights, place; at most limit+1 of them, best first) and the
+    vector_rank, highlights, config, query, matched, place; at most limit+1 of them,
+    best first) and the
     statement counting the hits (with text: its matches, ranked or not) up to
     COUNT_BUDGET + 1, over the CTEs ending in `hits` that `hits_sql` defines."""
     text_only = shape.text and not shape.vector
     keyed, before = "", "0"
     if shape.after:
-        # A text score is a real; a vector or fused one a double.
-        score = p("after_score", "real" if text_only else "float8")
+        # A strict text score is a real; any other a double.
+        strict = text_only and shape.syntax is Syntax.STRICT
+        score = p("after_score", "real" if strict else "float8")
         at, after_id = p("after_at", "timestamptz"), p("after_id")
         keyed = (
             f"WHERE k.score < {score} OR (k.score = {score} AND (k.since < {at} "
@@ -170,7 +173,7 @@ def search_sql(p: Params, shape: SearchShape) -> tuple[str, str]:
         "AND e.object_id = k.id AND e.version = k.from_version)"
     )
     marks = "'[]'::json"
-    if shape.text:
+    if shape.text and shape.highlights:
         marks = highlights_sql(content, "k.config", "k.query")
     if shape.fused:
         marks = f"CASE WHEN k.text_rank IS NULL THEN '[]'::json ELSE {marks} END"
@@ -179,10 +182,11 @@ def search_sql(p: Params, shape: SearchShape) -> tuple[str, str]:
     # double (as the API writes it), and as the type it is for cursors.
     page = f"""SELECT k.id, k.from_version, k.score::float8 AS score, k.score::text AS score_key,
           k.since, {text_rank} AS text_rank, k.vector_rank, {marks} AS highlights,
+          k.config, k.query, coalesce(k.matched, '{{}}') AS matched,
           row_number() OVER (ORDER BY {_ORDER}) AS place
         FROM (SELECT * FROM hits k {keyed} ORDER BY {_ORDER} LIMIT {p("limit")}) k
         ORDER BY place"""
-    counted = f"SELECT count(*) FROM (SELECT 1 FROM hits LIMIT {COUNT_BUDGET + 1}) c"
+    counted = f"SELECT count(*) FROM (SELECT 1 FROM hits LIMIT {search_plan.COUNT_BUDGET + 1}) c"
     if text_only:
         counted = "SELECT n FROM hits_count"
     elif shape.fused:
@@ -193,7 +197,7 @@ def search_sql(p: Params, shape: SearchShape) -> tuple[str, str]:
 
 def hits_sql(p: Params, shape: SearchShape) -> str:
     """SQL: the CTEs ending in `hits`, every readable hit with its score (id,
-    from_version, since, score, config, query, text_rank, vector_rank)."""
+    from_version, since, score, config, query, matched, text_rank, vector_rank)."""
     if not shape.vector:
         return text_hits_sql(p, shape, "hits")
     if not shape.text:
@@ -202,7 +206,8 @@ def hits_sql(p: Params, shape: SearchShape) -> str:
     return f"""{text_hits_sql(p, shape, "text_hits")}, {vector_hits_sql(p, shape, "vector_hits")},
       hits AS (
         SELECT coalesce(t.id, v.id) AS id, coalesce(t.from_version, v.from_version) AS from_version,
-               coalesce(t.since, v.since) AS since, t.config, t.query, t.text_rank, v.vector_rank,
+               coalesce(t.since, v.since) AS since, t.config, t.query, t.matched, t.text_rank,
+               v.vector_rank,
                (coalesce(1.0 / ({RRF_K} + t.text_rank), 0)
                 + coalesce(1.0 / ({RRF_K} + v.vector_rank), 0))::float8 AS score
         FROM (SELECT x.*, row_number() OVER (ORDER BY x.score DESC, x.since DESC, x.id)
@@ -244,7 +249,8 @@ def vector_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
     # The walk's relaxed order is put right by the exact distances it returns.
     return f"""{name} AS (
         SELECT f.id, f.from_version, f.since, NULL::regconfig AS config, NULL::tsquery AS query,
-               NULL::bigint AS text_rank, (1 - f.distance)::float8 AS score,
+               NULL::text[] AS matched, NULL::bigint AS text_rank,
+               (1 - f.distance)::float8 AS score,
                row_number() OVER (ORDER BY (1 - f.distance)::float8 DESC, f.since DESC, f.id)
                  AS vector_rank
         FROM ({found}) f)"""
@@ -264,32 +270,22 @@ def _estimate(p: Params, shape: SearchShape) -> str:
 
 
 def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
-    """SQL: the CTE `name`, the readable matches of the text that are ranked, each with
-    its score, and before it the CTE `{name}_count`, the matches counted up to
-    COUNT_BUDGET + 1.
+    """SQL: the CTE `name`, the readable candidates of the text that are ranked, each
+    with its score and the query's words it holds, and before it `{name}_count`, the
+    candidates counted up to COUNT_BUDGET + 1.
 
-    Within the budget every match is ranked; past it, the COUNT_BUDGET newest (see the
-    module). Matches are read from the GIN index, or by a walk of each lane's rows
-    newest first asking each whether it matches, which finds COUNT_BUDGET + 1 of a
-    query most rows match in about COUNT_BUDGET / its share of the rows, however large
-    the memory, where the index reads every match's entry. `plan_sql` chooses, once,
-    before either runs.
+    Each lane's candidates are the matches of its plan's query (`search_plan`), read
+    from the GIN index or, where its plan says so, by walking the lane's rows newest
+    first until COUNT_BUDGET + 1 match (the match asked of each row as a function, which
+    no index serves: the GIN index would read every match to sort them by time). Within
+    the budget every candidate is ranked; past it, the COUNT_BUDGET newest.
 
     The rule on the words row (`RULE.in_lane`, `RULE.held`) is the whole visibility
     rule, with no read of `records` per match: a row holds its record's lane (which no
     version changes) and the interval in which the record was live with that content,
     closed by a retirement in the retiring write's own transaction. So a row held now is
     a record not retired now, and a row held at T one not retired at T."""
-    lanes = p("lanes", "text[]")
     at = p("as_of", "timestamptz") if shape.as_of else None
-    text = p("text")
-    query = f"websearch_to_tsquery(c.config, {text})"
-    # The tsquery's text ends with its last lexeme's quote when its last element is a
-    # word: that word then matches as a prefix.
-    prefixed = (
-        f"CASE WHEN {p('prefix', 'boolean')} "
-        f"THEN regexp_replace({query}::text, '''$', ''':*')::tsquery ELSE {query} END"
-    )
     where = ""
     if shape.source_types:
         where += f" AND w.source_type = ANY({p('source_types', 'text[]')})"
@@ -297,93 +293,63 @@ def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
         members = members_sql(p, shape.properties, shape.mode, shape.as_of)
         where += f" AND w.record_id IN (SELECT m.record_id FROM ({members}) m)"
     held = RULE.held("w", at)
-    budget = COUNT_BUDGET
-    # The row and what ranks it: the score is computed for the ranked rows alone.
-    columns = (
-        "w.record_id AS id, w.from_version, w.recorded_from AS since, w.words, l.config, l.query"
-    )
+    budget = search_plan.COUNT_BUDGET
+    columns = "w.record_id AS id, w.from_version, w.recorded_from AS since, w.lane, w.words"
     newest = "ORDER BY f.since DESC, f.id DESC"
-    # Each lane's query is parsed once, not once a matching row. The walk reads each
-    # lane's rows newest first (a backward scan of ix_record_words_newest), at most the
-    # plan's rows of them (none planned: all), the match asked of each as a function,
-    # which no index serves: the GIN index, planned for a query it cannot see, would read
-    # every match to sort them by time. `_count` decides once whether the walk counted
-    # the matches (the index's count is not read when it did, nor the walk when none is
-    # planned); each branch of `_ranked` runs or not by a one-time filter on that: the
-    # matches are read one way, or by a walk that gave up and then the index.
-    planned = f"(SELECT walk FROM {name}_plan)"
-    walked = f"(SELECT walked FROM {name}_count)"
-    over = f"(SELECT n FROM {name}_count) > {budget}"
-    walk_ranks = f"({walked} OR ({over} AND (SELECT rank_walk FROM {name}_plan) AND {planned} = 0))"
+    lane = RULE.in_lane("w", "l.lane")
     return f"""{name}_lanes AS (
-        SELECT c.lane, c.config, {prefixed} AS query
-        FROM (SELECT x.lane, {CONFIG}(x.lane) AS config
-              FROM (SELECT DISTINCT unnest({lanes}) AS lane) x) c),
-      {name}_plan AS ({plan_sql(f"{name}_lanes", narrowed=shape.properties > 0)}),
-      {name}_walk AS (
-        SELECT f.* FROM (
-          SELECT n.* FROM {name}_lanes l CROSS JOIN LATERAL (
-            SELECT {columns} FROM (
-              SELECT w.* FROM record_words w
-              WHERE {RULE.in_lane("w", "l.lane")} AND {held}{where}
-              ORDER BY w.recorded_from DESC, w.record_id DESC
-              LIMIT (SELECT nullif(p.walk, 0) FROM {name}_plan p)) w
-            WHERE ts_match_vq(w.words, l.query) LIMIT {budget + 1}) n) f
-        {newest} LIMIT {budget + 1}),
-      {name}_all AS (
-        SELECT {columns}
-        FROM {name}_lanes l
-        JOIN record_words w ON {RULE.in_lane("w", "l.lane")} AND w.words @@ l.query AND {held}
-        WHERE true{where}),
+        SELECT l.lane, l.config::regconfig AS config, l.query::tsquery AS query,
+               l.marks::tsquery AS marks, l.walk, l.lexemes, l.words, l.idfs,
+               l.phrases::tsquery[] AS phrases, l.phrase_idfs
+        FROM jsonb_to_recordset({p("text_plan", "text")}::jsonb) AS l(lane text, config text,
+          query text, marks text, walk boolean, lexemes text[], words text[], idfs float8[],
+          phrases text[], phrase_idfs float8[])),
+      {name}_matches AS (
+        SELECT m.* FROM {name}_lanes l CROSS JOIN LATERAL (
+          SELECT {columns} FROM record_words w
+          WHERE l.walk AND {lane} AND {held}{where} AND ts_match_vq(w.words, l.query)
+          ORDER BY w.recorded_from DESC, w.record_id DESC LIMIT {budget + 1}) m
+        UNION ALL
+        SELECT m.* FROM {name}_lanes l CROSS JOIN LATERAL (
+          SELECT {columns} FROM record_words w
+          WHERE NOT l.walk AND {lane} AND w.words @@ l.query AND {held}{where}) m),
       {name}_count AS (
-        SELECT d.walked, CASE WHEN d.walked THEN {budget + 1} ELSE (
-                 SELECT count(*) FROM (SELECT 1 FROM {name}_all LIMIT {budget + 1}) c) END AS n
-        FROM (SELECT {planned} > 0 AND (SELECT count(*) FROM {name}_walk) > {budget}
-                AS walked OFFSET 0) d),
+        SELECT count(*) AS n FROM (SELECT 1 FROM {name}_matches LIMIT {budget + 1}) c),
       {name}_ranked AS (
-        SELECT * FROM (SELECT * FROM {name}_walk f {newest} LIMIT {budget}) f WHERE {walk_ranks}
+        SELECT * FROM {name}_matches WHERE (SELECT n FROM {name}_count) <= {budget}
         UNION ALL
-        SELECT * FROM {name}_all WHERE NOT {over}
-        UNION ALL
-        SELECT * FROM (SELECT * FROM {name}_all f {newest} LIMIT {budget}) f
-        WHERE {over} AND NOT {walk_ranks}),
+        SELECT * FROM (SELECT * FROM {name}_matches f {newest} LIMIT {budget}) f
+        WHERE (SELECT n FROM {name}_count) > {budget}),
       {name} AS (
-        SELECT r.id, r.from_version, r.since, r.config, r.query,
-               ts_rank_cd(r.words, r.query) AS score, NULL::bigint AS vector_rank
-        FROM {name}_ranked r)"""
+        SELECT r.id, r.from_version, r.since, l.config, l.marks AS query, s.score, s.matched,
+               NULL::bigint AS vector_rank
+        FROM {name}_ranked r JOIN {name}_lanes l ON l.lane = r.lane
+        CROSS JOIN LATERAL ({score_sql(p, shape.syntax)}) s)"""
 
 
-def plan_sql(lanes: str, narrowed: bool) -> str:
-    """SQL: one row, how the matches are read: `walk`, how many rows of each lane may be
-    walked newest first to count them (0: count from the index), and `rank_walk`,
-    whether a search the index counts past the budget finds its newest matches by
-    walking (else from every match the index gives, as does a walk that gave up: the
-    matches are fewer among the newest rows than the statistics said).
+def score_sql(p: Params, syntax: search_plan.Syntax) -> str:
+    """SQL: one row, the candidate `r`'s score by its lane's plan `l`, and the query's
+    words it holds (`matched`, in the query's order).
 
-    The choice is by cost, a row fetched through the index counting as WALK_COST rows
-    walked, and by the share of the rows the query matches, estimated from the column's
-    statistics (`pg_stats` of `record_words.words`, kept by ANALYZE: the upkeep's after
-    bulk writes, and autovacuum's) as the product of its words' frequencies (a prefix:
-    of the common words it begins; a word not among the most common, or a query with
-    `or` or a negated phrase: 0). A walk finds the budget's matches in about budget /
-    share rows; the index reads every match's entry and fetches the rows it counts (at
-    most the budget) or ranks (every match). The counting walk may read as many rows as
-    the index would have cost, so a share overestimated costs at most that again; a
-    `match` (`narrowed`) is read from the index, which joins it to the members, so its
-    cost follows the smaller of the two sets."""
-    if narrowed:
-        return "SELECT 0::bigint AS walk, false AS rank_walk"
-    share = f"(SELECT coalesce(max(edgeloom_search_share(l.query)), 0) FROM {lanes} l)"
-    total = (
-        "(SELECT greatest(c.reltuples, 0) FROM pg_class c WHERE c.oid = 'record_words'::regclass)"
-    )
-    budget, cost = COUNT_BUDGET, WALK_COST
-    counted = f"e.share * e.total + {cost} * least(e.share * e.total, {budget + 1})"
-    return f"""SELECT CASE WHEN e.share > 0 AND {budget + 1} / e.share < {counted}
-                           THEN ceil({counted})::bigint ELSE 0 END AS walk,
-                      e.share > 0 AND {budget} / e.share < {cost} * e.share * e.total
-                        AS rank_walk
-               FROM (SELECT {share} AS share, {total} AS total OFFSET 0) e"""
+    NATURAL: BM25, the sum over the terms the record holds of idf * tf * (K1 + 1) /
+    (tf + K1 * (1 - B + B * length / average length)), tf the term's occurrences in the
+    record and length its distinct lexemes; a quoted phrase it holds adds a term of its
+    own (tf 1, the weight of its rarest word). STRICT: `ts_rank_cd` (cover density)."""
+    # Only the query's lexemes, in a tsvector of their own: `setweight` marks them A in
+    # one pass over the record's, `ts_filter` keeps them, with their positions.
+    held = """(SELECT array_position(l.lexemes, u.lexeme) AS i,
+                coalesce(cardinality(u.positions), 1) AS tf
+              FROM unnest(ts_filter(setweight(r.words, 'A', l.lexemes), '{a}')) u) t"""
+    matched = "coalesce(array_agg(l.words[t.i] ORDER BY t.i), '{}')"
+    if syntax is search_plan.Syntax.STRICT:
+        return f"SELECT ts_rank_cd(r.words, l.query) AS score, {matched} AS matched FROM {held}"
+    k1, b = search_plan.K1, search_plan.B
+    norm = f"({k1} * (1 - {b} + {b} * length(r.words) / {p('average_length', 'float8')}))"
+    phrases = f"""(SELECT coalesce(sum(l.phrase_idfs[j] * {k1 + 1} / (1 + {norm})), 0)
+              FROM generate_subscripts(l.phrases, 1) j WHERE r.words @@ l.phrases[j])"""
+    return f"""SELECT (coalesce(sum(l.idfs[t.i] * t.tf * {k1 + 1} / (t.tf + {norm})), 0)
+                + {phrases})::float8 AS score, {matched} AS matched
+            FROM {held}"""
 
 
 @functools.cache
@@ -431,7 +397,8 @@ def search_cursor(after: str | None) -> tuple[float, datetime, str] | None:
         return None
     try:
         score, since = float(key[0]), datetime.fromisoformat(key[1])
-        if not math.isfinite(score) or since.tzinfo is None:
+        # No search scores past float32 (a strict text score is one).
+        if not math.isfinite(score) or abs(score) > FLOAT32_MAX or since.tzinfo is None:
             raise ValueError(key)
     except ValueError as exc:
         raise InvalidInputError(
@@ -463,6 +430,7 @@ class SearchArgs:
     after: str | None
     vector: Sequence[float] | None = None
     scope: VectorScope = field(default_factory=lambda: VectorScope())
+    syntax: Syntax = Syntax.NATURAL
 
 
 def check_vector(args: SearchArgs) -> tuple[bytes, list[str]]:
@@ -498,7 +466,9 @@ def bind(values: dict[str, Any], prefix: str, args: SearchArgs) -> SearchShape |
         }
     )
     if words is not None:
-        values[prefix + "text"], values[prefix + "prefix"] = words, prefix_last(words)
+        values[prefix + "text"], values[prefix + "syntax"] = words, args.syntax
+        values[prefix + "narrowed"] = bool(props)
+        values[prefix + "prefix"] = args.syntax is Syntax.STRICT and prefix_last(words)
     if vector is not None:
         values[prefix + "vector"] = list(embedding.unpack(vector[0]))
         values[prefix + "vector_lanes"] = vector[1]
@@ -516,37 +486,79 @@ def bind(values: dict[str, Any], prefix: str, args: SearchArgs) -> SearchShape |
         key is not None,
         text=words is not None,
         vector=0 if vector is None else embedding.size(vector[0]),
+        syntax=args.syntax,
     )
+
+
+async def plan_text(db: Reader, values: dict[str, Any], prefix: str) -> Plan:
+    """The plan of a bound search's text (`bind`), its values put in `values` (what the
+    statement takes, and how the query was read: terms, dropped, hint)."""
+    syntax = values[prefix + "syntax"]
+    plan = await search_plan.plan(
+        db,
+        values[prefix + "lanes"],
+        values[prefix + "text"],
+        syntax,
+        values[prefix + "prefix"],
+        values[prefix + "narrowed"],
+    )
+    values.update(plan.values(prefix))
+    values[prefix + "text_complete"] = plan.complete
+    values[prefix + "terms"], values[prefix + "dropped"] = list(plan.terms), list(plan.dropped)
+    values[prefix + "hint"] = search_plan.hint(plan, syntax)
+    return plan
 
 
 @dataclass(frozen=True)
 class Hits(Page[Hit]):
-    """A page of hits, and whether its total is exact (false: a lower bound)."""
+    """A page of hits, whether its total is exact (false: a lower bound), how the query
+    was read (its terms, and the words dropped), and what to try when it found nothing."""
 
     total_exact: bool = True
+    terms: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+    hint: str | None = None
 
 
-async def search(db: Reader, args: SearchArgs, first: int | None, count: bool = True) -> Hits:
+async def search(
+    db: Reader, args: SearchArgs, first: int | None, count: bool = True, highlights: bool = True
+) -> Hits:
     """The readable records whose words match `args.text` and/or nearest `args.vector`,
-    best first (see the module)."""
+    best first (see the module); `highlights`: whether the hits carry theirs."""
     size = page_size(first)
     values: dict[str, Any] = {"limit": size + 1}
     shape = bind(values, "", args)
     if shape is None:
         return Hits([], 0 if count else None, False, None)
+    plan = None
+    if shape.text:
+        plan = await plan_text(db, values, "")
+    if not highlights:
+        shape = replace(shape, highlights=False)
     statement = _statement(shape, count)
     rows = await db.fetch(statement.text, *statement.args(values))
     total = rows[0]["total"] if rows and count else None
-    exact = total is None or total <= COUNT_BUDGET
+    exact = total is None or (total <= search_plan.COUNT_BUDGET and (plan is None or plan.complete))
     if total is not None:
-        total = min(total, COUNT_BUDGET)
+        total = min(total, search_plan.COUNT_BUDGET)
     found = [row for row in rows if row["id"] is not None]
     items = [_hit(row) for row in found[:size]]
     last = found[len(items) - 1] if items else None
     end = None
     if last is not None:
         end = encode_cursor([last["score_key"], last["since"].isoformat(), last["id"]])
-    return Hits(items, total, len(found) > size, end, exact)
+    hint = None
+    if not found and args.after is None:
+        hint = search_plan.hint(plan, args.syntax) if plan else NO_VECTOR_HIT
+    terms, dropped = (plan.terms, plan.dropped) if plan else ((), ())
+    return Hits(items, total, len(found) > size, end, exact, terms, dropped, hint)
+
+
+# What an empty search by vector alone suggests.
+NO_VECTOR_HIT = (
+    "no record you can read has a vector of this size within the filters given: check the "
+    "lanes' embedding (policy) and widen match, lanes or asOf"
+)
 
 
 def _hit(row: Any) -> Hit:
@@ -559,6 +571,7 @@ def _hit(row: Any) -> Hit:
         text_rank=_rank(row["text_rank"]),
         vector_rank=_rank(row["vector_rank"]),
         highlights=tuple(Highlight(m["text"], m["start"], m["end"]) for m in marks),
+        matched=tuple(row["matched"]),
     )
 
 

@@ -2,43 +2,42 @@
 response, for `store.reads.compiled_sql`'s one statement per request.
 
 The hits, their ranks, highlights and count are `store.kinds.record.search`'s own SQL
-(`hits_sql`, `search_sql`), so both paths read the same rows under the same rule.
+(`hits_sql`, `search_sql`, `highlights_sql`), after the same plan (`read_plan`), so both
+paths read the same rows under the same rule.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from store.kinds.record.resolve import readable_sql
-from store.kinds.record.search import COUNT_BUDGET, SearchShape, hits_sql, search_sql
+from store.kinds.record.search import (
+    COUNT_BUDGET,
+    SearchShape,
+    highlights_sql,
+    hits_sql,
+    plan_text,
+    search_sql,
+)
 from store.reads.compiled_sql import Compiler, PageRow, RecordRow, Sel, SiteParams
 from store.reads.json_sql import float_json, iso
 from store.reads.shape import Shape
+from store.reads.snapshot import Reader
 from store.reads.statements import PageSql
-
-SOURCE_TYPES = "source_types"
-TEXT = "text"
-VECTOR = "vector:"  # and the vector's size
-
-
-def shape_filters(shape: SearchShape) -> tuple[str, ...]:
-    """The optional parts of a search, as the compiled path's shape names them."""
-    named: tuple[str, ...] = (SOURCE_TYPES,) if shape.source_types else ()
-    named += (TEXT,) if shape.text else ()
-    return named + ((f"{VECTOR}{shape.vector}",) if shape.vector else ())
 
 
 def search_shape(shape: Shape) -> SearchShape:
-    vector = [int(f.removeprefix(VECTOR)) for f in shape.filters if f.startswith(VECTOR)]
-    return SearchShape(
-        shape.properties,
-        shape.mode,
-        shape.as_of,
-        SOURCE_TYPES in shape.filters,
-        shape.after,
-        text=TEXT in shape.filters,
-        vector=vector[0] if vector else 0,
-    )
+    """The search's own shape, as its binder gave it (`gql.api.compiled.plan`)."""
+    assert isinstance(shape.own, SearchShape)
+    return shape.own
+
+
+async def read_plan(db: Reader, prefix: str, values: dict[str, Any]) -> None:
+    """Plan the search's text as the resolver does, on the request's snapshot, and put
+    the plan's values in `values` under the site's `prefix`."""
+    if prefix + "text" in values:
+        await plan_text(db, values, prefix)
 
 
 def search_root(compiler: Compiler, sel: Sel, _: None) -> str:
@@ -52,8 +51,26 @@ def search_root(compiler: Compiler, sel: Sel, _: None) -> str:
     lateral, cols = compiler.record_source(r, as_of)
     key = [f"{s}.score_key", iso(f"{s}.since"), f"{s}.id"]
     # A placeholder is numbered at its first use: only a used one may exist.
-    row = PageRow(s, r, f"{{size_{s}}}", count, lateral, RecordRow(cols, as_of), key, False, as_of)
+    row = SearchPageRow(
+        s,
+        r,
+        f"{{size_{s}}}",
+        count,
+        lateral,
+        RecordRow(cols, as_of),
+        key,
+        False,
+        as_of,
+        site=sel.site,
+    )
     return compiler.paged(sel, PageSql(page, count, hits), "place", row)
+
+
+@dataclass(frozen=True)
+class SearchPageRow(PageRow):
+    """A page of hits being read, and its site (the plan's values are its parameters)."""
+
+    site: int | None = None
 
 
 @dataclass(frozen=True)
@@ -79,8 +96,36 @@ def search_total(compiler: Compiler, sel: Sel, row: PageRow) -> str:
     return f"least(({row.count}), {COUNT_BUDGET})"
 
 
-def total_exact(compiler: Compiler, sel: Sel, row: PageRow) -> str:
-    return f"(({row.count}) <= {COUNT_BUDGET})"
+def total_exact(compiler: Compiler, sel: Sel, row: SearchPageRow) -> str:
+    exact = f"(({row.count}) <= {COUNT_BUDGET})"
+    if search_shape(compiler.shapes[row.site or 0]).text:
+        exact = f"({exact} AND {compiler.arg(row.site, 'text_complete', 'boolean')})"
+    return exact
+
+
+def search_terms(compiler: Compiler, sel: Sel, row: SearchPageRow) -> str:
+    return _plan_list(compiler, row, "terms")
+
+
+def search_dropped(compiler: Compiler, sel: Sel, row: SearchPageRow) -> str:
+    return _plan_list(compiler, row, "dropped")
+
+
+def _plan_list(compiler: Compiler, row: SearchPageRow, name: str) -> str:
+    if not search_shape(compiler.shapes[row.site or 0]).text:
+        return "'[]'::json"
+    return f"to_json({compiler.arg(row.site, name, 'text[]')})"
+
+
+def search_hint(compiler: Compiler, sel: Sel, row: SearchPageRow) -> str:
+    """The hint, on a first page that found nothing."""
+    shape = search_shape(compiler.shapes[row.site or 0])
+    if shape.after:
+        return "NULL::text"
+    return (
+        f"(SELECT {compiler.arg(row.site, 'hint', 'text')} "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {row.s}))"
+    )
 
 
 def hit_record(compiler: Compiler, sel: Sel, row: HitRow) -> str:
@@ -99,12 +144,22 @@ def hit_vector_rank(compiler: Compiler, sel: Sel, row: HitRow) -> str:
     return f"{row.alias}.vector_rank"
 
 
+def hit_matched(compiler: Compiler, sel: Sel, row: HitRow) -> str:
+    return f"to_json({row.alias}.matched)"
+
+
 def hit_highlights(compiler: Compiler, sel: Sel, row: HitRow) -> str:
-    h = compiler.alias("h")
+    """SQL: the hit's highlights, computed here, for the hits of the page that ask."""
+    h, i = compiler.alias("h"), row.alias
     body = compiler.fields(sel.children, h)
+    content = (
+        f"(SELECT e.state->>'content' FROM ledger e WHERE e.kind = 'record' "
+        f"AND e.object_id = {i}.id AND e.version = {i}.from_version)"
+    )
+    marks = highlights_sql(content, f"{i}.config", f"{i}.query")
     return (
         f"(SELECT coalesce(json_agg({body} ORDER BY {h}.o), '[]'::json) "
-        f"FROM json_array_elements({row.alias}.highlights) WITH ORDINALITY AS {h}(v, o))"
+        f"FROM json_array_elements({marks}) WITH ORDINALITY AS {h}(v, o))"
     )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from store.kinds.record import intervals as _intervals
+from store.kinds.record import word_counts
 from store.kinds.record.intervals import Interval as Interval
 from store.kinds.record.model import Record
 from store.ledger.registry import Cte, Table
@@ -42,7 +43,8 @@ CTES = (
     Cte(
         CLOSED_WORDS,
         """UPDATE record_words w SET recorded_to = x.at
-  FROM {rows} WHERE w.record_id = x.record_id AND w.recorded_to IS NULL""",
+  FROM {rows} WHERE w.record_id = x.record_id AND w.recorded_to IS NULL
+  RETURNING w.lane, w.words""",
         (("record_id", "text"), ("at", "timestamptz")),
     ),
     # The lane's language by CONFIG's own rule (its row in search_languages, else
@@ -54,7 +56,8 @@ CTES = (
                           recorded_from, recorded_to, words)
   SELECT x.record_id, x.from_version, x.lane, x.source_type, x.recorded_from,
          x.recorded_to, to_tsvector(coalesce(s.config, 'simple')::regconfig, x.content)
-  FROM {rows} LEFT JOIN search_languages s USING (lane)""",
+  FROM {rows} LEFT JOIN search_languages s USING (lane)
+  RETURNING lane, words, recorded_to""",
         (
             ("record_id", "text"),
             ("from_version", "int"),
@@ -181,6 +184,8 @@ async def relanguage(
         done += last["n"]
         if progress is not None:
             progress(done, total)
+    # The lane's search statistics count its words in the new language.
+    await word_counts.recount(conn, lane)
     return done
 
 

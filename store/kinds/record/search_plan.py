@@ -1,0 +1,321 @@
+"""How a text search reads: the query's words as each lane's language reads them, their
+statistics in the caller's lanes, and from these which records are candidates, how each
+lane's are read and what each word weighs.
+
+A planner runs on the request's snapshot before the search's statement, in two short
+reads: the words (`ts_debug` in each language the lanes use) and their counts in the
+caller's lanes (`word_counts`). Everything it decides is a value the statement takes,
+so a search's text is fixed by its shape, and what it decides depends on the lanes the
+caller reads and nothing else.
+
+The default syntax (`Syntax.NATURAL`) reads what an agent writes, a question or
+keywords: every word the lane's language keeps is a term, none is required, and a
+record's score is BM25 (`score_sql` in `search`) over its terms, weighed by inverse
+document frequency in the caller's lanes. Stop words are dropped (and said so); the
+English word "or" is a word like any other; a quoted phrase is a term of its own besides
+its words. Candidates are the records holding the rarest terms, as many terms as keep
+the postings read within COUNT_BUDGET: a record holding only the query's most common
+words scores less than one holding a rarer one, and is a candidate when the rarer ones
+leave room. When even the rarest term is held by more than COUNT_BUDGET records, the
+COUNT_BUDGET newest records holding it are the candidates.
+
+`Syntax.STRICT` is PostgreSQL's `websearch_to_tsquery`: every word required,
+`"phrases"`, `or`, `-not`, the last bare word a prefix; ranked by `ts_rank_cd`.
+
+Each lane's candidates are read from the GIN index, or by walking the lane's rows
+newest first (a btree by time) when the query's share of its rows makes that cheaper:
+a walk finds COUNT_BUDGET matches in about COUNT_BUDGET / share rows, the index reads
+every match, a match fetched through it costing about WALK_COST rows walked.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from store.kinds.record import word_counts
+from store.kinds.record.words import CONFIG
+from store.reads.snapshot import Reader
+
+# BM25's constants, as Lucene and most engines keep them (Robertson and Zaragoza, "The
+# Probabilistic Relevance Framework", 2009): K1 is how fast a repeated word saturates
+# (1.2: a second occurrence adds about a third of the first), B how much a record's length
+# discounts it (0.75: mostly, not wholly, so long records are not shut out).
+K1 = 1.2
+B = 0.75
+# Matches counted, and candidates ranked, at most (see the module).
+COUNT_BUDGET = 1_000
+# A row fetched through the GIN index costs about this many rows walked newest first
+# (a bitmap heap scan visits a page a match; a walk reads each page's rows in turn).
+WALK_COST = 10
+
+# A lexeme in a tsquery's text: quoted, a quote in it doubled.
+_LEXEME = re.compile(r"'((?:[^']|'')*)'")
+
+
+class Syntax(enum.Enum):
+    NATURAL = "NATURAL"
+    STRICT = "STRICT"
+
+
+@dataclass(frozen=True)
+class LanePlan:
+    """How one lane's candidates are read and scored."""
+
+    lane: str
+    config: str
+    # The tsquery (as text) whose matches are the lane's candidates; "" matches none.
+    query: str
+    # The tsquery of every term, for highlights (STRICT: the query).
+    marks: str
+    walk: bool
+    # The lane's terms: lexeme, the query's word for it, and its weight (inverse
+    # document frequency in the caller's lanes).
+    lexemes: tuple[str, ...] = ()
+    words: tuple[str, ...] = ()
+    idfs: tuple[float, ...] = ()
+    # Quoted phrases (tsquery text) and their weights.
+    phrases: tuple[str, ...] = ()
+    phrase_idfs: tuple[float, ...] = ()
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "lane": self.lane,
+            "config": self.config,
+            "query": self.query,
+            "marks": self.marks,
+            "walk": self.walk,
+            "lexemes": list(self.lexemes),
+            "words": list(self.words),
+            "idfs": list(self.idfs),
+            "phrases": list(self.phrases),
+            "phrase_idfs": list(self.phrase_idfs),
+        }
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A text search's plan: each lane's, the average length of the caller's records,
+    the query's terms (as written), those dropped, and whether every term reads its
+    matches (false: the count is a lower bound)."""
+
+    lanes: tuple[LanePlan, ...]
+    average_length: float = 1.0
+    terms: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+    complete: bool = True
+    # Terms no record the caller reads holds.
+    unknown: tuple[str, ...] = ()
+
+    def values(self, prefix: str) -> dict[str, Any]:
+        """The statement's values this plan gives (each name after `prefix`)."""
+        return {
+            prefix + "text_plan": json.dumps([lane.row() for lane in self.lanes]),
+            prefix + "average_length": self.average_length,
+        }
+
+
+@dataclass
+class _Words:
+    """What one language makes of the query: its kept words (lexeme -> the query's word),
+    the words it drops, its phrases and its strict query."""
+
+    config: str
+    lanes: list[str]
+    kept: dict[str, str] = field(default_factory=dict)
+    dropped: list[str] = field(default_factory=list)
+    phrases: list[str] = field(default_factory=list)
+    strict: str = ""
+
+
+_READ_WORDS = f"""
+WITH l AS (SELECT x.lane, {CONFIG}(x.lane) AS config FROM unnest($1::text[]) AS x(lane))
+SELECT c.config::text AS config, c.lanes,
+  (SELECT coalesce(json_agg(json_build_array(d.token, d.lexemes) ORDER BY d.n), '[]')
+     FROM ts_debug(c.config, $2) WITH ORDINALITY
+       AS d(alias, description, token, dictionaries, dictionary, lexemes, n)
+     WHERE d.lexemes IS NOT NULL)::text AS tokens,
+  (SELECT coalesce(json_agg(phraseto_tsquery(c.config, p.p)::text ORDER BY p.o), '[]')
+     FROM unnest($3::text[]) WITH ORDINALITY AS p(p, o))::text AS phrases,
+  websearch_to_tsquery(c.config, $2)::text AS strict
+FROM (SELECT config, array_agg(lane ORDER BY lane) AS lanes FROM l GROUP BY config) c
+ORDER BY 1
+"""
+
+
+def phrases_of(text: str) -> list[str]:
+    """The quoted phrases of a query (an unclosed quote runs to the end)."""
+    parts = text.split('"')
+    return [p.strip() for p in parts[1::2] if p.strip()]
+
+
+async def read_words(db: Reader, lanes: Sequence[str], text: str) -> list[_Words]:
+    """What each language of `lanes` makes of `text`."""
+    found = []
+    for row in await db.fetch(_READ_WORDS, list(lanes), text, phrases_of(text)):
+        words = _Words(row["config"], list(row["lanes"]), strict=row["strict"])
+        for token, lexemes in json.loads(row["tokens"]):
+            if not lexemes:
+                words.dropped.append(token.lower())
+            for lexeme in lexemes:
+                words.kept.setdefault(lexeme, token.lower())
+        words.phrases = [p for p in json.loads(row["phrases"]) if "<" in p]
+        found.append(words)
+    return found
+
+
+def idf(records: int, holding: int) -> float:
+    """Inverse document frequency as Lucene computes it: never negative, so a word most
+    records hold still counts a little."""
+    return math.log(1 + (records - holding + 0.5) / (holding + 0.5))
+
+
+def _quote(lexeme: str) -> str:
+    return "'" + lexeme.replace("'", "''") + "'"
+
+
+def _or(lexemes: Sequence[str]) -> str:
+    return " | ".join(_quote(x) for x in lexemes)
+
+
+def _walk(records: int, matches: float) -> bool:
+    """Whether walking a lane's rows newest first finds COUNT_BUDGET of `matches` (an
+    estimate) sooner than the index reads them all."""
+    if matches <= COUNT_BUDGET or records <= 0:
+        return False
+    share = matches / records
+    return COUNT_BUDGET / share < WALK_COST * matches
+
+
+async def plan(
+    db: Reader,
+    lanes: Sequence[str],
+    text: str,
+    syntax: Syntax,
+    prefix: bool = False,
+    narrowed: bool = False,
+) -> Plan:
+    """The plan of a text search of `lanes` (those the caller reads and chose); `prefix`:
+    STRICT's last word matches as a prefix; `narrowed`: `match` narrows it (its lanes
+    are then read from the index, joined to the members)."""
+    languages = await read_words(db, lanes, text)
+    every = sorted({x for w in languages for x in w.kept} | _phrase_lexemes(languages))
+    counts = await word_counts.read(db, lanes, every)
+    records = sum(c.records for c in counts.values())
+    length = sum(c.lexemes for c in counts.values())
+    holding: dict[str, int] = {}
+    for c in counts.values():
+        for lexeme, n in c.holding.items():
+            holding[lexeme] = holding.get(lexeme, 0) + n
+    terms = list(dict.fromkeys(t for w in languages for t in w.kept.values()))
+    kept = set(terms)
+    dropped = list(dict.fromkeys(t for w in languages for t in w.dropped if t not in kept))
+    unknown = [
+        t
+        for t in terms
+        if not any(holding.get(x) for w in languages for x, tw in w.kept.items() if tw == t)
+    ]
+    average = length / records if records else 1.0
+    if syntax is Syntax.STRICT:
+        built = [
+            _strict_lane(lane, w, counts[lane], prefix, narrowed)
+            for w in languages
+            for lane in w.lanes
+        ]
+        return Plan(tuple(built), average, tuple(terms), tuple(dropped), True, tuple(unknown))
+    weights = {x: idf(records, n) for x, n in holding.items() if n}
+    # The terms that read candidates: the rarest first, while their postings fit.
+    ranked = sorted(weights, key=lambda x: (holding[x], x))
+    chosen: list[str] = []
+    postings = 0
+    for lexeme in ranked:
+        if chosen and postings + holding[lexeme] > COUNT_BUDGET:
+            break
+        chosen.append(lexeme)
+        postings += holding[lexeme]
+    built = []
+    for w in languages:
+        phrases, phrase_idfs = [], []
+        for phrase in w.phrases:
+            inside = [x.replace("''", "'") for x in _LEXEME.findall(phrase)]
+            rarest = min((holding.get(x, 0) for x in inside), default=0)
+            if rarest:
+                phrases.append(phrase)
+                phrase_idfs.append(idf(records, rarest))
+        lexemes = [x for x in w.kept if x in weights]
+        reading = [x for x in lexemes if x in chosen]
+        for lane in w.lanes:
+            c = counts[lane]
+            walk = not narrowed and _walk(c.records, sum(c.holding.get(x, 0) for x in reading))
+            built.append(
+                LanePlan(
+                    lane,
+                    w.config,
+                    _or(reading),
+                    _or(lexemes),
+                    walk,
+                    tuple(lexemes),
+                    tuple(w.kept[x] for x in lexemes),
+                    tuple(weights[x] for x in lexemes),
+                    tuple(phrases),
+                    tuple(phrase_idfs),
+                )
+            )
+    complete = len(chosen) == len(weights) and postings <= COUNT_BUDGET
+    return Plan(tuple(built), average, tuple(terms), tuple(dropped), complete, tuple(unknown))
+
+
+def _phrase_lexemes(languages: Sequence[_Words]) -> set[str]:
+    return {x.replace("''", "'") for w in languages for p in w.phrases for x in _LEXEME.findall(p)}
+
+
+def _strict_lane(
+    lane: str, words: _Words, counts: word_counts.LaneCounts, prefix: bool, narrowed: bool
+) -> LanePlan:
+    query = words.strict
+    if prefix and query.endswith("'"):
+        query += ":*"
+    lexemes = [x for x in words.kept]
+    walk = False
+    if not narrowed and query and "|" not in query and "!" not in query and counts.records:
+        share = 1.0
+        for x in {y.replace("''", "'") for y in _LEXEME.findall(query)}:
+            share *= counts.holding.get(x, 0) / counts.records
+        walk = _walk(counts.records, share * counts.records)
+    return LanePlan(
+        lane,
+        words.config,
+        query,
+        query,
+        walk,
+        tuple(lexemes),
+        tuple(words.kept[x] for x in lexemes),
+        tuple(0.0 for _ in lexemes),
+    )
+
+
+def hint(plan: Plan, syntax: Syntax) -> str:
+    """What to try when a search found nothing."""
+    if not plan.terms:
+        if plan.dropped:
+            return (
+                f"every word of the query is too common to search by ({', '.join(plan.dropped)}): "
+                "add a word that names what you look for"
+            )
+        return "the query holds no word to search by: give words, or a vector"
+    if plan.unknown and len(plan.unknown) == len(plan.terms):
+        return (
+            f"no record you can read holds {', '.join(plan.unknown)}: try other words for it, "
+            "another lane, or a vector"
+        )
+    if syntax is Syntax.STRICT:
+        return (
+            "syntax STRICT requires every word: leave it out to rank records by the words "
+            "they hold, or drop a word"
+        )
+    return "no record matches within the filters given: widen match, lanes, sourceTypes or asOf"

@@ -1,0 +1,66 @@
+"""Search statistics kept per lane: `word_counts` and `word_deltas`.
+
+How many current records of a lane hold each lexeme, and (lexeme '') how many current
+records the lane's words hold and how many lexemes together: what a search ranks by
+(inverse document frequency, length normalisation) and plans by, read for the caller's
+lanes alone. Filled here from the current words rows; from now on every write appends
+deltas and the fold adds them up (store.kinds.record.word_counts).
+
+`edgeloom_search_share`, which estimated a query's share of the rows from the column's
+statistics over every lane, goes: the plan reads these counts instead.
+
+Revision ID: 0027
+Revises: 0026
+Create Date: 2026-12-07
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0027"
+down_revision = "0026"
+branch_labels = None
+depends_on = None
+
+FILL = """
+INSERT INTO word_counts (lane, lexeme, records, lexemes)
+SELECT w.lane, u.lexeme, count(*), 0
+FROM record_words w, unnest(tsvector_to_array(w.words)) AS u(lexeme)
+WHERE w.recorded_to IS NULL
+GROUP BY w.lane, u.lexeme
+UNION ALL
+SELECT w.lane, '', count(*), sum(length(w.words))
+FROM record_words w WHERE w.recorded_to IS NULL GROUP BY w.lane
+"""
+
+
+def upgrade() -> None:
+    op.create_table(
+        "word_counts",
+        sa.Column("lane", sa.Text(), nullable=False),
+        sa.Column("lexeme", sa.Text(collation="C"), nullable=False),
+        sa.Column("records", sa.BigInteger(), nullable=False),
+        sa.Column("lexemes", sa.BigInteger(), nullable=False),
+        sa.PrimaryKeyConstraint("lane", "lexeme", name="pk_word_counts"),
+    )
+    op.create_table(
+        "word_deltas",
+        sa.Column("lane", sa.Text(), nullable=False),
+        sa.Column("lexeme", sa.Text(collation="C"), nullable=False),
+        sa.Column("records", sa.Integer(), nullable=False),
+        sa.Column("lexemes", sa.Integer(), nullable=False),
+    )
+    op.create_index("ix_word_deltas_lexeme", "word_deltas", ["lane", "lexeme"])
+    op.execute(FILL)
+    op.execute("DROP FUNCTION IF EXISTS edgeloom_search_share(tsquery)")
+
+
+def downgrade() -> None:
+    import importlib
+
+    share = importlib.import_module("store.migrations.versions.0026_search_share")
+    op.execute(share.SHARE)
+    op.drop_table("word_deltas")
+    op.drop_table("word_counts")
