@@ -167,3 +167,39 @@ async def test_a_lane_declaring_a_language_is_searched_in_it_from_the_start(
     found = (await gateway.data(SEARCH, {"text": "renewal risk"}))["search"]
     assert [i["record"]["id"] for i in found["items"]] == [record["id"]]
     assert [h["text"] for h in found["items"][0]["highlights"]] == ["Renewals", "risky"]
+
+
+async def test_a_question_is_answered_alike_on_both_paths_and_over_mcp(pair: Pair) -> None:
+    who, org = unique("Sarah"), unique("Org")
+    evidence = await ingest(pair.compiled, f"{who} took over the renewal for {org}", [f"org:{org}"])
+    await ingest(pair.compiled, f"{who} likes coffee", [f"org:{org}"])
+    question = f"when did {who} take over the {org} renewal?"
+    found = await both(pair, {"text": question, "syntax": "NATURAL"})
+    assert found["items"][0]["record"]["id"] == evidence["id"]
+    assert found["terms"] == [
+        "when",
+        "did",
+        who.lower(),
+        "take",
+        "over",
+        "the",
+        org.lower(),
+        "renewal",
+    ]
+    assert found["dropped"] == [] and found["hint"] is None
+    hit = found["items"][0]
+    assert hit["matchedTerms"] == [who.lower(), "over", "the", org.lower(), "renewal"]
+    content = hit["record"]["content"]
+    assert all(content[h["start"] : h["end"]] == h["text"] for h in hit["highlights"])
+    # Strictly, every word is required and none holds "when": nothing, and a hint.
+    strict = await both(pair, {"text": question})
+    assert strict["items"] == [] and strict["totalCount"] == 0
+    assert strict["hint"] is not None and "NATURAL" not in strict["hint"]
+    nothing = await both(pair, {"text": unique("absent"), "syntax": "NATURAL"})
+    assert nothing["items"] == [] and "no record you can read holds" in nothing["hint"]
+
+    async with over_http(pair.compiled) as session:
+        told = await call(session, "e_search", text=question)
+        assert told["items"][0]["id"] == evidence["id"]
+        assert told["items"][0]["matched"] == hit["matchedTerms"]
+        assert told["terms"] == found["terms"]

@@ -172,6 +172,7 @@ async def read_words(db: Reader, lanes: Sequence[str], text: str) -> list[_Words
 def idf(records: int, holding: int) -> float:
     """Inverse document frequency as Lucene computes it: never negative, so a word most
     records hold still counts a little."""
+    records = max(records, holding)
     return math.log(1 + (records - holding + 0.5) / (holding + 0.5))
 
 
@@ -228,16 +229,18 @@ async def plan(
             for lane in w.lanes
         ]
         return Plan(tuple(built), average, tuple(terms), tuple(dropped), True, tuple(unknown))
-    weights = {x: idf(records, n) for x, n in holding.items() if n}
+    # A word no current record holds weighs as the rarest: a search as of an earlier
+    # instant finds it in the versions held then (the statistics are today's).
+    weights = {x: idf(records, max(holding.get(x, 0), 1)) for w in languages for x in w.kept}
     # The terms that read candidates: the rarest first, while their postings fit.
-    ranked = sorted(weights, key=lambda x: (holding[x], x))
+    ranked = sorted(weights, key=lambda x: (holding.get(x, 0), x))
     chosen: list[str] = []
     postings = 0
     for lexeme in ranked:
-        if chosen and postings + holding[lexeme] > COUNT_BUDGET:
+        if chosen and postings + holding.get(lexeme, 0) > COUNT_BUDGET:
             break
         chosen.append(lexeme)
-        postings += holding[lexeme]
+        postings += holding.get(lexeme, 0)
     built = []
     for w in languages:
         phrases, phrase_idfs = [], []
@@ -315,7 +318,7 @@ def hint(plan: Plan, syntax: Syntax) -> str:
         )
     if syntax is Syntax.STRICT:
         return (
-            "syntax STRICT requires every word: leave it out to rank records by the words "
+            "syntax STRICT requires every word: leave syntax out to rank records by the words "
             "they hold, or drop a word"
         )
     return "no record matches within the filters given: widen match, lanes, sourceTypes or asOf"
