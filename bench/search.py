@@ -1,6 +1,7 @@
-"""Search rows: `search(text)` of a rare word, a common word and a two-word phrase, and
-with a one-property `match`, each through the gateway against the same SQL on raw
-asyncpg, and the same search as of an instant against itself now.
+"""Search rows: `search(text)` of a question in an agent's words (ten words, half of them
+common), a rare word, a common word and a two-word phrase, and with a one-property
+`match`, each through the gateway against the same SQL on raw asyncpg (the planner's two
+reads and the statement), and the same search as of an instant against itself now.
 
 The content is drawn from `bench.data`'s vocabulary with Zipf word frequencies, so
 common words are common; the words chosen are the data's own by rank.
@@ -29,11 +30,14 @@ SEARCH_AS_OF = """query($text: String, $match: [String!], $first: Int, $asOf: Da
 # Ranks of the vocabulary (1: the most common word): a rare word, a common one, and a
 # phrase of two common words that also occur apart.
 RARE, COMMON = 4_000, 1
+# A question of ten words: five of the ten most common, five rare (ranks 2,000-6,000).
+QUESTION = (1, 2, 3, 5, 8, 2_000, 3_000, 4_000, 5_000, 6_000)
 
 
 async def search_phase(bench: Bench) -> dict[str, Any]:
     org = bench.samples[0][0] if bench.samples else None
     workloads: dict[str, dict[str, Any]] = {
+        "question": {"text": " ".join(word(rank) for rank in QUESTION) + "?"},
         "rare word": {"text": word(RARE)},
         "common word": {"text": word(COMMON)},
         "phrase": {"text": f'"{word(2)} {word(3)}"'},
