@@ -112,7 +112,7 @@ async def _run(args: argparse.Namespace) -> int:
 async def _search_languages(url: str) -> int:
     policy = await policy_store.in_force_at(url)
     if policy is None:
-        print("no policy applied yet: every lane's words stay in 'simple'")
+        print("no policy applied yet: every lane's words stay in the language they have")
         return 0
     wanted = {name: lane.text_search for name, lane in policy.policy.lanes.items()}
     conn = await connect(url)

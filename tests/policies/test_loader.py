@@ -108,7 +108,11 @@ def test_required_keys_with_text_format_refused() -> None:
             "lanes.a",
             "allowed keys: ['embedding', 'source_types', 'text_search']",
         ),
-        ("lanes: {a: {text_search: klingon}}", "lanes.a.text_search", "allowed: simple, arabic"),
+        (
+            "lanes: {a: {text_search: klingon}}",
+            "lanes.a.text_search",
+            "allowed: simple, stemmed_english, arabic",
+        ),
         ("lanes: {a: {text_search: 3}}", "lanes.a.text_search", "english"),
         (
             "lanes: {a: {embedding: {dimensions: 0, model: m}}}",
@@ -373,4 +377,5 @@ def test_a_scalar_its_tag_cannot_read_is_refused_at_its_position(text: str) -> N
 def test_a_lane_declares_its_text_search_language() -> None:
     policy = load_policy("lanes: {a: {text_search: english}, b: {}}", "test.yaml")
     assert policy.lanes["a"].text_search == "english"
-    assert policy.lanes["b"].text_search == "simple"
+    # The default: English stemmed, every word kept.
+    assert policy.lanes["b"].text_search == "stemmed_english"

@@ -11,10 +11,11 @@ from asyncpg import Connection
 from tests.conftest import GatewayFactory
 from tests.support import Gateway, sql
 
+# The language these lanes' tests were written for: every word as written, none stemmed.
 POLICY = """
 lanes:
-  notes: {}
-  secret: {}
+  notes: { text_search: simple }
+  secret: { text_search: simple }
 agents:
   dev: { read: [notes, secret], write: [notes, secret] }
 """

@@ -207,7 +207,8 @@ async def test_verify_reports_words_that_differ(gateway: Gateway, conn: Connecti
         assert f"{record['id']}: words of version 1 differ from its content" in report.problems
     finally:
         await conn.execute(
-            "UPDATE record_words SET words = to_tsvector('simple', $2) WHERE record_id = $1",
+            "UPDATE record_words SET words = to_tsvector(edgeloom_search_config(lane), $2) "
+            "WHERE record_id = $1",
             record["id"],
             record["content"],
         )

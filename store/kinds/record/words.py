@@ -11,7 +11,7 @@ Like the tags, the words are not in the ledger: the rule that cuts a record's hi
 into intervals (`opens`) is pure, run by the write path on each new version and by
 `verify` and import over the replayed ledger; the `tsvector` is PostgreSQL's function of
 the version's content, which verify recomputes from the ledger. Each lane's language is
-kept in `search_languages` (no row: `simple`); `relanguage` moves a lane to another one
+kept in `search_languages` (no row: `stemmed_english`, migration 0027); `relanguage` moves a lane to another one
 and rebuilds its rows in batches, off the request path.
 """
 
@@ -48,14 +48,14 @@ CTES = (
         (("record_id", "text"), ("at", "timestamptz")),
     ),
     # The lane's language by CONFIG's own rule (its row in search_languages, else
-    # `simple`), joined once for the statement: asked of CONFIG, each row paid a lookup
+    # `stemmed_english`), joined once for the statement: asked of CONFIG, each row paid a lookup
     # of its own, about a tenth of what keeping its words costs (bench/README.md).
     Cte(
         OPENED_WORDS,
         """INSERT INTO record_words (record_id, from_version, lane, source_type,
                           recorded_from, recorded_to, words)
   SELECT x.record_id, x.from_version, x.lane, x.source_type, x.recorded_from,
-         x.recorded_to, to_tsvector(coalesce(s.config, 'simple')::regconfig, x.content)
+         x.recorded_to, to_tsvector(coalesce(s.config, 'stemmed_english')::regconfig, x.content)
   FROM {rows} LEFT JOIN search_languages s USING (lane)
   RETURNING lane, words, recorded_to""",
         (

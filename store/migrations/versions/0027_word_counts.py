@@ -6,6 +6,9 @@ records the lane's words hold and how many lexemes together: what a search ranks
 lanes alone. Filled here from the current words rows; from now on every write appends
 deltas and the fold adds them up (store.kinds.record.word_counts).
 
+The default language of a lane that declares none becomes `stemmed_english` (English
+stemmed, its stop words kept); a lane with words keeps the language it has.
+
 `edgeloom_search_share`, which estimated a query's share of the rows from the column's
 statistics over every lane, goes: the plan reads these counts instead.
 
@@ -23,6 +26,30 @@ revision = "0027"
 down_revision = "0026"
 branch_labels = None
 depends_on = None
+
+# English stemmed, its stop words kept: "went" and "go" stay apart as in `english`, but
+# "renewals" meets "renewal" and a question's "who", "he" or "did" still count, weighed
+# by how many records hold them (PostgreSQL's own snowball stemmer; no contrib needed).
+STEMMED_ENGLISH = (
+    "CREATE TEXT SEARCH DICTIONARY stemmed_english_stem (TEMPLATE = snowball, Language = english)",
+    "CREATE TEXT SEARCH CONFIGURATION stemmed_english (COPY = english)",
+    "ALTER TEXT SEARCH CONFIGURATION stemmed_english ALTER MAPPING FOR asciiword, asciihword, "
+    "hword_asciipart, word, hword, hword_part WITH stemmed_english_stem",
+)
+
+# A lane with words and no language of its own keeps `simple`, the default it was indexed
+# in; a lane without a row is indexed in `stemmed_english` from now on.
+PIN = """
+INSERT INTO search_languages (lane, config)
+SELECT DISTINCT w.lane, 'simple' FROM record_words w
+WHERE NOT EXISTS (SELECT 1 FROM search_languages s WHERE s.lane = w.lane)
+"""
+CONFIG = """
+CREATE OR REPLACE FUNCTION edgeloom_search_config(lane text) RETURNS regconfig
+  LANGUAGE sql STABLE PARALLEL SAFE
+  AS $$ SELECT coalesce((SELECT config FROM search_languages s WHERE s.lane = $1),
+                        '{default}')::regconfig $$
+"""
 
 FILL = """
 INSERT INTO word_counts (lane, lexeme, records, lexemes)
@@ -55,6 +82,10 @@ def upgrade() -> None:
     op.create_index("ix_word_deltas_lexeme", "word_deltas", ["lane", "lexeme"])
     op.execute(FILL)
     op.execute("DROP FUNCTION IF EXISTS edgeloom_search_share(tsquery)")
+    for statement in STEMMED_ENGLISH:
+        op.execute(statement)
+    op.execute(PIN)
+    op.execute(CONFIG.format(default="stemmed_english"))
 
 
 def downgrade() -> None:
@@ -62,5 +93,8 @@ def downgrade() -> None:
 
     share = importlib.import_module("store.migrations.versions.0026_search_share")
     op.execute(share.SHARE)
+    op.execute(CONFIG.format(default="simple"))
+    op.execute("DROP TEXT SEARCH CONFIGURATION stemmed_english")
+    op.execute("DROP TEXT SEARCH DICTIONARY stemmed_english_stem")
     op.drop_table("word_deltas")
     op.drop_table("word_counts")
