@@ -11,8 +11,8 @@ Like the tags, the words are not in the ledger: the rule that cuts a record's hi
 into intervals (`opens`) is pure, run by the write path on each new version and by
 `verify` and import over the replayed ledger; the `tsvector` is PostgreSQL's function of
 the version's content, which verify recomputes from the ledger. Each lane's language is
-kept in `search_languages` (no row: `stemmed_english`, migration 0027); `relanguage` moves a lane to another one
-and rebuilds its rows in batches, off the request path.
+kept in `search_languages` (no row: `stemmed_english`, migration 0027); `relanguage`
+moves a lane to another one and rebuilds its rows in batches, off the request path.
 """
 
 from __future__ import annotations
