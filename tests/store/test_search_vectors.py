@@ -171,7 +171,7 @@ async def test_a_write_of_a_vector_of_another_size_is_refused(gateway: Gateway) 
     assert isinstance(EmbeddingError("notes", 3, 4, "m4"), EmbeddingError)
 
 
-async def test_hybrid_fuses_the_two_lists_by_reciprocal_rank(
+async def test_hybrid_fuses_the_two_lists_on_one_scale(
     gateway: Gateway, conn: Connection, on: None
 ) -> None:
     tag, word = f"t:{unique()}", unique("h")
@@ -185,8 +185,16 @@ async def test_hybrid_fuses_the_two_lists_by_reciprocal_rank(
     assert set(by_id) == {both["id"], words_only["id"], vector_only["id"]}
     assert page.total_count == 3
 
+    # Each list alone, under the same filters, gives the scores the fusion puts on a scale.
+    text = {h.id: h.score for h in (await find(conn, None, text=word, match=[tag])).items}
+    near = {h.id: h.score for h in (await find(conn, [1, 0.1, 0, 0], match=[tag])).items}
+    top, low = max(near.values()), min(near.values())
+
     def fused(h: Hit) -> float:
-        return sum(1 / (60 + r) for r in (h.text_rank, h.vector_rank) if r is not None)
+        weight = store_search.TEXT_WEIGHT
+        return weight * text.get(h.id, 0) / max(text.values()) + (1 - weight) * (
+            (near[h.id] - low) / (top - low) if h.id in near else 0
+        )
 
     assert (by_id[both["id"]].text_rank, by_id[both["id"]].vector_rank) == (1, 2)
     assert (by_id[words_only["id"]].text_rank, by_id[words_only["id"]].vector_rank) == (2, None)

@@ -57,9 +57,11 @@ class SearchHit:
         description="Higher is better: for text alone its BM25 score over the query's words "
         "it holds (rare words weigh more, a repeated word saturates, a long record is not "
         "favoured for its length; syntax STRICT: ts_rank_cd); for a vector alone its cosine "
-        f"similarity (1 - cosine distance); for both, reciprocal rank fusion: "
-        f"1/({store_search.RRF_K} + textRank) + 1/({store_search.RRF_K} + vectorRank), a "
-        "term for each list it is in. Past the count budget (totalCountExact false) the "
+        f"similarity (1 - cosine distance); for both, {store_search.TEXT_WEIGHT} times its "
+        "text score over the best text score plus "
+        f"{round(1 - store_search.TEXT_WEIGHT, 2)} times its similarity placed between the "
+        "vector list's least and best (0 for a list it is not in). Past the count budget "
+        "(totalCountExact false) the "
         f"text list is the {store_search.COUNT_BUDGET:,} newest matches, ranked among "
         "themselves.",
         metadata=compiled(sql.hit_score),
@@ -162,8 +164,8 @@ class ValuePage:
 SEARCH_VECTOR = (
     "The vector of what to find (made by the model the lanes' policy names, of the size it "
     f"declares): the {store_search.VECTOR_DEPTH} nearest records by cosine distance among "
-    "the lanes whose embedding has its size. With text, both lists are fused by reciprocal "
-    f"rank (k = {store_search.RRF_K})."
+    "the lanes whose embedding has its size. With text, both lists are fused, each score on "
+    f"one scale (text weighing {store_search.TEXT_WEIGHT}: see score)."
 )
 
 SEARCH_TEXT = (
@@ -194,7 +196,7 @@ class SearchQuery:
     @strawberry.field(
         description="Records by their words, asked in your own words (best first by BM25 "
         "over the words they hold, each with the query's words it holds and where), by your "
-        "vector (nearest first), or both fused by reciprocal rank; narrowed to a gather by "
+        "vector (nearest first), or both fused; narrowed to a gather by "
         "match, and to lanes, source types and an instant, like every other read: a record "
         "you cannot read, or retired then, is never found or counted, and its words never "
         f"weigh in your scores. Past {store_search.COUNT_BUDGET:,} candidates only the "
