@@ -37,6 +37,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -76,6 +77,7 @@ SEARCH_ARGS = """query {
     type { kind name ofType { kind name ofType { kind name } } } } } } }"""
 PGVECTOR = "SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'"
 BM25S = "bm25s (Lucene BM25, English stop words, Snowball stemmer)"
+RANDOM = "random order (the floor)"
 
 
 class Gateway:
@@ -220,6 +222,22 @@ def bm25s_ranking(
                 passages[int(d)].id for d, s in zip(docs[0], scores[0], strict=True) if s > 0
             ]
     return ranked
+
+
+def random_ranking(
+    passages: Sequence[Passage], questions: Sequence[Question], pooled: bool
+) -> list[list[str]]:
+    """FIRST passages of the question's scope in a random order (seeded): what the scope
+    alone gives. Scoped, most scenes hold about 20 utterances, so any ranking that returns
+    the whole scene finds most evidence by its 20th; the floor says how much."""
+    rng = random.Random(47)
+    scopes: dict[str, list[str]] = defaultdict(list)
+    for p in passages:
+        scopes["" if pooled else p.scene].append(p.id)
+    return [
+        rng.sample(scope, min(FIRST, len(scope)))
+        for scope in (scopes["" if pooled else q.scene] for q in questions)
+    ]
 
 
 def figures(ranked: Sequence[list[str]], questions: Sequence[Question]) -> dict[str, Any]:
@@ -421,6 +439,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
     ranked[BM25S] = bm25s_ranking(split.passages, questions, args.pooled)
     say(f"bm25s in {time.perf_counter() - t0:.1f}s")
+    ranked[RANDOM] = random_ranking(split.passages, questions, args.pooled)
     return {
         "split": args.split,
         "setting": setting,
@@ -467,6 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"FriendsQA {out['split']}, {out['setting']}, first: {FIRST}"
         + (f", syntax: {out['syntax']}" if out.get("syntax") else "")
+        + f"; lane default's words in {out.get('default lane language')}"
     )
     print()
     print(table(out["methods"]))

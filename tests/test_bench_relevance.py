@@ -16,10 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 
 from bench import embed, friendsqa
-from tests.support import Databases
+from bench.relevance import PGVECTOR
+from tests.support import Databases, plain
 
 REPO = Path(__file__).resolve().parent.parent
 TEXT = ["edgeloom text, default policy", "edgeloom text, lane text_search: english"]
@@ -28,6 +30,7 @@ VECTORS = [
     "edgeloom hybrid (english text + vectors)",
 ]
 BM25S = "bm25s (Lucene BM25, English stop words, Snowball stemmer)"
+RANDOM = "random order (the floor)"
 
 
 def _needs_data() -> None:
@@ -82,11 +85,13 @@ def _check_shape(results: dict[str, Any], rows: list[str], methods: list[str], a
 async def test_relevance_text_and_bm25s_on_a_slice(databases: Databases, tmp_path: Path) -> None:
     _needs_data()
     results, rows = await _relevance(databases, tmp_path, "--limit", "40", "--no-vectors")
-    _check_shape(results, rows, [*TEXT, BM25S], 40)
+    _check_shape(results, rows, [*TEXT, BM25S, RANDOM], 40)
     assert results["passages"] == 2847
     bm25 = results["methods"][BM25S]
     assert bm25["recall@10"] > 0.2, bm25
     assert bm25["no_hit"] < 0.1, bm25
+    # Ranked, not only scoped: above the scene's utterances in a random order.
+    assert bm25["mrr"] > results["methods"][RANDOM]["mrr"], results["methods"]
 
 
 @pytest.mark.over10s("two gateways start; the model loads")
@@ -94,9 +99,14 @@ async def test_relevance_vectors_on_their_scenes(databases: Databases, tmp_path:
     _needs_data()
     if (reason := embed.missing()) is not None:
         pytest.skip(f"vectors: {reason}")
+    conn = await asyncpg.connect(plain(databases.url))
+    try:
+        if not await conn.fetchval(PGVECTOR):
+            pytest.skip("vectors: this server has no pgvector")
+    finally:
+        await conn.close()
     results, rows = await _relevance(databases, tmp_path, "--limit", "10", "--their-scenes")
-    if results["vectors"] != "on":
-        pytest.skip(f"vectors {results['vectors']}")
-    _check_shape(results, rows, [*TEXT, *VECTORS, BM25S], 10)
+    assert results["vectors"] == "on"
+    _check_shape(results, rows, [*TEXT, *VECTORS, BM25S, RANDOM], 10)
     # Scoped to a scene of a few dozen turns, the nearest 20 hold most of the evidence.
     assert results["methods"][VECTORS[0]]["recall@20"] > 0.5
