@@ -47,16 +47,15 @@ class Split:
 
 
 def data_dir(given: Path | None = None) -> Path | None:
-    """Where the relevance data is, or None when it is nowhere to be found."""
+    """Where the relevance data is, or None when it is not where it is looked for (the
+    folder given, else the environment's, else beside the repository or a parent)."""
+    if given is None and os.environ.get(ENV):
+        given = Path(os.environ[ENV])
     if given is not None:
-        return given
-    if os.environ.get(ENV):
-        return Path(os.environ[ENV])
-    for folder in REPO.parents:
-        candidate = folder / "shared" / "data" / "relevance"
-        if (candidate / "friendsqa").is_dir():
-            return candidate
-    return None
+        candidates = [given]
+    else:
+        candidates = [folder / "shared" / "data" / "relevance" for folder in REPO.parents]
+    return next((c for c in candidates if (c / "friendsqa").is_dir()), None)
 
 
 def load(folder: Path, split: str) -> Split:

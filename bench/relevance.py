@@ -338,7 +338,10 @@ async def gateway_methods(
                 syntax_arg = await syntax_type(gateway)
                 about["syntax argument"] = syntax_arg
                 if args.syntax and syntax_arg is None:
-                    raise SystemExit("--syntax given, but this gateway's search has no syntax")
+                    raise SystemExit(
+                        f"--syntax {args.syntax} given, but this gateway's search takes no "
+                        "syntax argument: omit --syntax"
+                    )
                 syntax = args.syntax if syntax_arg else None
                 query = search_query(syntax_arg if syntax else None)
                 t0 = time.perf_counter()
@@ -418,9 +421,12 @@ def embed(split: Split, questions: list[Question]) -> Any:
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     folder = friendsqa.data_dir(args.data)
     if folder is None:
+        given = args.data or os.environ.get(friendsqa.ENV)
         raise SystemExit(
-            "no relevance data: expected ../shared/data/relevance beside the repository, "
-            f"or give --data DIR or {friendsqa.ENV}"
+            f"no friendsqa/ folder in {given}"
+            if given
+            else "no shared/data/relevance beside the repository or a parent folder; "
+            f"give --data DIR or {friendsqa.ENV}"
         )
     split = friendsqa.load(folder, args.split)
     questions = split.questions[: args.limit] if args.limit else split.questions
