@@ -1,7 +1,7 @@
 """CI: fail on a known-vulnerable pin in the lock files (pip-audit), and say so, without
 failing, when the vulnerability service cannot be reached or does not know the pins.
 
-    .venv/bin/python .ci/audit.py [LOCK ...]        # default: both lock files
+    .venv/bin/python .ci/audit.py [LOCK ...]        # default: the three lock files
     .venv/bin/python .ci/audit.py --report FILE     # decide on a pip-audit JSON report
 """
 
@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-LOCKS = ("requirements.lock", "requirements-test.lock")
+LOCKS = ("requirements.lock", "requirements-test.lock", "requirements-bench.lock")
 UNREACHABLE = (
     "ConnectionError",
     "ProxyError",

@@ -14,7 +14,7 @@ import tempfile
 import time
 import uuid
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,15 +114,17 @@ class GatewayProcess:
 
 @contextlib.asynccontextmanager
 async def gateway_process(
-    database_url: str, log_dir: Path, workers: int = 1
+    database_url: str, log_dir: Path, workers: int = 1, extra: Sequence[str] = ()
 ) -> AsyncIterator[GatewayProcess]:
+    """`extra`: more `serve` arguments (`--policy FILE`: a policy of the bench's own)."""
     port = free_port()
     log = log_dir / f"gateway-{port}.log"
     env = {**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
     with log.open("wb") as sink:
         process = subprocess.Popen(
             [sys.executable, "-m", "gql.cli.main", "serve", "--host", "127.0.0.1"]
-            + ["--port", str(port), "--log-level", "warning", "--workers", str(workers)],
+            + ["--port", str(port), "--log-level", "warning", "--workers", str(workers)]
+            + list(extra),
             cwd=REPO,
             env=env,
             stdout=sink,

@@ -14,7 +14,12 @@ from tests.support import REPO
 PATH = re.compile(r"\b(?:gql|store|policies|tests|bench|scripts|docs|\.ci)/[\w./-]*\w")
 MODULE = re.compile(r"`((?:gql|store|policies|bench)\.[a-z_][\w.]*)`")
 # What a command makes: npm's folder for PostGraphile, a bench's JSON output.
-MADE = {"bench/.node", "bench/results/run.json"}
+MADE = {
+    "bench/.node",
+    "bench/results/run.json",
+    "bench/results/embeddings",  # bench.relevance's cache of vectors
+    "bench/results/relevance",  # its JSON, relevance-<split>-<setting>.json
+}
 PAGES = pages()
 
 
