@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 TEXT = ["edgeloom text, default policy", "edgeloom text, lane text_search: english"]
 VECTORS = [
     "edgeloom vectors (all-MiniLM-L6-v2 int8, 384-d)",
-    "edgeloom hybrid (english text + vectors)",
+    "edgeloom hybrid (default text + vectors)",
 ]
 BM25S = "bm25s (Lucene BM25, English stop words, Snowball stemmer)"
 RANDOM = "random order (the floor)"
