@@ -18,18 +18,23 @@ from store.reads.statements import PageSql
 
 SOURCE_TYPES = "source_types"
 TEXT = "text"
-VECTOR = "vector:"  # and the vector's size
+VECTOR = "vector:"  # and the vector's size, ":", and how many lanes it is compared in
 
 
 def shape_filters(shape: SearchShape) -> tuple[str, ...]:
     """The optional parts of a search, as the compiled path's shape names them."""
     named: tuple[str, ...] = (SOURCE_TYPES,) if shape.source_types else ()
     named += (TEXT,) if shape.text else ()
-    return named + ((f"{VECTOR}{shape.vector}",) if shape.vector else ())
+    vector = f"{VECTOR}{shape.vector}:{shape.vector_lanes}"
+    return named + ((vector,) if shape.vector else ())
 
 
 def search_shape(shape: Shape) -> SearchShape:
-    vector = [int(f.removeprefix(VECTOR)) for f in shape.filters if f.startswith(VECTOR)]
+    vector = [
+        tuple(map(int, f.removeprefix(VECTOR).split(":")))
+        for f in shape.filters
+        if f.startswith(VECTOR)
+    ]
     return SearchShape(
         shape.properties,
         shape.mode,
@@ -37,7 +42,8 @@ def search_shape(shape: Shape) -> SearchShape:
         SOURCE_TYPES in shape.filters,
         shape.after,
         text=TEXT in shape.filters,
-        vector=vector[0] if vector else 0,
+        vector=vector[0][0] if vector else 0,
+        vector_lanes=vector[0][1] if vector else 0,
     )
 
 
