@@ -30,8 +30,9 @@ their offsets in code points into that content.
 By vector (`store.kinds.record.vectors`): the nearest VECTOR_DEPTH record versions by
 cosine distance among the lanes whose embedding has the vector's size (one model:
 `policies.guard.vector_lanes`), under the same filters, scored 1 - distance. The walk is
-pgvector's HNSW index of that size with iterative scans (the database's default, migration
-0023), so a filtered walk goes on until it has found that many; but when `match` keeps
+each lane's own HNSW index (migration 0028: no other lane's vectors are in its graph) with
+iterative scans (the database's default, migration 0023), so a filtered walk goes on until
+it has found that many; but when `match` keeps
 few records (at most EXACT_SCAN_MAX by the maintained member counts) their vectors are
 compared exactly instead, which no walk could beat. Text and vector together are fused by
 reciprocal rank: score = 1/(60 + textRank) + 1/(60 + vectorRank), a term for each list
