@@ -9,7 +9,7 @@ through the store's Ingest command (`bench/bulk.py`, the write path `ingestMany`
 each with a vector drawn near one of 100 random directions (so that neighbours mean
 something, as a model's do: uniform random vectors have none), a `slice` property of 100
 values (a filter keeping 1%) and a `band` of 10 (10%). The HNSW
-index is built after the load (`edgeloom_vector_index`, as a gateway's start builds it).
+index is built after the load (the lane's `edgeloom_vector_index`, as a gateway's start builds it).
 Recall@10 of each query is the share of its 10 exact nearest (an exact scan: the distance
 computed for every candidate, no index) the search returns in its first 10.
 """
@@ -155,9 +155,7 @@ async def plan(conn: asyncpg.Connection, asked: dict[str, Any]) -> str:
         "EXPLAIN (ANALYZE, COSTS off, TIMING off) " + statement.text, *statement.args(values)
     )
     lines = [r[0] for r in rows]
-    walked = any(
-        "ix_record_vectors_hnsw" in line and "never executed" not in line for line in lines
-    )
+    walked = any("ix_record_vectors_" in line and "never executed" not in line for line in lines)
     return "HNSW index walked" if walked else "exact scan"
 
 
@@ -181,7 +179,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
             await caller.call(APPLY, {"yaml": POLICY})
             conn = await asyncpg.connect(plain_url(db.url))
             try:
-                await conn.execute("DROP INDEX IF EXISTS ix_record_vectors_hnsw_384")
+                await conn.execute(f"DROP INDEX IF EXISTS ix_record_vectors_{DIMS}_default")
                 space = Space()
                 seconds = await load(db.url, args.records, space, args.clients)
                 out["load_records_per_s"] = args.records / seconds
@@ -189,7 +187,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 t0 = time.perf_counter()
                 await conn.execute("VACUUM (ANALYZE) record_vectors")
                 await conn.execute("VACUUM (ANALYZE) edge_properties")
-                await conn.execute(f"SELECT edgeloom_vector_index({DIMS})")
+                await conn.execute(f"SELECT edgeloom_vector_index('default', {DIMS})")
                 out["index_build_s"] = time.perf_counter() - t0
                 say(f"HNSW index built in {out['index_build_s']:.0f}s")
                 out.update(await workloads(args, conn, caller, space))

@@ -485,9 +485,10 @@ record_words = Table(
 )
 
 # Projection: the vector of each interval in which a live record's vector, lane and
-# source type stayed the same (store.kinds.record.vectors), with its size. Each size a
-# policy declares has a partial HNSW index over `embedding::vector(size)`, made at the
-# gateway's start (edgeloom_vector_index), not here: the sizes are the policy's.
+# source type stayed the same (store.kinds.record.vectors), with its size. Each lane whose
+# embedding a policy declares has a partial HNSW index over `embedding::vector(size)` for
+# its rows, made at the gateway's start (edgeloom_vector_index), not here: the lanes and
+# sizes are the policy's.
 record_vectors = Table(
     "record_vectors",
     metadata,

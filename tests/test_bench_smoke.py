@@ -231,3 +231,17 @@ async def _offers_pgvector(url: str) -> bool:
         )
     finally:
         await conn.close()
+
+
+@pytest.mark.over10s("bench.vectors_isolation end to end: three index designs, a cluster beside")
+def test_bench_vectors_isolation_on_a_tiny_load(server: str) -> None:
+    pgvector = asyncio.run(_offers_pgvector(server))
+    stdout = _bench(
+        "bench.vectors_isolation",
+        *("--records", "300", "--cluster", "50", "--queries", "3", "--rounds", "1"),
+        *("--exact-records", "400"),
+        server=server if pgvector else None,
+        embedded=not pgvector,
+    )
+    assert "recall@10, one index per lane @300 + 50 hidden" in stdout
+    assert "p50 ms, exact scan of one lane @400" in stdout

@@ -10,7 +10,9 @@ from gql.api.schema import MAX_ALIASES, MAX_DEPTH, MAX_TOKENS, MAX_VALIDATION_WO
 from gql.server.settings import DEFAULT_REQUEST_TIMEOUT, Settings
 from policies.loader import MAX_ALIAS_NODES
 from policies.loader import MAX_DEPTH as MAX_POLICY_DEPTH
+from policies.model import MAX_EMBEDDING_DIMENSIONS
 from policies.properties import MAX_LABEL_LENGTH, MAX_VALUE_LENGTH
+from store.kinds.record.embedding import MAX_NORM, MIN_NORM
 from store.kinds.record.queries import DEFAULT_MAX_RESPONSE_BYTES
 from store.limits import MAX_BATCH, MAX_CONTENT_CHARS, MAX_IDEMPOTENCY_KEY_LENGTH, MAX_PROPERTIES
 from store.reads.pages import DEFAULT_PAGE, MAX_PAGE
@@ -42,5 +44,7 @@ def test_the_limits_table_matches_the_code(repo: Path) -> None:
         f"| response size | {DEFAULT_MAX_RESPONSE_BYTES // 2**20} MiB |",
         f"| page size (`first`) | {MAX_PAGE} (default {DEFAULT_PAGE}) |",
         f"| request time (HTTP) | {DEFAULT_REQUEST_TIMEOUT:g} seconds |",
+        f"at most {MAX_EMBEDDING_DIMENSIONS:,} numbers), every number finite, a length "
+        f"(Euclidean norm) between {MIN_NORM:g} and {MAX_NORM:.0e} |".replace("e+", "e"),
     ):
         assert row in table, row

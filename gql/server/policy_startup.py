@@ -72,17 +72,14 @@ async def note_search_languages(pool: Pool, version: PolicyVersion | None) -> No
 
 async def note_vector_search(pool: Pool, version: PolicyVersion | None) -> str | None:
     """At start: whether this memory can search by vector (None: it can; else why not,
-    said once here), and each vector size the policy declares indexed."""
+    said once here), and each lane's vectors of the size the policy declares indexed."""
     async with pool.acquire() as conn:
         off = await vectors.availability(conn)
         if off is not None:
             log.warning("%s", off)
             return off
-        sizes = set()
-        if version is not None:
-            sizes = {
-                e.dimensions for lane in version.policy.lanes.values() if (e := lane.embedding)
-            }
-        for size in sorted(sizes):
-            await vectors.index_size(conn, size)
+        declared = version.policy.lanes.items() if version is not None else ()
+        for name, lane in sorted(declared):
+            if lane.embedding is not None:
+                await vectors.index_lane(conn, name, lane.embedding.dimensions)
     return None

@@ -146,3 +146,30 @@ async def test_without_pgvector_the_start_says_so_and_a_vector_is_refused(
     record = await ingest(gateway, unique("k"), lane="notes", embedding=[1, 0, 0])
     found = (await gateway.data(SEARCH, {"text": record["content"]}))["search"]
     assert [i["record"]["id"] for i in found["items"]] == [record["id"]]
+
+
+async def test_a_stored_vector_past_float32_breaks_no_search_on_any_path(pair: Pair) -> None:
+    # One stored before lengths were checked made every search of its lane an internal
+    # error (its NaN score reached the JSON), for every reader and over MCP.
+    if pair.off is not None:
+        pytest.skip("the server has no pgvector: tested by the refusal test")
+    tag = f"t:{unique()}"
+    bad = await ingest(pair.compiled, "huge", [tag], lane="notes", embedding=[1, 1, 1])
+    good = await ingest(pair.compiled, "fine", [tag], lane="notes", embedding=[1, 1, 0])
+    async with sql(pair.compiled.database_url) as conn:
+        await conn.execute(
+            "UPDATE record_vectors SET embedding = '[3e38,3e38,3e38]' WHERE record_id = $1",
+            bad["id"],
+        )
+        try:
+            for variables in ({"vector": [1, 1, 1], "match": [tag]}, {"vector": [1, 1, 1]}):
+                found = await both(pair, {**variables, "lanes": ["notes"], "first": 100})
+                got = [i["record"]["id"] for i in found["items"]]
+                assert good["id"] in got and bad["id"] not in got
+            async with over_http(pair.compiled) as session:
+                hits = (await call(session, "e_search", vector=[1, 1, 1], match=[tag]))["items"]
+                assert [h["id"] for h in hits] == [good["id"]]
+        finally:
+            await conn.execute(
+                "UPDATE record_vectors SET embedding = '[1,1,1]' WHERE record_id = $1", bad["id"]
+            )

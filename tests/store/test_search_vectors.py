@@ -25,7 +25,7 @@ from store.kinds.record.search import Hit, Hits, SearchArgs, VectorScope, search
 from store.kinds.record.vectors import availability
 from store.operations.verify import verify
 from tests.conftest import GatewayFactory
-from tests.gql._api import ADD, RETIRE_RECORD, UPDATE, ingest, unique
+from tests.gql._api import ADD, INGEST, INGEST_MANY, RETIRE_RECORD, UPDATE, ingest, unique
 from tests.gql._asserted import CONNECT
 from tests.support import Gateway, GraphQLFailure, sql
 
@@ -353,3 +353,84 @@ async def test_a_change_of_properties_or_a_connection_keeps_the_vector(
     page = await find(conn, [0, 0, 0, 1], match=[tag])
     assert ids(page) == [a["id"], b["id"]]
     assert page.items[0].score == pytest.approx(1.0)
+
+
+# Lengths whose square passes float32 (pgvector sums squares and products in float32), or
+# falls below its normal numbers: each made every search of its lane NaN or 0.
+OUT_OF_RANGE = ([3e38, 3e38, 3e38, 3e38], [1e20] * 4, [1e-45, 0, 0, 0], [1e-20, 0, 0, 0])
+LENGTH = "between 1e-18 and 1e19"
+
+
+async def test_a_vector_whose_length_passes_float32_is_refused_at_every_write(
+    gateway: Gateway,
+) -> None:
+    # On every server: what pgvector cannot compare is not written, indexed or not.
+    record = await ingest(gateway, unique("w"), lane="notes", embedding=[1, 0, 0, 0])
+    for bad in OUT_OF_RANGE:
+        refusals = [
+            await gateway.error(
+                INGEST, {"input": {"content": "x", "lane": "notes", "embedding": bad}}
+            ),
+            await gateway.error(UPDATE_VECTOR, {"id": record["id"], "embedding": bad}),
+            await gateway.error(
+                INGEST_MANY,
+                {
+                    "inputs": [
+                        {"content": "ok", "lane": "notes"},
+                        {"content": "x", "lane": "notes", "embedding": bad},
+                    ]
+                },
+            ),
+        ]
+        for error in refusals:
+            assert error["extensions"]["code"] == "BAD_USER_INPUT", error
+            assert LENGTH in error["message"], error["message"]
+            assert error["extensions"]["allowed"] == "1e-18..1e19"
+    # The edges of the range are taken.
+    for fine in ([4e18] * 4, [2e-18, 0, 0, 0]):
+        await ingest(gateway, unique("w"), lane="notes", embedding=fine)
+
+
+async def test_a_search_vector_whose_length_passes_float32_is_refused(
+    conn: Connection, on: None
+) -> None:
+    for bad in OUT_OF_RANGE:
+        with pytest.raises(InvalidInputError, match=LENGTH):
+            await find(conn, bad)
+
+
+async def test_a_parallel_vector_scores_one_at_any_length_taken(
+    gateway: Gateway, conn: Connection, on: None
+) -> None:
+    tag = f"t:{unique()}"
+    large = await ingest(gateway, "large", [tag], lane="notes", embedding=[1e18] * 4)
+    small = await ingest(gateway, "small", [tag], lane="notes", embedding=[1e-17, 0, 0, 0])
+    for vector, nearest in (([1, 1, 1, 1], large), ([1e18] * 4, large), ([2, 0, 0, 0], small)):
+        page = await find(conn, vector, match=[tag])
+        assert ids(page)[0] == nearest["id"]
+        assert page.items[0].score == pytest.approx(1.0)
+    page = await find(conn, [3, 0, 0, 0], match=[tag])
+    assert [round(h.score, 4) for h in page.items] == [1.0, 0.5]
+
+
+async def test_a_stored_vector_with_no_cosine_distance_is_no_hit(
+    gateway: Gateway, conn: Connection, on: None
+) -> None:
+    # A vector stored before its length was checked: its distance to anything is NaN,
+    # which must neither reach a score nor hide the lane's other vectors.
+    tag = f"t:{unique()}"
+    bad = await ingest(gateway, "was huge", [tag], lane="notes", embedding=[1, 1, 1, 1])
+    good = await ingest(gateway, "fine", [tag], lane="notes", embedding=[1, 1, 0, 0])
+    await conn.execute(
+        "UPDATE record_vectors SET embedding = '[3e38,3e38,3e38,3e38]' WHERE record_id = $1",
+        bad["id"],
+    )
+    try:
+        for kw in ({"match": [tag]}, {"first": 100}, {"text": "fine", "match": [tag]}):
+            page = await find(conn, [1, 1, 1, 1], **kw)
+            assert bad["id"] not in ids(page) and good["id"] in ids(page)
+            assert all(math.isfinite(h.score) for h in page.items)
+    finally:
+        await conn.execute(
+            "UPDATE record_vectors SET embedding = '[1,1,1,1]' WHERE record_id = $1", bad["id"]
+        )

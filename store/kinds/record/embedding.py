@@ -5,6 +5,13 @@ and compared exactly. In a ledger entry's state each number is a decimal text th
 back as the same float32 (`to_texts`), as a JSON string, so the entry's canonical bytes
 hold no number format two JSON writers could disagree on, and PostgreSQL reads each as
 the same `real` the index holds.
+
+A vector's length (Euclidean norm) is held between MIN_NORM and MAX_NORM: pgvector's cosine
+distance sums the squares and the products of the numbers in 32-bit floats, so a length
+whose square passes the float32 range (about 3.4e38) makes that sum infinite, and one whose
+square falls below its smallest normal number (about 1.2e-38) makes it zero; either way the
+distance is NaN or 0 against every vector, whatever direction they share. The bounds keep a
+margin from both edges, so a sum rounded in float32 stays inside.
 """
 
 from __future__ import annotations
@@ -15,6 +22,9 @@ from collections.abc import Sequence
 
 from policies.model import MAX_EMBEDDING_DIMENSIONS
 from store.errors import InvalidInputError
+
+MIN_NORM, MAX_NORM = 1e-18, 1e19
+_RANGE = "1e-18..1e19"
 
 
 def pack(values: Sequence[float], what: str = "embedding") -> bytes:
@@ -38,9 +48,18 @@ def pack(values: Sequence[float], what: str = "embedding") -> bytes:
         raise InvalidInputError(
             f"{what} holds a number past the range of a 32-bit float (about 3.4e38)"
         ) from exc
-    if not any(unpack(packed)):
+    floats = unpack(packed)
+    if not any(floats):
         raise InvalidInputError(
             f"{what} is all zeros: a vector with no direction has no cosine distance to any other"
+        )
+    norm = math.hypot(*floats)
+    if not MIN_NORM <= norm <= MAX_NORM:
+        raise InvalidInputError(
+            f"{what} has a length (Euclidean norm) of {norm:.3g}; a vector's length must be "
+            "between 1e-18 and 1e19, so that its cosine distance, computed in 32-bit floats, "
+            "is defined: scale it (any length in that range compares the same)",
+            allowed=_RANGE,
         )
     return packed
 

@@ -25,8 +25,9 @@ points into that content, computed for the hits of the page alone and only when 
 By vector (`store.kinds.record.vectors`): the nearest VECTOR_DEPTH record versions by
 cosine distance among the lanes whose embedding has the vector's size (one model:
 `policies.guard.vector_lanes`), under the same filters, scored 1 - distance. The walk is
-pgvector's HNSW index of that size with iterative scans (the database's default, migration
-0023), so a filtered walk goes on until it has found that many; but when `match` keeps
+each lane's own HNSW index (migration 0028: no other lane's vectors are in its graph) with
+iterative scans (the database's default, migration 0023), so a filtered walk goes on until
+it has found that many; but when `match` keeps
 few records (at most EXACT_SCAN_MAX by the maintained member counts) their vectors are
 compared exactly instead, which no walk could beat. Text and vector together are fused
 on one scale (`fused_sql`), each list computed under the same filters.
@@ -99,6 +100,7 @@ class SearchShape:
     # Whether the page's rows carry their highlights (the compiled path builds them
     # where the field is asked instead).
     highlights: bool = True
+    vector_lanes: int = 0  # how many lanes it is compared in (a walk of each one's index)
 
     @property
     def fused(self) -> bool:
@@ -231,43 +233,61 @@ def fused_sql() -> str:
 
 def vector_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
     """SQL: the CTE `name`, the vector list: the nearest VECTOR_DEPTH readable record
-    versions of the vector's size, each with its score (1 - cosine distance) and rank."""
+    versions of the vector's size, each with its score (1 - cosine distance) and rank.
+
+    Each lane's nearest are walked in that lane's own index (`edgeloom_vector_index`:
+    one per lane and size), a branch a lane, and the branches' nearest merged: a graph
+    holding another lane's vectors could be captured by a dense cluster of them (the
+    same text written a thousand times), which the walk cannot leave, so that what a
+    caller finds would depend on what others hold."""
     n = shape.vector
     query = f"{p('vector', 'real[]')}::vector({n})"
-    lanes = p("vector_lanes", "text[]")
     at = p("as_of", "timestamptz") if shape.as_of else None
-    where = f"w.dims = {n} AND {RULE.lane('w', lanes)} AND {RULE.held('w', at)}"
+    filters = f"w.dims = {n} AND {RULE.held('w', at)}"
     if shape.source_types:
-        where += f" AND w.source_type = ANY({p('source_types', 'text[]')})"
+        filters += f" AND w.source_type = ANY({p('source_types', 'text[]')})"
     # Spelled as the index's expression, so that the planner walks the index.
     walked = f"(w.embedding::vector({n}) <=> {query})"
     columns = "w.record_id AS id, w.from_version, w.recorded_from AS since"
+    members, small = "", ""
     if shape.properties:
         members = members_sql(p, shape.properties, shape.mode, shape.as_of)
         small = f"({_estimate(p, shape)}) <= {EXACT_SCAN_MAX}"
-        # Which of the two runs is decided once, before either (a one-time filter).
-        # Asked of each record the walk reaches (OFFSET 0 keeps it a per-row check, which
-        # the planner would otherwise join, sorting every member by distance instead).
-        found = f"""(SELECT {columns}, {walked} AS distance FROM record_vectors w
-              WHERE {where} AND NOT {small} AND EXISTS (
-                SELECT 1 FROM ({members}) m WHERE m.record_id = w.record_id OFFSET 0)
-              ORDER BY {walked} LIMIT {VECTOR_DEPTH})
+
+    def walk(lane: str) -> str:
+        # The lane is a parameter the planner sees (a custom plan), so that it proves the
+        # lane's partial index; a generic plan proves none and compares every vector of
+        # the lane exactly, as does a lane whose index the next start makes.
+        where = f"{RULE.in_lane('w', lane)} AND {filters}"
+        if shape.properties:
+            # Which of the two runs is decided once, before either (a one-time filter).
+            # Asked of each record the walk reaches (OFFSET 0 keeps it a per-row check,
+            # which the planner would otherwise join, sorting every member by distance).
+            where += f""" AND NOT {small} AND EXISTS (
+                SELECT 1 FROM ({members}) m WHERE m.record_id = w.record_id OFFSET 0)"""
+        return f"""(SELECT {columns}, {walked} AS distance FROM record_vectors w
+              WHERE {where} ORDER BY {walked} LIMIT {VECTOR_DEPTH})"""
+
+    found = " UNION ALL ".join(walk(p(f"vector_lane_{i}")) for i in range(shape.vector_lanes))
+    if shape.properties:
+        found += f"""
             UNION ALL
             (SELECT {columns}, (w.embedding <=> {query}) AS distance
-              FROM ({members}) m JOIN record_vectors w ON w.record_id = m.record_id AND {where}
+              FROM ({members}) m JOIN record_vectors w ON w.record_id = m.record_id
+                AND {RULE.lane("w", p("vector_lanes", "text[]"))} AND {filters}
               WHERE {small}
               ORDER BY 4 LIMIT {VECTOR_DEPTH})"""
-    else:
-        found = f"""SELECT {columns}, {walked} AS distance FROM record_vectors w
-            WHERE {where} ORDER BY {walked} LIMIT {VECTOR_DEPTH}"""
-    # The walk's relaxed order is put right by the exact distances it returns.
+    # The walk's relaxed order is put right by the exact distances it returns. A distance
+    # outside [0, 2] is NaN (pgvector's float32 sums of a vector past the lengths a write
+    # takes, one stored before they were checked): no score, so no hit.
     return f"""{name} AS (
         SELECT f.id, f.from_version, f.since, NULL::regconfig AS config, NULL::tsquery AS query,
                NULL::text[] AS matched, NULL::bigint AS text_rank,
                (1 - f.distance)::float8 AS score,
                row_number() OVER (ORDER BY (1 - f.distance)::float8 DESC, f.since DESC, f.id)
                  AS vector_rank
-        FROM ({found}) f)"""
+        FROM (SELECT * FROM ({found}) a WHERE a.distance BETWEEN 0 AND 2
+              ORDER BY a.distance, a.since DESC, a.id LIMIT {VECTOR_DEPTH}) f)"""
 
 
 def _estimate(p: Params, shape: SearchShape) -> str:
@@ -486,6 +506,8 @@ def bind(values: dict[str, Any], prefix: str, args: SearchArgs) -> SearchShape |
     if vector is not None:
         values[prefix + "vector"] = list(embedding.unpack(vector[0]))
         values[prefix + "vector_lanes"] = vector[1]
+        for i, lane in enumerate(vector[1]):
+            values[prefix + f"vector_lane_{i}"] = lane
     bind_properties(values, prefix, props)
     if key is not None:
         values[prefix + "after_score"], values[prefix + "after_at"], values[prefix + "after_id"] = (
@@ -501,6 +523,7 @@ def bind(values: dict[str, Any], prefix: str, args: SearchArgs) -> SearchShape |
         text=words is not None,
         vector=0 if vector is None else embedding.size(vector[0]),
         syntax=args.syntax,
+        vector_lanes=0 if vector is None else len(vector[1]),
     )
 
 

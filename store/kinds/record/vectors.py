@@ -6,13 +6,14 @@ transaction time: the current rows have recorded_to NULL, a search as of T reads
 held at T. A retirement closes the row and a restoring opens another, as for the words.
 
 The vector is in the ledger (the entry's state), so verify and import rebuild these rows
-from it. Where the server has pgvector the column is a `vector`, and each size a policy
-declares gets its own HNSW index (cosine) over `embedding::vector(n)` for the rows of that
-size (`edgeloom_vector_index(n)`, migration 0023): pgvector indexes only a column of
-fixed size, and lanes declare different ones, so one untyped column with a partial
-expression index per size keeps one table (one write path, one verify) while each
-search walks only the graph of its own size. Where it has none the column is `real[]`:
-the rows are kept alike, and vector search is off (`availability`).
+from it. Where the server has pgvector the column is a `vector`, and each lane whose
+embedding a policy declares gets its own HNSW index (cosine) over `embedding::vector(n)`
+for the lane's rows of that size (`edgeloom_vector_index(lane, n)`, migration 0028):
+pgvector indexes only a column of fixed size, and lanes declare different ones, so one
+untyped column with a partial expression index per lane and size keeps one table (one
+write path, one verify) while each search walks only graphs of its own lanes' vectors,
+which no other lane's can capture. Where it has none the column is `real[]`: the rows
+are kept alike, and vector search is off (`availability`).
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
 WHERE a.attrelid = 'record_vectors'::regclass AND a.attname = 'embedding'
 """
 _AVAILABLE = "SELECT count(*) > 0 FROM pg_available_extensions WHERE name = 'vector'"
-_INDEX = "SELECT edgeloom_vector_index($1)"
+_INDEX = "SELECT edgeloom_vector_index($1, $2)"
 
 
 async def availability(conn: Conn) -> str | None:
@@ -158,7 +159,7 @@ async def availability(conn: Conn) -> str | None:
     )
 
 
-async def index_size(conn: Conn, dimensions: int) -> None:
-    """Make sure vectors of `dimensions` numbers have their HNSW index (built once, when a
-    policy first declares that size)."""
-    await conn.execute(_INDEX, dimensions)
+async def index_lane(conn: Conn, lane: str, dimensions: int) -> None:
+    """Make sure the vectors of `lane` of `dimensions` numbers have their HNSW index (built
+    once, at the first start under a policy declaring that lane's embedding)."""
+    await conn.execute(_INDEX, lane, dimensions)
