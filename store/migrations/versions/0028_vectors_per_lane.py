@@ -12,7 +12,7 @@ dropped here, and the gateway's start makes each lane's, for the lanes whose emb
 the policy declares. Until then a search compares the lane's vectors exactly.
 
 Revision ID: 0028
-Revises: 0026
+Revises: 0027
 Create Date: 2026-12-07
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0028"
-down_revision = "0026"
+down_revision = "0027"
 branch_labels = None
 depends_on = None
 
