@@ -215,7 +215,7 @@ class Kind(Protocol):
         ...
 
     def row_locks(self) -> RowLocks | None:
-        """How commands lock its objects as rows with the policy head (`Locks.records`);
+        """How commands lock its objects as rows with the policy head (`Locks.rows`);
         one kind has them, the record kind."""
         ...
 
