@@ -342,6 +342,15 @@ def kinds() -> tuple[Kind, ...]:
     return tuple(_loaded().values())
 
 
+# Every write appends to these, whatever its kind; each kind's own tables join them.
+EVERY_WRITE_TABLES = ("ledger", "audit_events")
+
+
+def tables(grant: str) -> tuple[str, ...]:
+    """Every registered kind's tables with `grant` ("projection", "append", "folded")."""
+    return tuple(t.name for kind in kinds() for t in kind.tables if t.grant == grant)
+
+
 def generation() -> int:
     """Changes whenever a kind is registered or removed: what is built from the
     registry is rebuilt when it changes."""
