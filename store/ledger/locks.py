@@ -97,11 +97,20 @@ def late(what: str) -> StepError:
 
 
 def row_locks() -> RowLocks:
-    """The registered kind's row locks (one kind has them)."""
-    found = [locks for kind in registry.kinds() if (locks := kind.row_locks()) is not None]
-    if len(found) != 1:
-        raise RuntimeError(f"{len(found)} registered kinds lock rows; one must")
-    return found[0]
+    """The registered kind's row locks (one kind has them), found once per registry."""
+    global _row_locks
+    generation = registry.generation()
+    if _row_locks is None or _row_locks[0] != generation:
+        found = [locks for kind in registry.kinds() if (locks := kind.row_locks()) is not None]
+        if len(found) != 1:
+            raise RuntimeError(f"{len(found)} registered kinds lock rows; one must")
+        _row_locks = (generation, found[0])
+    return _row_locks[1]
+
+
+# Every write asks for them (a grouped one too, for what it decides on): looked up in the
+# registry again only when a kind is registered or removed.
+_row_locks: tuple[int, RowLocks] | None = None
 
 
 Key = tuple[str, str, tuple[str, ...]]
