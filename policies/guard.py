@@ -123,17 +123,15 @@ def decide(policy: Policy, agent: AgentProfile, change: RecordChange) -> Stamp:
     """
     if not change.engine:
         check_caller_properties([*change.added, *change.removed])
+    # The lane is resolved once here and handed to every check below.
+    lane = check_write_lane(policy, agent, change.lane)
     if change.new:
-        stamp = check_record(
-            policy, agent, change.lane, change.source_type, change.content or "", change.added
-        )
+        stamp = _check_record(lane, change.source_type, change.content or "", change.added)
         if change.embedding is not None:
-            check_embedding(policy, change.lane, change.embedding)
+            check_embedding(lane, change.embedding)
         return stamp
-    check_write_lane(policy, agent, change.lane)
     if change.embedding is not None:
-        check_embedding(policy, change.lane, change.embedding)
-    lane = policy.lane(change.lane)
+        check_embedding(lane, change.embedding)
     kept = Stamp(change.lane, change.source_type or DEFAULT_SOURCE_TYPE, change.authority or "")
     if lane.is_open:
         return kept
@@ -142,12 +140,12 @@ def decide(policy: Policy, agent: AgentProfile, change: RecordChange) -> Stamp:
     if change.add_only or chosen is None:
         # addProperties checks the lane's combined labels, not values; so does any
         # change to a record whose type the policy in force no longer offers.
-        check_added_labels(policy, agent, change.lane, [prop.label for prop in written])
+        _check_added_labels(lane, [prop.label for prop in written])
         return kept if chosen is None else Stamp(change.lane, chosen.name, chosen.authority)
-    _check_labels(change.lane, chosen, written)
-    _check_values(change.lane, chosen, written)
+    _check_labels(lane, chosen, written)
+    _check_values(lane, chosen, written)
     if change.content is not None and chosen.content_format == "json":
-        _check_json(change.lane, chosen, change.content)
+        _check_json(lane, chosen, change.content)
     return Stamp(change.lane, chosen.name, chosen.authority)
 
 
@@ -182,13 +180,13 @@ def decide_policy(policy: Policy | None, change: PolicyChange) -> None:
         check_apply_policy(policy, policy.agent(change.agent))
 
 
-def check_embedding(policy: Policy, lane: str, size: int) -> None:
+def check_embedding(lane: Lane, size: int) -> None:
     """Refuse a vector of another size than the one `lane` declares (or any vector, when
     it declares none)."""
-    declared = policy.lane(lane).embedding
+    declared = lane.embedding
     if declared is None or declared.dimensions != size:
         raise EmbeddingError(
-            lane,
+            lane.name,
             size,
             None if declared is None else declared.dimensions,
             None if declared is None else declared.model,
@@ -206,11 +204,16 @@ def vector_lanes(embeddings: Mapping[str, Embedding], lanes: Sequence[str], size
     return fit
 
 
-def check_write_lane(policy: Policy, agent: AgentProfile, lane: str) -> None:
-    """Refuse a write to a lane the policy does not declare or the agent may not write."""
-    policy.lane(lane)
-    if not agent.can_write(lane):
-        raise LaneForbiddenError(agent.name, lane, "write", agent.writable_lanes(policy))
+def check_write_lane(policy: Policy, agent: AgentProfile, lane: str) -> Lane:
+    """Refuse a write to a lane the policy does not declare or the agent may not write;
+    else the declared lane, for the checks that follow."""
+    return _writable(policy, agent, policy.lane(lane))
+
+
+def _writable(policy: Policy, agent: AgentProfile, lane: Lane) -> Lane:
+    if not agent.can_write(lane.name):
+        raise LaneForbiddenError(agent.name, lane.name, "write", agent.writable_lanes(policy))
+    return lane
 
 
 def check_apply_policy(policy: Policy, agent: AgentProfile) -> None:
@@ -241,20 +244,24 @@ def check_record(
     from agents with `check_caller_properties`). On a closed lane the checks run in
     this order: source type, labels, values, content format, required keys.
     """
-    check_write_lane(policy, agent, lane)
-    declared = policy.lane(lane)
+    return _check_record(check_write_lane(policy, agent, lane), source_type, content, properties)
+
+
+def _check_record(
+    lane: Lane, source_type: str | None, content: str, properties: Sequence[Property]
+) -> Stamp:
     name = DEFAULT_SOURCE_TYPE if source_type is None else source_type
-    if declared.is_open:
+    if lane.is_open:
         if name not in BUILTIN_SOURCE_TYPES:
-            raise SourceTypeNotAllowedError(lane, name, BUILTIN_SOURCE_TYPES, lane_open=True)
-        return Stamp(lane=lane, source_type=name, authority=name)
-    chosen = _closed_source_type(declared, name)
+            raise SourceTypeNotAllowedError(lane.name, name, BUILTIN_SOURCE_TYPES, lane_open=True)
+        return Stamp(lane=lane.name, source_type=name, authority=name)
+    chosen = _closed_source_type(lane, name)
     written = [prop for prop in properties if not prop.reserved]
     _check_labels(lane, chosen, written)
     _check_values(lane, chosen, written)
     if chosen.content_format == "json":
         _check_json(lane, chosen, content)
-    return Stamp(lane=lane, source_type=chosen.name, authority=chosen.authority)
+    return Stamp(lane=lane.name, source_type=chosen.name, authority=chosen.authority)
 
 
 def check_added_labels(
@@ -265,14 +272,16 @@ def check_added_labels(
     Values are not checked. Reserved labels are skipped: addProperties reports them
     under `rejected` rather than refusing the call.
     """
-    check_write_lane(policy, agent, lane)
-    declared = policy.lane(lane)
-    if declared.is_open:
+    _check_added_labels(check_write_lane(policy, agent, lane), labels)
+
+
+def _check_added_labels(lane: Lane, labels: Sequence[str]) -> None:
+    if lane.is_open:
         return
-    allowed = declared.combined_labels()
+    allowed = lane.combined_labels()
     offending = sorted({label for label in labels if not is_reserved_label(label)} - set(allowed))
     if offending:
-        raise LabelNotAllowedError(lane, None, offending, allowed)
+        raise LabelNotAllowedError(lane.name, None, offending, allowed)
 
 
 def _closed_source_type(lane: Lane, name: str) -> SourceType:
@@ -284,18 +293,20 @@ def _closed_source_type(lane: Lane, name: str) -> SourceType:
     return chosen
 
 
-def _check_labels(lane: str, source_type: SourceType, properties: Sequence[Property]) -> None:
+def _check_labels(lane: Lane, source_type: SourceType, properties: Sequence[Property]) -> None:
     allowed = source_type.allowed_labels()
     offending = sorted({prop.label for prop in properties} - set(allowed))
     if offending:
-        raise LabelNotAllowedError(lane, source_type.name, offending, allowed)
+        raise LabelNotAllowedError(lane.name, source_type.name, offending, allowed)
 
 
-def _check_values(lane: str, source_type: SourceType, properties: Sequence[Property]) -> None:
+def _check_values(lane: Lane, source_type: SourceType, properties: Sequence[Property]) -> None:
     for prop in properties:
         rule = source_type.rule(prop.label)
         if rule is not None and rule.values is not None and prop.value not in rule.values:
-            raise ValueNotAllowedError(lane, source_type.name, prop.label, prop.value, rule.values)
+            raise ValueNotAllowedError(
+                lane.name, source_type.name, prop.label, prop.value, rule.values
+            )
 
 
 def _reject_constant(name: str) -> object:
@@ -314,22 +325,24 @@ def _json_kind(value: object) -> str:
     return "number"
 
 
-def _check_json(lane: str, source_type: SourceType, content: str) -> None:
+def _check_json(lane: Lane, source_type: SourceType, content: str) -> None:
     try:
         # NaN and Infinity are Python's extension, not JSON
         document: object = json.loads(content, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         detail = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
-        raise ContentFormatError(lane, source_type.name, detail) from exc
+        raise ContentFormatError(lane.name, source_type.name, detail) from exc
     except ValueError as exc:
-        raise ContentFormatError(lane, source_type.name, str(exc)) from exc
+        raise ContentFormatError(lane.name, source_type.name, str(exc)) from exc
     except RecursionError as exc:
-        raise ContentFormatError(lane, source_type.name, "nested too deeply") from exc
+        raise ContentFormatError(lane.name, source_type.name, "nested too deeply") from exc
     required = sorted(source_type.required_keys)
     if not required:
         return
     if not isinstance(document, dict):
-        raise RequiredKeysError(lane, source_type.name, required, got_kind=_json_kind(document))
+        raise RequiredKeysError(
+            lane.name, source_type.name, required, got_kind=_json_kind(document)
+        )
     missing = sorted(set(required) - document.keys())
     if missing:
-        raise RequiredKeysError(lane, source_type.name, required, missing=missing)
+        raise RequiredKeysError(lane.name, source_type.name, required, missing=missing)

@@ -3,10 +3,9 @@ transport from the fan-out loop, with no other per-member work (docs/feed_hub.md
 
 from __future__ import annotations
 
-from functools import partial
-
 from gql.feed.arming import Arming
 from gql.feed.batch import Batch
+from gql.feed.direct import render, whole
 from gql.feed.options import Counts
 from gql.feed.outlet import FrameEncoder
 from gql.feed.subscriber import Armed, Flight, Subscriber, drop_if_empty
@@ -37,12 +36,10 @@ class ArmedWrites:
             return self.arming.disarm_all(armed)
         flight = armed.flight = Flight(list(armed.entries.values()))
         try:
-            sending = batch.whole(armed.direct, frames)
+            sending = whole(armed.direct, batch, frames)
             if sending is None:
-                direct, source = armed.direct, batch.renders
-                render = partial(direct.render, source.allowed(direct.lanes))
-                await source.rendered(direct.rights, render)
-                sending = batch.whole(direct, frames)
+                await render(armed.direct, batch)
+                sending = whole(armed.direct, batch, frames)
                 if flight.left:  # disarmed while the rendering was made
                     flight.reorder(list(armed.entries.values()))
             if sending is None:  # an event to execute for each alone

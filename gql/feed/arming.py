@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from gql.feed.direct import waiting
 from gql.feed.subscriber import Armed, Group, Subscriber, drop_if_empty
 
 
@@ -17,7 +18,7 @@ class Arming:
     def arm(self, group: Group, subscriber: Subscriber, in_force: int | None) -> None:
         """Arm a subscriber just written to when nothing stands in the way of the next
         write going straight to its socket, and watch its socket for what would."""
-        direct = subscriber.waiting(in_force)
+        direct = waiting(subscriber, in_force)
         if (
             direct is None
             or subscriber.armed is not None

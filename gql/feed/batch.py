@@ -2,7 +2,8 @@
 due of them (`Progress`), and how the hub may serve one that waits (`Direct`).
 
 Every member of a group gets the same `Batch`, so what they derive from it under equal
-rights (the rendering, the frames of a group write) is derived once (docs/feed_hub.md).
+rights (the rendering, the frames of a group write) is derived once (docs/feed_hub.md);
+how a member's frames are made from it is the member's route (`gql.feed.direct`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable, Coroutine, Hashable, Iterable, Mapping, Se
 from dataclasses import dataclass, field
 from typing import Any
 
-from gql.feed.outlet import FrameEncoder, SocketOutlet
+from gql.feed.outlet import SocketOutlet
 from store.feed.filters import FeedFilter
 from store.feed.live import FeedEvent, Snapshot
 from store.reads.visibility import RULE
@@ -81,7 +82,7 @@ class Direct:
     open: Callable[[], bool] = lambda: True
     """Whether its operation still runs (a completed one is sent nothing)."""
     frames_key: Hashable = field(init=False, repr=False)
-    """What the frames of a group write to it depend on (`Batch.sending`)."""
+    """What the frames of a group write to it depend on (`gql.feed.direct.sending`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "frames_key", (self.lanes, self.rights, self.head))
@@ -104,17 +105,22 @@ class Batch:
     # event of the read that a group running it wants: groups that differ only in the
     # records they follow render from it, once per read (None: from this one).
     share: Hashable | None = None
-    source: Batch | None = None
     _renders: dict[Hashable, asyncio.Task[Rendered]] = field(default_factory=dict)
     _allowed: dict[frozenset[str], list[FeedEvent]] = field(default_factory=dict)
-    _frames: dict[Hashable, Sending] = field(default_factory=dict)
-    _whole: dict[Hashable, Sending] = field(default_factory=dict)
+    # The frames built for members alike (`gql.feed.direct`): by the events they are due,
+    # and, for those due every event their lanes allow, by `Direct.frames_key`.
+    frames: dict[Hashable, Sending] = field(default_factory=dict)
+    whole: dict[Hashable, Sending] = field(default_factory=dict)
     # The lowest seq and transaction id among the events: a subscriber whose replay
     # ended below both has none of them behind it (`Progress.due`).
     lowest_seq: int = field(init=False)
     lowest_txid: int = field(init=False)
+    # The batch its renderings are made on: itself, or the batch of every event of the
+    # read that a group running the same operation wants (`share_renderings`).
+    renders: Batch = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.renders = self
         self.lowest_seq = min((e.seq for e in self.events), default=0)
         self.lowest_txid = min((e.txid for e in self.events), default=0)
 
@@ -153,52 +159,6 @@ class Batch:
             self._renders[rights] = task
         return await asyncio.shield(task)
 
-    def sending(self, direct: Direct, frames: FrameEncoder) -> Sending | None:
-        """What a waiting subscriber is due of this batch, as the frames of its messages
-        (built once for every member that gets the same: the same lanes, rendering and
-        operation head), the cursor of the last and how many; NOTHING when none is due;
-        None when the rendering is not made yet, or one of them must be executed alone."""
-        progress = direct.progress
-        if progress.past(self):
-            return self.whole(direct, frames)
-        due = progress.due(self, self.allowed(direct.lanes))
-        return self._sending(direct.rights, direct.head, due, frames)
-
-    def whole(self, direct: Direct, frames: FrameEncoder) -> Sending | None:
-        """`sending` for a subscriber due every event its lanes allow, as the rest of
-        its group is (one past its replay)."""
-        key = direct.frames_key
-        found = self._whole.get(key)
-        if found is None:
-            allowed = self.allowed(direct.lanes)
-            found = self._sending(direct.rights, direct.head, allowed, frames)
-            if found is not None:
-                self._whole[key] = found
-        return found
-
-    def _sending(
-        self, rights: Hashable, head: str, due: Sequence[FeedEvent], frames: FrameEncoder
-    ) -> Sending | None:
-        if not due:
-            return NOTHING
-        key = (rights, head, tuple(e.seq for e in due))
-        found = self._frames.get(key)
-        if found is None:
-            rendered = self.renders.ready(rights)
-            if rendered is None:
-                return None
-            payloads = [rendered.get(e.seq) for e in due]
-            if None in payloads:
-                return None
-            written = frames(head + f"{p}}}" for p in payloads)
-            found = self._frames[key] = Sending(written, due[-1].cursor, len(due))
-        return found
-
-    @property
-    def renders(self) -> Batch:
-        """The batch its renderings are made on (`source`, or itself)."""
-        return self.source or self
-
     def ready(self, rights: Hashable) -> Rendered | None:
         """The rendering for `rights` if it is made already (None: not yet)."""
         task = self._renders.get(rights)
@@ -221,4 +181,4 @@ def share_renderings(batches: Iterable[Batch]) -> None:
         union = {e.seq: e for batch in alike for e in batch.events}
         source = Batch(tuple(union[seq] for seq in sorted(union)))
         for batch in alike:
-            batch.source = source
+            batch.renders = source

@@ -79,20 +79,6 @@ class Subscriber:
         """The next batch, or None when the hub found its token revoked."""
         return await self.queue.get()
 
-    def waiting(self, in_force: int | None) -> Direct | None:
-        """How the hub may serve it itself now, under the policy version `in_force`
-        (None: through its queue)."""
-        direct = self.direct
-        if (
-            direct is None
-            or direct.version != in_force
-            or self.revoked
-            or self.pending is not None
-            or not self.queue.empty()
-        ):
-            return None
-        return direct
-
 
 @dataclass(eq=False, slots=True)
 class Flight:

@@ -18,6 +18,7 @@ from store.intake.resolve import Resolver
 from store.intake.seams import Kinds, LiveEdge
 from store.intake.state import FolderState, part_ids
 from store.intake.together import Step, Together, Written, joined_locks
+from store.kinds.record.locks import Records
 from store.kinds.record.model import Record
 from store.ledger.command import Command, Locks
 from store.reads.snapshot import Reader
@@ -138,7 +139,7 @@ class EdgePass:
             for end, other in ((edge.source, edge.target), (edge.target, edge.source)):
                 if end.path == path and end not in before and other in before:
                     ends.add(before[other])
-        ahead.append(Locks(records=tuple(sorted(ends))))
+        ahead.append(Records(tuple(sorted(ends))).locks())
         kinds, counts = self.kinds, self.counts
 
         def edges(results: Sequence[Any]) -> Sequence[Command[Any]]:

@@ -72,6 +72,7 @@ from store.intake.together import RETIRED, Together, Written
 from store.intake.walk import Found, Skipped, Text
 from store.kinds.policy.in_force import PolicyVersion
 from store.kinds.record.commands import Ingest, NewRecord, RemoveProperties, Update
+from store.kinds.record.locks import RecordsRead
 from store.kinds.record.model import Record
 from store.ledger.command import Command, Current, Txn
 from store.limits import MAX_BATCH
@@ -478,7 +479,7 @@ class Intake:
             written: Written = await self.execute(command)
             return written
         txn = Txn(self.agent, self.policy, datetime.now(UTC))
-        plan = command.decide(txn, Current(records=records, first_writes={}, heads={}))
+        plan = command.decide(txn, Current(rows=RecordsRead(records=records)))
         ours = [w for w in plan.writes if w.kind == RECORD_KIND]
         return Written(len(ours), [], sum(w.event == RETIRED for w in ours))
 

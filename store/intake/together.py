@@ -15,29 +15,39 @@ wrote.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass, fields, replace
+from typing import Any, TypeVar
 
 from store.errors import RetiredRecordError
 from store.ids import RECORD_KIND
+from store.kinds.record.locks import Records, RecordsRead, records_locked
 from store.kinds.record.model import Record
 from store.ledger.command import Applied, Command, Current, Locks, Plan, Txn
 
 # A later step: the commands to decide next, from the results of every command before.
 Step = Callable[[Sequence[Any]], Sequence[Command[Any]]]
 RETIRED = "sr_retired"
+T = TypeVar("T")
 
 
 def joined_locks(locks: Sequence[Locks]) -> Locks:
-    """Every lock any of `locks` takes."""
+    """Every lock any of `locks` takes: the ledger's, and what they ask of records."""
+    ledger = _joined([replace(lock, rows=None) for lock in locks], Locks)
+    records = _joined([records_locked(lock) for lock in locks], Records)
+    rest = {f.name: getattr(ledger, f.name) for f in fields(Locks) if f.name != "rows"}
+    return records.locks(**rest)
+
+
+def _joined(asked: Sequence[T], of: type[T]) -> T:
+    """Each field of `asked`, joined: any of the flags, every item of the others once."""
     merged: dict[str, Any] = {}
-    for f in fields(Locks):
-        found = [getattr(lock, f.name) for lock in locks]
-        if isinstance(getattr(Locks(), f.name), bool):
+    for f in fields(of):  # type: ignore[arg-type]
+        found = [getattr(one, f.name) for one in asked]
+        if isinstance(getattr(of(), f.name), bool):
             merged[f.name] = any(found)
-        else:
+        elif f.name != "rows":
             merged[f.name] = tuple(dict.fromkeys(x for one in found for x in one))
-    return Locks(**merged)
+    return of(**merged)
 
 
 @dataclass(frozen=True)
@@ -69,7 +79,7 @@ class Together:
     def locks(self) -> Locks:
         return joined_locks([*(c.locks() for c in self.commands), self.ahead])
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Written]:
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[Written]:
         return _decided(self.commands, txn, current, _Done(), self.then)
 
 
@@ -93,7 +103,7 @@ class _Step:
     def locks(self) -> Locks:
         return joined_locks([c.locks() for c in self.commands])
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Written]:
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[Written]:
         return _decided(self.commands, txn, current, self.done, self.then)
 
 
@@ -103,14 +113,14 @@ def _check_step(commands: Sequence[Command[Any]]) -> None:
         raise ValueError("one command of a step may act on what is attached to its records")
 
 
-def _refuse_retired(command: Command[Any], current: Current[Record]) -> None:
+def _refuse_retired(command: Command[Any], current: Current[RecordsRead]) -> None:
     """A command that does not act on retired records is refused one, as it would be on
     its own (a retirement beside it in the step has the executor hand them over)."""
-    locks = command.locks()
-    if locks.retired:
+    asked = records_locked(command.locks())
+    if asked.retired:
         return
-    for ident in locks.records:
-        record = current.records.get(ident)
+    for ident in asked.ids:
+        record = current.rows.records.get(ident)
         gone = None if record is None else record.retirement
         if gone is not None:
             raise RetiredRecordError(ident, gone.at, gone.actor, gone.reason)
@@ -119,7 +129,7 @@ def _refuse_retired(command: Command[Any], current: Current[Record]) -> None:
 def _decided(
     commands: Sequence[Command[Any]],
     txn: Txn,
-    current: Current[Record],
+    current: Current[RecordsRead],
     done: _Done,
     then: tuple[Step, ...],
 ) -> Plan[Written]:

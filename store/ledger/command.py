@@ -12,7 +12,7 @@ a new class here, never a second path.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
@@ -22,14 +22,17 @@ from store.errors import NoPolicyError
 from store.ledger.entry import Entry
 
 R = TypeVar("R")
-# A row a command locks, as the kind whose rows are locked reads it (the record kind's
+# What the kind that locks rows read under a command's locks (the record kind's
+# `RecordsRead`): the ledger hands it to the command and looks no further inside it.
+Read = TypeVar("Read")
+# A row a command writes, as the kind whose rows they are reads it (the record kind's
 # `Record`): the ledger keys rows by their `id` and looks no further inside one.
 Row = TypeVar("Row")
 
 
-class RecordRef(str):
-    """A unique key's value naming a record by the ident a command locks it by in
-    `Locks.records` (an id or a prefix): the key is locked with the full id."""
+class RowRef(str):
+    """A unique key's value naming a row by the ident a command locks it by in
+    `Locks.rows` (an id or a prefix): the key is locked with the full id."""
 
     __slots__ = ()
 
@@ -38,9 +41,9 @@ class RecordRef(str):
 class Locks:
     """What a command reads and locks before it decides.
 
-    `records`: record ids or unique prefixes, locked FOR UPDATE in sorted id order so
-    that commands touching several records never deadlock each other.
-    `idempotency_keys`: the caller's keys whose first writes it must see.
+    `rows`: what it locks of the kind that locks rows with the policy head, before
+    anything else, as that kind reads the request (the record kind's `Records`: record
+    ids or prefixes, the holders of values, idempotency keys); None: no row.
     `policy_exclusive`: take the policy head FOR UPDATE (applying a policy) instead
     of sharing it.
     `heads`: other ledgered objects (kind, id) whose newest entry it needs.
@@ -48,33 +51,20 @@ class Locks:
     entry and state read under the lock (`Current.heads`, `Current.states`).
     `keys`: unique keys its kind declares (kind, key name, the key's values), locked
     whether or not an object holds them yet, so two commands cannot both create one.
-    A value given as a `RecordRef` names one of `records` and is locked as the full id
-    it resolves to (so a key made of record ids takes prefixes as they do). The object
+    A value given as a `RowRef` names one of the rows and is locked as the full id it
+    resolves to (so a key made of record ids takes prefixes as they do). The object
     holding each key, as its kind looks it up (`Kind.holder`), is then locked too and
     read like `objects` (`Current.keyed`).
-    Objects and keys are locked after `records`, in one sorted order of all of them.
-    `carrying`: edge properties (label, value) whose current holders it locks with
-    `records`, in the same sorted order: a command that removes a connection, a
-    group or a chain link names the value, not the records that carry it.
-    `carried_by_records`: labels whose values `records` carry, each locked with its
-    holders as if named in `carrying`: an adjustment changes the chains of the
-    records it adjusts, which it knows only by reading them.
-    `retired`: the command acts on retired records too (retiring, restoring): prefixes
-    resolve among them and they are handed to it; any other command is refused a
-    retired record (`RetiredRecordError`).
-    `attached`: kinds whose live objects attached to `records` (`Kind.attached`) are
-    locked as `objects` too, with their newest entry and state, once `records` are.
+    Objects and keys are locked after the rows, in one sorted order of all of them.
+    `attached`: kinds whose live objects attached to the locked rows (`Kind.attached`)
+    are locked as `objects` too, with their newest entry and state, once the rows are.
     """
 
-    records: tuple[str, ...] = ()
-    idempotency_keys: tuple[str, ...] = ()
+    rows: Hashable | None = None
     policy_exclusive: bool = False
     heads: tuple[tuple[str, str], ...] = ()
-    carrying: tuple[tuple[str, str], ...] = ()
-    carried_by_records: tuple[str, ...] = ()
     objects: tuple[tuple[str, str], ...] = ()
     keys: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
-    retired: bool = False
     attached: tuple[str, ...] = ()
 
 
@@ -88,27 +78,19 @@ class Head:
 
 
 @dataclass(frozen=True)
-class Current(Generic[Row]):
-    """The state a command decides on, read under its locks: records by ident, and any
-    ledgered object by (kind, id)."""
+class Current(Generic[Read]):
+    """The state a command decides on, read under its locks: what the kind that locks
+    rows read of them (`rows`), and any ledgered object by (kind, id)."""
 
-    records: Mapping[str, Row]  # by the ident the command gave, exact or prefix
-    first_writes: Mapping[str, Row]  # idempotency key -> the record as first written
-    heads: Mapping[tuple[str, str], Head]
-    # (label, value) -> the locked records carrying it that the caller may read, and
-    # how many carry it in lanes the caller may not read.
-    holders: Mapping[tuple[str, str], tuple[Row, ...]] = field(default_factory=dict)
-    hidden_holders: Mapping[tuple[str, str], int] = field(default_factory=dict)
-    # The objects attached to the locked records (`Locks.attached`), as (kind, id).
+    rows: Read
+    heads: Mapping[tuple[str, str], Head] = field(default_factory=dict)
+    # The objects attached to the locked rows (`Locks.attached`), as (kind, id).
     attached: tuple[tuple[str, str], ...] = ()
     # (kind, id) -> the newest state of each object `Locks.objects` names that exists.
     states: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
     # Each of `Locks.keys`, as the command gave it -> the id of the object holding it
     # (its state and head are in `states` and `heads`); absent: none holds it.
     keyed: Mapping[tuple[str, str, tuple[str, ...]], str] = field(default_factory=dict)
-
-    def record(self, ident: str) -> Row:
-        return self.records[ident]
 
     def head(self, kind: str, object_id: str) -> Head | None:
         """The newest entry of a locked object (None: it does not exist yet)."""

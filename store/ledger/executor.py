@@ -220,22 +220,13 @@ class Executor:
         keyed = await key_holders(conn, locks, keys)
         objects = (*named, *((k[0], i) for k, i in keyed.items()))
         await lock_objects(conn, objects, (), held)
-        read = step.read(txn, rows)
+        read = await step.read(conn, txn, rows)
         heads, states = await read_heads(conn, locks.heads, objects)
-        current = Current(
-            records=read.records,
-            first_writes=await rows_kind.first_writes(conn, agent, locks.idempotency_keys),
-            heads=heads,
-            holders=read.holders,
-            hidden_holders=read.hidden_holders,
-            states=states,
-            keyed=keyed,
-            attached=tuple(found),
-        )
+        current = Current(rows=read, heads=heads, states=states, keyed=keyed, attached=tuple(found))
         plan = command.decide(txn, current)
         applied: Applied[Any] = Applied(entries=(), records={})
         if plan.writes:
-            before = {r.id: r for r in current.records.values()}
+            before = read.by_id
             table_rows, entries, written = build_rows(txn, plan.writes, before)
             await append(conn, table_rows)
             applied = Applied(entries=entries, records=written)

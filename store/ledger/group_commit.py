@@ -30,7 +30,7 @@ from typing import Any
 from store.errors import OutcomeUnknownError, StoppedError
 from store.ledger.append import build_rows
 from store.ledger.command import Applied, Command, Current, Locks, Plan, Txn
-from store.ledger.locks import StepError, late
+from store.ledger.locks import StepError, late, row_locks
 from store.ledger.registry import Rows
 
 # Commands in one group, and the new versions one group may write: a group stays one
@@ -42,7 +42,6 @@ DEFAULT_OUTCOME_TIMEOUT = 5.0
 # A command that locks nothing but the shared policy head reads nothing either; such
 # commands are written in groups.
 NOTHING_LOCKED = Locks()
-_NOTHING_READ: Current[Any] = Current(records={}, first_writes={}, heads={})
 
 
 @dataclass(eq=False)
@@ -182,7 +181,7 @@ def decided_in_group(txn: Txn, command: Command[Any]) -> Decided:
     """A command that locks nothing, decided on nothing read; each later step of it on
     what its earlier steps wrote, as they wrote it (nothing else may a later step
     name: its first step locked nothing)."""
-    plan = command.decide(txn, _NOTHING_READ)
+    plan = command.decide(txn, Current(rows=row_locks().written({})))
     rows, entries, written = build_rows(txn, plan.writes, {})
     made = dict(written)
     objects = {w.object_id for w in plan.writes}
@@ -215,13 +214,14 @@ def _on_written(
     """What a later step of a group's command decides on: the records its earlier steps
     made. A key it names holds one of their ids, and no object of the key's kind was
     written yet, so nothing holds it."""
-    others = replace(locks, records=(), keys=())
-    if others != NOTHING_LOCKED:
+    rows_kind = row_locks()
+    named = () if locks.rows is None else rows_kind.named_only(locks)
+    if named is None or replace(locks, rows=None, keys=()) != NOTHING_LOCKED:
         raise late("more than the records its earlier steps wrote and their keys")
-    for ident in locks.records:
+    for ident in named:
         if ident not in made:
             raise late(f"record '{ident}'")
     for kind_name, key, values in locks.keys:
         if kind_name in kinds_written or not any(v in objects for v in values):
             raise late(f"the {kind_name} key {key} of {list(values)}")
-    return Current(records={i: made[i] for i in locks.records}, first_writes={}, heads={})
+    return Current(rows=rows_kind.written({i: made[i] for i in named}))

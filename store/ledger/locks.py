@@ -1,5 +1,5 @@
 """The locks of a write, taken in one order by every command: the policy head with the
-rows a kind locks beside it (`RowLocks`: the records a command names), then the unique
+rows a kind locks beside it (`RowLocks`: the record kind's records), then the unique
 keys it names, then every ledgered object it names or finds holding one of those keys,
 each round sorted. A later step of a command locks nothing the first did not (`Held`)."""
 
@@ -12,7 +12,7 @@ from typing import Any
 from store.errors import InvalidInputError, StoreError
 from store.ledger import registry
 from store.ledger.append import UnknownKindError
-from store.ledger.command import Head, Locks, RecordRef
+from store.ledger.command import Head, Locks, RowRef
 from store.ledger.registry import Kind
 from store.ledger.row_locks import RowLocks
 from store.pool import Conn
@@ -97,20 +97,29 @@ def late(what: str) -> StepError:
 
 
 def row_locks() -> RowLocks:
-    """The registered kind's row locks (one kind has them)."""
-    found = [locks for kind in registry.kinds() if (locks := kind.row_locks()) is not None]
-    if len(found) != 1:
-        raise RuntimeError(f"{len(found)} registered kinds lock rows; one must")
-    return found[0]
+    """The registered kind's row locks (one kind has them), found once per registry."""
+    global _row_locks
+    generation = registry.generation()
+    if _row_locks is None or _row_locks[0] != generation:
+        found = [locks for kind in registry.kinds() if (locks := kind.row_locks()) is not None]
+        if len(found) != 1:
+            raise RuntimeError(f"{len(found)} registered kinds lock rows; one must")
+        _row_locks = (generation, found[0])
+    return _row_locks[1]
+
+
+# Every write asks for them (a grouped one too, for what it decides on): looked up in the
+# registry again only when a kind is registered or removed.
+_row_locks: tuple[int, RowLocks] | None = None
 
 
 Key = tuple[str, str, tuple[str, ...]]
 
 
 def resolved_keys(locks: Locks, exact: Mapping[str, str]) -> list[Key]:
-    """`locks.keys` with each `RecordRef` as the full id of the record it names."""
+    """`locks.keys` with each `RowRef` as the full id of the row it names."""
     return [
-        (k, name, tuple(exact.get(v, v) if isinstance(v, RecordRef) else v for v in values))
+        (k, name, tuple(exact.get(v, v) if isinstance(v, RowRef) else v for v in values))
         for k, name, values in locks.keys
     ]
 

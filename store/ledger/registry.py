@@ -215,7 +215,7 @@ class Kind(Protocol):
         ...
 
     def row_locks(self) -> RowLocks | None:
-        """How commands lock its objects as rows with the policy head (`Locks.records`);
+        """How commands lock its objects as rows with the policy head (`Locks.rows`);
         one kind has them, the record kind."""
         ...
 
@@ -340,6 +340,15 @@ def unregister(name: str) -> None:
 def kinds() -> tuple[Kind, ...]:
     """Every registered kind, in registration order (the built-in ones first)."""
     return tuple(_loaded().values())
+
+
+# Every write appends to these, whatever its kind; each kind's own tables join them.
+EVERY_WRITE_TABLES = ("ledger", "audit_events")
+
+
+def tables(grant: str) -> tuple[str, ...]:
+    """Every registered kind's tables with `grant` ("projection", "append", "folded")."""
+    return tuple(t.name for kind in kinds() for t in kind.tables if t.grant == grant)
 
 
 def generation() -> int:

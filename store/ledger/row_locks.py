@@ -1,11 +1,12 @@
 """How a kind's objects are locked as rows with the policy head (`RowLocks`): the
 protocols the kind that locks rows implements and `store.ledger.locks` calls, apart
-from the lock order itself so that the registry can name them."""
+from the lock order itself so that the registry can name them. What a command asks of
+that kind (`Locks.rows`) and what the kind reads for it (`Current.rows`) are the
+kind's own types: the ledger hands them over and looks no further inside."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import asyncpg
@@ -22,13 +23,13 @@ class Policies(Protocol):
     async def current_version(self, conn: Conn) -> InForce: ...
 
 
-@dataclass(frozen=True)
-class RowsRead:
-    """What a command's locked rows give it to decide on (see `Current`)."""
+class RowsRead(Protocol):
+    """What a command's locked rows give it to decide on (`Current.rows`)."""
 
-    records: Mapping[str, Any]
-    holders: Mapping[tuple[str, str], tuple[Any, ...]]
-    hidden_holders: Mapping[tuple[str, str], int]
+    @property
+    def by_id(self) -> Mapping[str, Any]:
+        """Every row read, by its full id: what the command's writes follow."""
+        ...
 
 
 class RowStep(Protocol):
@@ -36,7 +37,7 @@ class RowStep(Protocol):
 
     @property
     def exact(self) -> Mapping[str, str]:
-        """Each ident the command names (`Locks.records`), as a full id."""
+        """Each ident the command names, as a full id."""
         ...
 
     @property
@@ -48,14 +49,15 @@ class RowStep(Protocol):
         """Raise `MovedError` if what was found moved before it was locked."""
         ...
 
-    def read(self, txn: Txn, locked: Sequence[asyncpg.Record]) -> RowsRead:
-        """The locked rows as the command sees them (refused if it may not)."""
+    async def read(self, conn: Conn, txn: Txn, locked: Sequence[asyncpg.Record]) -> RowsRead:
+        """The locked rows as the command sees them (refused if it may not), with what
+        else the kind reads for it under the locks."""
         ...
 
 
 class RowLocks(Protocol):
     """How a kind's objects are locked as rows with the policy head, in one statement
-    sorted by id, before anything else (the record kind's: `Locks.records`)."""
+    sorted by id, before anything else (the record kind's: `Locks.rows`)."""
 
     @property
     def races(self) -> tuple[str, ...]:
@@ -71,6 +73,12 @@ class RowLocks(Protocol):
         """The rows `locks` names, looked up (not locked yet)."""
         ...
 
-    async def first_writes(self, conn: Conn, agent: str, keys: Sequence[str]) -> dict[str, Any]:
-        """The objects as first written by `agent` under its idempotency keys."""
+    def named_only(self, locks: Locks) -> Sequence[str] | None:
+        """The idents of the rows `locks` names, when it asks that kind for nothing else
+        (None: it does)."""
+        ...
+
+    def written(self, rows: Mapping[str, Any]) -> RowsRead:
+        """What a command decides on that locks nothing but rows its transaction wrote
+        (`rows`, by ident; none for a command that locks nothing)."""
         ...

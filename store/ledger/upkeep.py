@@ -29,14 +29,15 @@ import contextlib
 import logging
 
 from store.ledger import registry
-from store.ledger.registry import Rows
-from store.operations.roles import EVERY_WRITE_TABLES, MAINTAIN_SINCE, tables
+from store.ledger.registry import EVERY_WRITE_TABLES, Rows, tables
 from store.pool import Conn, Pool, PoolClosedError
 
 # Rows a table's share of the writes (entries, events and projection rows together: an
 # upper bound on its own rows) may change before it is analyzed.
 ANALYZE_AFTER_ROWS = 10_000
 SETTLE_SECONDS = 1.0
+# The server version (server_version_num) with the MAINTAIN privilege (VACUUM, ANALYZE).
+MAINTAIN_SINCE = 170_000
 
 log = logging.getLogger(__name__)
 

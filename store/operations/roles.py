@@ -15,27 +15,19 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 from sqlalchemy import Connection, text
 
-from store.ledger import registry
+from store.ledger.registry import EVERY_WRITE_TABLES, tables
+from store.ledger.upkeep import MAINTAIN_SINCE
 from store.pool import plain_url
 
 log = logging.getLogger("edgeloom.roles")
 
 RUNTIME_ROLE = "edgeloom_runtime"
 
-# Every write appends to these, whatever its kind.
-EVERY_WRITE_TABLES = ("ledger", "audit_events")
 # The kinds' tables join these (each kind declares what the role may do on its own).
 APPEND_ONLY_TABLES = (*EVERY_WRITE_TABLES, "checkpoints")
 READ_ONLY_TABLES = ("tokens", "alembic_version")
 # Kept up to date by the gateway (when each token was last used).
 RECORDED_TABLES = ("token_uses",)
-# The server version (server_version_num) with the MAINTAIN privilege (VACUUM, ANALYZE).
-MAINTAIN_SINCE = 170_000
-
-
-def tables(grant: str) -> tuple[str, ...]:
-    """Every registered kind's tables with `grant` ("projection", "append", "folded")."""
-    return tuple(t.name for kind in registry.kinds() for t in kind.tables if t.grant == grant)
 
 
 # CREATE ROLE is cluster-wide and races between databases migrated at once; an owner

@@ -20,13 +20,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from store.kinds.correction.reads import corrections_sql
-from store.kinds.record.asserted import memberships_sql
+from store.kinds.record.asserted import members_sql, memberships_sql, summary_sql
 from store.kinds.record.labels import labels_sql
 from store.kinds.record.queries import (
     gather_sql,
     member_count_sql,
     members_shape,
     records_sql,
+    versions_sql,
 )
 from store.kinds.record.resolve import (
     candidates_sql,
@@ -249,8 +250,7 @@ class Compiler:
         # Every version up to the one shown, oldest first.
         return (
             f"(SELECT coalesce(json_agg({self.fields(sel.children, v)} ORDER BY {v}.version), "
-            f"'[]'::json) FROM ledger {v} WHERE {v}.kind = 'record' "
-            f"AND {v}.object_id = {row.cols['id']} AND {v}.version <= {row.cols['version']})"
+            f"'[]'::json) FROM ({versions_sql(v, row.cols['id'], row.cols['version'])}) {v})"
         )
 
     def version_properties(self, sel: Sel, v: str) -> str:
@@ -296,17 +296,9 @@ class Compiler:
         x, a = self.alias("x"), self.alias("a")
         value = f"({x}.p->>1)"
         edge = AssertedRow(a, _literal(label), value, row.as_of)
-        m = self.memberships(edge)
-        live = "bool_or(m.left_at IS NULL)"
-        # Of an edge no longer joining anyone: when its last member left, and who made that
-        # change (the first in joining order, among those who left then).
-        summary = f"""SELECT count(*) AS n, {edge.label} || ':' || {value} AS id,
-              left({value}, -33) AS hint, min(m.joined_at) AS created_at,
-              (array_agg(m.joined_by ORDER BY m.n))[1] AS actor, {live} AS active,
-              CASE WHEN {live} THEN NULL ELSE max(m.left_at) END AS ended_at,
-              CASE WHEN {live} THEN NULL
-                ELSE (array_agg(m.left_by ORDER BY m.left_at DESC, m.n))[1] END AS ended_by
-            FROM ({m}) m"""
+        summed = summary_sql(edge.label, value, self.lanes(), edge.as_of, self.alias("m"))
+        summary = f"""SELECT {edge.label} || ':' || {value} AS id, left({value}, -33) AS hint,
+              {a}s.* FROM ({summed}) {a}s"""
         return (
             f"(SELECT coalesce(json_agg({self.fields(sel.children, edge)} ORDER BY {x}.o), "
             f"'[]'::json) FROM jsonb_array_elements({row.cols['properties']}) "
@@ -319,14 +311,11 @@ class Compiler:
         return memberships_sql(edge.label, edge.value, self.lanes(), edge.as_of, self.alias("m"))
 
     def asserted_records(self, sel: Sel, edge: AssertedRow) -> str:
-        """SQL: the readable records it joins (once ended, those it joined when it ended),
-        each once, in the order they first joined."""
+        """SQL: the readable records it joins (`members_sql`, as the resolvers read them)."""
         a, r = edge.alias, self.alias("r")
         lateral, cols = self.record_source(r, edge.as_of)
         body = self.fields(sel.children, RecordRow(cols, edge.as_of))
-        chosen = f"""SELECT m.record_id, min(m.n) AS n FROM ({self.memberships(edge)}) m
-            WHERE CASE WHEN {a}.active THEN m.left_at IS NULL ELSE m.left_at = {a}.ended_at END
-            GROUP BY m.record_id"""
+        chosen = members_sql(edge.label, edge.value, self.lanes(), edge.as_of, a, self.alias("m"))
         return f"""(SELECT coalesce(json_agg({body} ORDER BY {r}c.n), '[]'::json)
             FROM ({chosen}) {r}c JOIN records {r} ON {r}.id = {r}c.record_id {lateral}
             WHERE {readable_sql(r, self.lanes(), edge.as_of)})"""

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from sqlalchemy import TextClause, text
 
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from policies.properties import Property
-    from store.ledger.audit import AuditEvent
     from store.reads.snapshot import Reader
 
 # The payload key of an event naming the lane of the second record it concerns (the to
@@ -363,12 +362,32 @@ class Named:
 NOTHING_NAMED = Named()
 
 
-def names_records(event: AuditEvent) -> bool:
+class Event(Protocol):
+    """What the rule reads of an audit event (`store.ledger.audit.AuditEvent`): its kind,
+    its place in the feed and its payload; a dataclass, so that a payload the reader may
+    not see whole is replaced in a copy."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def payload(self) -> Mapping[str, Any]: ...
+
+
+E = TypeVar("E", bound=Event)
+
+
+def names_records(event: Event) -> bool:
     """Whether the payload names or counts records (so it depends on the reader)."""
     return event.kind in _NAMING
 
 
-async def read_named(db: Reader, events: Sequence[AuditEvent]) -> Named:
+async def read_named(db: Reader, events: Sequence[Event]) -> Named:
     """What `readable_payload` needs to know about `events`, in at most one statement."""
     naming = [e for e in events if e.kind in _NAMING]
     if not naming:
@@ -385,7 +404,7 @@ async def read_named(db: Reader, events: Sequence[AuditEvent]) -> Named:
     return Named(lanes, members)
 
 
-def readable_payload(event: AuditEvent, readable: Container[str], named: Named) -> AuditEvent:
+def readable_payload(event: E, readable: Container[str], named: Named) -> E:
     """`event` as a reader of the lanes `readable` may see it: without the records of
     other lanes its payload names, counting only the records it may read. An event
     whose payload names no record is returned as it is."""
@@ -411,7 +430,7 @@ def readable_payload(event: AuditEvent, readable: Container[str], named: Named) 
     return replace(event, payload=payload)
 
 
-def _named_ids(event: AuditEvent) -> list[str]:
+def _named_ids(event: Event) -> list[str]:
     found = [event.payload.get(key) for key in _RECORD_KEYS.get(event.kind, ())]
     for key in _RECORD_LISTS.get(event.kind, ()):
         listed = event.payload.get(key)

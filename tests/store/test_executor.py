@@ -13,6 +13,7 @@ import pytest
 
 from policies.properties import Property
 from store.kinds.policy.in_force import PolicyCache
+from store.kinds.record.locks import Records, RecordsRead
 from store.kinds.record.model import Record, RecordState
 from store.ledger.command import Applied, Current, Event, Head, Locks, Plan, Txn, Write
 from store.ledger.executor import Executor
@@ -33,12 +34,12 @@ class MarkBoth:
     mark: str
 
     def locks(self) -> Locks:
-        return Locks(records=(self.first, self.second))
+        return Records((self.first, self.second)).locks()
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[list[Record]]:
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[list[Record]]:
         writes = []
         for ident in (self.first, self.second):
-            record = current.record(ident)
+            record = current.rows.record(ident)
             s = record.state
             state = RecordState(f"{s.content}|{self.mark}", s.lane, s.source_type, s.authority, ())
             writes.append(

@@ -14,6 +14,7 @@ from store.errors import InvalidInputError, RetiredRecordError
 from store.intake.together import Together, Written
 from store.kinds.edge.commands import UpsertEdge
 from store.kinds.record.commands import Ingest, NewRecord
+from store.kinds.record.locks import Records
 from store.kinds.record.model import Record
 from store.kinds.record.retire import RetireRecord, RetireRecords
 from store.ledger.command import Command, Locks
@@ -63,7 +64,7 @@ async def test_a_later_step_sees_the_records_the_first_wrote_in_the_same_transac
 ) -> None:
     target = (await ingest(gateway, "the target"))["id"]
     async with executor_on(gateway) as executor:
-        command = Together((two("alone"),), (linking(target),), Locks(records=(target,)))
+        command = Together((two("alone"),), (linking(target),), Records((target,)).locks())
         # It locks a record, so it runs on its own; the same without the target is
         # written in a group commit (its first step locks nothing).
         assert command.locks() != Locks()
@@ -100,7 +101,7 @@ async def test_a_refused_later_step_writes_nothing_of_the_earlier(gateway: Gatew
     other = (await ingest(gateway, "other"))["id"]
     async with executor_on(gateway) as executor:
         # On its own (it locks a record) and in a group commit (it locks nothing).
-        for tag, ahead in (("refused", Locks(records=(other,))), ("refused-grouped", Locks())):
+        for tag, ahead in (("refused", Records((other,)).locks()), ("refused-grouped", Locks())):
             # An edge from a record to itself is refused, so its records are not written.
             command = Together((two(tag),), (linking(itself=True),), ahead)
             with pytest.raises(InvalidInputError, match="two different records"):
@@ -115,7 +116,7 @@ async def test_a_later_step_may_lock_only_what_the_first_locked_or_wrote(
     other = (await ingest(gateway, "other"))["id"]
     async with executor_on(gateway) as executor:
         # On its own: the target was not locked by the first step.
-        ahead = Locks(records=(other,))
+        ahead = Records((other,)).locks()
         with pytest.raises(StepError, match=f"record '{target}'"):
             await executor.execute("dev", Together((two("late"),), (linking(target),), ahead))
         # In a group: a later step names only what its earlier steps wrote.
@@ -139,7 +140,7 @@ async def test_retiring_records_together_retires_each_attached_edge_once(
         d, e = [(await ingest(gateway, f"s {n}"))["id"] for n in range(2)]
         await executor.execute("dev", UpsertEdge(d, e, "next"))
         await executor.execute("dev", UpsertEdge(e, c, "next"))
-        step = Together((RetireRecord(d, "one"),), ahead=Locks(records=(e,)))
+        step = Together((RetireRecord(d, "one"),), ahead=Records((e,)).locks())
         await executor.execute("dev", step)
         # A command beside a retirement is refused a retired record, as on its own.
         with pytest.raises(RetiredRecordError):

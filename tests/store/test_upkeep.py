@@ -17,7 +17,8 @@ from store.kinds.policy.in_force import PolicyCache
 from store.kinds.record.commands import Ingest, NewRecord
 from store.kinds.record.counts import FOLD_AFTER_APPENDS
 from store.ledger.executor import Executor
-from store.operations.roles import MAINTAIN_SINCE, runtime_url
+from store.ledger.upkeep import MAINTAIN_SINCE
+from store.operations.roles import runtime_url
 from store.pool import create_pool
 from tests.support import Databases, sql
 

@@ -14,6 +14,7 @@ from policies.guard import RecordChange, decide
 from store.errors import InvalidInputError
 from store.ids import new_correction_id
 from store.kinds.correction.projection import CorrectionRow, project_correction
+from store.kinds.record.locks import Records, RecordsRead
 from store.kinds.record.model import Record
 from store.ledger.command import Applied, Current, Event, Locks, Plan, Txn, Write
 from store.limits import check_content, check_storable
@@ -44,10 +45,10 @@ class Correct:
 
     def locks(self) -> Locks:
         # The record is locked so the version a correction names is the current one.
-        return Locks(records=(self.record_id,))
+        return Records((self.record_id,)).locks()
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[CorrectionRow]:
-        record = current.record(self.record_id)
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[CorrectionRow]:
+        record = current.rows.record(self.record_id)
         s = record.state
         decide(txn.rules, txn.agent, RecordChange(s.lane, s.source_type, authority=s.authority))
         correction_id = new_correction_id()

@@ -32,6 +32,7 @@ from store.kinds.edge.model import (
     state_of,
 )
 from store.kinds.edge.payloads import payload_for
+from store.kinds.record.locks import Records, RecordsRead
 from store.kinds.record.model import Record
 from store.ledger.command import (
     Applied,
@@ -40,7 +41,7 @@ from store.ledger.command import (
     Head,
     Locks,
     Plan,
-    RecordRef,
+    RowRef,
     Txn,
     Write,
 )
@@ -89,7 +90,7 @@ class AlreadyRetiredError(StoreError):
         return {"edgeId": self.edge_id}
 
 
-def _current(current: Current[Record], edge_id: str) -> tuple[Mapping[str, Any], Head] | None:
+def _current(current: Current[RecordsRead], edge_id: str) -> tuple[Mapping[str, Any], Head] | None:
     state = current.states.get((KIND, edge_id))
     head = current.head(KIND, edge_id)
     return None if state is None or head is None else (state, head)
@@ -154,16 +155,16 @@ class UpsertEdge:
         checks.check_text("detector", self.detector)
         checks.check_evidence(self.evidence)
         checks.check_conflict_state(self.type, self.conflict_state)
-        key = (RecordRef(self.from_id), RecordRef(self.to_id), self.type, self.namespace)
+        key = (RowRef(self.from_id), RowRef(self.to_id), self.type, self.namespace)
         object.__setattr__(self, "_key", (KIND, LIVE_KEY, key))
 
     def locks(self) -> Locks:
         # The endpoints resolve (prefixes) and must be readable; the key is locked by
         # their full ids, so two upserts of one key, however named, make one edge.
-        return Locks(records=(self.from_id, self.to_id), keys=(self._key,))
+        return Records((self.from_id, self.to_id)).locks(keys=(self._key,))
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Edge]:
-        start, end = current.record(self.from_id), current.record(self.to_id)
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[Edge]:
+        start, end = current.rows.record(self.from_id), current.rows.record(self.to_id)
         decide_edge(txn.rules, txn.agent, EdgeChange("record", self.from_id, start.lane, end.lane))
         if start.id == end.id:
             raise InvalidInputError(
@@ -253,7 +254,7 @@ _STATE = [
 ]
 
 
-def _existing(current: Current[Record], edge_id: str, txn: Txn) -> Edge:
+def _existing(current: Current[RecordsRead], edge_id: str, txn: Txn) -> Edge:
     """The edge the caller names, if it may read both its records; its lane writable."""
     found = _current(current, edge_id)
     if found is None:
@@ -277,7 +278,7 @@ class RetireEdge:
     def locks(self) -> Locks:
         return Locks(objects=((KIND, self.edge_id),))
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Edge]:
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[Edge]:
         edge = _existing(current, self.edge_id, txn)
         if edge.retired:
             raise AlreadyRetiredError(edge)
@@ -294,7 +295,7 @@ class RetireEdge:
 
 
 def retired_with_record(
-    txn: Txn, current: Current[Record], edge_id: str, records: Collection[str]
+    txn: Txn, current: Current[RecordsRead], edge_id: str, records: Collection[str]
 ) -> Write | None:
     """The version retiring a live edge because a record it joins, one of `records`, is
     retired, in that command's transaction (None: it is retired already, or joins none
@@ -335,7 +336,7 @@ class ResolveConflict:
     def locks(self) -> Locks:
         return Locks(objects=((KIND, self.edge_id),))
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Edge]:
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[Edge]:
         edge = _existing(current, self.edge_id, txn)
         if edge.type != CONTRADICTS:
             raise InvalidInputError(

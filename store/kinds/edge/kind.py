@@ -28,7 +28,7 @@ from typing import Any
 
 from store.kinds.edge.model import COLUMNS, EVENT_KINDS, LIVE_KEY, Edge
 from store.kinds.edge.payloads import payload_for
-from store.kinds.record.model import Record
+from store.kinds.record.locks import RecordsRead
 from store.ledger.command import Current, Txn, Write
 from store.ledger.entry import Entry
 from store.ledger.implied import Implied, Links, Shared
@@ -110,7 +110,7 @@ class EdgeKind(KindDefaults):
         return Shared(s["from_id"], s["lane"], previous), [Implied(entry.event, payload)]
 
     def retired_with(
-        self, txn: Txn, current: Current[Record], object_id: str, records: Collection[str]
+        self, txn: Txn, current: Current[RecordsRead], object_id: str, records: Collection[str]
     ) -> Write | None:
         from store.kinds.edge.commands import retired_with_record
 

@@ -36,54 +36,23 @@ class Membership:
 
 @dataclass(frozen=True)
 class Asserted:
-    """A connection, group or adjustment chain: its value and its readable history."""
+    """A connection, group or adjustment chain: its value, its readable history, and the
+    summary `summary_sql` gives of it (the one rule both read paths follow)."""
 
     prop: Property
     memberships: tuple[Membership, ...]  # in the order records joined it
+    created_at: datetime
+    created_by: str
+    active: bool
+    ended_at: datetime | None
+    ended_by: str | None
+    # Its members now (or at as_of); once it has ended, those it had when it ended.
+    record_ids: tuple[str, ...]
     as_of: datetime | None = None
 
     @property
     def hint(self) -> str:
         return hint_of(self.prop)
-
-    @property
-    def created_at(self) -> datetime:
-        return self.memberships[0].joined_at
-
-    @property
-    def created_by(self) -> str:
-        return self.memberships[0].joined_by
-
-    def _live(self, m: Membership) -> bool:
-        return m.left_at is None or (self.as_of is not None and m.left_at > self.as_of)
-
-    @property
-    def active(self) -> bool:
-        return any(self._live(m) for m in self.memberships)
-
-    @property
-    def record_ids(self) -> list[str]:
-        """Its members now (or at as_of); once it has ended, those it had when it ended."""
-        live = [m.record_id for m in self.memberships if self._live(m)]
-        if live or not self.memberships:
-            return _unique(live)
-        end = self.ended_at
-        return _unique([m.record_id for m in self.memberships if m.left_at == end])
-
-    @property
-    def ended_at(self) -> datetime | None:
-        if self.active:
-            return None
-        return max(m.left_at for m in self.memberships if m.left_at is not None)
-
-    @property
-    def ended_by(self) -> str | None:
-        end = self.ended_at
-        return next((m.left_by for m in self.memberships if m.left_at == end), None)
-
-
-def _unique(ids: Sequence[str]) -> list[str]:
-    return list(dict.fromkeys(ids))
 
 
 def memberships_sql(label: str, value: str, lanes: str, as_of: str | None, a: str = "") -> str:
@@ -112,12 +81,49 @@ def memberships_sql(label: str, value: str, lanes: str, as_of: str | None, a: st
         WHERE {carries(e, label, value)} AND {RULE.lane(e, lanes)} {at}"""
 
 
+def summary_sql(label: str, value: str, lanes: str, as_of: str | None, a: str = "") -> str:
+    """SQL: the one row summing up the asserted edge `label`:`value` (SQL expressions) as
+    a reader of `lanes` sees it at `as_of`, from its `memberships_sql`: `n`, how many
+    readable memberships it has (0: none, as if it did not exist); `created_at` and
+    `actor`, its first joining's; `active`, whether a readable record is on it; and once
+    it is not, `ended_at`, when its last member left, and `ended_by`, who made that change
+    (the first in joining order among those who left then)."""
+    m = f"{a}m"
+    live = f"bool_or({m}.left_at IS NULL)"
+    return f"""SELECT count(*) AS n, min({m}.joined_at) AS created_at,
+          (array_agg({m}.joined_by ORDER BY {m}.n))[1] AS actor, {live} AS active,
+          CASE WHEN {live} THEN NULL ELSE max({m}.left_at) END AS ended_at,
+          CASE WHEN {live} THEN NULL
+            ELSE (array_agg({m}.left_by ORDER BY {m}.left_at DESC, {m}.n))[1] END AS ended_by
+        FROM ({memberships_sql(label, value, lanes, as_of, a)}) {m}"""
+
+
+def members_sql(
+    label: str, value: str, lanes: str, as_of: str | None, summary: str, a: str = ""
+) -> str:
+    """SQL: the records the asserted edge joins, each once, with `n`, the place of its first
+    joining: those on it now (or at as_of), or once it has ended, those that left when it
+    ended. `summary` is the alias of the edge's `summary_sql` row."""
+    m = f"{a}m"
+    return f"""SELECT {m}.record_id, min({m}.n) AS n
+        FROM ({memberships_sql(label, value, lanes, as_of, a)}) {m}
+        WHERE CASE WHEN {summary}.active THEN {m}.left_at IS NULL
+          ELSE {m}.left_at = {summary}.ended_at END
+        GROUP BY {m}.record_id"""
+
+
 def _asserted_statement(at: bool) -> str:
-    """Each asked value ($1 labels, $2 values) with its memberships in the lanes $3, at $4."""
-    found = memberships_sql("u.l", "u.v", "$3::text[]", "$4::timestamptz" if at else None)
-    return f"""SELECT u.l AS label, u.v AS value, ms.record_id, ms.joined_at, ms.joined_by,
-          ms.left_at, ms.left_by
-        FROM unnest($1::text[], $2::text[]) AS u(l, v) CROSS JOIN LATERAL ({found}) ms
+    """Each asked value ($1 labels, $2 values) with its summary, its members and its
+    memberships (one row each) in the lanes $3, at $4."""
+    args = ("u.l", "u.v", "$3::text[]", "$4::timestamptz" if at else None)
+    return f"""SELECT u.l AS label, u.v AS value, s.created_at, s.actor, s.active, s.ended_at,
+          s.ended_by, k.record_ids, ms.record_id, ms.joined_at, ms.joined_by, ms.left_at,
+          ms.left_by
+        FROM unnest($1::text[], $2::text[]) AS u(l, v)
+        CROSS JOIN LATERAL ({summary_sql(*args, "s")}) s
+        CROSS JOIN LATERAL (SELECT array_agg(k.record_id ORDER BY k.n) AS record_ids
+          FROM ({members_sql(*args, "s", "k")}) k) k
+        CROSS JOIN LATERAL ({memberships_sql(*args)}) ms
         ORDER BY u.l, u.v, ms.n"""
 
 
@@ -142,8 +148,11 @@ async def asserted(
     else:
         rows = await db.fetch(_ASSERTED_AT, *args, as_of)
     found: dict[Property, list[Membership]] = {}
+    summary: dict[Property, Any] = {}
     for row in rows:
-        found.setdefault(Property(row["label"], row["value"]), []).append(
+        prop = Property(row["label"], row["value"])
+        summary.setdefault(prop, row)
+        found.setdefault(prop, []).append(
             Membership(
                 record_id=row["record_id"],
                 joined_at=row["joined_at"],
@@ -152,7 +161,20 @@ async def asserted(
                 left_by=row["left_by"],
             )
         )
-    return {prop: Asserted(prop, tuple(ms), as_of) for prop, ms in found.items()}
+    return {
+        prop: Asserted(
+            prop,
+            tuple(ms),
+            created_at=summary[prop]["created_at"],
+            created_by=summary[prop]["actor"],
+            active=summary[prop]["active"],
+            ended_at=summary[prop]["ended_at"],
+            ended_by=summary[prop]["ended_by"],
+            record_ids=tuple(summary[prop]["record_ids"] or ()),
+            as_of=as_of,
+        )
+        for prop, ms in found.items()
+    }
 
 
 async def ended_already(

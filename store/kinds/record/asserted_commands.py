@@ -4,7 +4,7 @@ The engine mints each value (`e_connect:<hint>_<32 hex>`, `e_group:...`,
 `e_adjustment:...`) and writes it on every record it joins as a new version of that
 record, through the same guard (write access to each record's lane) and the same
 executor as every other write. Removing one names the value: the executor locks the
-records carrying it (`Locks.carrying`) in sorted order with the rest.
+records carrying it (`Records.carrying`) in sorted order with the rest.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from store.ids import (
     HINT,
     new_asserted_value,
 )
+from store.kinds.record.locks import Records, RecordsRead
 from store.kinds.record.model import Record, next_version
 from store.ledger.command import Current, Event, Locks, Plan, Txn, Write
 from store.limits import MAX_BATCH, check_count
@@ -80,10 +81,10 @@ class Connect:
         check_hint(self.hint)
 
     def locks(self) -> Locks:
-        return Locks(records=(self.a, self.b))
+        return Records((self.a, self.b)).locks()
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Property]:
-        first, second = current.record(self.a), current.record(self.b)
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[Property]:
+        first, second = current.rows.record(self.a), current.rows.record(self.b)
         if first.id == second.id:
             raise InvalidInputError(
                 f"connect joins exactly two distinct records, but a and b both name "
@@ -105,9 +106,9 @@ class Disconnect:
 
     def locks(self) -> Locks:
         prop = parse_asserted(self.id, CONNECT)
-        return Locks(carrying=((prop.label, prop.value),))
+        return Records(carrying=((prop.label, prop.value),)).locks()
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Property]:
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[Property]:
         prop = parse_asserted(self.id, CONNECT)
         members = _members(current, prop, self.id)
         changing(txn, current, prop)
@@ -133,10 +134,10 @@ class Group:
             )
 
     def locks(self) -> Locks:
-        return Locks(records=self.record_ids)
+        return Records(self.record_ids).locks()
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Property]:
-        records = _distinct(current.record(i) for i in self.record_ids)
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[Property]:
+        records = _distinct(current.rows.record(i) for i in self.record_ids)
         if len(records) < 2:
             raise InvalidInputError(
                 f"group needs at least two distinct records (got {len(records)}); "
@@ -158,9 +159,9 @@ class Ungroup:
 
     def locks(self) -> Locks:
         prop = parse_asserted(self.id, GROUP)
-        return Locks(records=self.record_ids or (), carrying=((prop.label, prop.value),))
+        return Records(self.record_ids or (), carrying=((prop.label, prop.value),)).locks()
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Property]:
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[Property]:
         prop = parse_asserted(self.id, GROUP)
         writes = _leave_set(txn, current, prop, self.id, self.record_ids, "ungrouped")
         return Plan(writes, lambda _: prop)
@@ -175,9 +176,9 @@ class Unadjust:
 
     def locks(self) -> Locks:
         prop = parse_asserted(self.adjustment, ADJUSTMENT)
-        return Locks(records=(self.record_id,), carrying=((prop.label, prop.value),))
+        return Records((self.record_id,), carrying=((prop.label, prop.value),)).locks()
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Property]:
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[Property]:
         prop = parse_asserted(self.adjustment, ADJUSTMENT)
         writes = _leave_set(txn, current, prop, self.adjustment, (self.record_id,), "unadjusted")
         return Plan(writes, lambda _: prop)
@@ -185,7 +186,7 @@ class Unadjust:
 
 def _leave_set(
     txn: Txn,
-    current: Current[Record],
+    current: Current[RecordsRead],
     prop: Property,
     ident: str,
     named: Sequence[str] | None,
@@ -197,7 +198,7 @@ def _leave_set(
     changing(txn, current, prop)
     leaving: Sequence[Record] = members
     if named:
-        leaving = _distinct(current.record(i) for i in named)
+        leaving = _distinct(current.rows.record(i) for i in named)
         held = {m.id for m in members}
         for record in leaving:
             if record.id not in held:
@@ -213,17 +214,17 @@ def _leave_set(
     return [left(txn, r, [prop], [event], kind) for r in leaving]
 
 
-def changing(txn: Txn, current: Current[Record], prop: Property) -> None:
+def changing(txn: Txn, current: Current[RecordsRead], prop: Property) -> None:
     """Ask the guard whether the caller may change the set `prop` names, as its current
     holders (locked by the executor) stand: every one readable and writable."""
     key = (prop.label, prop.value)
-    lanes = tuple(r.lane for r in current.holders.get(key, ()))
-    hidden = current.hidden_holders.get(key, 0)
+    lanes = tuple(r.lane for r in current.rows.holders.get(key, ()))
+    hidden = current.rows.hidden_holders.get(key, 0)
     decide_set(txn.rules, txn.agent, SetChange(_NAMES[prop.label], str(prop), lanes, hidden))
 
 
-def _members(current: Current[Record], prop: Property, ident: str) -> tuple[Record, ...]:
-    members = current.holders.get((prop.label, prop.value), ())
+def _members(current: Current[RecordsRead], prop: Property, ident: str) -> tuple[Record, ...]:
+    members = current.rows.holders.get((prop.label, prop.value), ())
     if not members:
         raise NotFoundError(_NAMES[prop.label], ident)
     return members

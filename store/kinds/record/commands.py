@@ -25,6 +25,7 @@ from store.errors import (
 from store.ids import ADJUSTMENT, ADJUSTMENT_HINT, edge_property_id, new_record_id
 from store.kinds.record import embedding
 from store.kinds.record.asserted_commands import changing, joined, mint, pending_chains
+from store.kinds.record.locks import Records, RecordsRead
 from store.kinds.record.model import Record, RecordState, declared, next_version
 from store.ledger.command import Applied, Current, Event, Locks, Plan, Txn, Write
 from store.limits import (
@@ -100,9 +101,9 @@ class Ingest:
         adjusted = tuple(ident for i in self.inputs for ident in i.adjusts)
         # Adjusting a record on a chain changes the chain: its holders are locked too.
         chains = (ADJUSTMENT,) if adjusted else ()
-        return Locks(records=adjusted, idempotency_keys=keys, carried_by_records=chains)
+        return Records(adjusted, idempotency_keys=keys, carried_by_records=chains).locks()
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[list[Record]]:
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[list[Record]]:
         writes: list[Write] = []
         results: list[Record | str] = []
         # Chains this batch adds to the records it adjusts, written once per record.
@@ -110,7 +111,7 @@ class Ingest:
         links: dict[str, list[Event]] = {}
         for index, item in enumerate(self.inputs):
             try:
-                first = current.first_writes.get(item.idempotency_key or "")
+                first = current.rows.first_writes.get(item.idempotency_key or "")
                 if first is None:
                     write = self._write(txn, item, current, chains, links)
                     writes.append(write)
@@ -121,7 +122,7 @@ class Ingest:
                 if len(self.inputs) == 1:
                     raise
                 raise BatchItemError(index, exc) from exc
-        by_id = {r.id: r for r in current.records.values()}
+        by_id = {r.id: r for r in current.rows.records.values()}
         for record_id, added in chains.items():
             record = by_id[record_id]
             writes.append(joined(txn, record, added, links[record_id], "adjusted"))
@@ -135,7 +136,7 @@ class Ingest:
     def _write(
         txn: Txn,
         item: NewRecord,
-        current: Current[Record],
+        current: Current[RecordsRead],
         chains: dict[str, list[Property]],
         links: dict[str, list[Event]],
     ) -> Write:
@@ -159,7 +160,7 @@ class Ingest:
         on = _adjust(txn, record_id, item, current, chains, links)
         if on:
             check_count(len(properties) + len(on))
-            adjusts = sorted({current.record(i).id for i in item.adjusts})
+            adjusts = sorted({current.rows.record(i).id for i in item.adjusts})
             payload = {"adjustments": [str(p) for p in on], "adjusts": adjusts}
             events.append(Event("adjusted", payload))
         state = RecordState(
@@ -221,10 +222,10 @@ class Update:
         check_storable(*(self.properties or ()), *self.metadata)
 
     def locks(self) -> Locks:
-        return Locks(records=(self.record_id,))
+        return Records((self.record_id,)).locks()
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Record]:
-        record = current.record(self.record_id)
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[Record]:
+        record = current.rows.record(self.record_id)
         if self.expected_version is not None and self.expected_version != record.version:
             raise VersionConflictError(record.id, self.expected_version, record.version)
         before = record.state
@@ -313,10 +314,10 @@ class AddProperties:
         check_storable(*self.properties)
 
     def locks(self) -> Locks:
-        return Locks(records=(self.record_id,))
+        return Records((self.record_id,)).locks()
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[PropertyChange]:
-        record = current.record(self.record_id)
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[PropertyChange]:
+        record = current.rows.record(self.record_id)
         held = set(record.state.properties)
         added: list[Property] = []
         already: list[str] = []
@@ -375,10 +376,10 @@ class RemoveProperties:
             raise ReservedLabelError(reserved, operation="removed by removeProperties")
 
     def locks(self) -> Locks:
-        return Locks(records=(self.record_id,))
+        return Records((self.record_id,)).locks()
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[PropertyChange]:
-        record = current.record(self.record_id)
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[PropertyChange]:
+        record = current.rows.record(self.record_id)
         labels = [_clean_label(label) for label in self.labels]
         values = parse_properties(self.properties)
         held = record.state.properties
@@ -409,14 +410,14 @@ def _adjust(
     txn: Txn,
     record_id: str,
     item: NewRecord,
-    current: Current[Record],
+    current: Current[RecordsRead],
     chains: dict[str, list[Property]],
     links: dict[str, list[Event]],
 ) -> list[Property]:
     """The chains a new record joins: every chain of the records it adjusts (adjusting
     the newest link extends its chain, so the caller must be able to change it), plus
     one new chain, minted for it and written on each adjusted record that is on none."""
-    adjusted = {current.record(i).id: current.record(i) for i in item.adjusts}
+    adjusted = {current.rows.record(i).id: current.rows.record(i) for i in item.adjusts}
     on: list[Property] = []
     fresh: list[Record] = []
     for record in adjusted.values():

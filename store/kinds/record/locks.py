@@ -1,13 +1,15 @@
-"""How a command locks the records it names (`Locks.records`): with the policy head, in
-one statement, in sorted id order, together with the current holders of the values it
-names (`Locks.carrying`, `Locks.carried_by_records`); prefixes resolve among the records
-its agent may read. The executor asks for these through the kind (`RecordKind.row_locks`).
+"""How a command locks the records it names (`Records`, its `Locks.rows`): with the
+policy head, in one statement, in sorted id order, together with the current holders of
+the values it names (`Records.carrying`, `Records.carried_by_records`); prefixes resolve
+among the records its agent may read. What it reads under those locks (`RecordsRead`,
+its `Current.rows`) is the record kind's too. The executor asks for these through the
+kind (`RecordKind.row_locks`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
@@ -17,7 +19,7 @@ from store.kinds.record.model import Record, RecordState
 from store.kinds.record.resolve import MAX_CANDIDATES, check_record_ident, named_sql
 from store.ledger.command import Locks, Txn
 from store.ledger.locks import HEAD, MovedError
-from store.ledger.row_locks import Policies, RowsRead
+from store.ledger.row_locks import Policies
 from store.pool import Conn
 from store.reads.visibility import RULE
 
@@ -85,6 +87,70 @@ class HoldersMovedError(MovedError):
         super().__init__("the records carrying that value changed during the call; retry it")
 
 
+@dataclass(frozen=True)
+class Records:
+    """What a command locks of records (its `Locks.rows`).
+
+    `ids`: record ids or unique prefixes, locked FOR UPDATE in sorted id order so that
+    commands touching several records never deadlock each other.
+    `idempotency_keys`: the caller's keys whose first writes it must see
+    (`RecordsRead.first_writes`).
+    `carrying`: edge properties (label, value) whose current holders it locks with
+    `ids`, in the same sorted order: a command that removes a connection, a group or a
+    chain link names the value, not the records that carry it.
+    `carried_by_records`: labels whose values `ids` carry, each locked with its holders
+    as if named in `carrying`: an adjustment changes the chains of the records it
+    adjusts, which it knows only by reading them.
+    `retired`: the command acts on retired records too (retiring, restoring): prefixes
+    resolve among them and they are handed to it; any other command is refused a
+    retired record (`RetiredRecordError`).
+    """
+
+    ids: tuple[str, ...] = ()
+    idempotency_keys: tuple[str, ...] = ()
+    carrying: tuple[tuple[str, str], ...] = ()
+    carried_by_records: tuple[str, ...] = ()
+    retired: bool = False
+
+    def locks(self, **rest: Any) -> Locks:
+        """The `Locks` of a command that locks these records and `rest` (the ledger's own
+        fields); asking nothing of records is asking no row (`Locks.rows` None)."""
+        return Locks(rows=None if self == _NO_RECORDS else self, **rest)
+
+
+_NO_RECORDS = Records()
+
+
+def records_locked(locks: Locks) -> Records:
+    """What `locks` asks of records (nothing, when it names none)."""
+    rows = locks.rows
+    if rows is None:
+        return _NO_RECORDS
+    assert isinstance(rows, Records)
+    return rows
+
+
+@dataclass(frozen=True)
+class RecordsRead:
+    """What a command's records give it to decide on (its `Current.rows`): `records` by
+    the ident the command gave (exact or prefix); `first_writes`, each idempotency key
+    it named -> the record as first written; `holders`, (label, value) -> the locked
+    records carrying it that the caller may read, and `hidden_holders`, how many carry it
+    in lanes the caller may not read."""
+
+    records: Mapping[str, Record]
+    first_writes: Mapping[str, Record] = field(default_factory=dict)
+    holders: Mapping[tuple[str, str], tuple[Record, ...]] = field(default_factory=dict)
+    hidden_holders: Mapping[tuple[str, str], int] = field(default_factory=dict)
+
+    @property
+    def by_id(self) -> Mapping[str, Record]:
+        return {r.id: r for r in self.records.values()}
+
+    def record(self, ident: str) -> Record:
+        return self.records[ident]
+
+
 class RecordLocks:
     """The record kind's row locks (`store.ledger.row_locks.RowLocks`)."""
 
@@ -95,25 +161,36 @@ class RecordLocks:
         return LOCK_EXCLUSIVE if exclusive else LOCK_SHARED
 
     async def step(self, conn: Conn, agent: str, locks: Locks, policies: Policies) -> RecordStep:
-        exact = await _exact_ids(conn, agent, locks.records, policies, locks.retired)
-        carried = await _carried(conn, exact.values(), locks.carried_by_records)
-        carrying = (*locks.carrying, *carried)
+        asked = records_locked(locks)
+        exact = await _exact_ids(conn, agent, asked.ids, policies, asked.retired)
+        carried = await _carried(conn, exact.values(), asked.carried_by_records)
+        carrying = (*asked.carrying, *carried)
         holding = await _holders(conn, carrying)
         ids = set(exact.values()).union(*holding.values())
-        return RecordStep(locks, exact, ids, carried, carrying, holding)
+        return RecordStep(agent, asked, exact, ids, carried, carrying, holding)
 
-    async def first_writes(self, conn: Conn, agent: str, keys: Sequence[str]) -> dict[str, Any]:
-        if not keys:
-            return {}
-        rows = await conn.fetch(FIRST_WRITES, agent, list(keys))
-        return {row["idempotency_key"]: _record(row, state=row["state"]) for row in rows}
+    def named_only(self, locks: Locks) -> Sequence[str] | None:
+        asked = records_locked(locks)
+        return asked.ids if asked == Records(asked.ids) else None
+
+    def written(self, rows: Mapping[str, Any]) -> RecordsRead:
+        return RecordsRead(records=dict(rows))
+
+
+async def _first_writes(conn: Conn, agent: str, keys: Sequence[str]) -> dict[str, Record]:
+    """The records as first written by `agent` under its idempotency keys."""
+    if not keys:
+        return {}
+    rows = await conn.fetch(FIRST_WRITES, agent, list(keys))
+    return {row["idempotency_key"]: _record(row, state=row["state"]) for row in rows}
 
 
 @dataclass(frozen=True)
 class RecordStep:
     """The records one step of a command locks, and the values whose holders it locks."""
 
-    locks: Locks
+    agent: str
+    asked: Records
     exact: Mapping[str, str]
     ids: set[str]
     carried: list[tuple[str, str]]
@@ -125,15 +202,16 @@ class RecordStep:
         # locks the record it adjusts), so once they are all locked the set holds.
         if self.carrying and await _holders(conn, self.carrying) != self.holding:
             raise HoldersMovedError()
-        labels = self.locks.carried_by_records
+        labels = self.asked.carried_by_records
         if labels and not _carries_only(locked, self.exact.values(), labels, set(self.carried)):
             raise HoldersMovedError()
 
-    def read(self, txn: Txn, locked: Sequence[asyncpg.Record]) -> RowsRead:
-        records = _readable(txn, self.exact, locked, self.locks.retired)
+    async def read(self, conn: Conn, txn: Txn, locked: Sequence[asyncpg.Record]) -> RecordsRead:
+        records = _readable(txn, self.exact, locked, self.asked.retired)
         holders, hidden = _held(txn, self.holding, locked)
-        return RowsRead(
+        return RecordsRead(
             records={**{r.id: r for rs in holders.values() for r in rs}, **records},
+            first_writes=await _first_writes(conn, self.agent, self.asked.idempotency_keys),
             holders=holders,
             hidden_holders=hidden,
         )

@@ -114,16 +114,26 @@ CROSS JOIN LATERAL (SELECT * FROM records WHERE id = asked.key OFFSET 0) r
 {version_at_sql("r", "$3")}
 WHERE {readable_sql("r", "$2::text[]", "$3")}
 """
+
+
+def versions_sql(v: str, record_id: str, up_to: str | None = None) -> str:
+    """SQL: the ledger entries (as `{v}`) of the record `record_id` (an SQL expression),
+    those up to version `up_to` if given: what `Record.versions` shows, on both read
+    paths (the caller orders them by version)."""
+    upto = "" if up_to is None else f" AND {v}.version <= {up_to}"
+    where = f"{v}.kind = 'record' AND {v}.object_id = {record_id}{upto}"
+    return f"SELECT {v}.* FROM ledger {v} WHERE {where}"
+
+
 # Callers are shown only the versions of records they may read, checked here too. They
 # are read only for a record a read has shown (now, or as it was at an earlier instant),
 # so a record retired since still shows the versions up to the one shown.
 _VERSIONS_OF = f"""
-SELECT {LEDGER_COLUMNS.replace(", state", "")},
+SELECT {", ".join(f"l.{c}" for c in LEDGER_COLUMNS.split(", ") if c != "state")},
        sum(octet_length(l.state->>'content')) OVER () AS batch_bytes,
        CASE WHEN sum(octet_length(l.state->>'content')) OVER () <= $3 THEN l.state END AS state
-FROM ledger l
-WHERE l.kind = 'record' AND l.object_id = ANY($1::text[])
-  AND EXISTS (SELECT 1 FROM records r WHERE r.id = l.object_id AND {RULE.lane("r", "$2::text[]")})
+FROM records r CROSS JOIN LATERAL ({versions_sql("l", "r.id")}) l
+WHERE r.id = ANY($1::text[]) AND {RULE.lane("r", "$2::text[]")}
 ORDER BY l.object_id, l.version
 """
 

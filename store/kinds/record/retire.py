@@ -20,6 +20,7 @@ from policies.guard import ObjectChange, decide_object
 from policies.properties import Property
 from store.errors import AlreadyRetiredError, InvalidInputError, NotRetiredError
 from store.ids import ADJUSTMENT, CONNECT, GROUP, RECORD_KIND
+from store.kinds.record.locks import Records, RecordsRead
 from store.kinds.record.model import Record, Retired, next_version
 from store.ledger.command import Current, Event, Locks, Plan, Txn, Write
 from store.ledger.registry import kind_of, kinds
@@ -29,7 +30,7 @@ MAX_REASON_CHARS = 10_000
 ASSERTED_LABELS = (CONNECT, GROUP, ADJUSTMENT)
 
 
-def retired_with(txn: Txn, current: Current[Record], records: Collection[str]) -> list[Write]:
+def retired_with(txn: Txn, current: Current[RecordsRead], records: Collection[str]) -> list[Write]:
     """The writes that retire, in the same transaction, what is attached to the records
     being retired (their typed edges), each as its kind says, once each. Restoring a
     record leaves them retired."""
@@ -53,12 +54,12 @@ def _check_reason(reason: str | None) -> None:
 
 
 def _retired(
-    txn: Txn, current: Current[Record], idents: Sequence[str], reason: str | None
+    txn: Txn, current: Current[RecordsRead], idents: Sequence[str], reason: str | None
 ) -> list[Write]:
     """The tombstones of the records named, then what is attached to them."""
     writes = []
     for ident in idents:
-        record = current.record(ident)
+        record = current.rows.record(ident)
         decide_object(txn.rules, txn.agent, ObjectChange(RECORD_KIND, record.id, record.lane))
         gone = record.retirement
         if gone is not None:
@@ -66,7 +67,7 @@ def _retired(
         state = replace(record.state, retired=Retired(reason))
         event = Event("sr_retired", {"reason": reason})
         writes.append(next_version(record, state, "sr_retired", [event]))
-    return writes + retired_with(txn, current, {current.record(i).id for i in idents})
+    return writes + retired_with(txn, current, {current.rows.record(i).id for i in idents})
 
 
 def _attached_kinds() -> tuple[str, ...]:
@@ -85,9 +86,9 @@ class RetireRecord:
         _check_reason(self.reason)
 
     def locks(self) -> Locks:
-        return Locks(records=(self.record_id,), retired=True, attached=_attached_kinds())
+        return Records((self.record_id,), retired=True).locks(attached=_attached_kinds())
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Record]:
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[Record]:
         writes = _retired(txn, current, (self.record_id,), self.reason)
         record_id = writes[0].object_id
         return Plan(writes, lambda applied: applied.records[record_id])
@@ -107,9 +108,9 @@ class RetireRecords:
         _check_reason(self.reason)
 
     def locks(self) -> Locks:
-        return Locks(records=self.record_ids, retired=True, attached=_attached_kinds())
+        return Records(self.record_ids, retired=True).locks(attached=_attached_kinds())
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[list[Record]]:
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[list[Record]]:
         writes = _retired(txn, current, self.record_ids, self.reason)
         ids = [w.object_id for w in writes[: len(self.record_ids)]]
         return Plan(writes, lambda applied: [applied.records[i] for i in ids])
@@ -126,10 +127,10 @@ class RestoreRecord:
     def locks(self) -> Locks:
         # The holders of its connections, groups and chains: one that ended while it was
         # retired (nobody holds it now) is not restored with it.
-        return Locks(records=(self.record_id,), retired=True, carried_by_records=ASSERTED_LABELS)
+        return Records((self.record_id,), retired=True, carried_by_records=ASSERTED_LABELS).locks()
 
-    def decide(self, txn: Txn, current: Current[Record]) -> Plan[Record]:
-        record = current.record(self.record_id)
+    def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[Record]:
+        record = current.rows.record(self.record_id)
         decide_object(txn.rules, txn.agent, ObjectChange(RECORD_KIND, record.id, record.lane))
         if record.retirement is None:
             raise NotRetiredError(record.id)
@@ -141,7 +142,7 @@ class RestoreRecord:
         return Plan((write,), lambda applied: applied.records[record.id])
 
 
-def _held(current: Current[Record], prop: Property) -> bool:
+def _held(current: Current[RecordsRead], prop: Property) -> bool:
     """Whether any record holds the value now (the restoring record holds none yet)."""
     key = (prop.label, prop.value)
-    return bool(current.holders.get(key)) or current.hidden_holders.get(key, 0) > 0
+    return bool(current.rows.holders.get(key)) or current.rows.hidden_holders.get(key, 0) > 0
