@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from tests.conftest import GatewayFactory
 from tests.support import REPO, Gateway
 
 SECTION = "### Every mutation, with what it answers"
@@ -106,3 +107,32 @@ async def test_every_step_answers_as_shown(gateway: Gateway) -> None:
     for number, step in enumerate(session_steps(), start=1):
         got = await gateway.post(ids.put_in(step.document))
         ids.learn(step.shown, got, f"step {number}")
+
+
+SEARCH_SECTION = "### Search: ask in your own words"
+FIRST_SESSION = "## A first session"
+FIRST_INGEST = re.compile(r"^mutation \{\n  ingest\(.*?^\}$", re.MULTILINE | re.DOTALL)
+
+
+def section_pairs(heading: str) -> list[Step]:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    start = readme.index(heading)
+    end = HEADING.search(readme, start + len(heading))
+    section = readme[start : end.start() if end else None]
+    return [Step(document, json.loads(shown)) for document, shown in PAIR.findall(section)]
+
+
+async def test_the_search_examples_answer_the_first_session_as_shown(
+    start_gateway: GatewayFactory,
+) -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    first = readme[readme.index(FIRST_SESSION) :]
+    ingest = FIRST_INGEST.search(first)
+    assert ingest is not None, "the first session's ingest is not in the README"
+    gateway = await start_gateway(anonymous_agent="dev")
+    await gateway.post(ingest[0])
+    steps = section_pairs(SEARCH_SECTION)
+    assert len(steps) >= 2
+    ids = Ids()
+    for number, step in enumerate(steps, start=1):
+        ids.learn(step.shown, await gateway.post(step.document), f"search example {number}")
