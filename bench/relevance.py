@@ -311,8 +311,8 @@ async def lane_language(url: str, lane: str) -> str | None:
 
     conn = await asyncpg.connect(plain_url(url))
     try:
-        value = await conn.fetchval("SELECT config FROM search_languages WHERE lane = $1", lane)
-        return str(value) if value is not None else "simple"
+        value = await conn.fetchval("SELECT edgeloom_search_config($1)::text", lane)
+        return str(value) if value is not None else None
     except asyncpg.PostgresError:
         return None
     finally:

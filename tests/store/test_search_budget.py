@@ -154,8 +154,8 @@ async def test_each_lane_is_walked_by_its_own_statistics(
         await ingest(gateway, f"other{n}", lane="secret")
     monkeypatch.setattr(search_plan, "COUNT_BUDGET", 2)
 
-    async def walked(text: str, lanes: list[str], narrowed: bool = False) -> dict[str, bool]:
-        found = await search_plan.plan(conn, lanes, text, Syntax.STRICT, narrowed=narrowed)
+    async def walked(text: str, lanes: list[str], members: int | None = None) -> dict[str, bool]:
+        found = await search_plan.plan(conn, lanes, text, Syntax.STRICT, members=members)
         return {lane.lane: lane.walk for lane in found.lanes}
 
     # The word most of notes' rows hold is walked for there, and not in secret, where
@@ -164,4 +164,4 @@ async def test_each_lane_is_walked_by_its_own_statistics(
     assert await walked(common, BOTH) == {"notes": True, "secret": False}
     assert await walked(common, ["notes"]) == {"notes": True}
     assert await walked(rare, BOTH) == {"notes": False, "secret": False}
-    assert await walked(common, BOTH, narrowed=True) == {"notes": False, "secret": False}
+    assert await walked(common, BOTH, members=30) == {"notes": False, "secret": False}

@@ -223,3 +223,27 @@ async def test_the_statistics_are_verified_and_follow_retirements(
     report = await verify(gateway.database_url)
     assert [p for p in report.problems if "search statistics" in p and word.lower() in p]
     await conn.execute("DELETE FROM word_deltas WHERE lexeme = $1 AND lexemes = 7", word.lower())
+
+
+async def test_a_small_match_makes_every_word_read_its_candidates(
+    gateway: Gateway, conn: Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Words common in the lane but for the match: with a budget of 2, `common` alone is
+    # too common to read candidates by, yet the scene's record holding only it is found.
+    scene, common, rare = f"scene:{unique('s')}", unique("common"), unique("rare")
+    for n in range(4):
+        await ingest(gateway, f"{common} elsewhere {n}", lane="plain")
+    evidence = await ingest(gateway, f"{common} in the scene", [scene], lane="plain")
+    other = await ingest(gateway, f"{rare} in the scene", [scene], lane="plain")
+    monkeypatch.setattr(search_plan, "COUNT_BUDGET", 2)
+    from store.kinds.record import search as store_search
+
+    store_search._statement.cache_clear()
+    try:
+        found = await find(conn, f"{common} {rare}", ["plain"], match=[scene])
+        pooled = await find(conn, f"{common} {rare}", ["plain"])
+    finally:
+        store_search._statement.cache_clear()
+    assert set(ids(found)) == {evidence["id"], other["id"]} and found.total_exact
+    # Without the match, the common word only scores what the rare one found.
+    assert ids(pooled) == [other["id"]] and not pooled.total_exact

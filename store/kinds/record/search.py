@@ -291,16 +291,37 @@ def vector_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
 
 
 def _estimate(p: Params, shape: SearchShape) -> str:
-    """SQL: about how many records of the vector lanes `match` keeps, from the counts
-    kept now (all of them for UNION, the rarest property's for INTERSECT)."""
-    lanes = p("vector_lanes", "text[]")
+    """SQL: about how many records of the vector lanes `match` keeps."""
+    return members_estimate_sql(p, shape.properties, shape.mode, "vector_lanes")
+
+
+def members_estimate_sql(p: Params, properties: int, mode: GatherMode, lanes: str) -> str:
+    """SQL: about how many records of the lanes `lanes` (a parameter) `match` keeps, from
+    the counts kept now (all of them for UNION, the rarest property's for INTERSECT)."""
     each = [
-        f"({counts.member_count(p(f'label_{n}'), p(f'value_{n}'), lanes)})"
-        for n in range(shape.properties)
+        f"({counts.member_count(p(f'label_{n}'), p(f'value_{n}'), p(lanes, 'text[]'))})"
+        for n in range(properties)
     ]
-    if shape.mode is GatherMode.INTERSECT:
+    if mode is GatherMode.INTERSECT:
         return f"least({', '.join(each)})"
     return " + ".join(each)
+
+
+@functools.cache
+def _members_estimate(properties: int, mode: GatherMode) -> Statement:
+    p = Params()
+    return p.statement(f"SELECT ({members_estimate_sql(p, properties, mode, 'lanes')})::bigint")
+
+
+async def _members(db: Reader, values: Mapping[str, Any], prefix: str) -> int | None:
+    """About how many records a bound search's `match` keeps (None: no match)."""
+    properties = values[prefix + "narrowed"]
+    if not properties:
+        return None
+    statement = _members_estimate(properties, values[prefix + "mode"])
+    own = {k.removeprefix(prefix): v for k, v in values.items() if k.startswith(prefix)}
+    found: int = await db.fetchval(statement.text, *statement.args(own))
+    return found
 
 
 def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
@@ -501,7 +522,7 @@ def bind(values: dict[str, Any], prefix: str, args: SearchArgs) -> SearchShape |
     )
     if words is not None:
         values[prefix + "text"], values[prefix + "syntax"] = words, args.syntax
-        values[prefix + "narrowed"] = bool(props)
+        values[prefix + "narrowed"], values[prefix + "mode"] = len(props), args.mode
         values[prefix + "prefix"] = args.syntax is Syntax.STRICT and prefix_last(words)
     if vector is not None:
         values[prefix + "vector"] = list(embedding.unpack(vector[0]))
@@ -537,7 +558,7 @@ async def plan_text(db: Reader, values: dict[str, Any], prefix: str) -> Plan:
         values[prefix + "text"],
         syntax,
         values[prefix + "prefix"],
-        values[prefix + "narrowed"],
+        await _members(db, values, prefix),
     )
     values.update(plan.values(prefix))
     values[prefix + "text_complete"] = plan.complete

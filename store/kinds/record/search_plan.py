@@ -50,6 +50,10 @@ K1 = 1.2
 B = 0.75
 # Matches counted, and candidates ranked, at most (see the module).
 COUNT_BUDGET = 1_000
+# A `match` keeping at most this many records (by the maintained counts) makes every
+# record of it holding any term a candidate: scoring them all costs less than the
+# statistics of a whole lane would save.
+MEMBERS_SCORED = 5_000
 # A row fetched through the GIN index costs about this many rows walked newest first
 # (a bitmap heap scan visits a page a match; a walk reads each page's rows in turn).
 WALK_COST = 10
@@ -199,11 +203,14 @@ async def plan(
     text: str,
     syntax: Syntax,
     prefix: bool = False,
-    narrowed: bool = False,
+    members: int | None = None,
 ) -> Plan:
     """The plan of a text search of `lanes` (those the caller reads and chose); `prefix`:
-    STRICT's last word matches as a prefix; `narrowed`: `match` narrows it (its lanes
-    are then read from the index, joined to the members)."""
+    STRICT's last word matches as a prefix; `members`: about how many records `match`
+    keeps (None: no match). Narrowed by a match, lanes are read from the index, joined
+    to the members, and every term of a match of at most MEMBERS_SCORED records reads
+    candidates."""
+    narrowed = members is not None
     languages = await read_words(db, lanes, text)
     every = sorted({x for w in languages for x in w.kept} | _phrase_lexemes(languages))
     counts = await word_counts.read(db, lanes, every)
@@ -236,8 +243,9 @@ async def plan(
     ranked = sorted(weights, key=lambda x: (holding.get(x, 0), x))
     chosen: list[str] = []
     postings = 0
+    all_read = members is not None and members <= MEMBERS_SCORED
     for lexeme in ranked:
-        if chosen and postings + holding.get(lexeme, 0) > COUNT_BUDGET:
+        if chosen and not all_read and postings + holding.get(lexeme, 0) > COUNT_BUDGET:
             break
         chosen.append(lexeme)
         postings += holding.get(lexeme, 0)
@@ -269,7 +277,7 @@ async def plan(
                     tuple(phrase_idfs),
                 )
             )
-    complete = len(chosen) == len(weights) and postings <= COUNT_BUDGET
+    complete = len(chosen) == len(weights) and (all_read or postings <= COUNT_BUDGET)
     return Plan(tuple(built), average, tuple(terms), tuple(dropped), complete, tuple(unknown))
 
 
