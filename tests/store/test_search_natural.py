@@ -247,3 +247,26 @@ async def test_a_small_match_makes_every_word_read_its_candidates(
     assert set(ids(found)) == {evidence["id"], other["id"]} and found.total_exact
     # Without the match, the common word only scores what the rare one found.
     assert ids(pooled) == [other["id"]] and not pooled.total_exact
+
+
+async def test_a_note_is_one_hit(gateway: Gateway, conn: Connection) -> None:
+    from tests.intake.test_intake_folder import INTAKE
+
+    word = unique("note")
+    files = [
+        {
+            "path": f"{word}.md",
+            "content": f"# {word} renewal\n\nSarah keeps the {word} renewal on track.\n",
+            "modifiedAt": "2026-12-01T00:00:00+00:00",
+        }
+    ]
+    variables = {"lane": "notes", "files": files, "folder": unique("f")}
+    await gateway.data(INTAKE, variables)
+    found = await find(conn, f"who keeps the {word} renewal?", ["notes"])
+    # The note's text is its part's; the note's own record (intake's JSON, which copies
+    # its headings) is not found by it.
+    [hit] = found.items
+    record = await conn.fetchrow("SELECT content, properties FROM records WHERE id = $1", hit.id)
+    assert "Sarah keeps" in record["content"]
+    report = await verify(gateway.database_url)
+    assert report.ok, report.problems

@@ -23,6 +23,7 @@ from store.kinds.record import intervals as _intervals
 from store.kinds.record import word_counts
 from store.kinds.record.intervals import Interval as Interval
 from store.kinds.record.model import Record
+from store.kinds.record.tags import FORMAT
 from store.ledger.registry import Cte, Table
 from store.ledger.report import Report
 from store.pool import Conn
@@ -71,10 +72,22 @@ CTES = (
 )
 
 
+def searchable(record: Record) -> str:
+    """The text a record is searched by: its content, but none for a record whose
+    metadata names the format of content the engine wrote (intake's JSON of a file or a
+    folder, which copies its parts' headings and links' lines): a note is found once, by
+    its parts, which hold its text (as `TEXT`, in SQL)."""
+    return "" if FORMAT in record.state.metadata else record.state.content
+
+
+# `searchable` of a ledger entry's state, as SQL (migration 0027).
+TEXT = "edgeloom_search_text"
+
+
 def _held(record: Record) -> object | None:
-    """What a words row keeps: a live record's content, lane and source type."""
+    """What a words row keeps: a live record's searchable text, lane and source type."""
     s = record.state
-    return None if s.retired is not None else (s.content, s.lane, s.source_type)
+    return None if s.retired is not None else (searchable(record), s.lane, s.source_type)
 
 
 def opens(before: Record | None, after: Record) -> tuple[bool, bool]:
@@ -90,7 +103,7 @@ def intervals(versions: Iterable[Record]) -> list[Interval]:
 def writer() -> _intervals.Writer:
     """The write path's words rows for one command."""
     return _intervals.Writer(
-        _held, CLOSED_WORDS, OPENED_WORDS, lambda r: {"content": r.state.content}
+        _held, CLOSED_WORDS, OPENED_WORDS, lambda r: {"content": searchable(r)}
     )
 
 
@@ -100,7 +113,7 @@ _INSERT = f"""
 INSERT INTO record_words (record_id, from_version, lane, source_type, recorded_from,
                           recorded_to, words)
 SELECT u.record_id, u.from_version, u.lane, u.source_type, u.recorded_from, u.recorded_to,
-       to_tsvector({CONFIG}(u.lane), l.state->>'content')
+       to_tsvector({CONFIG}(u.lane), {TEXT}(l.state))
 FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::timestamptz[],
             $6::timestamptz[])
   AS u(record_id, from_version, lane, source_type, recorded_from, recorded_to)
@@ -122,7 +135,7 @@ _STALE = f"""
 SELECT w.record_id, w.from_version FROM record_words w
 LEFT JOIN ledger l ON l.kind = 'record' AND l.object_id = w.record_id
   AND l.version = w.from_version
-WHERE w.words IS DISTINCT FROM to_tsvector({CONFIG}(w.lane), l.state->>'content')
+WHERE w.words IS DISTINCT FROM to_tsvector({CONFIG}(w.lane), {TEXT}(l.state))
 ORDER BY 1, 2 LIMIT 50
 """
 
@@ -149,7 +162,7 @@ WITH batch AS (
   ORDER BY record_id, from_version LIMIT $4
 ),
 moved AS (
-  UPDATE record_words w SET words = to_tsvector({CONFIG}(w.lane), l.state->>'content')
+  UPDATE record_words w SET words = to_tsvector({CONFIG}(w.lane), {TEXT}(l.state))
   FROM batch b, ledger l
   WHERE w.record_id = b.record_id AND w.from_version = b.from_version
     AND l.kind = 'record' AND l.object_id = b.record_id AND l.version = b.from_version

@@ -9,6 +9,9 @@ deltas and the fold adds them up (store.kinds.record.word_counts).
 The default language of a lane that declares none becomes `stemmed_english` (English
 stemmed, its stop words kept); a lane with words keeps the language it has.
 
+A record whose metadata names the format of its content (intake's JSON of a note) is
+not searched by that content (`edgeloom_search_text`): a note is one hit, by its parts.
+
 `edgeloom_search_share`, which estimated a query's share of the rows from the column's
 statistics over every lane, goes: the plan reads these counts instead.
 
@@ -21,6 +24,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+
+from policies.properties import METADATA_PREFIX
 
 revision = "0027"
 down_revision = "0026"
@@ -49,6 +54,24 @@ CREATE OR REPLACE FUNCTION edgeloom_search_config(lane text) RETURNS regconfig
   LANGUAGE sql STABLE PARALLEL SAFE
   AS $$ SELECT coalesce((SELECT config FROM search_languages s WHERE s.lane = $1),
                         '{default}')::regconfig $$
+"""
+
+# A record whose metadata names the format of its content (intake's JSON of a file or a
+# folder) is not searched by it (store.kinds.record.words.searchable).
+TEXT = """
+CREATE FUNCTION edgeloom_search_text(state jsonb) RETURNS text
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE
+  AS $$ SELECT CASE
+    WHEN EXISTS (SELECT 1 FROM jsonb_array_elements(state->'properties') p
+                 WHERE p->>0 = '{prefix}format')
+    THEN '' ELSE state->>'content' END $$
+"""
+RETEXT = """
+UPDATE record_words w SET words = to_tsvector(edgeloom_search_config(w.lane),
+                                              edgeloom_search_text(l.state))
+FROM ledger l
+WHERE l.kind = 'record' AND l.object_id = w.record_id AND l.version = w.from_version
+  AND edgeloom_search_text(l.state) IS DISTINCT FROM l.state->>'content'
 """
 
 FILL = """
@@ -80,6 +103,8 @@ def upgrade() -> None:
         sa.Column("lexemes", sa.Integer(), nullable=False),
     )
     op.create_index("ix_word_deltas_lexeme", "word_deltas", ["lane", "lexeme"])
+    op.execute(TEXT.format(prefix=METADATA_PREFIX))
+    op.execute(RETEXT)
     op.execute(FILL)
     op.execute("DROP FUNCTION IF EXISTS edgeloom_search_share(tsquery)")
     for statement in STEMMED_ENGLISH:
@@ -98,3 +123,4 @@ def downgrade() -> None:
     op.execute("DROP TEXT SEARCH DICTIONARY stemmed_english_stem")
     op.drop_table("word_deltas")
     op.drop_table("word_counts")
+    op.execute("DROP FUNCTION edgeloom_search_text(jsonb)")
