@@ -108,6 +108,11 @@ class GatheringHttpToolsProtocol(HttpToolsProtocol):
 
     _waiting: Waiting | None = None
     _header_bytes = -1  # bytes of headers received so far; -1: not waiting for any
+    # The bytes of the request line's target and header lines the parser has given,
+    # counted however they arrived (in one read the headers are complete before the
+    # count above sees them), and whether they went over MAX_HEADER_BYTES.
+    _parsed_header_bytes = 0
+    _oversized = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses, only alike.
@@ -138,6 +143,33 @@ class GatheringHttpToolsProtocol(HttpToolsProtocol):
             if self._header_bytes > MAX_HEADER_BYTES and not self.transport.is_closing():
                 self._waited()
                 self._refuse_headers()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._parsed_header_bytes = 0
+
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        self._parsed(len(url))
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        super().on_header(name, value)
+        self._parsed(len(name) + len(value) + len(b": \r\n"))
+
+    def _parsed(self, size: int) -> None:
+        self._parsed_header_bytes += size
+        if self._parsed_header_bytes > MAX_HEADER_BYTES:
+            # Raised through the parser, which stops before the request reaches the app;
+            # uvicorn then answers the parser's failure (send_400_response below).
+            self._oversized = True
+            raise _HeadersTooLargeError
+
+    def send_400_response(self, msg: str) -> None:
+        if self._oversized:
+            self._waited()
+            self._refuse_headers()
+            return
+        super().send_400_response(msg)
 
     def _refuse_headers(self) -> None:
         message = (
@@ -179,6 +211,10 @@ class GatheringHttpToolsProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._waited()
         super().connection_lost(exc)
+
+
+class _HeadersTooLargeError(Exception):
+    """A request's headers went over MAX_HEADER_BYTES while being parsed."""
 
 
 def release(text: str) -> tuple[int, int]:

@@ -78,6 +78,30 @@ async def test_headers_over_the_limit_are_refused_with_431(gateway: Gateway) -> 
     assert f"over {MAX_HEADER_BYTES} bytes".encode() in answer
 
 
+async def test_headers_over_the_limit_in_one_read_are_refused_with_431(gateway: Gateway) -> None:
+    # Sent at once, the whole request (a few KiB over the limit) reaches the gateway in
+    # one read that also completes the headers: their bytes count all the same.
+    filler = b"X-Filler: " + b"a" * 1000 + b"\r\n"
+    request = (
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + filler * (MAX_HEADER_BYTES // len(filler) + 4)
+        + b"\r\n"
+    )
+    async with opened(port_of(gateway), request) as (reader, _):
+        answer = await asyncio.wait_for(reader.read(), 10)
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+    assert f"over {MAX_HEADER_BYTES} bytes".encode() in answer
+    # Under the limit, the same request is answered.
+    request = (
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        + filler * (MAX_HEADER_BYTES // len(filler) - 2)
+        + b"\r\n"
+    )
+    async with opened(port_of(gateway), request) as (reader, _):
+        answer = await asyncio.wait_for(reader.read(), 10)
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+
+
 # Small enough that the connections below would take every descriptor: 400 leaves a
 # gateway 50 waiting connections (gql.server.waiting.waiting_cap) beside its database pools.
 OPEN_FILES = 400
