@@ -8,6 +8,7 @@ from gql.api.cost import DEFAULT_MAX_COST
 from gql.api.limits import DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS, MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
 from gql.api.schema import MAX_ALIASES, MAX_DEPTH, MAX_TOKENS, MAX_VALIDATION_WORK
 from gql.server.settings import DEFAULT_REQUEST_TIMEOUT, Settings
+from gql.server.waiting import MAX_WAITING
 from policies.loader import MAX_ALIAS_NODES
 from policies.loader import MAX_DEPTH as MAX_POLICY_DEPTH
 from policies.properties import MAX_LABEL_LENGTH, MAX_VALUE_LENGTH
@@ -42,5 +43,7 @@ def test_the_limits_table_matches_the_code(repo: Path) -> None:
         f"| response size | {DEFAULT_MAX_RESPONSE_BYTES // 2**20} MiB |",
         f"| page size (`first`) | {MAX_PAGE} (default {DEFAULT_PAGE}) |",
         f"| request time (HTTP) | {DEFAULT_REQUEST_TIMEOUT:g} seconds |",
+        f"from the read that completed its headers | {Settings.body_timeout:g} seconds ",
+        f"| connections waiting for the rest of a request's body | {MAX_WAITING // 2} per process",
     ):
         assert row in table, row

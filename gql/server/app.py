@@ -25,8 +25,8 @@ from gql.server.metrics import Metrics, metrics_route, multiprocess_dir
 from gql.server.settings import Settings
 from gql.server.sockets import SocketCaps, SocketLimits, fitted, open_files_limit
 from gql.server.view import GraphQLView
+from gql.server.waiting import BODIES, Waiting, body_waiting_cap, waiting_cap
 from gql.server.waiting import STATE_KEY as WAITING
-from gql.server.waiting import Waiting, waiting_cap
 
 
 def create_app(settings: Settings) -> GatewayApp:
@@ -38,6 +38,7 @@ def create_app(settings: Settings) -> GatewayApp:
     metrics = Metrics(multiprocess_dir())
     open_files = open_files_limit()
     waiting = Waiting(waiting_cap(open_files), settings.header_timeout)
+    bodies = Waiting(body_waiting_cap(open_files), settings.body_timeout, "request bodies")
     app = Starlette(
         routes=[
             landing_route(settings),
@@ -55,7 +56,7 @@ def create_app(settings: Settings) -> GatewayApp:
             settings,
             metrics,
             also=[mcp.server.session_manager.run],
-            state={WAITING: waiting},
+            state={WAITING: waiting, BODIES: bodies},
         ),
     )
     return GatewayApp(app, view, settings, metrics, open_files)

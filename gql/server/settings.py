@@ -8,7 +8,7 @@ from pathlib import Path
 from gql.api.cost import DEFAULT_MAX_COST
 from gql.api.limits import DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS
 from gql.feed.options import FeedOptions
-from gql.server.waiting import DEFAULT_HEADER_TIMEOUT
+from gql.server.waiting import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
 from store.kinds.record.queries import DEFAULT_MAX_RESPONSE_BYTES
 from store.ledger.group_commit import DEFAULT_OUTCOME_TIMEOUT
 from store.reads.replicas import ReplicaOptions
@@ -53,6 +53,9 @@ class Settings:
     # A connection whose request headers are not complete this many seconds after it
     # opened (or after its last response) is closed (gql.server.waiting).
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    # A request whose body has not all arrived this many seconds after its headers is
+    # answered 408 (unless its answer began) and closed (gql.server.waiting).
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
     # A WebSocket that has not sent connection_init after this many seconds is closed (4408).
     ws_init_timeout: float = 10.0
     # Connections of the SQLAlchemy engine (tokens, the feed's catch-up reads).
