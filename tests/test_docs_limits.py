@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from gql.api.cost import DEFAULT_MAX_COST
-from gql.api.limits import DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS, MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
+from gql.api.limits import (
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_FIELDS,
+    MAX_LIST_ITEMS,
+    MAX_VARIABLE_VALUES,
+    MAX_VECTOR_ITEMS,
+    MAX_VECTOR_NUMBERS,
+)
 from gql.api.schema import MAX_ALIASES, MAX_DEPTH, MAX_TOKENS, MAX_VALIDATION_WORK
 from gql.server.settings import DEFAULT_REQUEST_TIMEOUT, Settings
 from gql.server.waiting import MAX_WAITING
@@ -34,8 +41,10 @@ def test_the_limits_table_matches_the_code(repo: Path) -> None:
         f"acknowledged | {Settings.max_ws_unauthenticated:,} per process, "
         f"{Settings.max_ws_unauthenticated_per_address} per client address |",
         f"| time to send `connection_init` | {Settings.ws_init_timeout:g} seconds |",
-        f"| `ingestMany` batch, and any list in variables | {MAX_BATCH} items |",
-        f"| values in a request's variables | {MAX_VARIABLE_VALUES:,} |",
+        f"| `ingestMany` batch, and any list in variables | {MAX_BATCH} items; a vector (a list "
+        f"of numbers only) {MAX_VECTOR_ITEMS} numbers,",
+        f"| values in a request's variables | {MAX_VARIABLE_VALUES:,}, a vector counting as one |",
+        f"| numbers in a request's vectors | {MAX_VECTOR_NUMBERS:,} (",
         f"| query depth / aliases / tokens | {MAX_DEPTH} / {MAX_ALIASES} / {MAX_TOKENS:,} |",
         f"| fields selected in a document, its fragments included | {DEFAULT_MAX_FIELDS:,}, ",
         f"compared in pairs) | {MAX_VALIDATION_WORK:,} steps |",
