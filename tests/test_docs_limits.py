@@ -19,6 +19,7 @@ from gql.server.waiting import MAX_WAITING
 from policies.loader import MAX_ALIAS_NODES
 from policies.loader import MAX_DEPTH as MAX_POLICY_DEPTH
 from policies.properties import MAX_LABEL_LENGTH, MAX_VALUE_LENGTH
+from store.errors import TooManyWordsError
 from store.kinds.record.queries import DEFAULT_MAX_RESPONSE_BYTES
 from store.limits import MAX_BATCH, MAX_CONTENT_CHARS, MAX_IDEMPOTENCY_KEY_LENGTH, MAX_PROPERTIES
 from store.reads.pages import DEFAULT_PAGE, MAX_PAGE
@@ -33,6 +34,7 @@ def test_the_limits_table_matches_the_code(repo: Path) -> None:
         f"| edge-property label | {MAX_LABEL_LENGTH} characters,",
         f"| edge properties per record | {MAX_PROPERTIES} |",
         f"| record content | {MAX_CONTENT_CHARS:,} characters |",
+        f"| words of one record's content | {TooManyWordsError.LIMIT:,} bytes in the text index",
         f"| `idempotencyKey` | {MAX_IDEMPOTENCY_KEY_LENGTH} characters ",
         f"may add at most {MAX_ALIAS_NODES:,} nodes; nesting at most {MAX_POLICY_DEPTH} levels |",
         f"| request body | {DEFAULT_MAX_BODY // 2**20} MiB |",
