@@ -265,6 +265,19 @@ class UnstorableTextError(InvalidInputError):
         )
 
 
+class TimedOutError(StoreError):
+    """A statement PostgreSQL stopped at the time limit of the request running it."""
+
+    code = "TIMEOUT"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "a statement of this call ran into the time limit one request has (PostgreSQL's "
+            "statement_timeout, set to it) and was stopped; nothing it was writing was "
+            "written: ask for less (a smaller first:, fewer nested lists) or split the work"
+        )
+
+
 class TooManyWordsError(InvalidInputError):
     """Content whose words (each distinct word with its positions) pass what PostgreSQL's
     text index holds for one record, though its characters are within the content limit."""
@@ -290,6 +303,9 @@ _UNSTORABLE_TEXT = frozenset({"22021", "22P05"})
 # by the message.
 _PROGRAM_LIMIT = "54000"
 _TSVECTOR_TOO_LONG = re.compile(r"too long for tsvector \((\d+) bytes")
+# query_canceled: by statement_timeout, or by a cancel request (a stopped call, whose
+# own cancellation is what reaches it), told apart by the message.
+_CANCELED = "57014"
 
 
 def refusal_for(exc: BaseException) -> StoreError | None:
@@ -304,6 +320,8 @@ def refusal_for(exc: BaseException) -> StoreError | None:
         state = getattr(seen, "sqlstate", None)
         if state in _UNSTORABLE_TEXT:
             return UnstorableTextError()
+        if state == _CANCELED and "statement timeout" in str(seen):
+            return TimedOutError()
         if state == _PROGRAM_LIMIT and "tsvector" in str(seen):
             found = _TSVECTOR_TOO_LONG.search(str(seen))
             return TooManyWordsError(None if found is None else int(found[1]))

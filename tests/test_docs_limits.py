@@ -53,7 +53,9 @@ def test_the_limits_table_matches_the_code(repo: Path) -> None:
         f"| query cost | {DEFAULT_MAX_COST:,} objects |",
         f"| response size | {DEFAULT_MAX_RESPONSE_BYTES // 2**20} MiB |",
         f"| page size (`first`) | {MAX_PAGE} (default {DEFAULT_PAGE}) |",
-        f"| request time (HTTP) | {DEFAULT_REQUEST_TIMEOUT:g} seconds |",
+        f"| request time (HTTP) | {DEFAULT_REQUEST_TIMEOUT:g} seconds, for every operation",
+        f"(PostgreSQL's `statement_timeout`) | {Settings(database_url='').statement_timeout:g} "
+        "seconds:",
         f"from the read that completed its headers | {Settings.body_timeout:g} seconds ",
         f"| connections waiting for the rest of a request's body | {MAX_WAITING // 2} per process",
     ):

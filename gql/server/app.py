@@ -34,7 +34,7 @@ def create_app(settings: Settings) -> GatewayApp:
     if settings.request_log:
         configure_request_log(every=settings.request_log_every, slow=settings.slow_request_seconds)
     view = GraphQLView(settings)
-    mcp = McpEndpoint(settings.anonymous_agent)
+    mcp = McpEndpoint(settings.anonymous_agent, settings.request_timeout)
     metrics = Metrics(multiprocess_dir())
     open_files = open_files_limit()
     waiting = Waiting(waiting_cap(open_files), settings.header_timeout)

@@ -14,6 +14,7 @@ from store.ledger.group_commit import DEFAULT_OUTCOME_TIMEOUT
 from store.reads.replicas import ReplicaOptions
 
 DEFAULT_REQUEST_TIMEOUT = 30.0
+STATEMENT_GRACE = 1.0
 
 
 @dataclass(frozen=True)
@@ -89,3 +90,11 @@ class Settings:
     # log writes one in this many (1: every one); the others are always written.
     request_log_every: int = 1
     slow_request_seconds: float = 1.0
+
+    @property
+    def statement_timeout(self) -> float:
+        """PostgreSQL's statement_timeout on the gateway's connections: the longest a request
+        lives (its time, then the wait for a commit's outcome) and a second more, so that a
+        statement outlives no request, and the gateway's own answer to one stopped (503,
+        OUTCOME_UNKNOWN) comes before PostgreSQL's."""
+        return self.request_timeout + self.write_outcome_timeout + STATEMENT_GRACE
