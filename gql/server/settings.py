@@ -14,7 +14,7 @@ from store.ledger.group_commit import DEFAULT_OUTCOME_TIMEOUT
 from store.reads.replicas import ReplicaOptions
 
 DEFAULT_REQUEST_TIMEOUT = 30.0
-STATEMENT_GRACE = 1.0
+STATEMENT_GRACE = 5.0
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,8 @@ class Settings:
     @property
     def statement_timeout(self) -> float:
         """PostgreSQL's statement_timeout on the gateway's connections: the longest a request
-        lives (its time, then the wait for a commit's outcome) and a second more, so that a
-        statement outlives no request, and the gateway's own answer to one stopped (503,
-        OUTCOME_UNKNOWN) comes before PostgreSQL's."""
+        lives (its time, then the wait for a commit's outcome) and STATEMENT_GRACE more, so
+        that no statement outlives its request by more than that, and the gateway's own
+        answer to one stopped (503, OUTCOME_UNKNOWN) comes first: a commit answered
+        OUTCOME_UNKNOWN may still end, written, within the grace."""
         return self.request_timeout + self.write_outcome_timeout + STATEMENT_GRACE

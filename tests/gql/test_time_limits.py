@@ -23,7 +23,7 @@ from tests.support import Gateway, sql
 
 LIMIT = 1.0
 OUTCOME = 0.5
-# The longest a request lives (its time, then the wait for a commit's outcome), and a second.
+# The longest a request lives (its time, then the wait for a commit's outcome), and a grace.
 STATEMENT_MS = round((LIMIT + OUTCOME + STATEMENT_GRACE) * 1000)
 RECORDS = "query { records(first: 5) { items { id content } } }"
 WATCH = "subscription($match: [String!]!) { watch(match: $match, initial: true) { change } }"
@@ -82,7 +82,7 @@ async def test_a_subscriptions_initial_read_is_stopped_by_postgresql(limited: Ga
     await ingest(limited, "member", [tag])
     async with feed_client(limited) as client, records_locked(limited):
         await client.subscribe("w", WATCH, match=[tag])
-        message = await client.message("w", timeout=10)
+        message = await client.message("w", timeout=30)
     # No timer of the gateway's stops a subscription: PostgreSQL cancelled its statement
     # (statement_timeout), and the client is told which limit it ran into.
     errors = message["payload"] if message["type"] == "error" else message["payload"]["errors"]
