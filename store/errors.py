@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 
@@ -264,9 +265,47 @@ class UnstorableTextError(InvalidInputError):
         )
 
 
+class TimedOutError(StoreError):
+    """A statement PostgreSQL stopped at the time limit of the request running it."""
+
+    code = "TIMEOUT"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "a statement of this call ran into the time limit one request has (PostgreSQL's "
+            "statement_timeout, set to it) and was stopped; nothing it was writing was "
+            "written: ask for less (a smaller first:, fewer nested lists) or split the work"
+        )
+
+
+class TooManyWordsError(InvalidInputError):
+    """Content whose words (each distinct word with its positions) pass what PostgreSQL's
+    text index holds for one record, though its characters are within the content limit."""
+
+    LIMIT = 1_048_575  # bytes of a tsvector (MAXSTRPOS in PostgreSQL's tsvector code)
+
+    def __init__(self, size: int | None) -> None:
+        took = "" if size is None else f" (its words and their positions take {size:,} bytes)"
+        super().__init__(
+            "a record's content has more distinct words than the text index holds for one "
+            f"record{took}: at most {self.LIMIT:,} bytes of words and positions, which content "
+            "of mostly different words passes at a few hundred thousand characters; split it "
+            "into several records",
+            allowed=self.LIMIT,
+        )
+
+
 # SQLSTATEs PostgreSQL raises for text it cannot hold: a NUL in text (22021),
 # a \u0000 escape in JSON (22P05).
 _UNSTORABLE_TEXT = frozenset({"22021", "22P05"})
+# program_limit_exceeded, raised by to_tsvector as "string is too long for tsvector
+# (N bytes, max 1048575 bytes)"; the SQLSTATE also stands for other limits, told apart
+# by the message.
+_PROGRAM_LIMIT = "54000"
+_TSVECTOR_TOO_LONG = re.compile(r"too long for tsvector \((\d+) bytes")
+# query_canceled: by statement_timeout, or by a cancel request (a stopped call, whose
+# own cancellation is what reaches it), told apart by the message.
+_CANCELED = "57014"
 
 
 def refusal_for(exc: BaseException) -> StoreError | None:
@@ -278,7 +317,13 @@ def refusal_for(exc: BaseException) -> StoreError | None:
         # A lone surrogate (JSON allows \ud800) cannot be encoded as UTF-8 for the database.
         if isinstance(seen, UnicodeEncodeError):
             return UnstorableTextError()
-        if getattr(seen, "sqlstate", None) in _UNSTORABLE_TEXT:
+        state = getattr(seen, "sqlstate", None)
+        if state in _UNSTORABLE_TEXT:
             return UnstorableTextError()
+        if state == _CANCELED and "statement timeout" in str(seen):
+            return TimedOutError()
+        if state == _PROGRAM_LIMIT and "tsvector" in str(seen):
+            found = _TSVECTOR_TOO_LONG.search(str(seen))
+            return TooManyWordsError(None if found is None else int(found[1]))
         seen = getattr(seen, "orig", None) or seen.__cause__
     return None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Generator
+from collections.abc import AsyncIterator, Generator
 from types import TracebackType
 from typing import Any, TypeAlias
 
@@ -64,9 +64,15 @@ class Pool:
     the time to end its statement on the server (`_settle`).
     """
 
-    def __init__(self, url: str, size: int) -> None:
+    def __init__(self, url: str, size: int, statement_timeout: float | None = None) -> None:
         self._url = url
         self._size = size
+        # Every statement on these connections is stopped by PostgreSQL past this many
+        # seconds (the time limit of the requests they serve), unless run `unlimited`.
+        self.statement_timeout = statement_timeout
+        self._settings = {"application_name": "edgeloom"}
+        if statement_timeout is not None:
+            self._settings["statement_timeout"] = str(max(1, round(statement_timeout * 1000)))
         self._idle: deque[Conn] = deque()
         # None hands a waiter an empty place to open a connection in.
         self._waiters: deque[asyncio.Future[Conn | None]] = deque()
@@ -89,7 +95,7 @@ class Pool:
         self._idle.extend(o for o in opened if not isinstance(o, BaseException))
 
     async def _connect(self) -> Conn:
-        return await _connect(self._url, {"application_name": "edgeloom"})
+        return await _connect(self._url, self._settings)
 
     async def _fill(self) -> Conn:
         """A new connection in the empty place the caller holds; if it cannot be
@@ -252,11 +258,24 @@ def plain_url(url: str) -> str:
     return asyncpg_url(url).replace("postgresql+asyncpg://", "postgresql://", 1)
 
 
-async def create_pool(url: str, size: int) -> Pool:
-    """A pool of `size` connections, all opened at start so a burst finds them ready."""
-    pool = Pool(plain_url(url), size)
+async def create_pool(url: str, size: int, statement_timeout: float | None = None) -> Pool:
+    """A pool of `size` connections, all opened at start so a burst finds them ready;
+    `statement_timeout`: the seconds any of their statements may run (None: no limit)."""
+    pool = Pool(plain_url(url), size, statement_timeout)
     await pool.open()
     return pool
+
+
+@contextlib.asynccontextmanager
+async def unlimited(conn: Conn) -> AsyncIterator[Conn]:
+    """`conn` without its pool's statement time limit, for work done off any request
+    (VACUUM, a checkpoint over a long stretch of ledger); the limit is back after."""
+    await conn.execute("SET statement_timeout = 0")
+    try:
+        yield conn
+    finally:
+        # Back to the value the connection opened with.
+        await conn.execute("RESET statement_timeout")
 
 
 async def connect(url: str) -> Conn:

@@ -13,13 +13,24 @@ from graphql import DocumentNode, FieldNode, GraphQLError, Node
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gql.api.errors import refusal_response
+from policies.model import MAX_EMBEDDING_DIMENSIONS
 from store.intake.sources import IN_PARTS
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024
-# ingestMany takes at most 1000 records, and no other list argument is longer.
+# ingestMany takes at most 1000 records, and no other list argument is longer but a
+# vector (a list of numbers only), which may hold as many as a policy may declare.
 MAX_LIST_ITEMS = 1000
-# Coercing one value costs about a microsecond: this bounds it near a tenth of a second.
+MAX_VECTOR_ITEMS = MAX_EMBEDDING_DIMENSIONS
+# Coercing one value costs a microsecond or two: this bounds it near a tenth of a second.
+# A vector counts as one value here; its numbers count against MAX_VECTOR_NUMBERS.
 MAX_VARIABLE_VALUES = 100_000
+# Numbers in a request's vectors: a full ingestMany (1000 records) of 384 dimensions, or
+# 260 records of 1536. Each is checked one by one, a few times cheaper on the compiled path
+# (ingest, ingestMany and search are compiled) than through graphql-core: this bounds the
+# event loop's time on them as MAX_VARIABLE_VALUES bounds the rest (bench/README.md,
+# "Figures behind choices in the code").
+MAX_VECTOR_NUMBERS = 400_000
+_NUMBERS = (int, float)
 WS_MESSAGE_TOO_BIG = 1009
 # Field selections in one document, its fragments included: far above any document a
 # client writes by hand or generates (GraphiQL's introspection selects under 100), and
@@ -40,9 +51,11 @@ class RequestLimitError(Exception):
 
 
 def check_variables(variables: object) -> None:
-    """Refuses variables holding a list over MAX_LIST_ITEMS or over MAX_VARIABLE_VALUES values."""
+    """Refuses variables holding a list over MAX_LIST_ITEMS (a vector: over
+    MAX_VECTOR_ITEMS numbers), over MAX_VARIABLE_VALUES values, or over MAX_VECTOR_NUMBERS
+    numbers in vectors."""
     pending = [variables]
-    seen = 0
+    seen = numbers = 0
     while pending:
         value = pending.pop()
         seen += 1
@@ -54,17 +67,34 @@ def check_variables(variables: object) -> None:
                 details={"maxValues": MAX_VARIABLE_VALUES},
             )
         if isinstance(value, list):
-            if len(value) > MAX_LIST_ITEMS:
+            if len(value) > MAX_LIST_ITEMS and not (
+                len(value) <= MAX_VECTOR_ITEMS and _is_vector(value)
+            ):
                 raise RequestLimitError(
                     f"a list in the variables has {len(value):,} items; lists may hold at "
                     f"most {MAX_LIST_ITEMS} (ingestMany takes at most {MAX_LIST_ITEMS} records "
-                    "per call), so split the work into smaller calls (for "
-                    f"intakeFolder: {IN_PARTS})",
-                    details={"maxListItems": MAX_LIST_ITEMS},
+                    f"per call), a vector at most {MAX_VECTOR_ITEMS} numbers, so split the "
+                    f"work into smaller calls (for intakeFolder: {IN_PARTS})",
+                    details={"maxListItems": MAX_LIST_ITEMS, "maxVectorItems": MAX_VECTOR_ITEMS},
                 )
+            if value and _is_vector(value):
+                numbers += len(value)
+                if numbers > MAX_VECTOR_NUMBERS:
+                    raise RequestLimitError(
+                        f"the variables' vectors hold over {MAX_VECTOR_NUMBERS:,} numbers; at "
+                        f"most {MAX_VECTOR_NUMBERS:,} are allowed per request (a full "
+                        f"ingestMany of 384-dimension vectors), so send fewer records per call",
+                        details={"maxVectorNumbers": MAX_VECTOR_NUMBERS},
+                    )
+                continue
             pending.extend(value)
         elif isinstance(value, dict):
             pending.extend(value.values())
+
+
+def _is_vector(value: list[object]) -> bool:
+    """Whether a list holds numbers only (JSON's true and false are not numbers)."""
+    return all(type(item) in _NUMBERS for item in value)
 
 
 def too_many_fields(document: DocumentNode, limit: int) -> GraphQLError | None:

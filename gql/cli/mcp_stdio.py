@@ -14,7 +14,7 @@ from gql.api.session import Services, Session, policy_in_force
 from gql.mcp.run import Refused, caller_session
 from gql.mcp.server import build_server
 from gql.server.policy_startup import ensure_policy, note_vector_search
-from gql.server.settings import Settings
+from gql.server.settings import DEFAULT_REQUEST_TIMEOUT, Settings
 from policies.loader import DEV_POLICY_YAML
 from store.database import create_engine
 from store.kinds.policy.in_force import PolicyCache
@@ -34,6 +34,8 @@ class StdioGate:
     """Every call is the one agent whose token started the process (checked again at
     each call, so a revoked token is refused at once); without a token, the development
     agent while the development policy is in force, as on a loopback gateway."""
+
+    time_limit = DEFAULT_REQUEST_TIMEOUT
 
     def __init__(self, services: Services, token: str | None) -> None:
         self.services = services
@@ -65,7 +67,8 @@ async def serve_stdio(database_url: str, token: str | None, runtime_url: str | N
             await owner.dispose()
         url = await serving_url(database_url, runtime_url)
         engine = create_engine(url, pool_size=2)
-        pool = await create_pool(url, 2)
+        # Its tool calls are requests like the gateway's: the same time limits.
+        pool = await create_pool(url, 2, Settings(database_url=url).statement_timeout)
     try:
         cache = PolicyCache.empty()
         executor = Executor(pool, cache)

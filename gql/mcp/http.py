@@ -28,8 +28,9 @@ NO_STREAM = (
 class HttpGate:
     """A tool call's caller: the Authorization header of the HTTP request carrying it."""
 
-    def __init__(self, anonymous_agent: str | None) -> None:
+    def __init__(self, anonymous_agent: str | None, time_limit: float) -> None:
         self.anonymous_agent = anonymous_agent
+        self.time_limit = time_limit
 
     async def session(self, ctx: Context[Any, Any]) -> Session:
         request = ctx.request_context.request
@@ -48,9 +49,9 @@ class McpEndpoint:
     """/mcp: a request without a valid token is refused (401, as on /graphql) before the
     MCP layer reads it; each tool call is authorised again from its own request."""
 
-    def __init__(self, anonymous_agent: str | None) -> None:
+    def __init__(self, anonymous_agent: str | None, time_limit: float) -> None:
         self.anonymous_agent = anonymous_agent
-        self.server: MCPServer[Any] = build_server(HttpGate(anonymous_agent))
+        self.server: MCPServer[Any] = build_server(HttpGate(anonymous_agent, time_limit))
         # One transport per request (stateless): any gateway replica answers any call,
         # and no session outlives its request. DNS rebinding is refused by the gateway's
         # own host check (gql.server.hosts), which the SDK's would duplicate.

@@ -4,6 +4,7 @@ and argument's description is read from the GraphQL schema (gql.mcp.describe).""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, Any, Literal, Protocol
@@ -13,12 +14,15 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from gql.api.session import Session
+from gql.api.stopped import CODE as STOPPED
+from gql.api.stopped import stopped_details, stopped_message
 from gql.mcp import describe as d
 from gql.mcp import documents as doc
 from gql.mcp.feed import settled
 from gql.mcp.run import REFUSALS, Refused, answer, bad_input, refused, run
 from gql.mcp.shapes import compact_hit, ingest_input, item_schema, needs, not_found, page_of
 from store.errors import NotFoundError
+from store.ledger.executor import COMPLETED_WRITES
 
 TOOL_PAGE = 20
 """A tool's page size unless it asks for another: small enough for a model's context."""
@@ -30,7 +34,10 @@ PAGE_SHAPE = (
 
 
 class Gate(Protocol):
-    """How a transport turns a tool call into the caller's session (gql.api.auth decides)."""
+    """How a transport turns a tool call into the caller's session (gql.api.auth decides),
+    and how long a call may run (a GraphQL request's time, `Settings.request_timeout`)."""
+
+    time_limit: float
 
     async def session(self, ctx: Context[Any, Any]) -> Session: ...
 
@@ -58,13 +65,25 @@ class Tools:
         self.gate = gate
 
     async def _call(self, ctx: Context[Any, Any], work: Callable[[Session], Awaitable[Any]]) -> Any:
+        seconds = self.gate.time_limit
+        completed: list[str] = []
+        noted = COMPLETED_WRITES.set(completed)
         try:
-            session = await self.gate.session(ctx)
-            return answer(await work(session))
+            # Stopped past it as a GraphQL request is: what was not yet committing is
+            # rolled back, and a write whose commit is under way answers its outcome.
+            async with asyncio.timeout(seconds):
+                session = await self.gate.session(ctx)
+                return answer(await work(session))
         except Refused as refusal:
             return refusal.result()
         except REFUSALS as exc:
             return refused(exc).result()
+        except TimeoutError:
+            done = len(completed)
+            message = stopped_message(seconds, done)
+            return Refused(message, STOPPED, stopped_details(seconds, done)).result()
+        finally:
+            COMPLETED_WRITES.reset(noted)
 
     async def e_ingest(
         self,

@@ -25,8 +25,8 @@ from gql.server.metrics import Metrics, metrics_route, multiprocess_dir
 from gql.server.settings import Settings
 from gql.server.sockets import SocketCaps, SocketLimits, fitted, open_files_limit
 from gql.server.view import GraphQLView
+from gql.server.waiting import BODIES, Waiting, body_waiting_cap, waiting_cap
 from gql.server.waiting import STATE_KEY as WAITING
-from gql.server.waiting import Waiting, waiting_cap
 
 
 def create_app(settings: Settings) -> GatewayApp:
@@ -34,10 +34,11 @@ def create_app(settings: Settings) -> GatewayApp:
     if settings.request_log:
         configure_request_log(every=settings.request_log_every, slow=settings.slow_request_seconds)
     view = GraphQLView(settings)
-    mcp = McpEndpoint(settings.anonymous_agent)
+    mcp = McpEndpoint(settings.anonymous_agent, settings.request_timeout)
     metrics = Metrics(multiprocess_dir())
     open_files = open_files_limit()
     waiting = Waiting(waiting_cap(open_files), settings.header_timeout)
+    bodies = Waiting(body_waiting_cap(open_files), settings.body_timeout, "request bodies")
     app = Starlette(
         routes=[
             landing_route(settings),
@@ -55,7 +56,7 @@ def create_app(settings: Settings) -> GatewayApp:
             settings,
             metrics,
             also=[mcp.server.session_manager.run],
-            state={WAITING: waiting},
+            state={WAITING: waiting, BODIES: bodies},
         ),
     )
     return GatewayApp(app, view, settings, metrics, open_files)

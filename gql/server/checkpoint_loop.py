@@ -7,7 +7,7 @@ import logging
 
 from store.operations import checkpoints
 from store.operations.signing import Signer
-from store.pool import Pool
+from store.pool import Pool, unlimited
 
 log = logging.getLogger("edgeloom")
 
@@ -19,7 +19,7 @@ async def anchor_every(pool: Pool, every: float, signer: Signer | None) -> None:
     while True:
         await asyncio.sleep(every)
         try:
-            async with pool.acquire() as conn:
+            async with pool.acquire() as conn, unlimited(conn):
                 taken = await checkpoints.take(conn, signer)
             if taken.made is not None:
                 log.info("checkpoint %s anchors %s new entries", taken.made.seq, taken.made.entries)

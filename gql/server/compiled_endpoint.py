@@ -46,7 +46,13 @@ from gql.api.operation_label import operation_label
 from gql.api.session import Services, Session, vector_scope
 from gql.server import lsn, over_http
 from policies.errors import UnknownAgentError
-from store.errors import NoPolicyError, ResponseTooLargeError, StoreError
+from store.errors import (
+    NoPolicyError,
+    ResponseTooLargeError,
+    StoreError,
+    TimedOutError,
+    refusal_for,
+)
 from store.reads.compiled_sql import NotCompilable
 from store.reads.replicas import fetchrow_once
 
@@ -253,7 +259,10 @@ class CompiledPath:
                     row = await fetchrow_once(services.pool, text, args)
         except Declined:
             return None
-        except (asyncpg.PostgresError, OSError, asyncpg.InterfaceError):
+        except (asyncpg.PostgresError, OSError, asyncpg.InterfaceError) as exc:
+            stopped = refusal_for(exc)
+            if isinstance(stopped, TimedOutError):
+                return _refusal(stopped)  # the same reads would run as long again
             # The ordinary path runs the same reads and reports the failure its way.
             log.warning("compiled read failed; answered the ordinary way", exc_info=True)
             return None

@@ -24,7 +24,7 @@ from store.ledger.executor import Executor
 from store.operations import checkpoints
 from store.operations.migrate import migrate
 from store.operations.roles import serving_url
-from store.pool import create_pool
+from store.pool import create_pool, unlimited
 from store.reads.replicas import Replicas
 
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[dict[str, Any]]]
@@ -50,13 +50,14 @@ def lifespan(
                 await owner.dispose()
         url = await serving_url(settings.database_url, settings.runtime_database_url)
         engine = create_engine(url, pool_size=settings.pool_size)
-        pool = await create_pool(url, settings.read_pool_size)
+        # Every request's statements run here: none may outlive the request.
+        pool = await create_pool(url, settings.read_pool_size, settings.statement_timeout)
         replicas = Replicas(pool, settings.replicas, settings.read_pool_size)
         try:
             # First: a key that did not sign this memory's checkpoints stops the start here.
             signer = None
             if settings.checkpoint_key is not None:
-                async with pool.acquire() as conn:
+                async with pool.acquire() as conn, unlimited(conn):
                     signer = await checkpoints.open_key(
                         conn,
                         settings.checkpoint_key,

@@ -26,7 +26,13 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from gql.server.keepalive import TickedKeepaliveProtocol
-from gql.server.waiting import MAX_HEADER_BYTES, Waiting, waiting_of
+from gql.server.waiting import (
+    BODIES,
+    DEFAULT_BODY_TIMEOUT,
+    MAX_HEADER_BYTES,
+    Waiting,
+    waiting_of,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -104,16 +110,26 @@ class GatheringTransport:
 class GatheringHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol on a `GatheringTransport`; a response is written as
     soon as it is complete, not after the rest of its task's step. While it waits for a
-    request's headers it counts among the app's waiting connections (`gql.server.waiting`)."""
+    request's headers, or for the rest of a request's body, it counts among the app's
+    waiting connections (`gql.server.waiting`)."""
 
     _waiting: Waiting | None = None
     _header_bytes = -1  # bytes of headers received so far; -1: not waiting for any
+    # The bytes of the request line's target and header lines the parser has given,
+    # counted however they arrived (in one read the headers are complete before the
+    # count above sees them), and whether they went over MAX_HEADER_BYTES.
+    _parsed_header_bytes = 0
+    _oversized = False
+    _bodies: Waiting | None = None
+    _body_due = False  # the parsed request's body has not all arrived
+    _body_waiting = False  # ... and it counts among the connections waiting for a body
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses, only alike.
         self._gathering = GatheringTransport(transport)
         super().connection_made(self._gathering)  # type: ignore[arg-type]
         self._waiting = waiting_of(self.app_state)
+        self._bodies = waiting_of(self.app_state, BODIES)
         self._wait()
 
     def _wait(self) -> None:
@@ -128,6 +144,10 @@ class GatheringHttpToolsProtocol(HttpToolsProtocol):
 
     def give_up(self) -> None:
         """Closed for waiting too long, or to make room for a newer connection."""
+        if self._body_waiting:
+            self._body_waiting = False
+            self._refuse_body()
+            return
         self._header_bytes = -1
         self.transport.close()
 
@@ -138,21 +158,90 @@ class GatheringHttpToolsProtocol(HttpToolsProtocol):
             if self._header_bytes > MAX_HEADER_BYTES and not self.transport.is_closing():
                 self._waited()
                 self._refuse_headers()
+        # Counted only once a read ends with the body still due: one that came with its
+        # headers (nearly every request) costs nothing here.
+        if (
+            self._body_due
+            and not self._body_waiting
+            and self._bodies is not None
+            and not self.transport.is_closing()
+        ):
+            self._body_waiting = True
+            self._bodies.start(self)
+
+    def _body_arrived(self) -> None:
+        self._body_due = False
+        if self._body_waiting:
+            self._body_waiting = False
+            if self._bodies is not None:
+                self._bodies.stop(self)
+
+    def _refuse_body(self) -> None:
+        """The body did not arrive in time: 408 unless the answer began, and closed; the
+        app, waiting to read the body, is told the client left."""
+        cycle = self.cycle
+        if not self.transport.is_closing():
+            if cycle is not None and not cycle.response_started:
+                seconds = DEFAULT_BODY_TIMEOUT if self._bodies is None else self._bodies.timeout
+                self._refuse(
+                    b"408 Request Timeout",
+                    f"the request's body did not arrive within {seconds:g} seconds of its "
+                    "headers, the most the gateway waits for one; send the body with the "
+                    "headers",
+                )
+            else:
+                self.transport.close()
+        if cycle is not None:
+            cycle.disconnected = True
+            cycle.message_event.set()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._parsed_header_bytes = 0
+
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        self._parsed(len(url))
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        super().on_header(name, value)
+        self._parsed(len(name) + len(value) + len(b": \r\n"))
+
+    def _parsed(self, size: int) -> None:
+        self._parsed_header_bytes += size
+        if self._parsed_header_bytes > MAX_HEADER_BYTES:
+            # Raised through the parser, which stops before the request reaches the app;
+            # uvicorn then answers the parser's failure (send_400_response below).
+            self._oversized = True
+            raise _HeadersTooLargeError
+
+    def send_400_response(self, msg: str) -> None:
+        if self._oversized:
+            self._waited()
+            self._refuse_headers()
+            return
+        super().send_400_response(msg)
 
     def _refuse_headers(self) -> None:
-        message = (
-            f"the request's headers are over {MAX_HEADER_BYTES} bytes, the most the gateway reads"
-        ).encode()
+        self._refuse(
+            b"431 Request Header Fields Too Large",
+            f"the request's headers are over {MAX_HEADER_BYTES} bytes, the most the gateway reads",
+        )
+
+    def _refuse(self, status: bytes, text: str) -> None:
+        """Answers `status` with `text` outside any request's cycle, and closes."""
+        message = text.encode()
         self.transport.write(
-            b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
-            b"content-type: text/plain; charset=utf-8\r\n"
-            b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(message), message)
+            b"HTTP/1.1 %s\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (status, len(message), message)
         )
         self.transport.close()
 
     def on_headers_complete(self) -> None:
         self._waited()
         super().on_headers_complete()
+        # An upgrade's request has no body (the WebSocket takes the connection over).
+        self._body_due = not (self.parser.should_upgrade() and self._should_upgrade())
 
     def on_response_complete(self) -> None:
         self._gathering.flush()
@@ -164,6 +253,7 @@ class GatheringHttpToolsProtocol(HttpToolsProtocol):
             self._wait_for_next()
 
     def on_message_complete(self) -> None:
+        self._body_arrived()
         super().on_message_complete()
         # An upgrade's request has no cycle of its own (a WebSocket takes the connection
         # over); otherwise the body of a request already answered has just ended.
@@ -178,7 +268,12 @@ class GatheringHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._waited()
+        self._body_arrived()
         super().connection_lost(exc)
+
+
+class _HeadersTooLargeError(Exception):
+    """A request's headers went over MAX_HEADER_BYTES while being parsed."""
 
 
 def release(text: str) -> tuple[int, int]:

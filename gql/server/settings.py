@@ -8,12 +8,13 @@ from pathlib import Path
 from gql.api.cost import DEFAULT_MAX_COST
 from gql.api.limits import DEFAULT_MAX_BODY, DEFAULT_MAX_FIELDS
 from gql.feed.options import FeedOptions
-from gql.server.waiting import DEFAULT_HEADER_TIMEOUT
+from gql.server.waiting import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
 from store.kinds.record.queries import DEFAULT_MAX_RESPONSE_BYTES
 from store.ledger.group_commit import DEFAULT_OUTCOME_TIMEOUT
 from store.reads.replicas import ReplicaOptions
 
 DEFAULT_REQUEST_TIMEOUT = 30.0
+STATEMENT_GRACE = 5.0
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,9 @@ class Settings:
     # A connection whose request headers are not complete this many seconds after it
     # opened (or after its last response) is closed (gql.server.waiting).
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    # A request whose body has not all arrived this many seconds after its headers is
+    # answered 408 (unless its answer began) and closed (gql.server.waiting).
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
     # A WebSocket that has not sent connection_init after this many seconds is closed (4408).
     ws_init_timeout: float = 10.0
     # Connections of the SQLAlchemy engine (tokens, the feed's catch-up reads).
@@ -86,3 +90,12 @@ class Settings:
     # log writes one in this many (1: every one); the others are always written.
     request_log_every: int = 1
     slow_request_seconds: float = 1.0
+
+    @property
+    def statement_timeout(self) -> float:
+        """PostgreSQL's statement_timeout on the gateway's connections: the longest a request
+        lives (its time, then the wait for a commit's outcome) and STATEMENT_GRACE more, so
+        that no statement outlives its request by more than that, and the gateway's own
+        answer to one stopped (503, OUTCOME_UNKNOWN) comes first: a commit answered
+        OUTCOME_UNKNOWN may still end, written, within the grace."""
+        return self.request_timeout + self.write_outcome_timeout + STATEMENT_GRACE

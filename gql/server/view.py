@@ -30,6 +30,8 @@ from gql.api.limits import DEFAULT_MAX_FIELDS, RequestLimitError, check_variable
 from gql.api.observe import note_route
 from gql.api.schema import LIMIT_RULES, MAX_TOKENS, build_schema, schema
 from gql.api.session import Caller, Services, Session
+from gql.api.stopped import CODE as STOPPED
+from gql.api.stopped import stopped_details, stopped_message
 from gql.server import lsn, over_http
 from gql.server.client_watch import ClientWatch
 from gql.server.compiled_endpoint import CompiledPath
@@ -199,18 +201,11 @@ class GraphQLView(GraphQL[Context, None]):
     def stopped(self, completed: list[str]) -> Response:
         """The answer to a request stopped at its time limit, after `completed` writes."""
         seconds = self.settings.request_timeout
-        if completed:
-            written = (
-                f"; {len(completed)} of its writes had been made before it stopped (their "
-                "results are not in this answer: read them back) and nothing after them was"
-            )
-        else:
-            written = "; nothing it asked to write was written"
         return refusal_response(
             503,
-            f"the request was stopped after {seconds:g} seconds, the most one request may run; "
-            f"ask for less (a smaller first:, fewer nested lists) or split the work{written}",
-            details={"timeoutSeconds": seconds, "completedWrites": len(completed)},
+            stopped_message(seconds, len(completed)),
+            STOPPED,
+            stopped_details(seconds, len(completed)),
         )
 
     async def _answer(self, request: Request) -> Response:

@@ -9,16 +9,22 @@ Each operation runs with a context of its own that carries its `Outlet`
 payload is already encoded (the live feed renders an event once for every subscriber
 running the same operation, and each socket only splices its operation id in front), and
 its `SocketEnd`, through which it may ask for the socket to be closed after it.
+
+A query or mutation sent over the socket has the time one HTTP request has
+(`Settings.request_timeout`), and is stopped and answered the same way past it; a
+subscription runs as long as its client wants, each of its statements (its initial read,
+each event's) bounded by PostgreSQL's statement_timeout, set to the same time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from graphql import GraphQLError
+from graphql import GraphQLError, OperationType, get_operation_ast
 from starlette.websockets import WebSocketDisconnect
 from strawberry.asgi import ASGIWebSocketAdapter
 from strawberry.http.exceptions import WebSocketDisconnected
@@ -32,11 +38,15 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
 )
 
 from gql.api.context import Context, SocketEnd
-from gql.api.errors import error_extensions
+from gql.api.errors import error_extensions, parse_cached
 from gql.api.limits import RequestLimitError, check_variables
+from gql.api.stopped import CODE as STOPPED
+from gql.api.stopped import stopped_details, stopped_message
 from gql.feed.outlet import Outlet
 from gql.server import sockets
 from gql.server.frames import raw_socket
+from gql.server.settings import Settings
+from store.ledger.executor import COMPLETED_WRITES
 
 _OPTIONAL_OBJECTS = ("variables", "extensions")
 
@@ -63,6 +73,17 @@ def message_problem(message: object) -> str | None:
     if not isinstance(payload.get("operationName"), str | None):
         return "a subscribe payload's 'operationName' must be a string or null"
     return None
+
+
+def _subscribes(operation: Operation[Context, None]) -> bool:
+    """Whether the operation is a subscription (one that does not parse is not: it fails
+    at once)."""
+    try:
+        document = parse_cached(operation.query)
+    except GraphQLError:
+        return False
+    found = get_operation_ast(document, operation.operation_name)
+    return found is not None and found.operation is OperationType.SUBSCRIPTION
 
 
 def _outlet(
@@ -151,13 +172,38 @@ class TransportWSHandler(BaseGraphQLTransportWSHandler[Context, None]):
         self._operations_contexts[task] = dataclasses.replace(
             self._connection_context, outlet=outlet, socket_end=end
         )
+        # The view is gql.server.view.GraphQLView, which this module cannot import.
+        settings: Settings | None = getattr(self.view, "settings", None)
+        seconds = None
+        if settings is not None and not _subscribes(operation):
+            seconds = settings.request_timeout
+        completed: list[str] = []
+        noted = COMPLETED_WRITES.set(completed)
         try:
-            await super().run_operation(operation)
+            async with asyncio.timeout(seconds):
+                await super().run_operation(operation)
+        except TimeoutError:
+            await self._stopped(operation, seconds or 0.0, len(completed))
         finally:
+            COMPLETED_WRITES.reset(noted)
             del self._operations_contexts[task]
         if end.code is not None and not self.closing:
             self.closing = True
             await self.websocket.close(code=end.code, reason=end.reason)
+
+    async def _stopped(
+        self, operation: Operation[Context, None], seconds: float, done: int
+    ) -> None:
+        """Answers an operation stopped at its time limit as HTTP answers one (its writes
+        not yet committing were rolled back), and completes it."""
+        extensions = error_extensions(STOPPED, stopped_details(seconds, done))
+        error = GraphQLError(stopped_message(seconds, done), extensions=extensions)
+        payload: Any = {"data": None, "errors": [error.formatted]}
+        with contextlib.suppress(WebSocketDisconnected, WebSocketDisconnect):
+            await operation.send_operation_message(
+                {"id": operation.id, "type": "next", "payload": payload}
+            )
+            await operation.send_operation_message({"id": operation.id, "type": "complete"})
 
     async def handle_message(self, message: Message) -> None:
         problem = message_problem(message)

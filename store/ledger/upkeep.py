@@ -30,7 +30,7 @@ import logging
 
 from store.ledger import registry
 from store.ledger.registry import EVERY_WRITE_TABLES, Rows, tables
-from store.pool import Conn, Pool, PoolClosedError
+from store.pool import Conn, Pool, PoolClosedError, unlimited
 
 # Rows a table's share of the writes (entries, events and projection rows together: an
 # upper bound on its own rows) may change before it is analyzed.
@@ -105,7 +105,7 @@ class Upkeep:
             while due := self._due():
                 for table in due:
                     self._changed.pop(table)
-                async with self._pool.acquire() as conn:
+                async with self._pool.acquire() as conn, unlimited(conn):
                     vacuum = await _vacuumable(conn, due)
                     if vacuum:
                         # Outside any transaction and function, as VACUUM must be.

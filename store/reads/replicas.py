@@ -112,13 +112,15 @@ class Standby:
     url: str
     name: str
     pool_size: int
+    statement_timeout: float | None = None  # the primary pool's, for the same requests
     pool: Pool = field(init=False)
     up: bool = False
     replayed: Lsn = 0
     lag_bytes: int | None = None
 
     def __post_init__(self) -> None:
-        self.pool = Pool(plain_url(self.url), self.pool_size)  # connects as reads need
+        # Connects as reads need.
+        self.pool = Pool(plain_url(self.url), self.pool_size, self.statement_timeout)
 
     def seen(self, replayed: Lsn | None) -> None:
         if replayed is not None and replayed > self.replayed:
@@ -145,7 +147,8 @@ class Replicas:
         self.primary = primary
         self.options = options
         self.standbys = [
-            Standby(url, f"standby-{n + 1}", pool_size) for n, url in enumerate(options.urls)
+            Standby(url, f"standby-{n + 1}", pool_size, primary.statement_timeout)
+            for n, url in enumerate(options.urls)
         ]
         self._next = 0
         # Reads served, by where: "primary" or "standby" (gql.server.metrics samples them).
@@ -213,7 +216,8 @@ class Replicas:
         if standby.up:
             log.warning("standby %s skipped: %s", standby.name, error)
         standby.up = False
-        old, standby.pool = standby.pool, Pool(plain_url(standby.url), standby.pool_size)
+        old = standby.pool
+        standby.pool = Pool(plain_url(standby.url), standby.pool_size, standby.statement_timeout)
         task = asyncio.get_running_loop().create_task(old.close())
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)

@@ -187,7 +187,7 @@ async def test_a_request_over_its_time_is_stopped_and_answered(
     assert response.status_code == 503
     [error] = response.json()["errors"]
     assert no_request_id(error)["extensions"] == {
-        "code": "BAD_USER_INPUT",
+        "code": "TIMEOUT",
         "timeoutSeconds": 2,
         "completedWrites": 0,
     }

@@ -10,7 +10,12 @@ import time
 import pytest
 
 from gql.api.auth import NO_TOKEN
-from gql.api.limits import DEFAULT_MAX_FIELDS, MAX_LIST_ITEMS, MAX_VARIABLE_VALUES
+from gql.api.limits import (
+    DEFAULT_MAX_FIELDS,
+    MAX_LIST_ITEMS,
+    MAX_VARIABLE_VALUES,
+    MAX_VECTOR_ITEMS,
+)
 from gql.api.schema import MAX_VALIDATION_WORK
 from store.intake.sources import IN_PARTS
 from tests.conftest import GatewayFactory
@@ -96,12 +101,13 @@ async def test_a_list_over_the_batch_size_is_refused_before_coercion(crm: Gatewa
     [error] = response.json()["errors"]
     assert error["message"] == (
         "a list in the variables has 100,000 items; lists may hold at most 1000 "
-        "(ingestMany takes at most 1000 records per call), so split the work into smaller calls "
-        f"(for intakeFolder: {IN_PARTS})"
+        "(ingestMany takes at most 1000 records per call), a vector at most 2000 numbers, so "
+        f"split the work into smaller calls (for intakeFolder: {IN_PARTS})"
     )
     assert no_request_id(error)["extensions"] == {
         "code": "BAD_USER_INPUT",
         "maxListItems": MAX_LIST_ITEMS,
+        "maxVectorItems": MAX_VECTOR_ITEMS,
     }
     assert await record_total(crm, token) == 0
 

@@ -11,8 +11,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
+import pytest
 
-from gql.server.waiting import MAX_HEADER_BYTES
+from gql.server.waiting import BODIES, MAX_HEADER_BYTES
 from store.database import create_engine
 from store.operations import tokens
 from tests.conftest import DEV, GatewayFactory
@@ -76,6 +77,70 @@ async def test_headers_over_the_limit_are_refused_with_431(gateway: Gateway) -> 
         answer = await asyncio.wait_for(reader.read(), 10)
     assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
     assert f"over {MAX_HEADER_BYTES} bytes".encode() in answer
+
+
+async def test_headers_over_the_limit_in_one_read_are_refused_with_431(gateway: Gateway) -> None:
+    # Sent at once, the whole request (a few KiB over the limit) reaches the gateway in
+    # one read that also completes the headers: their bytes count all the same.
+    filler = b"X-Filler: " + b"a" * 1000 + b"\r\n"
+    request = (
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + filler * (MAX_HEADER_BYTES // len(filler) + 4)
+        + b"\r\n"
+    )
+    async with opened(port_of(gateway), request) as (reader, _):
+        answer = await asyncio.wait_for(reader.read(), 10)
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+    assert f"over {MAX_HEADER_BYTES} bytes".encode() in answer
+    # Under the limit, the same request is answered.
+    request = (
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        + filler * (MAX_HEADER_BYTES // len(filler) - 2)
+        + b"\r\n"
+    )
+    async with opened(port_of(gateway), request) as (reader, _):
+        answer = await asyncio.wait_for(reader.read(), 10)
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+
+
+def stalled_body(port: int, path: str = "/graphql") -> bytes:
+    """A request that announces 100,000 bytes of body and sends 10."""
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+        '{"query":"'
+    ).encode()
+
+
+async def test_a_body_that_never_arrives_is_answered_408_after_the_body_timeout(
+    start_gateway: GatewayFactory,
+) -> None:
+    gateway = await start_gateway(anonymous_agent=DEV, body_timeout=0.5)
+    port = port_of(gateway)
+    async with opened(port, stalled_body(port)) as (reader, _):
+        answer = await asyncio.wait_for(reader.read(), 10)
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:300]
+    assert b"0.5 seconds" in answer
+    # An ordinary request, body and all, is answered as before.
+    assert (await gateway.client.post(gateway.graphql_url, json=PROFILE)).status_code == 200
+
+
+async def test_connections_waiting_for_a_body_are_capped(
+    start_gateway: GatewayFactory,
+) -> None:
+    gateway = await start_gateway(anonymous_agent=DEV, body_timeout=60)
+    assert gateway.state is not None
+    gateway.state[BODIES].cap = 2
+    port = port_of(gateway)
+    async with opened(port, stalled_body(port)) as (oldest, _):
+        # Within the timeout the first one waits...
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(oldest.read(1), 0.5)
+        async with opened(port, stalled_body(port)), opened(port, stalled_body(port)):
+            # ...until a third would pass the cap: the oldest is answered and closed.
+            answer = await asyncio.wait_for(oldest.read(), 10)
+            assert answer.startswith(b"HTTP/1.1 408 "), answer[:300]
+            assert (await gateway.client.post(gateway.graphql_url, json=PROFILE)).status_code == 200
 
 
 # Small enough that the connections below would take every descriptor: 400 leaves a

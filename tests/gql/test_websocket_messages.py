@@ -11,7 +11,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from gql.api.limits import DEFAULT_MAX_BODY, MAX_LIST_ITEMS
+from gql.api.limits import DEFAULT_MAX_BODY, MAX_LIST_ITEMS, MAX_VECTOR_ITEMS
 from tests.gql._api import INGEST_MANY
 from tests.gql.test_websocket_auth import init, receive, run
 from tests.support import Gateway, no_request_id
@@ -95,6 +95,7 @@ async def test_oversized_variables_are_refused_and_the_socket_stays(gateway: Gat
         assert no_request_id(refusal)["extensions"] == {
             "code": "BAD_USER_INPUT",
             "maxListItems": MAX_LIST_ITEMS,
+            "maxVectorItems": MAX_VECTOR_ITEMS,
         }
         assert "at most 1000" in refusal["message"]
         assert (await run(ws, "2", "{ labels { label } }"))["data"] is not None

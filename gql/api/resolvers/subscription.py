@@ -47,7 +47,7 @@ from gql.feed.batch import Batch, Direct, Progress, Rendered
 from gql.feed.hub import FeedUnavailableError
 from gql.feed.outlet import Outlet
 from policies.errors import PolicyError
-from store.errors import InvalidInputError, StoreError
+from store.errors import InvalidInputError, StoreError, refusal_for
 from store.feed import live as feed
 from store.kinds.policy.in_force import PolicyVersion
 from store.ledger.events import check_kinds
@@ -125,6 +125,9 @@ class Subscription:
                 # send by strawberry's handler would.
                 raise
             except Exception as exc:
+                refusal = refusal_for(exc)  # a statement stopped at its time limit
+                if refusal is not None:
+                    raise refusal from exc
                 # Only refusals reach the client as they are; anything else is logged and
                 # masked, like a failure in a query (a subscription's errors carry no path).
                 log.error("auditEvents subscription failed", exc_info=exc)
@@ -149,6 +152,9 @@ class Subscription:
             except (PolicyError, StoreError, UnauthenticatedError, WebSocketDisconnected):
                 raise
             except Exception as exc:
+                refusal = refusal_for(exc)  # a statement stopped at its time limit
+                if refusal is not None:
+                    raise refusal from exc
                 log.error("watch subscription failed", exc_info=exc)
                 raise FeedFailedError() from exc
 
