@@ -115,3 +115,20 @@ async def test_a_record_of_one_word_repeated_costs_its_highlights_once(
     asked = SearchArgs(word, None, GatherMode.INTERSECT, ALICE, None, None, None)
     bare = await search(conn, asked, 5, highlights=False)
     assert bare.items[0].highlights == ()
+
+
+@pytest.mark.parametrize("syntax", list(Syntax))
+async def test_a_word_only_a_hidden_lane_holds_reads_nothing(
+    gateway: Gateway, conn: Connection, syntax: Syntax
+) -> None:
+    # The same empty answer, and no index read for it: nothing in the plan depends on
+    # how often the word occurs where the caller cannot read.
+    word = unique("hidden")
+    for n in range(5):
+        await ingest(gateway, f"{word} filler{n}", lane="bob")
+    plan = await search_plan.plan(conn, ALICE, word, syntax)
+    assert plan.lanes == () and plan.unknown == (word.lower(),)
+    assert (await find(conn, word, syntax)).items == []
+    # As of an earlier instant her lanes may have held it: they are read then.
+    earlier = await search_plan.plan(conn, ALICE, word, syntax, as_of=True)
+    assert {lane.lane for lane in earlier.lanes} == set(ALICE)

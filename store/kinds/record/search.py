@@ -559,6 +559,7 @@ async def plan_text(db: Reader, values: dict[str, Any], prefix: str) -> Plan:
         syntax,
         values[prefix + "prefix"],
         await _members(db, values, prefix),
+        values[prefix + "as_of"] is not None,
     )
     values.update(plan.values(prefix))
     values[prefix + "text_complete"] = plan.complete

@@ -204,12 +204,13 @@ async def plan(
     syntax: Syntax,
     prefix: bool = False,
     members: int | None = None,
+    as_of: bool = False,
 ) -> Plan:
     """The plan of a text search of `lanes` (those the caller reads and chose); `prefix`:
     STRICT's last word matches as a prefix; `members`: about how many records `match`
-    keeps (None: no match). Narrowed by a match, lanes are read from the index, joined
-    to the members, and every term of a match of at most MEMBERS_SCORED records reads
-    candidates."""
+    keeps (None: no match); `as_of`: it reads an earlier instant. Narrowed by a match,
+    lanes are read from the index, joined to the members, and every term of a match of
+    at most MEMBERS_SCORED records reads candidates."""
     narrowed = members is not None
     languages = await read_words(db, lanes, text)
     every = sorted({x for w in languages for x in w.kept} | _phrase_lexemes(languages))
@@ -234,6 +235,7 @@ async def plan(
             _strict_lane(lane, w, counts[lane], prefix, narrowed)
             for w in languages
             for lane in w.lanes
+            if w.strict and (as_of or any(counts[lane].holding.get(x) for x in w.kept))
         ]
         return Plan(tuple(built), average, tuple(terms), tuple(dropped), True, tuple(unknown))
     # A word no current record holds weighs as the rarest: a search as of an earlier
@@ -262,12 +264,17 @@ async def plan(
         reading = [x for x in lexemes if x in chosen]
         for lane in w.lanes:
             c = counts[lane]
-            walk = not narrowed and _walk(c.records, sum(c.holding.get(x, 0) for x in reading))
+            # A lane none of whose records holds a word now is not read for it (the index's
+            # entries for the word are other lanes'); as of an earlier instant, it may have.
+            mine = [x for x in reading if as_of or c.holding.get(x)]
+            if not mine:
+                continue
+            walk = not narrowed and _walk(c.records, sum(c.holding.get(x, 0) for x in mine))
             built.append(
                 LanePlan(
                     lane,
                     w.config,
-                    _or(reading),
+                    _or(mine),
                     _or(lexemes),
                     walk,
                     tuple(lexemes),
