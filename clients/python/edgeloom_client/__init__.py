@@ -5,4 +5,7 @@ operations in `operations/` (ariadne-codegen), sync (`Edgeloom`) and async
 from edgeloom_client.client import AsyncEdgeloom, Edgeloom, graphql_url
 from edgeloom_client.errors import EdgeloomError
 
-__all__ = ["AsyncEdgeloom", "Edgeloom", "EdgeloomError", "graphql_url"]
+# The generated inputs, one class for both clients (each sends a model as its fields).
+from edgeloom_client.sync_client import GatherMode, IngestInput
+
+__all__ = ["AsyncEdgeloom", "Edgeloom", "EdgeloomError", "GatherMode", "IngestInput", "graphql_url"]
