@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+from typing import Any
 
 import pytest
+from edgeloom_client.langgraph import EdgeloomStore
 
 from tests.clients.conftest import Served
 from tests.docs_pages import Block, blocks
@@ -26,8 +28,15 @@ def test_the_docs_show_the_client_and_the_store() -> None:
 
 def run(block: Block, url: str) -> str:
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(compile(block.text.replace(PRINTED, url), block.name, "exec"), {})
+    names: dict[str, Any] = {}
+    try:
+        with contextlib.redirect_stdout(printed):
+            exec(compile(block.text.replace(PRINTED, url), block.name, "exec"), names)
+    finally:
+        # A reader's program ends and its connections with it; here the suite goes on.
+        for value in names.values():
+            if isinstance(value, EdgeloomStore):
+                value.close()
     return printed.getvalue()
 
 

@@ -66,9 +66,7 @@ class AsyncEdgeloom(GeneratedAsyncClient):
             headers=_headers(token),
             http_client=httpx.AsyncClient(headers=_headers(token), timeout=timeout),
             ws_url=endpoint.replace("http", "ws", 1),
-            ws_connection_init_payload=(
-                {"authorization": f"Bearer {token}"} if token else None
-            ),
+            ws_connection_init_payload=({"authorization": f"Bearer {token}"} if token else None),
         )
 
     def get_data(self, response: Any) -> dict[str, Any]:

@@ -92,7 +92,7 @@ def prefix_match(prefix: Sequence[str]) -> list[str]:
 
 def field_properties(value: Mapping[str, Any]) -> list[str]:
     """`lg_v.<field>:<JSON>` for the top-level scalar fields a filter can ask for."""
-    found = []
+    found: list[str] = []
     for name, field in value.items():
         if len(found) == MAX_FIELDS:
             break
@@ -107,7 +107,8 @@ def _indexable(name: object, field: object) -> bool:
         and bool(name)
         and len(FIELD + name) <= MAX_LABEL
         and name == name.strip()
-        and not any(ch in name for ch in ": ") and name.isprintable()
+        and not any(ch in name for ch in ": ")
+        and name.isprintable()
         and (field is None or isinstance(field, str | int | float | bool))
         and len(encode(field)) <= MAX_VALUE
     )
@@ -116,7 +117,7 @@ def _indexable(name: object, field: object) -> bool:
 def filter_match(filter: Mapping[str, Any] | None) -> list[str]:
     """The edge properties a `search` filter asks for: equality on top-level fields, as a
     value or `{"$eq": value}`; anything else is refused, naming what is allowed."""
-    found = []
+    found: list[str] = []
     for name, wanted in (filter or {}).items():
         if isinstance(wanted, Mapping):
             operators = sorted(wanted)
@@ -209,14 +210,12 @@ def search_plan(op: SearchOp, lane: str) -> Plan[list[SearchItem]]:
     while len(hits) < wanted:
         first = min(MAX_PAGE, wanted - len(hits))
         if op.query:
-            arguments = {"text": op.query, "match": match, "lanes": [lane]}
+            arguments: dict[str, Any] = {"text": op.query, "match": match, "lanes": [lane]}
             page = (yield "search", {**arguments, "first": first, "after": after}).search
-            hits += [
-                SearchItem(**_fields(hit.record, None), score=hit.score) for hit in page.items
-            ]
+            hits += [SearchItem(**_fields(hit.record, None), score=hit.score) for hit in page.items]
         else:
-            arguments = {"match": match, "lanes": [lane], "first": first, "after": after}
-            page = (yield "gather", arguments).gather
+            gathered: dict[str, Any] = {"match": match, "lanes": [lane], "first": first}
+            page = (yield "gather", {**gathered, "after": after}).gather
             hits += [SearchItem(**_fields(record, None)) for record in page.items]
         if not page.page_info.has_next_page:
             break
@@ -240,8 +239,16 @@ def list_plan(op: ListNamespacesOp, lane: str) -> Plan[list[tuple[str, ...]]]:
     after = None
     while True:
         page = (
-            yield "values",
-            {"label": NAMESPACE, "lane": lane, "prefix": prefix, "first": MAX_PAGE, "after": after},
+            yield (
+                "values",
+                {
+                    "label": NAMESPACE,
+                    "lane": lane,
+                    "prefix": prefix,
+                    "first": MAX_PAGE,
+                    "after": after,
+                },
+            )
         ).values
         for value in page.items:
             namespace = tuple(json.loads(value.value))
@@ -276,7 +283,9 @@ def plan_of(op: Op, lane: str) -> Plan[Result]:
 def _checked(ops: Iterable[Op]) -> list[Op]:
     listed = list(ops)
     for op in listed:
-        namespace = op.namespace_prefix if isinstance(op, SearchOp) else getattr(op, "namespace", ())
+        namespace = (
+            op.namespace_prefix if isinstance(op, SearchOp) else getattr(op, "namespace", ())
+        )
         for segment in namespace:
             if not isinstance(segment, str) or "." in segment or not segment:
                 raise InvalidNamespaceError(
