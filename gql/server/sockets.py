@@ -115,7 +115,9 @@ class SocketLimits:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "websocket":
-            if scope["type"] == "http" and is_event_stream(scope):
+            # A GraphQL subscription as server-sent events (the MCP endpoint's streams are
+            # requests of the MCP server's own, outside these caps).
+            if scope["type"] == "http" and scope["path"] == "/graphql" and is_event_stream(scope):
                 await self._stream(scope, receive, send)
             else:
                 await self.app(scope, receive, send)
