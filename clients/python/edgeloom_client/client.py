@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import httpx
@@ -68,17 +68,32 @@ class AsyncEdgeloom(GeneratedAsyncClient):
             ws_url=endpoint.replace("http", "ws", 1),
             ws_connection_init_payload=({"authorization": f"Bearer {token}"} if token else None),
         )
+        self._streams: list[AsyncGenerator[dict[str, Any], None]] = []
 
     def get_data(self, response: Any) -> dict[str, Any]:
         return _data(response)
 
-    async def execute_ws(
+    def execute_ws(
         self,
         query: str,
         operation_name: str | None = None,
         variables: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[dict[str, Any]]:
+        # The generated subscription methods iterate this and never close it: a stream
+        # closed early would leave its socket to the garbage collector. The client holds
+        # each one and closes what is left with itself.
+        stream = self._stream(query, operation_name, variables, **kwargs)
+        self._streams.append(stream)
+        return stream
+
+    async def _stream(
+        self,
+        query: str,
+        operation_name: str | None,
+        variables: dict[str, Any] | None,
+        **kwargs: Any,
+    ) -> AsyncGenerator[dict[str, Any], None]:
         try:
             async for data in super().execute_ws(query, operation_name, variables, **kwargs):
                 yield data
@@ -111,7 +126,14 @@ class AsyncEdgeloom(GeneratedAsyncClient):
         return data
 
     async def aclose(self) -> None:
+        """Closes the subscriptions still open and the HTTP connections."""
+        streams, self._streams = self._streams, []
+        for stream in streams:
+            await stream.aclose()
         await self.http_client.aclose()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 class Edgeloom(GeneratedSyncClient):
