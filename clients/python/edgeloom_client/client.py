@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 import httpx
@@ -95,8 +96,12 @@ class AsyncEdgeloom(GeneratedAsyncClient):
         **kwargs: Any,
     ) -> AsyncGenerator[dict[str, Any], None]:
         try:
-            async for data in super().execute_ws(query, operation_name, variables, **kwargs):
-                yield data
+            # Closed with this one: its socket is held inside it.
+            async with aclosing(
+                super().execute_ws(query, operation_name, variables, **kwargs)
+            ) as messages:
+                async for data in messages:
+                    yield data
         except AsyncMultiError as exc:
             raise EdgeloomError.from_errors(
                 [error.original or {"message": error.message} for error in exc.errors]
