@@ -4,10 +4,11 @@ pyproject.toml allows (no lock file), on the newest Python here, starts and answ
     python3 .ci/newest_versions.py                   # on the newest Python here
     python3 .ci/newest_versions.py --python PATH     # on another
 
-A fresh virtual environment in a temporary folder, `pip install '.[embedded]'`, then
-`edgeloom serve` on a free loopback port with its embedded PostgreSQL in that folder,
-which must answer a GraphQL query, a subscription over WebSocket (graphql-transport-ws)
-and an MCP tool call (streamable HTTP at /mcp), and stop. Exits 1 with what failed.
+A fresh virtual environment in a temporary folder, `pip install '.[embedded]'` and the
+Python client (`./clients/python`), then `edgeloom serve` on a free loopback port with its
+embedded PostgreSQL in that folder, which must answer a GraphQL query, a subscription over
+WebSocket (graphql-transport-ws) and over SSE, an MCP tool call (streamable HTTP at /mcp)
+and the client's calls, and stop. Exits 1 with what failed.
 The checks run inside the new environment (this file again, with --check URL), so they
 use the releases installed there.
 """
@@ -85,6 +86,8 @@ def install(folder: Path, python: str) -> Path:
     run(python, "-m", "venv", str(venv))
     bin_dir = venv / "bin"
     run(str(bin_dir / "python"), "-m", "pip", "install", "--quiet", f"{REPO}[embedded]")
+    # The client too, with the newest httpx, pydantic and websockets its ranges allow.
+    run(str(bin_dir / "python"), "-m", "pip", "install", "--quiet", str(REPO / "clients/python"))
     version = subprocess.run(
         [str(bin_dir / "python"), "--version"], capture_output=True, text=True
     ).stdout.strip()
@@ -228,6 +231,39 @@ async def mcp_call(url: str, record: str) -> None:
             raise Failed(f"MCP e_gather: {result}")
 
 
+def sse(url: str, first: str) -> None:
+    """The first record's ingest, replayed as a server-sent event."""
+    query = 'subscription { auditEvents(after: "0", kinds: ["sr_ingested"]) { recordId } }'
+    headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    body = json.dumps({"query": query}).encode()
+    request = urllib.request.Request(url + "/graphql", body, headers)
+    with urllib.request.urlopen(request, timeout=STEP_SECONDS) as response:
+        for raw in response:
+            line = raw.decode().strip()
+            if line.startswith("data:"):
+                event = json.loads(line.removeprefix("data:"))
+                if event.get("data", {}).get("auditEvents", {}).get("recordId") != first:
+                    raise Failed(f"SSE: {event}")
+                return
+    raise Failed("SSE: the stream ended without an event")
+
+
+def client_call(url: str, first: str) -> None:
+    from edgeloom_client import Edgeloom, EdgeloomError
+
+    with Edgeloom(url) as client:
+        record = client.get_record(first).record
+        if record is None or record.content != "first":
+            raise Failed(f"client: get_record answered {record}")
+        try:
+            client.update(first, content="x", expected_version=99)
+        except EdgeloomError as refused:
+            if refused.code != "CONFLICT":
+                raise Failed(f"client: a stale update was refused with {refused}") from None
+        else:
+            raise Failed("client: a stale update was not refused")
+
+
 def check(url: str) -> None:
     first = post(url, INGEST, {"c": "first", "p": ["org:Smoke"]})["ingest"]["id"]
     found = post(url, '{ gather(match: ["org:Smoke"]) { items { id } } }')
@@ -236,8 +272,12 @@ def check(url: str) -> None:
     print("query: ingest and gather answered", flush=True)
     asyncio.run(asyncio.wait_for(subscription(url, first), 3 * STEP_SECONDS))
     print("subscription: replayed and live events over graphql-transport-ws", flush=True)
+    sse(url, first)
+    print("subscription: a replayed event as server-sent events", flush=True)
     asyncio.run(asyncio.wait_for(mcp_call(url, first), 2 * STEP_SECONDS))
     print("MCP: e_gather over streamable HTTP answered", flush=True)
+    client_call(url, first)
+    print("client: edgeloom_client read a record and raised a refusal's code", flush=True)
 
 
 def main() -> int:

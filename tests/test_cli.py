@@ -18,7 +18,16 @@ from gql.server.heap import GC_YOUNG_THRESHOLD
 from gql.server.settings import Settings
 from store.operations.migrate import MIGRATIONS
 from tests.gql._api import UPDATE, ingest
-from tests.support import EDGELOOM, REPO, Databases, Gateway, run_gateway, sql, with_database
+from tests.support import (
+    EDGELOOM,
+    REPO,
+    Databases,
+    Gateway,
+    communicate_within,
+    run_gateway,
+    sql,
+    with_database,
+)
 
 
 async def edgeloom(database_url: str, *args: str) -> tuple[int, str, str]:
@@ -32,7 +41,7 @@ async def edgeloom(database_url: str, *args: str) -> tuple[int, str, str]:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    out, err = await communicate_within(process, f"edgeloom (pid {process.pid})")
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
 

@@ -24,10 +24,10 @@ from gql.cli.main import _parser
 from policies.loader import dev_policy, load_policy
 from policies.model import Policy
 from tests.docs_pages import blocks, page_text
-from tests.support import EDGELOOM, REPO, Gateway
+from tests.support import EDGELOOM, REPO, Gateway, communicate_within
 
 ASSIGNMENT = re.compile(r"[A-Z_][A-Z0-9_]*=")
-SCRIPTS = {"scripts/serve", "scripts/test", "scripts/lock", "scripts/chaos"}
+SCRIPTS = {"scripts/serve", "scripts/test", "scripts/lock", "scripts/chaos", "scripts/client"}
 PRINTED_EDGELOOM = ".venv/bin/edgeloom"
 # Run for real: cheap, and concrete as printed (no placeholder to fill in).
 RUN = {("intake",), ("token", "create"), ("token", "list"), ("mcp", "--print-config")}
@@ -145,7 +145,7 @@ async def test_the_cheap_commands_run_as_printed(gateway: Gateway, tmp_path: Pat
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+        out, err = await communicate_within(process, f"edgeloom (pid {process.pid})")
         assert process.returncode == 0, (command.line, out.decode(), err.decode())
         if run[0] == ("mcp", "--print-config"):
             assert set(json.loads(out)["mcpServers"]) == {"edgeloom", "edgeloom-http"}, out

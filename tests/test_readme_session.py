@@ -6,13 +6,19 @@ prefix too) in every later document; an instant matches any instant."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import GatewayFactory
-from tests.support import REPO, Gateway
+from tests.gql.test_serve import call, serving
+from tests.support import EDGELOOM, REPO, Gateway, communicate_within
 
 SECTION = "### Every mutation, with what it answers"
 HEADING = re.compile(r"^#{1,3} ", re.MULTILINE)
@@ -136,3 +142,33 @@ async def test_the_search_examples_answer_the_first_session_as_shown(
     ids = Ids()
     for number, step in enumerate(steps, start=1):
         ids.learn(step.shown, await gateway.post(step.document), f"search example {number}")
+
+
+@pytest.mark.over10s("an `edgeloom serve` process started after the session, as scripts/serve")
+async def test_the_next_start_still_answers_the_reader(
+    start_gateway: GatewayFactory, tmp_path: Path
+) -> None:
+    """The session ends with a policy of its own in force: the next `scripts/serve` (no
+    policy file) still serves the reader without a token, and `mcp --print-config` says
+    so, as the README's last block promises."""
+    gateway = await start_gateway(anonymous_agent="dev")
+    ids = Ids()
+    for number, step in enumerate(session_steps(), start=1):
+        ids.learn(step.shown, await gateway.post(ids.put_in(step.document)), f"step {number}")
+    async with serving(gateway.database_url, tmp_path) as served:
+        answer = await call(served.client, served.url, "{ profile { agent } policy { version } }")
+    assert answer == {"data": {"profile": {"agent": "dev"}, "policy": {"version": 2}}}, answer
+    assert "development mode: requests without a token act as agent 'dev'" in served.log.read_text()
+    process = await asyncio.create_subprocess_exec(
+        str(EDGELOOM),
+        "mcp",
+        "--print-config",
+        env={**os.environ, "DATABASE_URL": gateway.database_url},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await communicate_within(process, "edgeloom mcp --print-config")
+    assert process.returncode == 0, err
+    servers = json.loads(out)["mcpServers"]
+    assert "env" not in servers["edgeloom"] or "EDGELOOM_TOKEN" not in servers["edgeloom"]["env"]
+    assert "headers" not in servers["edgeloom-http"], servers

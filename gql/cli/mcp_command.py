@@ -22,7 +22,8 @@ def add_parser(commands: Commands, data_dir: argparse.ArgumentParser) -> None:
         description=(
             "Serve the MCP tools over stdio as the agent the bearer token names: every call "
             "goes through the same guard, ledger and audit events as GraphQL. Without a "
-            "token, only while the development policy is in force (as agent 'dev')."
+            "token, only while a gateway started without a policy file serves calls without one "
+            "(as agent 'dev'): the development policy, or one its agent 'dev' applied over it."
         ),
     )
     mcp.add_argument(
@@ -32,8 +33,9 @@ def add_parser(commands: Commands, data_dir: argparse.ArgumentParser) -> None:
         "--print-config",
         action="store_true",
         help="print an mcpServers entry for this command (stdio) and one for a gateway's "
-        "/mcp endpoint (HTTP), then exit: with the token given, with none while the "
-        "development policy is in force, else with a placeholder to replace",
+        "/mcp endpoint (HTTP), then exit: with the token given, with none while a gateway "
+        "started without a policy file serves calls without one, else with a placeholder "
+        "to replace",
     )
     mcp.add_argument(
         "--url",

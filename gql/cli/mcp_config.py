@@ -13,20 +13,22 @@ from typing import Any
 import asyncpg
 
 from gql.mcp.http import PATH
-from policies.loader import DEV_POLICY_YAML
-from store.kinds.policy.in_force import in_force_at
+from gql.server.policy_startup import development_lineage
+from store.pool import plain_url
 
 PLACEHOLDER = "<token from 'edgeloom token create --agent NAME'>"
 
 
 async def development_mode(url: str) -> bool:
-    """Whether the memory at `url` is served without a token: the development policy is
-    in force, or no policy yet (a first `serve` applies it)."""
+    """Whether the memory at `url` is served without a token, as `serve` without a policy
+    file decides it (`gql.server.policy_startup.development_lineage`)."""
+    conn = await asyncpg.connect(plain_url(url))
     try:
-        in_force = await in_force_at(url)
+        return await development_lineage(conn)
     except asyncpg.UndefinedTableError:
         return True  # never migrated: a first `serve` migrates and applies it
-    return in_force is None or in_force.yaml == DEV_POLICY_YAML
+    finally:
+        await conn.close()
 
 
 def config(token: str | None, url: str, data_dir: Path, development: bool) -> dict[str, Any]:

@@ -10,12 +10,11 @@ from typing import Any
 from mcp.server.mcpserver import Context
 
 from gql.api.auth import NO_TOKEN
-from gql.api.session import Services, Session, policy_in_force
+from gql.api.session import Services, Session
 from gql.mcp.run import Refused, caller_session
 from gql.mcp.server import build_server
-from gql.server.policy_startup import ensure_policy, note_vector_search
+from gql.server.policy_startup import development_lineage, ensure_policy, note_vector_search
 from gql.server.settings import DEFAULT_REQUEST_TIMEOUT, Settings
-from policies.loader import DEV_POLICY_YAML
 from store.database import create_engine
 from store.kinds.policy.in_force import PolicyCache
 from store.ledger.executor import Executor
@@ -33,7 +32,8 @@ NO_STDIO_TOKEN = (
 class StdioGate:
     """Every call is the one agent whose token started the process (checked again at
     each call, so a revoked token is refused at once); without a token, the development
-    agent while the development policy is in force, as on a loopback gateway."""
+    agent while a gateway started without a policy file would serve it without one
+    (`development_lineage`), as on a loopback gateway."""
 
     time_limit = DEFAULT_REQUEST_TIMEOUT
 
@@ -44,10 +44,8 @@ class StdioGate:
     async def session(self, ctx: Context[Any, Any]) -> Session:
         anonymous = None
         if self.authorization is None:
-            in_force = await policy_in_force(self.services)
-            anonymous = (
-                DEV_AGENT if in_force is not None and in_force.yaml == DEV_POLICY_YAML else None
-            )
+            async with self.services.pool.acquire() as conn:
+                anonymous = DEV_AGENT if await development_lineage(conn) else None
         try:
             return await caller_session(self.services, self.authorization, anonymous)
         except Refused as refused:

@@ -230,13 +230,13 @@ def run(args: argparse.Namespace) -> int:
         **({"read_pool_size": args.read_pool_size} if args.read_pool_size else {}),
         **({"pool_size": args.engine_pool_size} if args.engine_pool_size else {}),
     )
-    problem, in_force = asyncio.run(_start(database, settings, exposed=not loopback))
+    problem, in_force, lineage = asyncio.run(_start(database, settings, exposed=not loopback))
     if problem:
         print(f"edgeloom: refusing to listen on {args.host}: {problem}", file=sys.stderr)
         return 2
     # A key taken over at start signed a checkpoint then: the app (each worker) finds it.
     settings = replace(settings, new_checkpoint_key=False)
-    development = args.policy is None and in_force is not None and in_force.yaml == DEV_POLICY_YAML
+    development = args.policy is None and in_force is not None and lineage
     settings = replace(settings, anonymous_agent=DEV_AGENT if development else None)
     print(f"edgeloom on http://{args.host}:{args.port}/graphql with {database.description}")
     if settings.replicas.urls:
@@ -247,7 +247,8 @@ def run(args: argparse.Namespace) -> int:
         print("development mode: requests without a token act as agent 'dev' (loopback only)")
     elif in_force is not None and args.policy is None:
         print(
-            f"policy version {in_force.version} is not the development policy, so every call "
+            f"policy version {in_force.version} is not the development policy, nor one its "
+            "agent 'dev' applied over it, so every call "
             f"needs a bearer token for an agent it declares ({_agents(in_force)}): mint one "
             "with 'edgeloom token create --agent NAME', or start with --dev-policy to apply the "
             "development policy again as a new version"
@@ -314,9 +315,11 @@ def _stop(signum: int, frame: object) -> None:
 
 async def _start(
     database: Database, settings: Settings, exposed: bool
-) -> tuple[str | None, PolicyVersion | None]:
-    """Migrate, refuse an exposed gateway no agent could call, and settle the policy."""
-    from gql.server.policy_startup import ensure_policy
+) -> tuple[str | None, PolicyVersion | None, bool]:
+    """Migrate, refuse an exposed gateway no agent could call, and settle the policy; the
+    policy in force, and whether it is served without a token when no policy file is given
+    (`development_lineage`)."""
+    from gql.server.policy_startup import development_lineage, ensure_policy
 
     engine = create_engine(database.url, pool_size=1)
     try:
@@ -326,7 +329,7 @@ async def _start(
                 "no active bearer token exists, so no agent could call it; mint one first with "
                 "'edgeloom token create --agent NAME'"
             )
-            return problem, None
+            return problem, None, False
         pool = await create_pool(database.url, 1)
         try:
             if settings.checkpoint_key is not None:
@@ -334,7 +337,9 @@ async def _start(
                     await checkpoints.open_key(
                         conn, settings.checkpoint_key, database.url, settings.new_checkpoint_key
                     )
-            return None, await ensure_policy(Executor(pool, PolicyCache.empty()), settings)
+            in_force = await ensure_policy(Executor(pool, PolicyCache.empty()), settings)
+            async with pool.acquire() as conn:
+                return None, in_force, await development_lineage(conn)
         finally:
             await pool.close()
     finally:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from gql.server.settings import Settings
-from policies.loader import DEV_POLICY_YAML
+from policies.loader import DEV_POLICY_YAML, load_policy
 from store.kinds.policy import in_force as policy_store
 from store.kinds.policy.commands import ApplyPolicy
 from store.kinds.policy.in_force import PolicyCache, PolicyVersion
@@ -16,6 +17,26 @@ from store.pool import Pool
 log = logging.getLogger("edgeloom")
 
 DEV_POLICY_ACTOR = "operator:development-default"
+DEV_AGENT = "dev"
+
+
+async def development_lineage(conn: Any) -> bool:
+    """Whether a gateway started without a policy file serves the policy in force to the
+    tokenless agent `dev`: the development policy is in force, or every version since the
+    last development one was applied by `dev` (with `applyPolicy` in that development
+    session, as the README's first session does). A version an operator applied
+    (`serve --policy`) or another agent did ends it: from there every call needs a token.
+    No policy yet counts too: a first start applies the development one. A policy in
+    force that no longer declares `dev` ends it as well."""
+    versions = await policy_store.appliers(conn)
+    if versions and DEV_AGENT not in load_policy(versions[0][2], "the policy in force").agents:
+        return False
+    for _version, applied_by, yaml in versions:
+        if yaml == DEV_POLICY_YAML:
+            return True
+        if applied_by != DEV_AGENT:
+            return False
+    return True
 
 
 async def ensure_policy(executor: Executor, settings: Settings) -> PolicyVersion | None:

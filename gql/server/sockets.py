@@ -1,5 +1,7 @@
 """Caps on a process's open WebSocket connections, so that sockets never take the file
-descriptors HTTP requests and the database need.
+descriptors HTTP requests and the database need. A subscription streamed over HTTP (GraphQL
+over SSE) holds its connection as long as a socket does, and counts as an authenticated one:
+it is authorised from its headers before its stream starts.
 
 A connection counts as unauthenticated from its upgrade until the gateway acknowledges
 its `connection_init` (`authenticated`); those are capped per process and per client
@@ -113,7 +115,12 @@ class SocketLimits:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "websocket":
-            await self.app(scope, receive, send)
+            # A GraphQL subscription as server-sent events (the MCP endpoint's streams are
+            # requests of the MCP server's own, outside these caps).
+            if scope["type"] == "http" and scope["path"] == "/graphql" and is_event_stream(scope):
+                await self._stream(scope, receive, send)
+            else:
+                await self.app(scope, receive, send)
             return
         address = scope["client"][0] if scope.get("client") else ""
         refusal = self._refusal(address)
@@ -122,6 +129,27 @@ class SocketLimits:
             return
         slot = _Slot(self, address)
         scope[_SLOT] = slot
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            slot.release()
+
+    async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """An HTTP request for an event stream, within the cap on all connections."""
+        if self.open >= self.caps.total:
+            total = self.caps.total
+            response = refusal_response(
+                503,
+                f"{total} WebSocket and event-stream connections are open, the most one "
+                "gateway process holds; connect again later or to another replica",
+                "SERVICE_UNAVAILABLE",
+                {"maxConnections": total},
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
+            await response(scope, receive, send)
+            return
+        slot = _Slot(self, "")
+        slot.authenticate()
         try:
             await self.app(scope, receive, send)
         finally:
@@ -219,6 +247,17 @@ class _Slot:
     def release(self) -> None:
         self.limits.open -= 1
         self.authenticate()
+
+
+def is_event_stream(scope: Scope) -> bool:
+    """Whether an HTTP request asks for its answer as server-sent events."""
+    for name, value in scope.get("headers", ()):
+        if name == b"accept" and any(
+            part.split(b";", 1)[0].strip().lower() == b"text/event-stream"
+            for part in value.split(b",")
+        ):
+            return True
+    return False
 
 
 def authenticated(scope: Scope) -> None:

@@ -18,7 +18,7 @@ from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError, MissingQueryError
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
-from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+from strawberry.subscriptions import GRAPHQL_SSE_PROTOCOL, GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
@@ -38,6 +38,7 @@ from gql.server.compiled_endpoint import CompiledPath
 from gql.server.graphiql import graphiql_html
 from gql.server.headers import GRAPHIQL_HEADERS
 from gql.server.settings import Settings
+from gql.server.sockets import is_event_stream
 from gql.server.websocket import TransportWSHandler
 from store.errors import NoPolicyError
 from store.kinds.policy import in_force as policy_store
@@ -46,7 +47,8 @@ from store.reads.replicas import Freshness
 
 SUBSCRIPTION_OVER_HTTP = (
     "subscriptions are served over WebSocket, at this same path with the protocol "
-    "graphql-transport-ws (send the token in the connection_init payload); over HTTP "
+    "graphql-transport-ws (send the token in the connection_init payload), or as "
+    "server-sent events: POST it with the header Accept: text/event-stream; otherwise "
     "send queries and mutations only"
 )
 
@@ -65,8 +67,10 @@ class GraphQLView(GraphQL[Context, None]):
         )
         super().__init__(
             served,
-            # graphql-transport-ws only: a client offering nothing else is closed with 4406.
-            subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL],
+            # Over WebSocket graphql-transport-ws only (a client offering nothing else is
+            # closed with 4406); over HTTP, GraphQL over SSE in its "distinct connections"
+            # mode: one POST with `Accept: text/event-stream` per subscription.
+            subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_SSE_PROTOCOL],
             keep_alive=True,
             keep_alive_interval=15,
             connection_init_wait_timeout=timedelta(seconds=settings.ws_init_timeout),
@@ -106,6 +110,10 @@ class GraphQLView(GraphQL[Context, None]):
                 request.headers.get("authorization"), services, self.settings.anonymous_agent
             )
             session = lsn.http_session(services, caller, request)
+        if is_event_stream(request.scope):
+            # A subscription streamed over HTTP (SSE) follows the live feed, which follows
+            # the primary, as one over a socket does.
+            session = Session(services, session.caller, freshness=Freshness(primary=True))
         return Context(session)
 
     async def on_ws_connect(self, context: Context) -> None:

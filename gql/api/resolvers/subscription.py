@@ -61,7 +61,10 @@ SENDS_PER_YIELD = 64
 log = logging.getLogger("edgeloom.feed")
 
 
-@strawberry.type(description="Live streams over WebSocket (graphql-transport-ws).")
+@strawberry.type(
+    description="Live streams over WebSocket (graphql-transport-ws) or as server-sent events "
+    "(POST with Accept: text/event-stream)."
+)
 class Subscription:
     @strawberry.subscription(
         description=(

@@ -109,6 +109,14 @@ async def in_force_at(url: str) -> PolicyVersion | None:
         await conn.close()
 
 
+async def appliers(conn: Conn) -> list[tuple[int, str, str]]:
+    """Every applied version, newest first: (version, applied_by, yaml)."""
+    rows = await conn.fetch(
+        "SELECT version, applied_by, yaml FROM policy_versions ORDER BY version DESC"
+    )
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
 async def history(conn: Conn) -> list[tuple[int, datetime, str]]:
     """Every applied version, oldest first: (version, applied_at, applied_by)."""
     rows = await conn.fetch(

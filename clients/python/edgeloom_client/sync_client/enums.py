@@ -1,0 +1,7 @@
+from enum import Enum
+
+
+class GatherMode(str, Enum):
+    INTERSECT = "INTERSECT"
+    UNION = "UNION"
+    TIMELINE = "TIMELINE"
