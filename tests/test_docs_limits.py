@@ -55,7 +55,6 @@ def test_the_limits_table_matches_the_code(repo: Path) -> None:
         f"| query cost | {DEFAULT_MAX_COST:,} objects |",
         f"| response size | {DEFAULT_MAX_RESPONSE_BYTES // 2**20} MiB |",
         f"| page size (`first`) | {MAX_PAGE} (default {DEFAULT_PAGE}) |",
-        f"| request time (HTTP) | {DEFAULT_REQUEST_TIMEOUT:g} seconds |",
         f"at most {MAX_EMBEDDING_DIMENSIONS:,} numbers), every number finite, a length "
         f"(Euclidean norm) between {MIN_NORM:g} and {MAX_NORM:.0e} |".replace("e+", "e"),
         f"| request time (HTTP) | {DEFAULT_REQUEST_TIMEOUT:g} seconds, for every operation",

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gql.server.settings import Settings
+from store.kinds.record.word_counts import recount
 from store.operations import checkpoints, signing
 from store.operations.checkpoints import Checkpoint, CheckpointError, Taken
 from store.operations.signing import Signer
@@ -273,6 +274,8 @@ async def cut_tail(url: str, rid: str) -> None:
             "DELETE FROM record_words WHERE record_id = $1 AND from_version = 2", rid
         )
         await conn.execute("UPDATE record_words SET recorded_to = NULL WHERE record_id = $1", rid)
+        # And counts the search statistics again from the words it left.
+        await recount(conn)
 
 
 async def copy_db(databases: Databases, url: str) -> str:

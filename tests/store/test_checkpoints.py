@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from gql.server.settings import Settings
+from store.kinds.record.word_counts import recount
 from store.ledger.hashing import entry_hash
 from store.operations import checkpoints, signing
 from store.operations.verify import verify
@@ -88,6 +89,8 @@ async def erase_record(url: str, rid: str) -> None:
         await conn.execute("DELETE FROM edge_properties WHERE record_id = $1", rid)
         await conn.execute("DELETE FROM record_words WHERE record_id = $1", rid)
         await conn.execute("DELETE FROM records WHERE id = $1", rid)
+        # And counts the search statistics again from the words it left.
+        await recount(conn)
 
 
 async def test_checkpoints_chain_and_verify(databases: Databases) -> None:
@@ -167,6 +170,7 @@ async def test_rewriting_an_entry_with_recomputed_hashes_is_detected(
             erased,
             row["at"],
         )
+        await recount(conn)
     report = await verify(url)
     # The chain and the projection agree with the forgery; only the checkpoint does not.
     assert len(report.problems) == 1, report.problems

@@ -14,6 +14,7 @@ from typing import Any
 from store.kinds.record.resolve import readable_sql
 from store.kinds.record.search import (
     COUNT_BUDGET,
+    NO_VECTOR_HIT,
     SearchShape,
     highlights_sql,
     hits_sql,
@@ -122,10 +123,12 @@ def search_hint(compiler: Compiler, sel: Sel, row: SearchPageRow) -> str:
     shape = search_shape(compiler.shapes[row.site or 0])
     if shape.after:
         return "NULL::text"
-    return (
-        f"(SELECT {compiler.arg(row.site, 'hint', 'text')} "
-        f"WHERE NOT EXISTS (SELECT 1 FROM {row.s}))"
-    )
+    hint = compiler.arg(row.site, "hint", "text") if shape.text else _literal(NO_VECTOR_HIT)
+    return f"(SELECT {hint} WHERE NOT EXISTS (SELECT 1 FROM {row.s}))"
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'::text"
 
 
 def hit_record(compiler: Compiler, sel: Sel, row: HitRow) -> str:

@@ -25,6 +25,7 @@ from store.ledger.registry import Cte, Table
 from store.ledger.report import Report
 from store.pool import Conn
 from store.reads.snapshot import Reader
+from store.reads.visibility import RULE
 
 TABLES = (
     Table("word_counts", ("lane", "lexeme", "records", "lexemes")),
@@ -33,15 +34,19 @@ TABLES = (
 # The lexeme under which a lane's totals are kept: no text-search parser yields it.
 TOTAL = ""
 
+_OPEN = RULE.held("o", None)
+_LIVE = RULE.held("w", None)
+_READABLE = RULE.lane("", "$1::text[]")
+
 DELTAS = Cte(
     "new_word_deltas",
-    """INSERT INTO word_deltas (lane, lexeme, records, lexemes)
+    f"""INSERT INTO word_deltas (lane, lexeme, records, lexemes)
   SELECT lane, lexeme, sum(d), sum(n) FROM (
     SELECT o.lane, u.lexeme, 1 AS d, 0 AS n
       FROM opened_words o, unnest(tsvector_to_array(o.words)) AS u(lexeme)
-      WHERE o.recorded_to IS NULL
+      WHERE {_OPEN}
     UNION ALL SELECT o.lane, '', 1, length(o.words) FROM opened_words o
-      WHERE o.recorded_to IS NULL
+      WHERE {_OPEN}
     UNION ALL SELECT c.lane, u.lexeme, -1, 0
       FROM closed_words c, unnest(tsvector_to_array(c.words)) AS u(lexeme)
     UNION ALL SELECT c.lane, '', -1, -length(c.words) FROM closed_words c
@@ -62,12 +67,12 @@ ON CONFLICT (lane, lexeme) DO UPDATE
 """
 
 # The counts of given lexemes (and the totals) in given lanes, as the snapshot has them.
-_READ = """
+_READ = f"""
 SELECT lane, lexeme, sum(records)::bigint AS records, sum(lexemes)::bigint AS lexemes FROM (
   SELECT lane, lexeme, records, lexemes FROM word_counts
-  WHERE lane = ANY($1::text[]) AND lexeme = ANY($2::text[])
+  WHERE {_READABLE} AND lexeme = ANY($2::text[])
   UNION ALL SELECT lane, lexeme, records, lexemes FROM word_deltas
-  WHERE lane = ANY($1::text[]) AND lexeme = ANY($2::text[])
+  WHERE {_READABLE} AND lexeme = ANY($2::text[])
 ) c GROUP BY lane, lexeme
 """
 
@@ -95,14 +100,14 @@ async def read(db: Reader, lanes: Sequence[str], lexemes: Sequence[str]) -> dict
 
 
 # What a count of the current words rows gives, lane by lane.
-_COUNTED = """
+_COUNTED = f"""
 SELECT w.lane, u.lexeme, count(*)::bigint AS records, 0::bigint AS lexemes
 FROM record_words w, unnest(tsvector_to_array(w.words)) AS u(lexeme)
-WHERE w.recorded_to IS NULL AND ($1::text IS NULL OR w.lane = $1)
+WHERE {_LIVE} AND ($1::text IS NULL OR w.lane = $1)
 GROUP BY w.lane, u.lexeme
 UNION ALL
 SELECT w.lane, '', count(*)::bigint, sum(length(w.words))::bigint
-FROM record_words w WHERE w.recorded_to IS NULL AND ($1::text IS NULL OR w.lane = $1)
+FROM record_words w WHERE {_LIVE} AND ($1::text IS NULL OR w.lane = $1)
 GROUP BY w.lane
 """
 _KEPT = """
