@@ -4,6 +4,7 @@ to its database: for store tests that write through the write path and read belo
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from asyncpg import Connection
@@ -22,9 +23,17 @@ agents:
 BOTH = ["notes", "secret"]
 
 
-@pytest.fixture(scope="module")
-async def gateway(start_gateway: GatewayFactory) -> Gateway:
-    return await start_gateway(policy_yaml=POLICY, anonymous_agent="dev")
+def gateway_under(policy: str) -> Any:
+    """A module's gateway fixture: the development agent under `policy`."""
+
+    @pytest.fixture(scope="module")
+    async def gateway(start_gateway: GatewayFactory) -> Gateway:
+        return await start_gateway(policy_yaml=policy, anonymous_agent="dev")
+
+    return gateway
+
+
+gateway = gateway_under(POLICY)
 
 
 @pytest.fixture

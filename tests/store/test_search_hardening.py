@@ -3,7 +3,7 @@ it: the fourth hardening round's search items."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,9 +16,9 @@ from store.kinds.record.search import Hits, SearchArgs, search, search_cursor
 from store.kinds.record.search_plan import Syntax
 from store.reads.pages import encode_cursor
 from store.reads.shape import GatherMode
-from tests.conftest import GatewayFactory
 from tests.gql._api import ingest, unique
-from tests.support import Gateway, sql
+from tests.store import _two_lanes
+from tests.support import Gateway
 
 POLICY = """
 lanes:
@@ -31,15 +31,7 @@ agents:
 ALICE = ["la", "va"]
 
 
-@pytest.fixture(scope="module")
-async def gateway(start_gateway: GatewayFactory) -> Gateway:
-    return await start_gateway(policy_yaml=POLICY, anonymous_agent="dev")
-
-
-@pytest.fixture
-async def conn(gateway: Gateway) -> AsyncIterator[Connection]:
-    async with sql(gateway.database_url) as connection:
-        yield connection
+gateway, conn = _two_lanes.gateway_under(POLICY), _two_lanes.conn
 
 
 @pytest.fixture

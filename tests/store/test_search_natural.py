@@ -3,7 +3,6 @@ required, records ranked by BM25 over the statistics of the caller's lanes alone
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
@@ -15,9 +14,9 @@ from store.kinds.record.search import Hits, SearchArgs, search
 from store.kinds.record.search_plan import Syntax
 from store.operations.verify import verify
 from store.reads.shape import GatherMode
-from tests.conftest import GatewayFactory
 from tests.gql._api import RETIRE_RECORD, UPDATE, ingest, unique
-from tests.support import Gateway, sql
+from tests.store import _two_lanes
+from tests.support import Gateway
 
 POLICY = """
 lanes:
@@ -29,15 +28,7 @@ agents:
 """
 
 
-@pytest.fixture(scope="module")
-async def gateway(start_gateway: GatewayFactory) -> Gateway:
-    return await start_gateway(policy_yaml=POLICY, anonymous_agent="dev")
-
-
-@pytest.fixture
-async def conn(gateway: Gateway) -> AsyncIterator[Connection]:
-    async with sql(gateway.database_url) as connection:
-        yield connection
+gateway, conn = _two_lanes.gateway_under(POLICY), _two_lanes.conn
 
 
 async def find(conn: Connection, text: str, lanes: list[str], **kw: Any) -> Hits:
