@@ -332,7 +332,9 @@ def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
     Each lane's candidates are the matches of its plan's query (`search_plan`), read
     from the GIN index or, where its plan says so, by walking the lane's rows newest
     first until COUNT_BUDGET + 1 match (the match asked of each row as a function, which
-    no index serves: the GIN index would read every match to sort them by time). Within
+    no index serves: the GIN index would read every match to sort them by time). Each
+    lane's index read is its own subquery (OFFSET 0), so the index is probed with that
+    lane's query rather than every row joined to the plan's lanes. Within
     the budget every candidate is ranked; past it, the COUNT_BUDGET newest.
 
     The rule on the words row (`RULE.in_lane`, `RULE.held`) is the whole visibility
@@ -367,7 +369,8 @@ def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
         UNION ALL
         SELECT m.* FROM {name}_lanes l CROSS JOIN LATERAL (
           SELECT {columns} FROM record_words w
-          WHERE NOT l.walk AND {lane} AND w.words @@ l.query AND {held}{where}) m),
+          WHERE NOT l.walk AND {lane} AND w.words @@ l.query AND {held}{where}
+          OFFSET 0) m),
       {name}_count AS (
         SELECT count(*) AS n FROM (SELECT 1 FROM {name}_matches LIMIT {budget + 1}) c),
       {name}_ranked AS (
