@@ -124,6 +124,14 @@ class Hit:
     matched: tuple[str, ...] = ()
 
 
+def version_content_sql(hit: str) -> str:
+    """SQL: the content of the version a hit (its alias, with id and from_version) read."""
+    return (
+        "(SELECT e.state->>'content' FROM ledger e WHERE e.kind = 'record' "
+        f"AND e.object_id = {hit}.id AND e.version = {hit}.from_version)"
+    )
+
+
 def highlights_sql(content: str, config: str, query: str) -> str:
     """SQL: the JSON list of the words of `content` that `query` matches, each with its
     offsets (code points, end exclusive) into `content`, at most MAX_HIGHLIGHTS.
@@ -173,10 +181,7 @@ def search_sql(p: Params, shape: SearchShape) -> tuple[str, str]:
             f"OR (b.score = {score} AND (b.since > {at} "
             f"OR (b.since = {at} AND b.id <= {after_id}))))"
         )
-    content = (
-        "(SELECT e.state->>'content' FROM ledger e WHERE e.kind = 'record' "
-        "AND e.object_id = k.id AND e.version = k.from_version)"
-    )
+    content = version_content_sql("k")
     marks = "'[]'::json"
     if shape.text and shape.highlights:
         marks = highlights_sql(content, "k.config", "k.query")

@@ -20,6 +20,7 @@ from store.kinds.record.search import (
     hits_sql,
     plan_text,
     search_sql,
+    version_content_sql,
 )
 from store.reads.compiled_sql import Compiler, PageRow, RecordRow, Sel, SiteParams
 from store.reads.json_sql import float_json, iso
@@ -155,11 +156,7 @@ def hit_highlights(compiler: Compiler, sel: Sel, row: HitRow) -> str:
     """SQL: the hit's highlights, computed here, for the hits of the page that ask."""
     h, i = compiler.alias("h"), row.alias
     body = compiler.fields(sel.children, h)
-    content = (
-        f"(SELECT e.state->>'content' FROM ledger e WHERE e.kind = 'record' "
-        f"AND e.object_id = {i}.id AND e.version = {i}.from_version)"
-    )
-    marks = highlights_sql(content, f"{i}.config", f"{i}.query")
+    marks = highlights_sql(version_content_sql(i), f"{i}.config", f"{i}.query")
     return (
         f"(SELECT coalesce(json_agg({body} ORDER BY {h}.o), '[]'::json) "
         f"FROM json_array_elements({marks}) WITH ORDINALITY AS {h}(v, o))"
