@@ -57,7 +57,8 @@ TRAVERSE_LABELS = (
 TRAVERSE_EDGE_TYPES = (
     f"Walk only typed edges of these types, either way (up to {MAX_LABELS}; [] for none); "
     "omit it to walk every type. Edges are seen as every read sees them: both records "
-    "readable and not retired, valid at the instant read."
+    "readable and not retired, valid at the instant read. From a note's record (a file intake "
+    "read) the note's links are walked: those its sections make and those made to them."
 )
 BATCH = f"At most {MAX_BATCH} inputs in one call."
 AUTHORITY = "How far the record is to be trusted, fixed by its source type."

@@ -58,6 +58,14 @@ RELATED = """query($id: ID!) {
 EGO = """query($id: ID!) {
   ego(nodes: [$id], direction: OUT, types: ["wikilink"]) { edges { fromId toId } neighbors { id } }
 }"""
+HOP = """query($from: ID!) {
+  traverse(from: $from, labels: [], edgeTypes: ["wikilink"], limit: 1000) {
+    items { record { id } via edge { id } }
+  }
+}"""
+TRAVERSE_1 = """query($from: ID!) {
+  traverse(from: $from, limit: 1000) { items { record { id } via edge { id } } }
+}"""
 TRAVERSE = """query($from: ID!) {
   traverse(from: $from, depth: 2, limit: 1000) {
     items { record { id } hop via edge { id } }
@@ -150,6 +158,20 @@ async def test_bookkeeping_is_metadata_tags_come_from_text_and_notes_are_found_b
     assert sorted(e["detector"] for e in into) == ["same_dir@1", "wikilink@1"]
     ego = (await compiled.data(EGO, {"id": home_id}, token))["ego"]
     assert {n["id"] for n in ego["neighbors"]} <= formulas and len(ego["edges"]) == 2
+
+    # One hop from the note's record walks the note's links, those its sections make and
+    # those made to it, as `related` lists them; never a typed edge from one of its
+    # sections to another.
+    hop = (await both(compiled, plain, token, HOP, **{"from": home_id}))["traverse"]
+    reached = {i["record"]["id"] for i in hop["items"]}
+    ends = {e["toId"] for e in out if e["detector"].startswith("wikilink")}
+    ends |= {e["fromId"] for e in into if e["detector"].startswith("wikilink")}
+    assert reached == ends and ends <= formulas and len(ends) >= 2, (reached, ends)
+    assert {i["via"] for i in hop["items"]} == {"wikilink"}
+    # Its sections are reached by the file they share, as before.
+    hop = (await both(compiled, plain, token, TRAVERSE_1, **{"from": home_id}))["traverse"]
+    by_file = {i["record"]["id"] for i in hop["items"] if i["via"].startswith("file_id:")}
+    assert by_file == note - {home_id}
 
     # Tags are the text's and the frontmatter's: none from a link's heading, code, or the
     # copies of link lines in the file records.

@@ -129,15 +129,22 @@ async def _check_plans(conn: asyncpg.Connection, ids: list[str], state: str) -> 
             # The frontier's memberships by record id (never a skip scan of an index
             # led by the lane, nor a whole lane), and each value's members by its key.
             assert ("ix_edge_properties_record_id", "(record_id = f.id)") in scans, (name, scans)
-            members = [s for s in scans if s[0] != "ix_edge_properties_record_id"]
+            # Each frontier record's note (its file's sections, when it is a file's
+            # record): probes by that record's id.
+            notes = [s for s in scans if "record_id = o" in s[1]]
+            assert notes, (name, scans)
+            members = [
+                s for s in scans if s[0] != "ix_edge_properties_record_id" and s not in notes
+            ]
             assert members, (name, scans)
             for index, condition in members:
                 assert "label = " in condition and "value_key = " in condition, (name, index)
-            # The typed edges at either end of each frontier record, by that end.
+            # The typed edges at either end of each record of the frontier's notes, by
+            # that end.
             edges = {s for s in _scans(await _explain(conn, text, args), "edges")}
             assert edges == {
-                ("ix_edges_from_id_type", "(from_id = o.id)"),
-                ("ix_edges_to_id_type", "(to_id = i.id)"),
+                ("ix_edges_from_id_type", "(from_id = n.id)"),
+                ("ix_edges_to_id_type", "(to_id = n_1.id)"),
             }, (name, edges)
     # The records listed, each by primary key.
     plan = await _explain(conn, _RECORDS_BY_ID, [ids[:100], ["default"], 1 << 20])

@@ -50,12 +50,15 @@ def note_of(ident: str, lanes: str, at: str | None) -> str:
     """SQL: the ids of the records the record `ident` speaks for as a note: itself and,
     when it is a file's record (it holds a `path`), its parts (the records sharing its
     `file_id`) the reader may read, now or as held at `at`."""
+    # The parts are an index probe by the file's value whatever the statistics say (a
+    # join let the planner read every file_id membership of the lanes before ANALYZE).
     return (
         f"(SELECT {ident} UNION ALL SELECT n_.record_id FROM edge_properties f_ "
-        f"JOIN edge_properties n_ ON n_.label = f_.label AND n_.value_key = f_.value_key "
-        f"AND n_.value = f_.value "
+        f"CROSS JOIN LATERAL (SELECT n_.record_id FROM edge_properties n_ "
+        f"WHERE n_.label = f_.label AND n_.value_key = f_.value_key AND n_.value = f_.value "
+        f"AND {RULE.member('n_', lanes, at)} OFFSET 0) n_ "
         f"WHERE f_.record_id = {ident} AND f_.label = '{FILE_ID}' AND {RULE.held('f_', at)} "
-        f"AND {RULE.member('n_', lanes, at)} AND n_.record_id <> {ident} "
+        f"AND n_.record_id <> {ident} "
         f"AND EXISTS (SELECT 1 FROM edge_properties h_ WHERE h_.record_id = {ident} "
         f"AND h_.label = '{PATH}' AND {RULE.held('h_', at)}))"
     )

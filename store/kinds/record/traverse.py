@@ -1,15 +1,16 @@
 """Traverse: breadth first from one record over the edges it shares and the typed edges
 that join it to others.
 
-Every edge property is walked the same way: the caller's labels (imputed edges) and
-the engine's connections, groups and adjustment chains (asserted edges). Typed edges
-(written by hand, or detected by intake as links) are walked either way, each one a
-step to the record at its other end, seen under the same rule as every read of them
-(both ends readable and not retired, valid at the instant read). One statement per
-hop reads the frontier's memberships and typed edges by record id, sizes each value
-with a capped index scan, and lists the members of values that are not hubs; a hub
-(more readable members than `HUB_MEMBERS`) is clipped and reported with its exact
-member count instead. Only records in readable lanes are ever listed or counted.
+Every edge property is walked the same way: the caller's labels (imputed edges) and the
+engine's connections, groups and adjustment chains (asserted edges). Typed edges
+(written by hand, or detected by intake as links) are walked either way, each one a step
+to the record at its other end (from a note's record, its sections' links too), seen
+under the same rule as every read of them (both ends readable and not retired, valid at
+the instant read). One statement per hop reads the frontier's memberships and typed
+edges by record id, sizes each value with a capped index scan, and lists the members of
+values that are not hubs; a hub (more readable members than `HUB_MEMBERS`) is clipped
+and reported with its exact member count instead. Only records in readable lanes are
+ever listed or counted.
 Both the GraphQL resolver and the compiled path walk with `traverse`.
 """
 
@@ -25,6 +26,7 @@ from policies.properties import Property
 from store.errors import InvalidInputError
 from store.kinds.edge.reads import edge_source
 from store.kinds.record import counts
+from store.kinds.record.names import note_of
 from store.kinds.record.resolve import resolve_id
 from store.reads.snapshot import Reader
 from store.reads.statements import Params, Statement
@@ -75,17 +77,25 @@ _NO_VALUES = """
 sized AS (SELECT NULL::text AS label, NULL::text AS value, 0::bigint AS n WHERE false),
 walked AS (SELECT 0::bigint AS before WHERE false),
 shared AS (SELECT NULL::text AS record_id, NULL::text AS label, NULL::text AS value WHERE false)"""
-# The typed edges around the frontier, either way: each an index probe by its end.
+# The typed edges around the frontier, either way: each an index probe by its end. A
+# note's record (a file's) speaks for its note: the links its parts make and those made
+# to them are the note's, as `related` reads them, so one hop from a note reaches what
+# it links to and what links to it; an edge from one of its parts to another is no step.
 # (Statements are joined on one line: no SQL comments in them.)
 _LINKS = """
+notes AS (
+  SELECT o.id, ARRAY{note} AS ids FROM unnest({frontier}) AS o(id)
+),
 linked AS (
   SELECT g.to_id AS record_id, g.type, g.weight, g.id AS edge_id
-  FROM unnest({frontier}) AS o(id) CROSS JOIN LATERAL (
-    SELECT g.* FROM {source} WHERE g.from_id = o.id {types} AND {visible} OFFSET 0) g
+  FROM notes o CROSS JOIN LATERAL unnest(o.ids) AS n(id) CROSS JOIN LATERAL (
+    SELECT g.* FROM {source} WHERE g.from_id = n.id {types} AND {visible} OFFSET 0) g
+  WHERE g.to_id <> ALL(o.ids)
   UNION ALL
   SELECT g.from_id, g.type, g.weight, g.id
-  FROM unnest({frontier}) AS i(id) CROSS JOIN LATERAL (
-    SELECT g.* FROM {source} WHERE g.to_id = i.id {types} AND {visible} OFFSET 0) g
+  FROM notes i CROSS JOIN LATERAL unnest(i.ids) AS n(id) CROSS JOIN LATERAL (
+    SELECT g.* FROM {source} WHERE g.to_id = n.id {types} AND {visible} OFFSET 0) g
+  WHERE g.from_id <> ALL(i.ids)
 )"""
 _NO_LINKS = """
 linked AS (SELECT NULL::text AS record_id, NULL::text AS type, 0::float8 AS weight,
@@ -177,6 +187,7 @@ def hop_statement(as_of: bool, labels: str = ALL, types: str = ALL) -> Statement
         links = _NO_LINKS
     else:
         links = _LINKS.format(
+            note=note_of("o.id", lanes, at),
             frontier=p("frontier", "text[]"),
             source=edge_source(p, as_of),
             types=f"AND g.type = ANY({p('types', 'text[]')})" if types == SOME else "",
