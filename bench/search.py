@@ -1,7 +1,7 @@
 """Search rows: `search(text)` of a question in an agent's words (ten words, half of them
 common), a rare word, a common word and a two-word phrase, and with a one-property
-`match`, each through the gateway against the same SQL on raw asyncpg (the planner's two
-reads and the statement), and the same search as of an instant against itself now.
+`match`, each through the gateway against the same SQL on raw asyncpg (the planner's read
+and the statement), and the same search as of an instant against itself now.
 
 The content is drawn from `bench.data`'s vocabulary with Zipf word frequencies, so
 common words are common; the words chosen are the data's own by rank.

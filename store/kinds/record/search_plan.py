@@ -2,8 +2,8 @@
 statistics in the caller's lanes, and from these which records are candidates, how each
 lane's are read and what each word weighs.
 
-A planner runs on the request's snapshot before the search's statement, in two short
-reads: the words (`ts_debug` in each language the lanes use) and their counts in the
+A planner runs on the request's snapshot before the search's statement, in one short
+read: the words (`ts_debug` in each language the lanes use) and their counts in the
 caller's lanes (`word_counts`). Everything it decides is a value the statement takes,
 so a search's text is fixed by its shape, and what it decides depends on the lanes the
 caller reads and nothing else.
@@ -137,18 +137,35 @@ class _Words:
     strict: str = ""
 
 
+# The query's words in each language the lanes use, and their statistics in the lanes:
+# one statement, so planning costs one round trip. A phrase's lexemes are among the
+# query's (it is part of the text, read by the same parser).
 _READ_WORDS = f"""
-WITH l AS (SELECT x.lane, {CONFIG}(x.lane) AS config FROM unnest($1::text[]) AS x(lane))
-SELECT c.config::text AS config, c.lanes,
-  (SELECT coalesce(json_agg(json_build_array(d.token, d.lexemes) ORDER BY d.n), '[]')
-     FROM ts_debug(c.config, $2) WITH ORDINALITY
-       AS d(alias, description, token, dictionaries, dictionary, lexemes, n)
-     WHERE d.lexemes IS NOT NULL)::text AS tokens,
-  (SELECT coalesce(json_agg(phraseto_tsquery(c.config, p.p)::text ORDER BY p.o), '[]')
-     FROM unnest($3::text[]) WITH ORDINALITY AS p(p, o))::text AS phrases,
-  websearch_to_tsquery(c.config, $2)::text AS strict
-FROM (SELECT config, array_agg(lane ORDER BY lane) AS lanes FROM l GROUP BY config) c
-ORDER BY 1
+WITH l AS (SELECT x.lane, {CONFIG}(x.lane) AS config FROM unnest($1::text[]) AS x(lane)),
+c AS (SELECT config, array_agg(lane ORDER BY lane) AS lanes FROM l GROUP BY config),
+d AS (
+  SELECT c.config, d.token, d.lexemes, d.n
+  FROM c CROSS JOIN LATERAL ts_debug(c.config, $2) WITH ORDINALITY
+    AS d(alias, description, token, dictionaries, dictionary, lexemes, n)
+  WHERE d.lexemes IS NOT NULL
+),
+w AS (
+  SELECT c.config::text AS config, c.lanes,
+    (SELECT coalesce(json_agg(json_build_array(d.token, d.lexemes) ORDER BY d.n), '[]')
+       FROM d WHERE d.config = c.config) AS tokens,
+    (SELECT coalesce(json_agg(phraseto_tsquery(c.config, p.p)::text ORDER BY p.o), '[]')
+       FROM unnest($3::text[]) WITH ORDINALITY AS p(p, o)) AS phrases,
+    websearch_to_tsquery(c.config, $2)::text AS strict
+  FROM c
+),
+counted AS ({
+    word_counts.read_sql(
+        f"array_append(ARRAY(SELECT DISTINCT unnest(d.lexemes) FROM d), '{word_counts.TOTAL}')"
+    )
+})
+SELECT (SELECT coalesce(json_agg(w ORDER BY w.config), '[]') FROM w)::text AS languages,
+  (SELECT coalesce(json_agg(json_build_array(lane, lexeme, records, lexemes)), '[]')
+     FROM counted)::text AS counts
 """
 
 
@@ -158,19 +175,24 @@ def phrases_of(text: str) -> list[str]:
     return [p.strip() for p in parts[1::2] if p.strip()]
 
 
-async def read_words(db: Reader, lanes: Sequence[str], text: str) -> list[_Words]:
-    """What each language of `lanes` makes of `text`."""
+async def read_words(
+    db: Reader, lanes: Sequence[str], text: str
+) -> tuple[list[_Words], dict[str, word_counts.LaneCounts]]:
+    """What each language of `lanes` makes of `text`, and the statistics of its words in
+    `lanes`."""
+    row = await db.fetchrow(_READ_WORDS, list(lanes), text, phrases_of(text))
+    assert row is not None
     found = []
-    for row in await db.fetch(_READ_WORDS, list(lanes), text, phrases_of(text)):
-        words = _Words(row["config"], list(row["lanes"]), strict=row["strict"])
-        for token, lexemes in json.loads(row["tokens"]):
+    for language in json.loads(row["languages"]):
+        words = _Words(language["config"], list(language["lanes"]), strict=language["strict"])
+        for token, lexemes in language["tokens"]:
             if not lexemes:
                 words.dropped.append(token.lower())
             for lexeme in lexemes:
                 words.kept.setdefault(lexeme, token.lower())
-        words.phrases = [p for p in json.loads(row["phrases"]) if "<" in p]
+        words.phrases = [p for p in language["phrases"] if "<" in p]
         found.append(words)
-    return found
+    return found, word_counts.collect(lanes, json.loads(row["counts"]))
 
 
 def idf(records: int, holding: int) -> float:
@@ -212,9 +234,7 @@ async def plan(
     lanes are read from the index, joined to the members, and every term of a match of
     at most MEMBERS_SCORED records reads candidates."""
     narrowed = members is not None
-    languages = await read_words(db, lanes, text)
-    every = sorted({x for w in languages for x in w.kept} | _phrase_lexemes(languages))
-    counts = await word_counts.read(db, lanes, every)
+    languages, counts = await read_words(db, lanes, text)
     records = sum(c.records for c in counts.values())
     length = sum(c.lexemes for c in counts.values())
     holding: dict[str, int] = {}
@@ -286,10 +306,6 @@ async def plan(
             )
     complete = len(chosen) == len(weights) and (all_read or postings <= COUNT_BUDGET)
     return Plan(tuple(built), average, tuple(terms), tuple(dropped), complete, tuple(unknown))
-
-
-def _phrase_lexemes(languages: Sequence[_Words]) -> set[str]:
-    return {x.replace("''", "'") for w in languages for p in w.phrases for x in _LEXEME.findall(p)}
 
 
 def _strict_lane(

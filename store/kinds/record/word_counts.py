@@ -17,14 +17,13 @@ language count them again (`recount`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from store.ledger.registry import Cte, Table
 from store.ledger.report import Report
 from store.pool import Conn
-from store.reads.snapshot import Reader
 from store.reads.visibility import RULE
 
 TABLES = (
@@ -66,15 +65,18 @@ ON CONFLICT (lane, lexeme) DO UPDATE
   SET records = c.records + EXCLUDED.records, lexemes = c.lexemes + EXCLUDED.lexemes
 """
 
-# The counts of given lexemes (and the totals) in given lanes, as the snapshot has them.
-_READ = f"""
+
+def read_sql(lexemes: str) -> str:
+    """SQL: the counts of the lexemes `lexemes` (a text[] expression; TOTAL among them for
+    the totals) in the lanes `$1` (text[]), as the snapshot has them: rows of lane, lexeme,
+    records and lexemes."""
+    return f"""
 SELECT lane, lexeme, sum(records)::bigint AS records, sum(lexemes)::bigint AS lexemes FROM (
   SELECT lane, lexeme, records, lexemes FROM word_counts
-  WHERE {_READABLE} AND lexeme = ANY($2::text[])
+  WHERE {_READABLE} AND lexeme = ANY({lexemes})
   UNION ALL SELECT lane, lexeme, records, lexemes FROM word_deltas
-  WHERE {_READABLE} AND lexeme = ANY($2::text[])
-) c GROUP BY lane, lexeme
-"""
+  WHERE {_READABLE} AND lexeme = ANY({lexemes})
+) c GROUP BY lane, lexeme"""
 
 
 @dataclass
@@ -87,15 +89,16 @@ class LaneCounts:
     holding: dict[str, int] = field(default_factory=dict)
 
 
-async def read(db: Reader, lanes: Sequence[str], lexemes: Sequence[str]) -> dict[str, LaneCounts]:
-    """The statistics of `lanes` for `lexemes` (a lane with no words: empty counts)."""
+def collect(lanes: Sequence[str], rows: Iterable[Sequence[Any]]) -> dict[str, LaneCounts]:
+    """Each lane's statistics from `read_sql`'s rows (lane, lexeme, records, lexemes); a
+    lane with no words has empty counts."""
     found = {lane: LaneCounts() for lane in lanes}
-    for row in await db.fetch(_READ, list(lanes), [TOTAL, *lexemes]):
-        counts = found[row["lane"]]
-        if row["lexeme"] == TOTAL:
-            counts.records, counts.lexemes = row["records"], row["lexemes"]
-        elif row["records"]:
-            counts.holding[row["lexeme"]] = row["records"]
+    for lane, lexeme, records, lexemes in rows:
+        counts = found[lane]
+        if lexeme == TOTAL:
+            counts.records, counts.lexemes = records, lexemes
+        elif records:
+            counts.holding[lexeme] = records
     return found
 
 
