@@ -18,6 +18,7 @@ import asyncpg
 import orjson
 
 from bench.capture import Statement, Trace, Unit
+from store.pool import SESSION_SETTINGS
 
 # Ids stand alone as parameters, or inside the JSON rows of a set-based insert.
 _ID = re.compile(r"\b(sr|ep|ae)_[0-9a-f]{32}\b")
@@ -50,8 +51,14 @@ async def _keep(conn: asyncpg.Connection) -> None:
 
 
 async def open_pool(url: str, size: int) -> asyncpg.Pool:
+    # The gateway's session settings (no JIT), so both sides run the same plans.
     pool: asyncpg.Pool = await asyncpg.create_pool(
-        url, min_size=size, max_size=size, init=codecs, reset=_keep
+        url,
+        min_size=size,
+        max_size=size,
+        init=codecs,
+        reset=_keep,
+        server_settings=SESSION_SETTINGS,
     )
     return pool
 

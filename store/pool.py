@@ -50,6 +50,13 @@ async def json_codecs(conn: asyncpg.Connection) -> None:
     )
 
 
+# Never JIT-compile a statement: the gateway's statements are short, and PostgreSQL
+# decides to compile by the planner's cost, which a search's estimates (a row a record)
+# put far past `jit_above_cost` for a statement that runs in milliseconds; compiling it
+# took seconds on a server built with LLVM (PostgreSQL 15 from Debian's packages).
+SESSION_SETTINGS = {"jit": "off"}
+
+
 class PoolClosedError(asyncpg.InterfaceError):
     """The pool is closing: no more connections are handed out."""
 
@@ -70,7 +77,7 @@ class Pool:
         # Every statement on these connections is stopped by PostgreSQL past this many
         # seconds (the time limit of the requests they serve), unless run `unlimited`.
         self.statement_timeout = statement_timeout
-        self._settings = {"application_name": "edgeloom"}
+        self._settings = {"application_name": "edgeloom", **SESSION_SETTINGS}
         if statement_timeout is not None:
             self._settings["statement_timeout"] = str(max(1, round(statement_timeout * 1000)))
         self._idle: deque[Conn] = deque()
@@ -280,7 +287,7 @@ async def unlimited(conn: Conn) -> AsyncIterator[Conn]:
 
 async def connect(url: str) -> Conn:
     """One connection of its own (not pooled), with the same JSON codecs."""
-    return await _connect(plain_url(url), {})
+    return await _connect(plain_url(url), dict(SESSION_SETTINGS))
 
 
 # Seconds a connection keeps a prepared statement before preparing it again (asyncpg's

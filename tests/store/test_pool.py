@@ -165,3 +165,14 @@ async def test_after_close_no_connection_is_handed_out(databases: Databases) -> 
         await pool.acquire()
     await pool.release(held)
     assert held.is_closed()
+
+
+async def test_no_statement_is_jit_compiled(pool: Pool) -> None:
+    # Compiling a search's statement took seconds where it runs in milliseconds.
+    async with pool.acquire() as conn, conn.transaction():
+        assert await conn.fetchval("SHOW jit") == "off"
+        await conn.execute("SET LOCAL jit_above_cost = 0")
+        plan = await conn.fetchval(
+            "EXPLAIN (ANALYZE, FORMAT JSON) SELECT sum(x) FROM generate_series(1, 1000) x"
+        )
+        assert "JIT" not in plan[0]  # the pool reads JSON as Python values
