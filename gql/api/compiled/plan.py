@@ -11,8 +11,8 @@ bound arguments (which optional ones are set, how many properties a gather has).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -41,14 +41,15 @@ from policies.properties import parse_property
 from store.errors import StoreError
 from store.ids import RECORD_ID
 from store.kinds.edge import reads as edge_reads
-from store.kinds.record import labels, queries, search
+from store.kinds.record import labels, search
 from store.kinds.record import traverse_compiled as traverse_sql
 from store.kinds.record import values as label_values
+from store.kinds.record.reads.search import VECTOR_SCOPE
 from store.kinds.record.resolve import check_record_ident
 from store.kinds.record.traverse import Walk, check
 from store.reads.compiled_sql import Compiler, NotCompilable, Sel, typename
-from store.reads.pages import id_cursor, page_size, time_cursor
-from store.reads.shape import GatherMode, Shape
+from store.reads.pages import bind_page, id_cursor, time_cursor
+from store.reads.shape import Shape
 from store.reads.snapshot import Reader
 from store.reads.statements import Statement
 from store.reads.visibility import RULE
@@ -120,10 +121,6 @@ def argument_reader(field_def: GraphQLField, node: FieldNode) -> Arguments:
     return read
 
 
-# Among a request's values, not a parameter: what the search binder checks a vector by.
-VECTOR_SCOPE = "@vector_scope"
-
-
 class Declined(Exception):
     """This request is answered the ordinary way."""
 
@@ -167,7 +164,7 @@ class Operation:
     operation: OperationDefinitionNode
     roots: tuple[Sel, ...]
     sites: list[Site]
-    statements: dict[tuple[Shape, ...], Any] = field(default_factory=dict)
+    statements: dict[tuple[Hashable, ...], Any] = field(default_factory=dict)
     coerce: Coercer = field(init=False)
 
     def __post_init__(self) -> None:
@@ -189,7 +186,7 @@ class Operation:
         values: Values = {"lanes": list(lanes), "max_bytes": max_bytes}
         if vectors is not None:
             values[VECTOR_SCOPE] = vectors
-        shapes = []
+        shapes: list[Hashable] = []
         reads: list[tuple[str, Read]] = []
         try:
             for number, site in enumerate(self.sites):
@@ -229,7 +226,7 @@ def compile_operation(
             if answer.bind is not None:
                 site = len(sites)
                 reader = argument_reader(field_def, node.nodes[0])
-                sites.append(Site(reader, answer.bind, answer.read))
+                sites.append(Site(reader, answer.bind, answer.before()))
             named = get_named_type(field_def.type)
             kids: tuple[Sel, ...] = ()
             if isinstance(named, GraphQLObjectType):
@@ -248,8 +245,7 @@ def compile_operation(
 
 
 def _page(prefix: str, first: int | None, values: Values) -> None:
-    size = page_size(first)
-    values[prefix + "size"], values[prefix + "limit"] = size, size + 1
+    bind_page(values, prefix, first)
 
 
 def _time_page(prefix: str, args: Mapping[str, Any], values: Values) -> bool:
@@ -259,42 +255,6 @@ def _time_page(prefix: str, args: Mapping[str, Any], values: Values) -> bool:
     if keyed is not None:
         values[prefix + "after_at"], values[prefix + "after_id"] = keyed
     return keyed is not None
-
-
-def bind_record(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    ident = values[prefix + "id"] = check_record_ident(args["id"])
-    values[prefix + "as_of"] = args.get("asOf")
-    return Shape(as_of=args.get("asOf") is not None, prefix=RECORD_ID.fullmatch(ident) is None)
-
-
-def bind_records(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    _page(prefix, args.get("first"), values)
-    lane = args.get("lane")
-    chosen = RULE.chosen(lanes, None if lane is None else [lane])
-    return queries.bind_records(
-        values,
-        prefix,
-        chosen,
-        args.get("sourceType"),
-        args.get("after"),
-        args.get("tag"),
-        args.get("named"),
-    )
-
-
-def bind_gather(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    _page(prefix, args.get("first"), values)
-    mode = GatherMode((args.get("mode") or GatherMode.INTERSECT).value)
-    chosen = RULE.chosen(lanes, args.get("lanes"))
-    return queries.bind_gather(
-        values, prefix, args["match"], mode, chosen, args.get("asOf"), args.get("after")
-    )
 
 
 def traverse_asked(
@@ -411,38 +371,6 @@ def bind_conflicts(
     chosen = RULE.chosen(lanes, args.get("lanes"))
     state = "UNRESOLVED" if status is None else status.name
     return edge_reads.bind_conflicts(values, prefix, lanes, state, chosen, args.get("after"))
-
-
-def bind_search(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    _page(prefix, args.get("first"), values)
-    mode = GatherMode((args.get("mode") or GatherMode.INTERSECT).value)
-    chosen = RULE.chosen(lanes, args.get("lanes"))
-    scope = values.get(VECTOR_SCOPE)
-    if args.get("vector") is not None and not isinstance(scope, search.VectorScope):
-        raise Declined()  # a caller that gave no scope: the resolver reads the policy
-    given = search.SearchArgs(
-        args.get("text"),
-        args.get("match"),
-        mode,
-        chosen,
-        args.get("sourceTypes"),
-        args.get("asOf"),
-        args.get("after"),
-        args.get("vector"),
-        scope if isinstance(scope, search.VectorScope) else search.VectorScope(),
-        search.Syntax((args.get("syntax") or search.Syntax.NATURAL).value),
-    )
-    shape = search.bind(values, prefix, given)
-    if shape is None:
-        # Nothing to find (match names only the engine's labels): the resolver says so.
-        raise Declined()
-    # The highlights are built where the field asks for them (search_compiled).
-    own = replace(shape, highlights=False)
-    return Shape(
-        as_of=shape.as_of, after=shape.after, mode=shape.mode, properties=shape.properties, own=own
-    )
 
 
 def bind_values(

@@ -15,7 +15,7 @@ from store.reads.statements import PageSql
 
 def values_root(compiler: Compiler, sel: Sel, _: None) -> str:
     """SQL: a ValuePage, in value order (the page has no count)."""
-    shape = compiler.shapes[sel.site or 0]
+    shape = compiler.shape(sel.site)
     read = PageSql(values_sql(SiteParams(compiler, sel.site), shape), "SELECT NULL::bigint")
     s = compiler.alias("s")
     key = [f"{s}.value_key"]
