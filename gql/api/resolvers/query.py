@@ -37,7 +37,7 @@ from policies.properties import parse_property
 from store.feed import audit as audit_reads
 from store.kinds.record import compiled as record_sql
 from store.kinds.record import traverse_compiled as traverse_sql
-from store.kinds.record.labels import label_counts
+from store.kinds.record.reads.labels import label_counts
 from store.kinds.record.resolve import resolve_id
 from store.kinds.record.tags import tag_counts
 from store.kinds.record.traverse import walk_from

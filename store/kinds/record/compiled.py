@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from store.kinds.correction.reads import corrections_sql
 from store.kinds.record.asserted import members_sql, memberships_sql, summary_sql
-from store.kinds.record.labels import labels_sql
 from store.kinds.record.queries import member_count_sql, versions_sql
+from store.kinds.record.reads.labels import labels_sql
 from store.kinds.record.resolve import readable_sql, version_at_sql
 from store.reads.compiled_sql import (
     AssertedRow,
