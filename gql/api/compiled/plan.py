@@ -44,7 +44,6 @@ from store.kinds.edge import reads as edge_reads
 from store.kinds.record import search
 from store.kinds.record import traverse_compiled as traverse_sql
 from store.kinds.record import values as label_values
-from store.kinds.record.reads import labels
 from store.kinds.record.reads.search import VECTOR_SCOPE
 from store.kinds.record.resolve import check_record_ident
 from store.kinds.record.traverse import Walk, check
@@ -315,12 +314,6 @@ def bind_members(
     if key is not None:
         values[prefix + "after_id"] = key
     return Shape(after=key is not None)
-
-
-def bind_labels(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    return labels.bind_labels(values, prefix, lanes, args.get("lane"), args.get("asOf"))
 
 
 def bind_edges(prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values) -> Shape:

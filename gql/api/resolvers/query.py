@@ -12,7 +12,6 @@ from gql.api import descriptions as d
 from gql.api.compiled.fields import compiled, served
 from gql.api.compiled.plan import (
     bind_edge_property,
-    bind_labels,
     bind_traverse,
     traverse_asked,
 )
@@ -37,7 +36,6 @@ from policies.properties import parse_property
 from store.feed import audit as audit_reads
 from store.kinds.record import compiled as record_sql
 from store.kinds.record import traverse_compiled as traverse_sql
-from store.kinds.record.reads.labels import label_counts
 from store.kinds.record.resolve import resolve_id
 from store.kinds.record.tags import tag_counts
 from store.kinds.record.traverse import walk_from
@@ -114,7 +112,7 @@ class Query(SearchQuery, EdgeQuery):
         description="The labels in use, each with how many records you can read carry it "
         "(now, or at asOf), most used first: see which exist before inventing one. Reserved "
         "labels and retired records are left out.",
-        metadata=compiled(record_sql.labels_root, bind_labels),
+        metadata=served("labels"),
     )
     async def labels(
         self,
@@ -128,8 +126,7 @@ class Query(SearchQuery, EdgeQuery):
             ),
         ] = None,
     ) -> list[LabelCount]:
-        async with info.context.read() as (db, lanes):
-            counts = await label_counts(db, lanes, lane, as_of)
+        counts = await find(info, "labels")
         return [LabelCount(label=c.label, record_count=c.record_count) for c in counts]
 
     @strawberry.field(

@@ -8,7 +8,6 @@ from __future__ import annotations
 from store.kinds.correction.reads import corrections_sql
 from store.kinds.record.asserted import members_sql, memberships_sql, summary_sql
 from store.kinds.record.queries import member_count_sql, versions_sql
-from store.kinds.record.reads.labels import labels_sql
 from store.kinds.record.resolve import readable_sql, version_at_sql
 from store.reads.compiled_sql import (
     AssertedRow,
@@ -17,7 +16,6 @@ from store.reads.compiled_sql import (
     PageRow,
     RecordRow,
     Sel,
-    SiteParams,
 )
 from store.reads.json_sql import Build, _literal, iso
 from store.reads.statements import PageSql
@@ -140,16 +138,6 @@ def edge_property_root(compiler: Compiler, sel: Sel, _: None) -> str:
     count = member_count(compiler, label, value, as_of)
     body = compiler.fields(sel.children, EdgePropertyRow("NULL::text", label, value, as_of))
     return f"(SELECT CASE WHEN c.n = 0 THEN NULL ELSE {body} END FROM (SELECT ({count}) AS n) c)"
-
-
-def labels_root(compiler: Compiler, sel: Sel, _: None) -> str:
-    shape = compiler.shape(sel.site)
-    q = compiler.alias("q")
-    counted = labels_sql(SiteParams(compiler, sel.site), shape)
-    return (
-        f"(SELECT coalesce(json_agg({compiler.fields(sel.children, q)} "
-        f"ORDER BY {q}.record_count DESC, {q}.label), '[]'::json) FROM ({counted}) {q})"
-    )
 
 
 # -- asserted edges ------------------------------------------------------------
