@@ -27,10 +27,11 @@ from gql.api.scalars import JSON
 from policies.properties import Property, parse_property
 from store.errors import NotFoundError
 from store.ids import ADJUSTMENT, CONNECT, GROUP, edge_property_id
-from store.kinds.record import asserted, commands, values
+from store.kinds.record import asserted, commands
 from store.kinds.record import compiled as record_sql
 from store.kinds.record import model as domain
 from store.kinds.record.reads import gather as gather_read
+from store.kinds.record.reads import values
 from store.ledger import audit
 from store.reads import compiled_sql as sql
 from store.reads import shape

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from policies.errors import ReservedLabelError
-from store.kinds.record import queries, traverse, values
+from store.kinds.record import queries, traverse
 from store.kinds.record.commands import AddProperties, Ingest, NewRecord, Update
 from store.kinds.record.reads import gather as gather_read
-from store.kinds.record.reads import labels
+from store.kinds.record.reads import labels, values
 from store.kinds.record.reads import records as records_read
 from store.kinds.record.tags import tag_counts
 from tests.conftest import GatewayFactory

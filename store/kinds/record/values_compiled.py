@@ -1,13 +1,13 @@
 """Label values on the compiled path: `values(...)` and its fields as SQL building the
 response, for `store.reads.compiled_sql`'s one statement per request.
 
-The page is `store.kinds.record.values`' own SQL (`values_sql`), so both paths list the
+The page is `store.kinds.record.reads.values`' own SQL (`values_sql`), so both paths list the
 same values under the same rule; only the rendering (JSON here) differs.
 """
 
 from __future__ import annotations
 
-from store.kinds.record.values import values_sql
+from store.kinds.record.reads.values import values_sql
 from store.reads.compiled_sql import Compiler, PageRow, RecordRow, Sel, SiteParams
 from store.reads.json_sql import text_cursor
 from store.reads.statements import PageSql
