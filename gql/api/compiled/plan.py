@@ -43,7 +43,6 @@ from store.ids import RECORD_ID
 from store.kinds.edge import reads as edge_reads
 from store.kinds.record import search
 from store.kinds.record import traverse_compiled as traverse_sql
-from store.kinds.record.reads import values as label_values
 from store.kinds.record.reads.search import VECTOR_SCOPE
 from store.kinds.record.resolve import check_record_ident
 from store.kinds.record.traverse import Walk, check
@@ -365,24 +364,3 @@ def bind_conflicts(
     chosen = RULE.chosen(lanes, args.get("lanes"))
     state = "UNRESOLVED" if status is None else status.name
     return edge_reads.bind_conflicts(values, prefix, lanes, state, chosen, args.get("after"))
-
-
-def bind_values(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    _page(prefix, args.get("first"), values)
-    lane = args.get("lane")
-    chosen = RULE.chosen(lanes, None if lane is None else [lane])
-    shape = label_values.bind_values(
-        values,
-        prefix,
-        args["label"],
-        chosen,
-        args.get("prefix"),
-        args.get("similarTo"),
-        args.get("after"),
-    )
-    if shape is None:
-        # Nothing can be listed (the engine's label, no readable lane): the resolver says so.
-        raise Declined()
-    return shape

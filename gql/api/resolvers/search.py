@@ -11,7 +11,6 @@ import strawberry
 
 from gql.api import descriptions as d
 from gql.api.compiled.fields import compiled, served
-from gql.api.compiled.plan import bind_values
 from gql.api.page_types import PageInfo, page_info
 from gql.api.reads import find
 from gql.api.session import vector_scope
@@ -21,7 +20,6 @@ from store.kinds.record import search_compiled as sql
 from store.kinds.record import values_compiled as values_sql
 from store.kinds.record.reads import values as store_values
 from store.reads.compiled_sql import Compiler, column
-from store.reads.visibility import RULE
 
 
 def _arg(text: str) -> Any:
@@ -259,7 +257,7 @@ class SearchQuery:
         "each with how many carry it: see which exist before writing a new one. With "
         "similarTo, the values near the one given: the same but for case, accents, spacing "
         "or punctuation, or one letter apart (inserted, deleted, changed or swapped).",
-        metadata=compiled(values_sql.values_root, bind_values),
+        metadata=served("values"),
     )
     async def values(
         self,
@@ -275,9 +273,7 @@ class SearchQuery:
         first: Annotated[int | None, _arg(d.FIRST)] = None,
         after: Annotated[str | None, _arg(d.AFTER)] = None,
     ) -> ValuePage:
-        async with info.context.read() as (db, readable):
-            chosen = RULE.chosen(readable, None if lane is None else [lane])
-            page = await store_values.values(db, label, chosen, prefix, similar_to, first, after)
+        page = await find(info, "values")
         return ValuePage(
             items=[ValueCount.from_domain(v) for v in page.items], page_info=page_info(page)
         )
