@@ -45,6 +45,7 @@ from store.kinds.policy.commands import ApplyPolicy
 from store.kinds.policy.in_force import PolicyCache
 from store.kinds.record import queries, traverse
 from store.kinds.record.model import Record
+from store.kinds.record.reads import gather as gather_read
 from store.ledger.executor import Executor
 from store.pool import create_pool
 from store.reads.snapshot import Snapshot
@@ -191,12 +192,12 @@ async def walk_hub(
     try:
         union = queries.GatherMode.UNION
         [note] = (
-            await queries.gather(db, [f"path:{vault.hub}"], union, lanes, None, 1, None)
+            await gather_read.gather(db, [f"path:{vault.hub}"], union, lanes, None, 1, None)
         ).items
         [record] = (await queries.records_by_id(db, [note], lanes)).values()
         file_id = next(p.value for p in record.state.properties if p.label == "file_id")
         match = [f"file_id:{file_id}"]
-        members = (await queries.gather(db, match, union, lanes, None, 100, None)).items
+        members = (await gather_read.gather(db, match, union, lanes, None, 100, None)).items
         found = await queries.records_by_id(db, members, lanes)
         [section] = [i for i, r in found.items() if _offset(r) == "0"]
         for name, start in (("note", note), ("section", section)):

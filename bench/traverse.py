@@ -42,9 +42,10 @@ from policies.loader import DEV_POLICY_YAML
 from store.database import create_engine
 from store.kinds.policy.commands import ApplyPolicy
 from store.kinds.policy.in_force import PolicyCache
-from store.kinds.record import labels, queries, traverse
+from store.kinds.record import queries, traverse
 from store.kinds.record.asserted_commands import Connect
 from store.kinds.record.commands import NewRecord
+from store.kinds.record.reads import labels
 from store.ledger.executor import Executor
 from store.operations.migrate import migrate
 from store.pool import Pool, create_pool

@@ -12,7 +12,7 @@ from gql.api.compiled.fields import compiled
 from gql.api.scalars import JSON
 from policies.properties import Property
 from store.kinds.record import model as domain
-from store.kinds.record import values
+from store.kinds.record.reads import values
 from store.reads import compiled_sql as sql
 
 

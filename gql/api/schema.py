@@ -153,11 +153,14 @@ class Schema(strawberry.Schema):
 
 
 def build_schema(
-    max_query_cost: int = DEFAULT_MAX_COST, max_fields: int = DEFAULT_MAX_FIELDS
+    max_query_cost: int = DEFAULT_MAX_COST,
+    max_fields: int = DEFAULT_MAX_FIELDS,
+    query: type[Query] = Query,
 ) -> Schema:
-    """The schema with its limits; the types are shared by every schema built."""
+    """The schema with its limits; the types are shared by every schema built (`query`:
+    the query type, `Query` or one that adds fields to it)."""
     return Schema(
-        query=Query,
+        query=query,
         mutation=Mutation,
         subscription=Subscription,
         config=StrawberryConfig(scalar_map=SCALARS),

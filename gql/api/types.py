@@ -27,8 +27,11 @@ from gql.api.scalars import JSON
 from policies.properties import Property, parse_property
 from store.errors import NotFoundError
 from store.ids import ADJUSTMENT, CONNECT, GROUP, edge_property_id
-from store.kinds.record import asserted, commands, queries, values
+from store.kinds.record import asserted, commands
+from store.kinds.record import compiled as record_sql
 from store.kinds.record import model as domain
+from store.kinds.record.reads import gather as gather_read
+from store.kinds.record.reads import values
 from store.ledger import audit
 from store.reads import compiled_sql as sql
 from store.reads import shape
@@ -53,7 +56,7 @@ class GatherMode(enum.Enum):
 class RecordPage:
     items: list[Record] = strawberry.field(
         description="The records of this page, in the order of the list.",
-        metadata=compiled(sql.Compiler.items),
+        metadata=compiled(record_sql.items),
     )
     total_count: int = strawberry.field(
         description="How many items the whole list holds, every page together.",
@@ -132,14 +135,14 @@ class EdgeProperty:
 
     @strawberry.field(
         description="How many readable records carry it.",
-        metadata=compiled(sql.Compiler.edge_member_count),
+        metadata=compiled(record_sql.edge_member_count),
     )
     async def member_count(self, info: Info) -> int:
         return await info.context.member_count(Property(self.label, self.value), self.as_of)
 
     @strawberry.field(
         description="The readable records that carry it, by id.",
-        metadata=compiled(sql.Compiler.members, bind_members),
+        metadata=compiled(gather_read.member_page, bind_members),
     )
     async def members(
         self,
@@ -150,7 +153,7 @@ class EdgeProperty:
         prop = Property(self.label, self.value)
         count = asks_for(info, "totalCount")
         async with info.context.read() as (db, lanes):
-            page = await queries.members(db, prop, lanes, self.as_of, first, after, count)
+            page = await gather_read.members(db, prop, lanes, self.as_of, first, after, count)
         return await record_page(info, page, self.as_of)
 
     @classmethod
@@ -254,7 +257,7 @@ class Record:
 
     @strawberry.field(
         description="Every version, oldest first (up to asOf when given).",
-        metadata=compiled(sql.Compiler.versions),
+        metadata=compiled(record_sql.versions),
     )
     async def versions(self, info: Info) -> list[Version]:
         history = await info.context.versions(self._model.id)
@@ -262,35 +265,35 @@ class Record:
 
     @strawberry.field(
         description="The connections (e_connect) it is on.",
-        metadata=compiled(sql.asserted_on(CONNECT)),
+        metadata=compiled(record_sql.asserted_on(CONNECT)),
     )
     async def connections(self, info: Info) -> list[Connection]:
         return await on_record(info, self._model, self._as_of, CONNECT)  # type: ignore[return-value]
 
     @strawberry.field(
         description="The groups (e_group) it is a member of.",
-        metadata=compiled(sql.asserted_on(GROUP)),
+        metadata=compiled(record_sql.asserted_on(GROUP)),
     )
     async def groups(self, info: Info) -> list[Group]:
         return await on_record(info, self._model, self._as_of, GROUP)  # type: ignore[return-value]
 
     @strawberry.field(
         description="The adjustment chains (e_adjustment) it is on.",
-        metadata=compiled(sql.asserted_on(ADJUSTMENT)),
+        metadata=compiled(record_sql.asserted_on(ADJUSTMENT)),
     )
     async def adjustments(self, info: Info) -> list[AdjustmentChain]:
         return await on_record(info, self._model, self._as_of, ADJUSTMENT)  # type: ignore[return-value]
 
     @strawberry.field(
         description="Corrections attached to it, oldest first; it stays as written.",
-        metadata=compiled(sql.Compiler.corrections),
+        metadata=compiled(record_sql.corrections),
     )
     async def corrections(self, info: Info) -> list[Correction]:
         return await corrections(info.context, self._model.id, self._as_of)
 
     @strawberry.field(
         description="Whether any correction is attached to it.",
-        metadata=compiled(sql.Compiler.corrected),
+        metadata=compiled(record_sql.corrected),
     )
     async def corrected(self, info: Info) -> bool:
         return bool(await self.corrections(info))
@@ -456,7 +459,7 @@ class AssertedEdge:
     @strawberry.field(
         description="The readable records it joins (once ended: those it joined when it ended), "
         "in the order they joined.",
-        metadata=compiled(sql.Compiler.asserted_records),
+        metadata=compiled(record_sql.asserted_records),
     )
     async def records(self, info: Info) -> list[Record]:
         ids = self._model.record_ids
@@ -465,7 +468,7 @@ class AssertedEdge:
 
     @strawberry.field(
         description="Every readable record joining and leaving it, oldest first.",
-        metadata=compiled(sql.Compiler.history),
+        metadata=compiled(record_sql.history),
     )
     def history(self) -> list[MembershipChange]:
         changes = []
@@ -505,7 +508,7 @@ class Connection(AssertedEdge):
 class Group(AssertedEdge):
     @strawberry.field(
         description="Its readable members now (or at asOf), by id.",
-        metadata=compiled(sql.Compiler.members, bind_members),
+        metadata=compiled(gather_read.member_page, bind_members),
     )
     async def members(
         self,
@@ -515,7 +518,7 @@ class Group(AssertedEdge):
     ) -> RecordPage:
         count = asks_for(info, "totalCount")
         async with info.context.read() as (conn, lanes):
-            page = await queries.members(
+            page = await gather_read.members(
                 conn, self._model.prop, lanes, self._model.as_of, first, after, count
             )
         return await record_page(info, page, self._model.as_of)

@@ -17,6 +17,7 @@ from store.intake.records import (
 )
 from store.kinds.record import queries
 from store.kinds.record.model import Record
+from store.kinds.record.reads import gather as gather_read
 from store.reads.pages import MAX_PAGE
 from store.reads.shape import GatherMode
 from store.reads.snapshot import Reader
@@ -41,7 +42,7 @@ async def members(db: Reader, lanes: Sequence[str], prop: str) -> list[Record]:
     ids: list[str] = []
     after = None
     while True:
-        page = await queries.gather(
+        page = await gather_read.gather(
             db, [prop], GatherMode.UNION, lanes, None, MAX_PAGE, after, False
         )
         ids += page.items

@@ -120,3 +120,10 @@ def _refusal(cursor: str) -> InvalidInputError:
         "endCursor, passed back unchanged; pass an endCursor from a previous page of the same "
         "query, or omit after"
     )
+
+
+def bind_page(values: dict[str, Any], prefix: str, first: int | None) -> None:
+    """A page's size (checked) and the rows its statement reads (one more, which tells
+    whether a next page follows), under `prefix`."""
+    size = page_size(first)
+    values[prefix + "size"], values[prefix + "limit"] = size, size + 1

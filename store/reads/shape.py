@@ -8,7 +8,6 @@ arguments, puts their values under their parameters' names, and says the shape.
 from __future__ import annotations
 
 import enum
-from collections.abc import Hashable
 from dataclasses import dataclass
 
 
@@ -24,13 +23,6 @@ class Shape:
 
     as_of: bool = False
     after: bool = False
-    source_type: bool = False
-    tag: bool = False
-    named: bool = False
-    mode: GatherMode = GatherMode.INTERSECT
-    properties: int = 0
-    # A record id given as a prefix rather than whole.
-    prefix: bool = False
     # The optional filters given (by their parameters' names), and includeExpired.
     filters: tuple[str, ...] = ()
     expired: bool = False
@@ -38,5 +30,3 @@ class Shape:
     # The review queue's conflict states: one state is a constant of the statement, so
     # its page is read in its index's order and stops at the page's end.
     states: tuple[str, ...] = ()
-    # A read's own shape, where the read keeps one (search's `SearchShape`).
-    own: Hashable | None = None

@@ -16,6 +16,8 @@ from policies.properties import Property
 from store.kinds.policy.in_force import READ_TTL_SECONDS
 from store.kinds.record import queries
 from store.kinds.record.counts import fold
+from store.kinds.record.reads import gather as gather_read
+from store.kinds.record.reads import records as records_read
 from store.operations.verify import verify
 from store.pool import create_pool
 from store.reads.shape import GatherMode
@@ -238,8 +240,8 @@ async def test_counts_read_in_a_snapshot_equal_a_count_in_it_under_concurrent_wr
         for _ in range(40):
             snapshot = Snapshot(pool)
             try:
-                page = await queries.browse(snapshot, lanes, None, 1, None)
-                gathered = await queries.gather(
+                page = await records_read.browse(snapshot, lanes, None, 1, None)
+                gathered = await gather_read.gather(
                     snapshot, [str(hot)], GatherMode.UNION, lanes, None, 1, None
                 )
                 members = (await queries.member_counts(snapshot, [hot], lanes, None))[hot]

@@ -17,7 +17,8 @@ from typing import Any
 import asyncpg
 
 from store.kinds.edge.reads import _ego_statement, _list_statement
-from store.kinds.record.queries import _RECORDS_AS_OF, _gather_statement
+from store.kinds.record.queries import _RECORDS_AS_OF
+from store.kinds.record.reads.gather import GatherShape, _gather_statement
 from store.reads.shape import GatherMode, Shape
 from tests.support import Databases, plan_nodes, sql
 
@@ -158,7 +159,9 @@ async def test_a_past_gather_is_served_by_the_membership_history_index(
         as_of = START + timedelta(days=2, hours=12)
         for mode in GatherMode:
             for count in (1, 2):
-                statement = _gather_statement(Shape(as_of=True, mode=mode, properties=count), True)
+                statement = _gather_statement(
+                    GatherShape(as_of=True, mode=mode, properties=count), True
+                )
                 values = {
                     "label_0": "org",
                     "value_0": "Acme 7",

@@ -9,8 +9,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from store.kinds.record.queries import _gather_statement
-from store.reads.shape import Shape
+from store.kinds.record.reads.gather import GatherShape, _gather_statement
 from tests.support import Databases, plan_nodes, sql
 
 MEMBERS = 5000
@@ -35,7 +34,7 @@ async def test_a_page_of_one_value_reads_a_page_of_index_entries_a_lane(
         readable = ["default", "notes"]
         expected = sorted(r for _, r, lane in rows if lane in readable)
         for after in (False, True):
-            statement = _gather_statement(Shape(after=after, properties=1), False)
+            statement = _gather_statement(GatherShape(after=after, properties=1), False)
             values: dict[str, Any] = {
                 "label_0": "org",
                 "value_0": "Acme",

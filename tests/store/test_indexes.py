@@ -19,9 +19,10 @@ from datetime import UTC, datetime
 import asyncpg
 import pytest
 
-from store.kinds.record.queries import _MEMBER_COUNTS_AT, _gather_statement
+from store.kinds.record.queries import _MEMBER_COUNTS_AT
+from store.kinds.record.reads.gather import GatherShape, _gather_statement
 from store.pool import plain_url
-from store.reads.shape import GatherMode, Shape
+from store.reads.shape import GatherMode
 from store.reads.visibility import RULE
 from tests.conftest import GatewayFactory
 from tests.gql._api import INGEST_MANY, ingest
@@ -189,7 +190,7 @@ def _membership_lookups(value: str) -> dict[str, tuple[str, list[object]]]:
     found: dict[str, tuple[str, list[object]]] = {}
     for mode in GatherMode:
         for at in (False, True):
-            statement = _gather_statement(Shape(as_of=at, mode=mode, properties=2), True)
+            statement = _gather_statement(GatherShape(as_of=at, mode=mode, properties=2), True)
             values = {
                 "label_0": "org",
                 "value_0": value,

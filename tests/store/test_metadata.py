@@ -8,8 +8,11 @@ from __future__ import annotations
 import pytest
 
 from policies.errors import ReservedLabelError
-from store.kinds.record import labels, queries, traverse, values
+from store.kinds.record import queries, traverse
 from store.kinds.record.commands import AddProperties, Ingest, NewRecord, Update
+from store.kinds.record.reads import gather as gather_read
+from store.kinds.record.reads import labels, values
+from store.kinds.record.reads import records as records_read
 from store.kinds.record.tags import tag_counts
 from tests.conftest import GatewayFactory
 from tests.intake._engine import engine
@@ -59,7 +62,7 @@ async def test_metadata_is_kept_apart_from_every_walk_and_listing(
             assert page.items == [], label
         union = queries.GatherMode.UNION
         for match in (["part:0"], ["e_meta_part:0"], ["offset:0"]):
-            page = await queries.gather(db, match, union, lanes, None, 10, None)
+            page = await gather_read.gather(db, match, union, lanes, None, 10, None)
             assert page.items == [], match
         walked = await traverse.traverse(db, a, lanes, depth=2)
         assert walked.steps == [] and walked.clipped == []
@@ -70,7 +73,7 @@ async def test_metadata_is_kept_apart_from_every_walk_and_listing(
         assert held == 0
         # Tags: of the sections a person wrote, not of content the engine wrote.
         assert [(t.tag, t.record_count) for t in await tag_counts(db, lanes, None)] == [("real", 2)]
-        tagged = await queries.browse(db, lanes, None, 10, None, True, "real")
+        tagged = await records_read.browse(db, lanes, None, 10, None, True, "real")
         assert generated not in tagged.items and {a, b} == set(tagged.items)
 
         # A caller cannot write metadata as properties.

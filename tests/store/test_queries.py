@@ -15,9 +15,9 @@ from sqlalchemy import Table
 
 from store import tables as t
 from store.errors import AmbiguousIdError, NotFoundError
-from store.kinds.record import queries
 from store.kinds.record.model import Record, RecordState, parse_pairs
 from store.kinds.record.projection import label_changes
+from store.kinds.record.reads import gather as gather_read
 from store.kinds.record.resolve import resolve_id
 from store.reads.shape import GatherMode
 from tests.support import Gateway, sql
@@ -133,11 +133,11 @@ async def test_labels_leave_out_the_engines_labels(conn: Connection) -> None:
     assert moved == {("default", label): 1}
 
     # Gather leaves the adjustment label out of set operations, but not the others.
-    page = await queries.gather(
+    page = await gather_read.gather(
         conn, ["e_adjustment:v"], GatherMode.UNION, ["default"], None, None, None
     )
     assert page.items == []
-    page = await queries.gather(
+    page = await gather_read.gather(
         conn,
         ["e_group:v", f"{label}:v"],
         GatherMode.INTERSECT,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from asyncpg import Connection
 
 from policies.properties import Property
-from store.kinds.record.values import near, values
+from store.kinds.record.reads.values import near, values
 from tests.gql._api import ingest, unique
 from tests.store import _two_lanes
 from tests.support import Gateway

@@ -3,26 +3,28 @@ strawberry definition carries a `CompiledField` in its metadata (`compiled(...)`
 
 So one place, the field's definition, says that it exists, its type, the SQL that
 answers it (a builder of `store.reads.compiled_sql`) and, for a field with arguments, how
-they are checked and bound for that SQL.
+they are checked and bound for that SQL. A query field answered by a registered read
+(`store.reads.registry`) says only which (`served`): the read binds and builds it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from graphql import GraphQLField, GraphQLObjectType, GraphQLSchema, get_named_type
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 
-from store.reads.compiled_sql import Build
-from store.reads.shape import Shape
+from store.reads import registry
+from store.reads.compiled_sql import Build, Compiler, Sel
 from store.reads.snapshot import Reader
 
 Values = dict[str, Any]
 # A field's arguments, bound: checks them as its resolver does (raising what it raises),
-# puts their values for SQL in `values` under the site's prefix, and says their shape.
-Binder = Callable[[str, Mapping[str, Any], Sequence[str], Values], Shape]
+# puts their values for SQL in `values` under the site's prefix, and says their shape (a
+# type of the read's own).
+Binder = Callable[[str, Mapping[str, Any], Sequence[str], Values], Hashable]
 # What a field reads before its statement, on the request's snapshot (a walk, hop by
 # hop): it puts what it found in `values` under the site's prefix, or raises what its
 # resolver raises.
@@ -38,6 +40,12 @@ class CompiledField:
     build: Build
     bind: Binder | None = None
     read: Read | None = None
+    # The registered read answering it (`served`), whose `before` is its `read`.
+    served: str | None = None
+
+    def before(self) -> Read | None:
+        """What the field reads before its statement, if anything."""
+        return self.read if self.served is None else registry.read(self.served).before
 
 
 def compiled(
@@ -46,6 +54,22 @@ def compiled(
     """Metadata for `strawberry.field`: the field is answered by `build`'s SQL (after
     `read`, when it needs one)."""
     return {_KEY: CompiledField(build, bind, read)}
+
+
+def served(field: str) -> dict[str, CompiledField]:
+    """Metadata for the `strawberry.field` of a query field answered by the registered
+    read `field`: its arguments read and bound, and its SQL built, by the read."""
+
+    def build(compiler: Compiler, sel: Sel, row: object) -> str:
+        return registry.read(field).sql(compiler, sel, compiler.shapes[sel.site or 0])
+
+    def bind(
+        prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+    ) -> Hashable:
+        read = registry.read(field)
+        return read.bind(values, prefix, read.arguments(args), lanes)
+
+    return {_KEY: CompiledField(build, bind, served=field)}
 
 
 def compiled_field(field: GraphQLField) -> CompiledField | None:

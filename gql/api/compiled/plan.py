@@ -11,8 +11,8 @@ bound arguments (which optional ones are set, how many properties a gather has).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -41,14 +41,14 @@ from policies.properties import parse_property
 from store.errors import StoreError
 from store.ids import RECORD_ID
 from store.kinds.edge import reads as edge_reads
-from store.kinds.record import labels, queries, search
+from store.kinds.record import search
 from store.kinds.record import traverse_compiled as traverse_sql
-from store.kinds.record import values as label_values
+from store.kinds.record.reads.search import VECTOR_SCOPE
 from store.kinds.record.resolve import check_record_ident
 from store.kinds.record.traverse import Walk, check
 from store.reads.compiled_sql import Compiler, NotCompilable, Sel, typename
-from store.reads.pages import id_cursor, page_size, time_cursor
-from store.reads.shape import GatherMode, Shape
+from store.reads.pages import bind_page, id_cursor, time_cursor
+from store.reads.shape import Shape
 from store.reads.snapshot import Reader
 from store.reads.statements import Statement
 from store.reads.visibility import RULE
@@ -120,10 +120,6 @@ def argument_reader(field_def: GraphQLField, node: FieldNode) -> Arguments:
     return read
 
 
-# Among a request's values, not a parameter: what the search binder checks a vector by.
-VECTOR_SCOPE = "@vector_scope"
-
-
 class Declined(Exception):
     """This request is answered the ordinary way."""
 
@@ -167,7 +163,7 @@ class Operation:
     operation: OperationDefinitionNode
     roots: tuple[Sel, ...]
     sites: list[Site]
-    statements: dict[tuple[Shape, ...], Any] = field(default_factory=dict)
+    statements: dict[tuple[Hashable, ...], Any] = field(default_factory=dict)
     coerce: Coercer = field(init=False)
 
     def __post_init__(self) -> None:
@@ -189,7 +185,7 @@ class Operation:
         values: Values = {"lanes": list(lanes), "max_bytes": max_bytes}
         if vectors is not None:
             values[VECTOR_SCOPE] = vectors
-        shapes = []
+        shapes: list[Hashable] = []
         reads: list[tuple[str, Read]] = []
         try:
             for number, site in enumerate(self.sites):
@@ -229,7 +225,7 @@ def compile_operation(
             if answer.bind is not None:
                 site = len(sites)
                 reader = argument_reader(field_def, node.nodes[0])
-                sites.append(Site(reader, answer.bind, answer.read))
+                sites.append(Site(reader, answer.bind, answer.before()))
             named = get_named_type(field_def.type)
             kids: tuple[Sel, ...] = ()
             if isinstance(named, GraphQLObjectType):
@@ -248,8 +244,7 @@ def compile_operation(
 
 
 def _page(prefix: str, first: int | None, values: Values) -> None:
-    size = page_size(first)
-    values[prefix + "size"], values[prefix + "limit"] = size, size + 1
+    bind_page(values, prefix, first)
 
 
 def _time_page(prefix: str, args: Mapping[str, Any], values: Values) -> bool:
@@ -259,42 +254,6 @@ def _time_page(prefix: str, args: Mapping[str, Any], values: Values) -> bool:
     if keyed is not None:
         values[prefix + "after_at"], values[prefix + "after_id"] = keyed
     return keyed is not None
-
-
-def bind_record(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    ident = values[prefix + "id"] = check_record_ident(args["id"])
-    values[prefix + "as_of"] = args.get("asOf")
-    return Shape(as_of=args.get("asOf") is not None, prefix=RECORD_ID.fullmatch(ident) is None)
-
-
-def bind_records(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    _page(prefix, args.get("first"), values)
-    lane = args.get("lane")
-    chosen = RULE.chosen(lanes, None if lane is None else [lane])
-    return queries.bind_records(
-        values,
-        prefix,
-        chosen,
-        args.get("sourceType"),
-        args.get("after"),
-        args.get("tag"),
-        args.get("named"),
-    )
-
-
-def bind_gather(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    _page(prefix, args.get("first"), values)
-    mode = GatherMode((args.get("mode") or GatherMode.INTERSECT).value)
-    chosen = RULE.chosen(lanes, args.get("lanes"))
-    return queries.bind_gather(
-        values, prefix, args["match"], mode, chosen, args.get("asOf"), args.get("after")
-    )
 
 
 def traverse_asked(
@@ -356,12 +315,6 @@ def bind_members(
     return Shape(after=key is not None)
 
 
-def bind_labels(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    return labels.bind_labels(values, prefix, lanes, args.get("lane"), args.get("asOf"))
-
-
 def bind_edges(prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values) -> Shape:
     _page(prefix, args.get("first"), values)
     as_of = args.get("asOf")
@@ -411,56 +364,3 @@ def bind_conflicts(
     chosen = RULE.chosen(lanes, args.get("lanes"))
     state = "UNRESOLVED" if status is None else status.name
     return edge_reads.bind_conflicts(values, prefix, lanes, state, chosen, args.get("after"))
-
-
-def bind_search(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    _page(prefix, args.get("first"), values)
-    mode = GatherMode((args.get("mode") or GatherMode.INTERSECT).value)
-    chosen = RULE.chosen(lanes, args.get("lanes"))
-    scope = values.get(VECTOR_SCOPE)
-    if args.get("vector") is not None and not isinstance(scope, search.VectorScope):
-        raise Declined()  # a caller that gave no scope: the resolver reads the policy
-    given = search.SearchArgs(
-        args.get("text"),
-        args.get("match"),
-        mode,
-        chosen,
-        args.get("sourceTypes"),
-        args.get("asOf"),
-        args.get("after"),
-        args.get("vector"),
-        scope if isinstance(scope, search.VectorScope) else search.VectorScope(),
-        search.Syntax((args.get("syntax") or search.Syntax.NATURAL).value),
-    )
-    shape = search.bind(values, prefix, given)
-    if shape is None:
-        # Nothing to find (match names only the engine's labels): the resolver says so.
-        raise Declined()
-    # The highlights are built where the field asks for them (search_compiled).
-    own = replace(shape, highlights=False)
-    return Shape(
-        as_of=shape.as_of, after=shape.after, mode=shape.mode, properties=shape.properties, own=own
-    )
-
-
-def bind_values(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    _page(prefix, args.get("first"), values)
-    lane = args.get("lane")
-    chosen = RULE.chosen(lanes, None if lane is None else [lane])
-    shape = label_values.bind_values(
-        values,
-        prefix,
-        args["label"],
-        chosen,
-        args.get("prefix"),
-        args.get("similarTo"),
-        args.get("after"),
-    )
-    if shape is None:
-        # Nothing can be listed (the engine's label, no readable lane): the resolver says so.
-        raise Declined()
-    return shape

@@ -9,19 +9,16 @@ from typing import Annotated, Any
 import strawberry
 
 from gql.api import descriptions as d
-from gql.api.compiled.fields import compiled
+from gql.api.compiled.fields import compiled, served
 from gql.api.compiled.plan import (
     bind_edge_property,
-    bind_gather,
-    bind_labels,
-    bind_record,
-    bind_records,
     bind_traverse,
     traverse_asked,
 )
 from gql.api.label_types import LabelCount, TagCount
 from gql.api.page_types import page_info
 from gql.api.policy_types import PolicyVersion, Profile
+from gql.api.reads import find
 from gql.api.resolvers.edges import EdgeQuery
 from gql.api.resolvers.search import SearchQuery
 from gql.api.traversal_types import Traversal, traversal
@@ -33,20 +30,15 @@ from gql.api.types import (
     Info,
     Record,
     RecordPage,
-    asks_for,
     record_page,
 )
 from policies.properties import parse_property
-from store.errors import NotFoundError, RetiredRecordError
 from store.feed import audit as audit_reads
-from store.kinds.record import queries
+from store.kinds.record import compiled as record_sql
 from store.kinds.record import traverse_compiled as traverse_sql
-from store.kinds.record.labels import label_counts
 from store.kinds.record.resolve import resolve_id
 from store.kinds.record.tags import tag_counts
 from store.kinds.record.traverse import walk_from
-from store.reads import compiled_sql as sql
-from store.reads.visibility import RULE
 
 
 def _arg(text: str) -> Any:
@@ -59,7 +51,7 @@ class Query(SearchQuery, EdgeQuery):
         description="One record, as it is or as it was at asOf; null when no record you "
         "can read has that id. A record retired then (now, without asOf) is refused with "
         "code NOT_FOUND, its message and extensions.retired saying when, by whom and why.",
-        metadata=compiled(sql.Compiler.record_root, bind_record),
+        metadata=served("record"),
     )
     async def record(
         self,
@@ -67,19 +59,15 @@ class Query(SearchQuery, EdgeQuery):
         id: Annotated[strawberry.ID, _arg(d.RECORD_ID)],
         as_of: Annotated[datetime | None, _arg(d.AS_OF)] = None,
     ) -> Record | None:
-        async with info.context.read() as (db, lanes):
-            try:
-                record_id = await resolve_id(db, id, lanes, as_of)
-            except RetiredRecordError:
-                raise
-            except NotFoundError:
-                return None
+        record_id = await find(info, "record")
+        if record_id is None:
+            return None
         found = await info.context.records([record_id], as_of)
         return Record.from_domain(found[record_id], as_of) if record_id in found else None
 
     @strawberry.field(
         description="Browse the records you can read, in the order they were written.",
-        metadata=compiled(sql.Compiler.records_root, bind_records),
+        metadata=served("records"),
     )
     async def records(
         self,
@@ -95,17 +83,13 @@ class Query(SearchQuery, EdgeQuery):
         ] = None,
         named: Annotated[str | None, _arg(d.NAMED)] = None,
     ) -> RecordPage:
-        count = asks_for(info, "totalCount")
-        async with info.context.read() as (db, lanes):
-            chosen = RULE.chosen(lanes, None if lane is None else [lane])
-            page = await queries.browse(db, chosen, source_type, first, after, count, tag, named)
-        return await record_page(info, page)
+        return await record_page(info, await find(info, "records"))
 
     @strawberry.field(
         description="Records by set operations over edge properties: those carrying every "
         "one (INTERSECT), any one (UNION), or any one ordered by when each joined (TIMELINE). "
         "Reserved e_adjustment values never match here; traverse walks them.",
-        metadata=compiled(sql.Compiler.gather_root, bind_gather),
+        metadata=served("gather"),
     )
     async def gather(
         self,
@@ -122,18 +106,13 @@ class Query(SearchQuery, EdgeQuery):
         first: Annotated[int | None, _arg(d.FIRST)] = None,
         after: Annotated[str | None, _arg(d.AFTER)] = None,
     ) -> RecordPage:
-        count = asks_for(info, "totalCount")
-        async with info.context.read() as (db, readable):
-            chosen = RULE.chosen(readable, lanes)
-            mode_ = (mode or GatherMode.INTERSECT).to_store()
-            page = await queries.gather(db, match, mode_, chosen, as_of, first, after, count)
-        return await record_page(info, page, as_of)
+        return await record_page(info, await find(info, "gather"), as_of)
 
     @strawberry.field(
         description="The labels in use, each with how many records you can read carry it "
         "(now, or at asOf), most used first: see which exist before inventing one. Reserved "
         "labels and retired records are left out.",
-        metadata=compiled(sql.Compiler.labels_root, bind_labels),
+        metadata=served("labels"),
     )
     async def labels(
         self,
@@ -147,8 +126,7 @@ class Query(SearchQuery, EdgeQuery):
             ),
         ] = None,
     ) -> list[LabelCount]:
-        async with info.context.read() as (db, lanes):
-            counts = await label_counts(db, lanes, lane, as_of)
+        counts = await find(info, "labels")
         return [LabelCount(label=c.label, record_count=c.record_count) for c in counts]
 
     @strawberry.field(
@@ -189,7 +167,7 @@ class Query(SearchQuery, EdgeQuery):
     @strawberry.field(
         description="The hyperedge label:value, with its readable members; null when no "
         "record you can read carries it.",
-        metadata=compiled(sql.Compiler.edge_property_root, bind_edge_property),
+        metadata=compiled(record_sql.edge_property_root, bind_edge_property),
     )
     async def edge_property(
         self,

@@ -10,17 +10,16 @@ from typing import Annotated, Any
 import strawberry
 
 from gql.api import descriptions as d
-from gql.api.compiled.fields import compiled
-from gql.api.compiled.plan import bind_search, bind_values
+from gql.api.compiled.fields import compiled, served
 from gql.api.page_types import PageInfo, page_info
+from gql.api.reads import find
 from gql.api.session import vector_scope
-from gql.api.types import GatherMode, Info, Record, asks_for
+from gql.api.types import GatherMode, Info, Record
 from store.kinds.record import search as store_search
 from store.kinds.record import search_compiled as sql
-from store.kinds.record import values as store_values
 from store.kinds.record import values_compiled as values_sql
+from store.kinds.record.reads import values as store_values
 from store.reads.compiled_sql import Compiler, column
-from store.reads.visibility import RULE
 
 
 def _arg(text: str) -> Any:
@@ -202,7 +201,7 @@ class SearchQuery:
         f"weigh in your scores. Past {store_search.COUNT_BUDGET:,} candidates only the "
         f"newest {store_search.COUNT_BUDGET:,} are ranked: narrow a common word with match "
         "or rarer words.",
-        metadata=compiled(sql.search_root, bind_search, sql.read_plan),
+        metadata=served("search"),
     )
     async def search(
         self,
@@ -227,18 +226,9 @@ class SearchQuery:
             SearchSyntax | None, _arg("How text is read; default NATURAL (your own words).")
         ] = SearchSyntax.NATURAL,
     ) -> SearchPage:
-        count = asks_for(info, "totalCount")
-        marks = asks_for(info, "items", "highlights")
-        mode_ = (mode or GatherMode.INTERSECT).to_store()
         policy, _ = await info.context.session.agent()
         scope = vector_scope(info.context.services, policy)
-        async with info.context.read() as (db, readable):
-            chosen = RULE.chosen(readable, lanes)
-            read_as = store_search.Syntax((syntax or SearchSyntax.NATURAL).value)
-            asked = store_search.SearchArgs(
-                text, match, mode_, chosen, source_types, as_of, after, vector, scope, read_as
-            )
-            page = await store_search.search(db, asked, first, count, marks)
+        page = await find(info, "search", scope=scope)
         found = await info.context.records([h.id for h in page.items], as_of)
         items = [
             SearchHit(
@@ -267,7 +257,7 @@ class SearchQuery:
         "each with how many carry it: see which exist before writing a new one. With "
         "similarTo, the values near the one given: the same but for case, accents, spacing "
         "or punctuation, or one letter apart (inserted, deleted, changed or swapped).",
-        metadata=compiled(values_sql.values_root, bind_values),
+        metadata=served("values"),
     )
     async def values(
         self,
@@ -283,9 +273,7 @@ class SearchQuery:
         first: Annotated[int | None, _arg(d.FIRST)] = None,
         after: Annotated[str | None, _arg(d.AFTER)] = None,
     ) -> ValuePage:
-        async with info.context.read() as (db, readable):
-            chosen = RULE.chosen(readable, None if lane is None else [lane])
-            page = await store_values.values(db, label, chosen, prefix, similar_to, first, after)
+        page = await find(info, "values")
         return ValuePage(
             items=[ValueCount.from_domain(v) for v in page.items], page_info=page_info(page)
         )

@@ -28,7 +28,7 @@ from store.feed.entries import Entries, entry_at
 from store.feed.filters import NOTHING_CARRIED, Change, FeedFilter
 from store.kinds.edge.model import EVENT_KINDS as EDGE_EVENT_KINDS
 from store.kinds.record import model as domain
-from store.kinds.record import queries
+from store.kinds.record.reads import gather as gather_read
 from store.ledger.events import check_kinds
 from store.reads import shape
 from store.reads.pages import MAX_PAGE
@@ -186,7 +186,7 @@ async def _members(
         snapshot, newest = feed.Snapshot.parse(row[0]), int(row[1])
         cursor: str | None = None
         while props:
-            page = await queries.gather(
+            page = await gather_read.gather(
                 db, props, mode, RULE.chosen(lanes, None), None, MAX_PAGE, cursor, count=False
             )
             ids += page.items

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from store.kinds.edge.model import conflict_sql
 from store.kinds.edge.reads import FILTERS, conflicts_sql, list_sql
+from store.kinds.record.compiled import record_source
 from store.kinds.record.resolve import readable_sql
 from store.reads.compiled_sql import Compiler, EdgeRow, PageRow, RecordRow, Sel, SiteParams
 from store.reads.json_sql import Build, iso
@@ -19,7 +20,7 @@ from store.reads.visibility import RULE
 
 def edges_root(compiler: Compiler, sel: Sel, _: None) -> str:
     """SQL: an EdgePage of `edges(...)`, oldest first, with the total count."""
-    shape = compiler.shapes[sel.site or 0]
+    shape = compiler.shape(sel.site)
     p = SiteParams(compiler, sel.site)
     for name in ("from_id", "to_id"):
         if name in shape.filters:
@@ -35,7 +36,7 @@ def edges_root(compiler: Compiler, sel: Sel, _: None) -> str:
 
 def conflicts_root(compiler: Compiler, sel: Sel, _: None) -> str:
     """SQL: an EdgePage of the review queue, the unresolved first, each part oldest first."""
-    shape = compiler.shapes[sel.site or 0]
+    shape = compiler.shape(sel.site)
     read = conflicts_sql(SiteParams(compiler, sel.site), shape)
     return _page(compiler, sel, read, "rank, created_at, id", None)
 
@@ -64,7 +65,7 @@ def edge_items(compiler: Compiler, sel: Sel, row: PageRow) -> str:
 
 def related_root(compiler: Compiler, sel: Sel, _: None) -> str:
     """SQL: a Related object, the record's edges out and in (its id already whole)."""
-    shape = compiler.shapes[sel.site or 0]
+    shape = compiler.shape(sel.site)
     ident = compiler.arg(sel.site, "id", "text")
     lanes = compiler.lanes()
     q = compiler.alias("q")
@@ -93,12 +94,12 @@ def _related(end: str) -> Build:
         """SQL: an EdgePage of the edges at one end of the record (of a note, its parts'
         too), as `related`'s ordinary path pages them (`list_sql`: `related`'s filters,
         the page's own first and after)."""
-        related = compiler.shapes[row.site or 0]
+        related = compiler.shape(row.site)
         given = {end: row.ident, "lanes": compiler.lanes()}
         if row.namespace:
             given["namespace"] = compiler.arg(row.site, "namespace")
         shape = Shape(
-            after=compiler.shapes[sel.site or 0].after,
+            after=compiler.shape(sel.site).after,
             filters=tuple(f for f in FILTERS if f in given),
             expired=related.expired,
         )
@@ -126,7 +127,7 @@ to_record = _end("to_id")
 def _record(compiler: Compiler, sel: Sel, ident: str, as_of: str | None) -> str:
     """SQL: the record `ident` names as the caller may see it then, or null."""
     r = compiler.alias("r")
-    lateral, cols = compiler.record_source(r, as_of)
+    lateral, cols = record_source(compiler, r, as_of)
     return (
         f"(SELECT {compiler.fields(sel.children, RecordRow(cols, as_of))} FROM records {r} "
         f"{lateral} WHERE {r}.id = {ident} AND {readable_sql(r, compiler.lanes(), as_of)})"

@@ -7,7 +7,6 @@ come from one statement, and the count is computed only when the caller asks.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,13 +18,11 @@ from policies.properties import Property, parse_property
 from store.errors import InvalidInputError, ResponseTooLargeError
 from store.kinds.record import counts
 from store.kinds.record.model import Record, RecordState, Version
-from store.kinds.record.names import named, named_count, normal_name
 from store.kinds.record.resolve import readable_sql, version_at_sql
-from store.kinds.record.tags import normal_tag, tagged, tagged_count
-from store.reads.pages import Page, encode_cursor, id_cursor, page_size, time_cursor
-from store.reads.shape import GatherMode, Shape
+from store.reads.pages import Page, encode_cursor
+from store.reads.shape import GatherMode
 from store.reads.snapshot import Reader
-from store.reads.statements import PageSql, Params, Statement, page_rows
+from store.reads.statements import Params
 from store.reads.visibility import RULE
 
 MAX_MATCH = 16
@@ -187,94 +184,6 @@ async def versions_of(
     return found
 
 
-def bind_records(
-    values: dict[str, Any],
-    prefix: str,
-    lanes: Sequence[str],
-    source_type: str | None,
-    after: str | None,
-    tag: str | None,
-    name: str | None = None,
-) -> Shape:
-    """Put the values `records_sql` takes in `values` (each name after `prefix`), refusing
-    a cursor this list did not give, and say its shape."""
-    key = time_cursor(after)
-    # Each lane is read on its own (unnest): once each.
-    values[prefix + "lanes"] = list(dict.fromkeys(lanes))
-    values[prefix + "source_type"] = source_type
-    values[prefix + "tag"] = None if tag is None else normal_tag(tag)
-    values[prefix + "named"] = None if name is None else normal_name(name)
-    if key is not None:
-        values[prefix + "after_at"], values[prefix + "after_id"] = key
-    return Shape(
-        after=key is not None,
-        source_type=source_type is not None,
-        tag=tag is not None,
-        named=name is not None,
-    )
-
-
-def records_sql(p: Params, shape: Shape, whole_rows: bool = False) -> PageSql:
-    """SQL: the records of `lanes` in order of writing (created_at, id), optionally of one
-    source type, holding a tag or having a name (a title or an alias); each row its id and
-    created_at, or with `whole_rows` the whole `records` row."""
-    lanes = p("lanes", "text[]")
-    where = f"AND q.source_type = {p('source_type')}" if shape.source_type else ""
-    if shape.tag:
-        where += f" AND {tagged('q', p('tag'))}"
-    if shape.named:
-        where += f" AND {named('q', p('named'))}"
-    keyed = ""
-    if shape.after:
-        keyed = f"AND (q.created_at, q.id) > ({p('after_at', 'timestamptz')}, {p('after_id')})"
-    limit = p("limit")
-    columns = "q.*" if whole_rows else "q.id, q.created_at"
-    # Each lane's first rows come from the (lane, created_at, id) index in order;
-    # the merged top rows of all lanes are the page, without sorting whole lanes.
-    page = f"""SELECT pg.* FROM unnest({lanes}) AS l(lane)
-        CROSS JOIN LATERAL (SELECT {columns} FROM records q
-          WHERE {RULE.record_in_lane("q", "l.lane")} {where} {keyed}
-          ORDER BY q.created_at, q.id LIMIT {limit}) pg
-        ORDER BY pg.created_at, pg.id LIMIT {limit}"""
-    # The count the write path keeps for the lanes (and source type): a few rows; a
-    # tag's (or a name's) records are counted from its index (no count is kept of them).
-    kind = p("source_type") if shape.source_type else None
-    tag = p("tag") if shape.tag else None
-    if shape.named:
-        count = named_count(lanes, p("named"), kind, tag)
-    elif tag is not None:
-        count = tagged_count(lanes, tag, kind)
-    else:
-        count = counts.records_count(lanes, kind)
-    return PageSql(page, count)
-
-
-@functools.cache
-def _browse_statement(shape: Shape, count: bool) -> Statement:
-    p = Params()
-    return page_rows(p, records_sql(p, shape), count)
-
-
-async def browse(
-    db: Reader,
-    lanes: Sequence[str],
-    source_type: str | None,
-    first: int | None,
-    after: str | None,
-    count: bool = True,
-    tag: str | None = None,
-    name: str | None = None,
-) -> Page[str]:
-    """Record ids in order of writing, optionally of one source type, holding a tag, or
-    having a name (a title or an alias)."""
-    size = page_size(first)
-    values: dict[str, Any] = {"limit": size + 1}
-    shape = bind_records(values, "", lanes, source_type, after, tag, name)
-    statement = _browse_statement(shape, count)
-    rows = await db.fetch(statement.text, *statement.args(values))
-    return _keyed_page(rows, size, count, by_time=True)
-
-
 # -- gather -------------------------------------------------------------------
 
 
@@ -384,124 +293,7 @@ def one_value_page(p: Params, at: bool, after: bool) -> str:
         ) pg ORDER BY 1 LIMIT {limit}"""
 
 
-def bind_gather(
-    values: dict[str, Any],
-    prefix: str,
-    match: Sequence[str],
-    mode: GatherMode,
-    lanes: Sequence[str],
-    as_of: datetime | None,
-    after: str | None,
-) -> Shape:
-    """Check a gather's arguments (refusing what is wrong, naming it), put the values
-    `gather_sql` takes in `values` (each name after `prefix`), and say its shape; no
-    properties when `match` leaves none to combine (only the engine's labels)."""
-    props = gather_properties(match)
-    values[prefix + "lanes"] = list(lanes)
-    values[prefix + "as_of"] = as_of
-    if not props:
-        return Shape(properties=0)
-    bind_properties(values, prefix, props)
-    if mode is GatherMode.TIMELINE:
-        keyed = time_cursor(after)
-        paged = keyed is not None
-        if keyed is not None:
-            values[prefix + "after_at"], values[prefix + "after_id"] = keyed
-    else:
-        after_id = id_cursor(after)
-        paged = after_id is not None
-        if after_id is not None:
-            values[prefix + "after_id"] = after_id
-    return Shape(as_of=as_of is not None, after=paged, mode=mode, properties=len(props))
-
-
-def gather_sql(p: Params, shape: Shape, members: str = "members") -> PageSql:
-    """SQL: a gather's page (rows id, and for TIMELINE created_at: when the record joined)
-    in its order, and its count, over the CTE `members` (`members_sql`)."""
-    if shape.properties == 0:
-        return PageSql("SELECT NULL::text AS id WHERE false", "SELECT 0")
-    limit = p("limit")
-    if shape.mode is GatherMode.TIMELINE:
-        keyed = ""
-        if shape.after:
-            keyed = (
-                f"AND (m.joined, m.record_id) > ({p('after_at', 'timestamptz')}, {p('after_id')})"
-            )
-        # Keyed by joining time, under the column name the page reader takes times from.
-        page = f"""SELECT m.record_id AS id, m.joined AS created_at FROM {members} m
-            WHERE true {keyed} ORDER BY m.joined, m.record_id LIMIT {limit}"""
-    elif shape.properties == 1:
-        page = one_value_page(p, shape.as_of, shape.after)
-    else:
-        keyed = f"WHERE m.record_id > {p('after_id')}" if shape.after else ""
-        page = f"SELECT m.record_id AS id FROM {members} m {keyed} ORDER BY 1 LIMIT {limit}"
-    if shape.properties == 1 and not shape.as_of:
-        # One value's current members: the count the write path keeps.
-        count = counts.member_count(p("label_0"), p("value_0"), p("lanes", "text[]"))
-    else:
-        count = f"SELECT count(*) FROM {members}"
-    found = members_sql(p, shape.properties, shape.mode, shape.as_of)
-    return PageSql(page, count, f"{members} AS ({found})")
-
-
-@functools.cache
-def _gather_statement(shape: Shape, with_total: bool) -> Statement:
-    p = Params()
-    return page_rows(p, gather_sql(p, shape), with_total)
-
-
-async def gather(
-    db: Reader,
-    match: Sequence[str],
-    mode: GatherMode,
-    lanes: Sequence[str],
-    as_of: datetime | None,
-    first: int | None,
-    after: str | None,
-    count: bool = True,
-) -> Page[str]:
-    """Record ids on every (INTERSECT) or any (UNION, TIMELINE) of the edge properties.
-
-    INTERSECT and UNION list records by id; TIMELINE lists them by when each joined
-    one of the edges. The adjustment label stays out of set operations.
-    """
-    size = page_size(first)
-    values: dict[str, Any] = {"limit": size + 1}
-    shape = bind_gather(values, "", match, mode, lanes, as_of, after)
-    if not shape.properties:
-        return Page([], 0 if count else None, False, None)
-    statement = _gather_statement(shape, count)
-    rows = await db.fetch(statement.text, *statement.args(values))
-    return _keyed_page(rows, size, count, by_time=mode is GatherMode.TIMELINE)
-
-
 # -- labels and hyperedges ---------------------------------------------------
-
-
-def members_shape(as_of: bool, after: bool) -> Shape:
-    """The shape of one property's members (label_0, value_0), by id: a one-value gather."""
-    return Shape(as_of=as_of, after=after, mode=GatherMode.UNION, properties=1)
-
-
-async def members(
-    db: Reader,
-    prop: Property,
-    lanes: Sequence[str],
-    as_of: datetime | None,
-    first: int | None,
-    after: str | None,
-    count: bool = True,
-) -> Page[str]:
-    """The readable records carrying `prop` now (or at `as_of`), by id, a page at a time:
-    the members of a hyperedge or of an asserted edge (a group)."""
-    size = page_size(first)
-    key = id_cursor(after)
-    values: dict[str, Any] = {"lanes": list(lanes), "as_of": as_of, "after_id": key}
-    values["limit"] = size + 1
-    bind_properties(values, "", [prop])
-    statement = _gather_statement(members_shape(as_of is not None, key is not None), count)
-    rows = await db.fetch(statement.text, *statement.args(values))
-    return _keyed_page(rows, size, count, by_time=False)
 
 
 def member_count_sql(label: str, value: str, lanes: str, as_of: str | None, m: str = "m") -> str:
@@ -542,7 +334,7 @@ async def member_counts(
 # -- helpers ------------------------------------------------------------------
 
 
-def _keyed_page(rows: Sequence[asyncpg.Record], size: int, count: bool, by_time: bool) -> Page[str]:
+def keyed_page(rows: Sequence[asyncpg.Record], size: int, count: bool, by_time: bool) -> Page[str]:
     """A page from rows (total, id[, created_at]); a lone row with a NULL id means empty."""
     total = rows[0]["total"] if rows and count else None
     found = [row for row in rows if row["id"] is not None]

@@ -1,15 +1,15 @@
 """Search on the compiled path: `search(...)` and its hits' fields as SQL building the
 response, for `store.reads.compiled_sql`'s one statement per request.
 
-The hits, their ranks, highlights and count are `store.kinds.record.search`'s own SQL
-(`hits_sql`, `search_sql`, `highlights_sql`), after the same plan (`read_plan`), so both
-paths read the same rows under the same rule.
+The page itself is the search read's (`store.kinds.record.reads.search`); its hits, their
+ranks, highlights and count are `store.kinds.record.search`'s own SQL (`hits_sql`,
+`search_sql`, `highlights_sql`), after the same plan, so both paths read the same rows
+under the same rule.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from store.kinds.record.resolve import readable_sql
 from store.kinds.record.search import (
@@ -17,55 +17,16 @@ from store.kinds.record.search import (
     NO_VECTOR_HIT,
     SearchShape,
     highlights_sql,
-    hits_sql,
-    plan_text,
-    search_sql,
     version_content_sql,
 )
-from store.reads.compiled_sql import Compiler, PageRow, RecordRow, Sel, SiteParams
-from store.reads.json_sql import float_json, iso
-from store.reads.shape import Shape
-from store.reads.snapshot import Reader
-from store.reads.statements import PageSql
+from store.reads.compiled_sql import Compiler, PageRow, RecordRow, Sel
+from store.reads.json_sql import float_json
 
 
-def search_shape(shape: Shape) -> SearchShape:
-    """The search's own shape, as its binder gave it (`gql.api.compiled.plan`)."""
-    assert isinstance(shape.own, SearchShape)
-    return shape.own
-
-
-async def read_plan(db: Reader, prefix: str, values: dict[str, Any]) -> None:
-    """Plan the search's text as the resolver does, on the request's snapshot, and put
-    the plan's values in `values` under the site's `prefix`."""
-    if prefix + "text" in values:
-        await plan_text(db, values, prefix)
-
-
-def search_root(compiler: Compiler, sel: Sel, _: None) -> str:
-    """SQL: a SearchPage, best first, with the exact count."""
-    shape = search_shape(compiler.shapes[sel.site or 0])
-    p = SiteParams(compiler, sel.site)
-    hits = hits_sql(p, shape)
-    page, count = search_sql(p, shape)
-    as_of = compiler.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
-    s, r = compiler.alias("s"), compiler.alias("r")
-    lateral, cols = compiler.record_source(r, as_of)
-    key = [f"{s}.score_key", iso(f"{s}.since"), f"{s}.id"]
-    # A placeholder is numbered at its first use: only a used one may exist.
-    row = SearchPageRow(
-        s,
-        r,
-        f"{{size_{s}}}",
-        count,
-        lateral,
-        RecordRow(cols, as_of),
-        key,
-        False,
-        as_of,
-        site=sel.site,
-    )
-    return compiler.paged(sel, PageSql(page, count, hits), "place", row)
+def search_shape(shape: object) -> SearchShape:
+    """The search's own shape, as its binder gave it (`store.kinds.record.reads.search`)."""
+    assert isinstance(shape, SearchShape)
+    return shape
 
 
 @dataclass(frozen=True)

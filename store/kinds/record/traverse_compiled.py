@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from store.kinds.edge.reads import edge_source
+from store.kinds.record.compiled import record_source
 from store.kinds.record.resolve import readable_sql
 from store.kinds.record.traverse import Linked, Traversal, walk_from
 from store.reads.compiled_sql import Compiler, EdgeRow, RecordRow, Sel, SiteParams
@@ -70,7 +71,7 @@ class StepRow:
 
 def traverse_root(compiler: Compiler, sel: Sel, _: None) -> str:
     """SQL: a Traversal of the walk the site's read found."""
-    shape = compiler.shapes[sel.site or 0]
+    shape = compiler.shape(sel.site)
     # A placeholder is numbered at its first use: only a used one may exist (a selection
     # of the figures alone reads no record, so no instant).
     as_of = f"{{as_of_{compiler.alias('w')}}}" if shape.as_of else None
@@ -83,7 +84,7 @@ def traverse_root(compiler: Compiler, sel: Sel, _: None) -> str:
 def walk_items(compiler: Compiler, sel: Sel, row: WalkRow) -> str:
     """SQL: the records reached that the caller may read then, in the walk's order."""
     t, r = compiler.alias("t"), compiler.alias("r")
-    lateral, cols = compiler.record_source(r, row.as_of)
+    lateral, cols = record_source(compiler, r, row.as_of)
     body = compiler.fields(sel.children, StepRow(t, RecordRow(cols, row.as_of), row))
     steps = ", ".join(
         compiler.arg(row.site, name, cast)

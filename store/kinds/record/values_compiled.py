@@ -1,28 +1,14 @@
-"""Label values on the compiled path: `values(...)` and its fields as SQL building the
-response, for `store.reads.compiled_sql`'s one statement per request.
+"""Label values on the compiled path: the fields of a `values(...)` page as SQL building
+the response, for `store.reads.compiled_sql`'s one statement per request.
 
-The page is `store.kinds.record.values`' own SQL (`values_sql`), so both paths list the
-same values under the same rule; only the rendering (JSON here) differs.
+The page is the values read's (`store.kinds.record.reads.values`), its own SQL
+(`values_sql`), so both paths list the same values under the same rule; only the
+rendering (JSON here) differs.
 """
 
 from __future__ import annotations
 
-from store.kinds.record.values import values_sql
-from store.reads.compiled_sql import Compiler, PageRow, RecordRow, Sel, SiteParams
-from store.reads.json_sql import text_cursor
-from store.reads.statements import PageSql
-
-
-def values_root(compiler: Compiler, sel: Sel, _: None) -> str:
-    """SQL: a ValuePage, in value order (the page has no count)."""
-    shape = compiler.shapes[sel.site or 0]
-    read = PageSql(values_sql(SiteParams(compiler, sel.site), shape), "SELECT NULL::bigint")
-    s = compiler.alias("s")
-    key = [f"{s}.value_key"]
-    # A value may hold any character: its cursor is JSON-escaped as the ordinary path's.
-    end = text_cursor(f"{s}.value_key")
-    row = PageRow(s, s, f"{{size_{s}}}", read.count, "", RecordRow({}, None), key, True, cursor=end)
-    return compiler.paged(sel, read, "value_key", row)
+from store.reads.compiled_sql import Compiler, PageRow, Sel
 
 
 def value_items(compiler: Compiler, sel: Sel, row: PageRow) -> str:

@@ -1,4 +1,5 @@
-"""Labels in use with how many records carry each: a count the write path maintains.
+"""The `labels` read: the labels in use with how many records carry each, a count the
+write path maintains.
 
 Every write appends signed deltas (`label_deltas`, see `projection.label_changes`)
 in its own statement and never updates a shared counter row, so writers on a hot
@@ -11,12 +12,13 @@ transaction; a read sums the folded counts and the few unfolded deltas.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from store.reads.shape import Shape
+from store.reads.compiled_sql import Compiler, Sel, SiteParams
+from store.reads.registry import Before, Values, Wants
 from store.reads.snapshot import Reader
 from store.reads.statements import Params, Statement
 from store.reads.visibility import RULE
@@ -28,21 +30,60 @@ class LabelCount:
     record_count: int
 
 
+@dataclass(frozen=True)
+class LabelsArgs:
+    lane: str | None
+    as_of: datetime | None
+
+
+@dataclass(frozen=True)
+class LabelsShape:
+    # At an earlier instant: counted from the memberships then, not the maintained counts.
+    as_of: bool
+
+
+@dataclass(frozen=True)
+class LabelsRead:
+    field: str = "labels"
+    before: Before | None = None
+
+    def arguments(self, given: Mapping[str, Any]) -> LabelsArgs:
+        return LabelsArgs(given.get("lane"), given.get("asOf"))
+
+    def bind(
+        self, values: Values, prefix: str, args: LabelsArgs, lanes: Sequence[str]
+    ) -> LabelsShape:
+        return bind_labels(values, prefix, lanes, args.lane, args.as_of)
+
+    def sql(self, compiler: Compiler, sel: Sel, shape: LabelsShape) -> str:
+        q = compiler.alias("q")
+        counted = labels_sql(SiteParams(compiler, sel.site), shape)
+        return (
+            f"(SELECT coalesce(json_agg({compiler.fields(sel.children, q)} "
+            f"ORDER BY {q}.record_count DESC, {q}.label), '[]'::json) FROM ({counted}) {q})"
+        )
+
+    async def find(
+        self, db: Reader, args: LabelsArgs, lanes: Sequence[str], wants: Wants
+    ) -> list[LabelCount]:
+        return await label_counts(db, lanes, args.lane, args.as_of)
+
+
 def bind_labels(
     values: dict[str, Any],
     prefix: str,
     lanes: Sequence[str],
     lane: str | None,
     as_of: datetime | None,
-) -> Shape:
+) -> LabelsShape:
     """Put the values `labels_sql` takes in `values` (each name after `prefix`): the
     readable lanes, or the one asked if readable; and say its shape."""
     values[prefix + "lanes"] = RULE.chosen(lanes, None if lane is None else [lane])
     values[prefix + "as_of"] = as_of
-    return Shape(as_of=as_of is not None)
+    return LabelsShape(as_of is not None)
 
 
-def labels_sql(p: Params, shape: Shape) -> str:
+def labels_sql(p: Params, shape: LabelsShape) -> str:
     """SQL: rows (label, record_count) of the caller labels the lanes carry, most carried
     first, then by label."""
     lanes = p("lanes", "text[]")
@@ -62,7 +103,7 @@ def labels_sql(p: Params, shape: Shape) -> str:
 
 
 @functools.cache
-def _statement(shape: Shape) -> Statement:
+def _statement(shape: LabelsShape) -> Statement:
     p = Params()
     return p.statement(labels_sql(p, shape))
 
@@ -80,3 +121,6 @@ async def label_counts(
     statement = _statement(shape)
     rows = await db.fetch(statement.text, *statement.args(values))
     return [LabelCount(row[0], int(row[1])) for row in rows]
+
+
+READ = LabelsRead()

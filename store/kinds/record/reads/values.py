@@ -24,10 +24,12 @@ from typing import Any
 
 from policies.properties import Property
 from store.kinds.record.queries import member_counts
-from store.reads.pages import Page, encode_cursor, key_cursor, page_size
-from store.reads.shape import Shape
+from store.reads.compiled_sql import Compiler, PageRow, RecordRow, Sel, SiteParams
+from store.reads.json_sql import text_cursor
+from store.reads.pages import Page, bind_page, encode_cursor, key_cursor, page_size
+from store.reads.registry import Before, Ordinary, Values, Wants
 from store.reads.snapshot import Reader
-from store.reads.statements import Params, Statement
+from store.reads.statements import PageSql, Params, Statement
 from store.reads.visibility import RULE
 
 # Near values a write's warning names, at most, per property.
@@ -45,6 +47,71 @@ class ValueCount:
         return f"{self.label}:{self.value}"
 
 
+@dataclass(frozen=True)
+class ValuesArgs:
+    label: str
+    lane: str | None
+    prefix: str | None
+    similar_to: str | None
+    first: int | None
+    after: str | None
+
+
+@dataclass(frozen=True)
+class ValuesShape:
+    after: bool = False
+    # The optional filters given: `prefix`, `similar` (similarTo).
+    filters: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ValuesRead:
+    field: str = "values"
+    before: Before | None = None
+
+    def arguments(self, given: Mapping[str, Any]) -> ValuesArgs:
+        return ValuesArgs(
+            given["label"],
+            given.get("lane"),
+            given.get("prefix"),
+            given.get("similarTo"),
+            given.get("first"),
+            given.get("after"),
+        )
+
+    def bind(
+        self, values: Values, prefix: str, args: ValuesArgs, lanes: Sequence[str]
+    ) -> ValuesShape:
+        bind_page(values, prefix, args.first)
+        chosen = RULE.chosen(lanes, None if args.lane is None else [args.lane])
+        shape = bind_values(
+            values, prefix, args.label, chosen, args.prefix, args.similar_to, args.after
+        )
+        if shape is None:
+            raise Ordinary("nothing can be listed (the engine's label, or no readable lane)")
+        return shape
+
+    def sql(self, compiler: Compiler, sel: Sel, shape: ValuesShape) -> str:
+        """SQL: a ValuePage, in value order (the page has no count)."""
+        read = PageSql(values_sql(SiteParams(compiler, sel.site), shape), "SELECT NULL::bigint")
+        s = compiler.alias("s")
+        key = [f"{s}.value_key"]
+        # A value may hold any character: its cursor is JSON-escaped as the ordinary path's.
+        end = text_cursor(f"{s}.value_key")
+        row = PageRow(
+            s, s, f"{{size_{s}}}", read.count, "", RecordRow({}, None), key, True, cursor=end
+        )
+        return compiler.paged(sel, read, "value_key", row)
+
+    async def find(
+        self, db: Reader, args: ValuesArgs, lanes: Sequence[str], wants: Wants
+    ) -> Page[ValueCount]:
+        chosen = RULE.chosen(lanes, None if args.lane is None else [args.lane])
+        return await values(
+            db, args.label, chosen, args.prefix, args.similar_to, args.first, args.after
+        )
+
+
 def listed(label: str) -> bool:
     """Whether `label`'s values may be listed: a caller's label, not the engine's."""
     return not label.startswith(RULE.engine_prefix) and label not in RULE.hidden_labels
@@ -58,7 +125,7 @@ def bind_values(
     given: str | None,
     similar_to: str | None,
     after: str | None,
-) -> Shape | None:
+) -> ValuesShape | None:
     """Put the values `values_sql` takes in `values` (each name after `prefix`), refusing
     a cursor this list did not give, and say its shape (`filters`: `prefix` for a
     prefix given, `similar` for similarTo); None when nothing can be listed (the label
@@ -78,10 +145,10 @@ def bind_values(
     filters = tuple(
         name for name, v in (("prefix", given), ("similar", similar_to)) if v is not None
     )
-    return Shape(after=key is not None, filters=filters)
+    return ValuesShape(key is not None, filters)
 
 
-def values_sql(p: Params, shape: Shape, by_count: bool = False) -> str:
+def values_sql(p: Params, shape: ValuesShape, by_count: bool = False) -> str:
     """SQL: rows (label, value_key, value, member_count) of the label's values and their readable
     member counts, in value order (`by_count`: most members first), at most `limit`."""
     label, lanes = p("label"), p("lanes", "text[]")
@@ -115,7 +182,7 @@ def values_sql(p: Params, shape: Shape, by_count: bool = False) -> str:
 
 
 @functools.cache
-def _statement(shape: Shape, by_count: bool) -> Statement:
+def _statement(shape: ValuesShape, by_count: bool) -> Statement:
     p = Params()
     return p.statement(values_sql(p, shape, by_count))
 
@@ -155,7 +222,7 @@ async def near(
     if not lanes or not asked:
         return found
     held = await member_counts(db, asked, lanes, None)
-    close = _statement(Shape(filters=("similar",)), True)
+    close = _statement(ValuesShape(False, ("similar",)), True)
     for prop in asked:
         if held.get(prop, 0) > written[prop]:
             continue
@@ -169,3 +236,6 @@ async def near(
         if rows:
             found[prop] = [ValueCount(prop.label, r["value"], int(r["member_count"])) for r in rows]
     return found
+
+
+READ = ValuesRead()

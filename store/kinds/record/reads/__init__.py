@@ -1,0 +1,5 @@
+"""The record kind's reads, one module each, registered with the kinds (`store.kinds`)."""
+
+from store.kinds.record.reads import gather, labels, record, records, search, values
+
+READS = (record.READ, records.READ, gather.READ, search.READ, labels.READ, values.READ)
