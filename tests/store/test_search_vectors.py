@@ -8,6 +8,7 @@ refused with the reason, and the vectors are kept all the same.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from typing import Any
@@ -188,13 +189,18 @@ async def test_hybrid_fuses_the_two_lists_on_one_scale(
     # Each list alone, under the same filters, gives the scores the fusion puts on a scale.
     text = {h.id: h.score for h in (await find(conn, None, text=word, match=[tag])).items}
     near = {h.id: h.score for h in (await find(conn, [1, 0.1, 0, 0], match=[tag])).items}
-    top, low = max(near.values()), min(near.values())
+
+    def placed(scores: dict[str, float], hit: str) -> float:
+        # On the list's distribution: above its mean less 3 deviations, over 6 deviations.
+        if hit not in scores:
+            return 0.0
+        mean = statistics.fmean(scores.values())
+        deviation = statistics.pstdev(scores.values())
+        return (scores[hit] - mean + 3 * deviation) / (6 * deviation)
 
     def fused(h: Hit) -> float:
         weight = store_search.TEXT_WEIGHT
-        return weight * text.get(h.id, 0) / max(text.values()) + (1 - weight) * (
-            (near[h.id] - low) / (top - low) if h.id in near else 0
-        )
+        return weight * placed(text, h.id) + (1 - weight) * placed(near, h.id)
 
     assert (by_id[both["id"]].text_rank, by_id[both["id"]].vector_rank) == (1, 2)
     assert (by_id[words_only["id"]].text_rank, by_id[words_only["id"]].vector_rank) == (2, None)

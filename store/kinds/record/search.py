@@ -68,10 +68,11 @@ VECTOR_DEPTH = 100
 # vectors compared exactly rather than found by walking the index.
 EXACT_SCAN_MAX = 5_000
 # Text and vector lists together: the weight of the text's score in the fused one (the
-# vector's, the rest). Reciprocal rank fusion (k = 60) and weights 0.5 to 0.7 were
-# measured on FriendsQA's dev split: 0.6 was at least 0.013 above the better list alone
-# at recall@10 both scoped and pooled, where reciprocal rank fell below the text alone
-# pooled (bench/README.md, "Relevance").
+# vector's, the rest), each placed on its list's distribution (`fused_sql`). Weights 0.3
+# to 0.7, scores placed between their list's least and best, and reciprocal rank fusion
+# (k = 10 to 60) were measured on FriendsQA's dev split: this gained the most over the
+# better list alone at recall@10 scoped and pooled at once (+0.026, +0.036), where each
+# reciprocal rank fusion that gained more in one fell behind in the other (docs/search.md).
 TEXT_WEIGHT = 0.6
 # The largest float32: a cursor's score beyond it is none a search gave.
 FLOAT32_MAX = 3.4028234663852886e38
@@ -220,20 +221,28 @@ def hits_sql(p: Params, shape: SearchShape) -> str:
                v.vector_rank,
                ({fused_sql()})::float8 AS score
         FROM (SELECT x.*, row_number() OVER (ORDER BY x.score DESC, x.since DESC, x.id)
-                AS text_rank, max(x.score) OVER () AS top FROM text_hits x) t
-        FULL JOIN (SELECT y.*, max(y.score) OVER () AS top, min(y.score) OVER () AS bottom
+                AS text_rank, avg(x.score) OVER () AS mean, stddev_pop(x.score) OVER () AS sd
+              FROM text_hits x) t
+        FULL JOIN (SELECT y.*, avg(y.score) OVER () AS mean, stddev_pop(y.score) OVER () AS sd
                    FROM vector_hits y) v ON v.id = t.id)"""
 
 
 def fused_sql() -> str:
-    """SQL: a hit's fused score, TEXT_WEIGHT of its text score over the best text score
-    plus the rest of its similarity placed between the vector list's least and best
-    (a list it is not in adds 0): each list's scores on one scale, so a clear winner of
-    one list stays ahead of a middling hit of both (bench/README.md, "Relevance")."""
-    return (
-        f"{TEXT_WEIGHT} * coalesce(t.score / nullif(t.top, 0), 0) + {1 - TEXT_WEIGHT} * "
-        "coalesce((v.score - v.bottom) / nullif(v.top - v.bottom, 0), (v.score IS NOT NULL)::int)"
-    )
+    """SQL: a hit's fused score, TEXT_WEIGHT of its text score plus the rest of its
+    similarity, each placed on its list's distribution (distribution-based score fusion:
+    a score's distance above the list's mean less three standard deviations, over six
+    standard deviations; a list of one score, or of equal ones, places them at 1; a list
+    it is not in adds 0): both lists on one scale whatever their spread, so a clear
+    winner of one list stays ahead of a middling hit of both (bench/README.md,
+    "Relevance")."""
+
+    def placed(x: str) -> str:
+        return (
+            f"coalesce(({x}.score - {x}.mean + 3 * {x}.sd) / nullif(6 * {x}.sd, 0), "
+            f"({x}.score IS NOT NULL)::int)"
+        )
+
+    return f"{TEXT_WEIGHT} * {placed('t')} + {1 - TEXT_WEIGHT} * {placed('v')}"
 
 
 def vector_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
