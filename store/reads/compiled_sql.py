@@ -192,6 +192,7 @@ class Compiler:
                 version=f"{r}.version",
                 updated_at=iso(f"{r}.updated_at"),
                 properties=f"{r}.properties",
+                expires_at=iso(f"{r}.{RULE.expiry}"),
             )
             return "", cols
         v = f"{r}v"
@@ -203,6 +204,7 @@ class Compiler:
             version=f"{v}.version",
             updated_at=iso(f"{v}.at"),
             properties=f"{v}.state->'properties'",
+            expires_at=iso(f"({v}.state->>'{RULE.expiry}')::timestamptz"),
         )
         # The newest version written by as_of (none: the record did not exist yet).
         return version_at_sql(r, as_of), cols
