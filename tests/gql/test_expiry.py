@@ -254,10 +254,21 @@ async def test_an_update_with_a_later_expiry_or_a_restore_extends_it(
     first = datetime.now(UTC) + timedelta(hours=1)
     record = await write(gateway, writer, "extended", [org], expiresAt=first.isoformat())
     later = first + timedelta(hours=1)
+    written = datetime.now(UTC)
     updated = (
         await gateway.data(UPDATE_EXPIRY, {"id": record["id"], "at": later.isoformat()}, writer)
     )["update"]
     assert updated["expiresAt"] == later.isoformat() and updated["version"] == 2
+    # Each version shows the expiry it had, on both paths.
+    at = "query($id: ID!, $asOf: DateTime) { record(id: $id, asOf: $asOf) { version expiresAt } }"
+    for as_of, version, expiry in ((written, 1, first), (None, 2, later)):
+        variables = {"id": record["id"], "asOf": None if as_of is None else as_of.isoformat()}
+        answered = compiled_path(gateway).answered
+        compiled = (await gateway.data(at, variables, writer))["record"]
+        assert compiled_path(gateway).answered > answered
+        with ordinary_path(gateway):
+            plain = (await gateway.data(at, variables, writer))["record"]
+        assert compiled == plain == {"version": version, "expiresAt": expiry.isoformat()}
     # An update that names no expiry keeps it.
     content = 'mutation($id: ID!) { update(id: $id, content: "more") { expiresAt } }'
     kept = (await gateway.data(content, {"id": record["id"]}, writer))["update"]
