@@ -325,6 +325,17 @@ async def test_a_past_expiry_is_refused_unless_expiry_now_is_asked(
     assert again["extensions"]["retired"]["actor"] == "edgeloom"
     assert record["id"] in await swept(gateway)
 
+    # The MCP tools take the same arguments.
+    async with over_http(gateway, writer) as session:
+        made = await call(
+            session, "e_ingest", content="by mcp", assign_lane="notes", expires_at=future
+        )
+        assert made["expires_at"] == future
+        ended = await call(session, "e_update", id=made["id"], expire_now=True)
+        assert datetime.fromisoformat(ended["expires_at"]) < datetime.fromisoformat(future)
+        refused_mcp = await session.call_tool("e_update", {"id": made["id"], "expires_at": future})
+        assert refused_mcp.is_error and "retired" in str(refused_mcp.content)
+
 
 async def test_a_lane_ttl_gives_new_records_their_lifetime(
     env: tuple[Gateway, dict[str, str]],
