@@ -7,6 +7,7 @@ its call from the message alone; the same facts travel as data in `extensions()`
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import ClassVar, Literal
 
 Access = Literal["read", "write"]
@@ -379,3 +380,26 @@ class VectorSizeError(PolicyError):
 
     def context(self) -> dict[str, object]:
         return {"size": self.size}
+
+
+class ExpiryError(PolicyError):
+    """An `expiresAt` not after the write's instant, or one after it with `expireNow`."""
+
+    def __init__(self, asked: datetime, now: datetime, expire_now: bool) -> None:
+        self.asked = asked
+        self.now = now
+        if expire_now:
+            message = (
+                f"expireNow expires the record at once, but expiresAt {asked.isoformat()} is "
+                f"later; give expiresAt alone (an instant after {now.isoformat()}) or "
+                "expireNow: true alone"
+            )
+        else:
+            message = (
+                f"expiresAt {asked.isoformat()} is not after now ({now.isoformat()}); give a "
+                "later instant, or expireNow: true to expire the record at once"
+            )
+        super().__init__(message, ["an instant after now", "expireNow: true"])
+
+    def context(self) -> dict[str, object]:
+        return {"expiresAt": self.asked.isoformat(), "now": self.now.isoformat()}

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from policies.errors import (
     ContentFormatError,
     EmbeddingError,
+    ExpiryError,
     HiddenMemberError,
     LabelNotAllowedError,
     LaneForbiddenError,
@@ -191,6 +193,47 @@ def check_embedding(lane: Lane, size: int) -> None:
             None if declared is None else declared.dimensions,
             None if declared is None else declared.model,
         )
+
+
+@dataclass(frozen=True)
+class Expiry:
+    """What a write asks of a record's expiry: an instant (`at`), to expire it at once
+    (`now`), or nothing (a new record takes its lane's lifetime, a changed one keeps
+    its expiry)."""
+
+    at: datetime | None = None
+    now: bool = False
+
+    @property
+    def asked(self) -> bool:
+        return self.at is not None or self.now
+
+
+NO_EXPIRY = Expiry()
+
+
+def decide_expiry(at: datetime, asked: Expiry, kept: datetime | None = None) -> datetime | None:
+    """When a record written at `at` expires (None: never), or a refusal: an
+    instant asked must come after `at` (the past is not rewritten), unless the caller asks
+    to expire it at once, which expires it at `at`. Asking nothing keeps `kept` (a
+    record's expiry before the write), or for a new record (`kept` None) gives it the
+    lane's lifetime from `at`."""
+    if asked.now:
+        if asked.at is not None and asked.at > at:
+            raise ExpiryError(asked.at, at, expire_now=True)
+        return at
+    if asked.at is not None:
+        if asked.at <= at:
+            raise ExpiryError(asked.at, at, expire_now=False)
+        return asked.at
+    return kept
+
+
+def lane_expiry(lane: Lane, at: datetime, asked: Expiry) -> datetime | None:
+    """`decide_expiry` for a new record: its lane's lifetime when the caller asks none."""
+    if not asked.asked and lane.ttl is not None:
+        return at + lane.ttl
+    return decide_expiry(at, asked)
 
 
 def vector_lanes(embeddings: Mapping[str, Embedding], lanes: Sequence[str], size: int) -> list[str]:

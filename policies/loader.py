@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import reprlib
 from collections.abc import Hashable, Iterable
+from datetime import timedelta
 from typing import NoReturn, TypedDict, cast
 
 import yaml
@@ -20,7 +21,9 @@ from policies.model import (
     ALL_LANES,
     DEFAULT_AUTHORITY,
     DEFAULT_TEXT_SEARCH,
+    DURATION_FORMS,
     MAX_EMBEDDING_DIMENSIONS,
+    MAX_TTL,
     TEXT_SEARCH_CONFIGS,
     AgentProfile,
     Embedding,
@@ -28,6 +31,7 @@ from policies.model import (
     Lane,
     Policy,
     SourceType,
+    parse_duration,
 )
 from policies.properties import MAX_VALUE_LENGTH, RESERVED_PREFIX, is_reserved_label
 
@@ -77,6 +81,7 @@ class RawLane(TypedDict, total=False):
     source_types: dict[str, RawSourceType | None] | None
     text_search: str
     embedding: RawEmbedding
+    ttl: str
 
 
 class RawAgent(TypedDict, total=False):
@@ -344,9 +349,10 @@ class _Reader:
         embedding = None
         if fields.get("embedding") is not None:
             embedding = self.embedding(fields["embedding"], f"{key}.embedding")
+        ttl = None if fields.get("ttl") is None else self.ttl(fields["ttl"], f"{key}.ttl")
         raw_types = fields.get("source_types")
         if raw_types is None:
-            return Lane(name, text_search=language, embedding=embedding)
+            return Lane(name, text_search=language, embedding=embedding, ttl=ttl)
         key = f"{key}.source_types"
         entries = self.entries(raw_types, key, "source type")
         return Lane(
@@ -357,7 +363,19 @@ class _Reader:
             },
             text_search=language,
             embedding=embedding,
+            ttl=ttl,
         )
+
+    def ttl(self, value: object, key: str) -> timedelta:
+        duration = parse_duration(value) if isinstance(value, str) else None
+        if duration is None:
+            self.fail(
+                key,
+                f"{_show(value)} is not a lifetime; allowed: {', '.join(DURATION_FORMS)}, "
+                f"a whole number up to {MAX_TTL.days}d",
+                DURATION_FORMS,
+            )
+        return duration
 
     def embedding(self, value: object, key: str) -> Embedding:
         fields = cast(RawEmbedding, self.fields(value, key, ("dimensions", "model")))

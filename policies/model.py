@@ -5,8 +5,10 @@ All of it is immutable; a change of policy is a new `Policy`, never an edit.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from types import MappingProxyType
 from typing import TypeVar
 
@@ -112,6 +114,24 @@ def builtin_source_type(name: str) -> SourceType:
     return SourceType(name=name, authority=name)
 
 
+# A lifetime (`lanes.<lane>.ttl`): a whole number of days, hours or minutes.
+DURATION_FORMS = ("<n>d (days, e.g. 30d)", "<n>h (hours, e.g. 12h)", "<n>m (minutes, e.g. 15m)")
+_DURATION = re.compile(r"([1-9][0-9]{0,6})([dhm])")
+_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
+# The longest lifetime a lane may give: a hundred years.
+MAX_TTL = timedelta(days=36_500)
+
+
+def parse_duration(text: str) -> timedelta | None:
+    """`30d`, `12h` or `15m` as a duration; None when `text` is none of those forms or
+    longer than MAX_TTL."""
+    found = _DURATION.fullmatch(text.strip())
+    if found is None:
+        return None
+    duration = timedelta(**{_UNITS[found[2]]: int(found[1])})
+    return duration if duration <= MAX_TTL else None
+
+
 @dataclass(frozen=True)
 class Embedding:
     """The vectors a lane's records carry: their size and the model that made them (one
@@ -131,6 +151,8 @@ class Lane:
     text_search: str = DEFAULT_TEXT_SEARCH
     # The embedding its records may carry (search by vector); None: they carry none.
     embedding: Embedding | None = None
+    # How long its new records live when the writer names no expiry (None: forever).
+    ttl: timedelta | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "source_types", _frozen_mapping(self.source_types))

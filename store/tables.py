@@ -111,6 +111,9 @@ records = Table(
     Column("retired_at", TZ, nullable=True),
     Column("retired_by", Text, nullable=True),
     Column("retired_reason", Text, nullable=True),
+    # The instant from which the record is treated as retired (its state's expiry), set
+    # or not whether its tombstone is written yet (migration 0030).
+    Column("expires_at", TZ, nullable=True),
     Index(
         "ix_records_lane_created_at_id",
         "lane",
@@ -123,6 +126,20 @@ records = Table(
     # The retired records' ids: a typed edge is shown only while neither end is one, a
     # probe every edge read makes for each end (migration 0025).
     Index("ix_records_retired", "id", postgresql_where=text("retired_at IS NOT NULL")),
+    # The pending expiries (their tombstones not written yet), which current reads and
+    # counts subtract; and every expiry, which reads at an earlier instant consult.
+    Index(
+        "ix_records_expiring",
+        "expires_at",
+        "id",
+        postgresql_where=text("retired_at IS NULL AND expires_at IS NOT NULL"),
+    ),
+    Index(
+        "ix_records_expires_at",
+        "expires_at",
+        "id",
+        postgresql_where=text("expires_at IS NOT NULL"),
+    ),
     # A record's names (title metadata, aliases): records(named:) (migration 0022).
     Index(
         "ix_records_names",

@@ -80,3 +80,15 @@ EMBEDDING = (
     "declares (see policy); a record with one is found by search(vector). Finite numbers "
     "only."
 )
+
+EXPIRES_AT = (
+    "When the record expires: from this instant every read treats it as retired (as if "
+    "retired then; reads asOf an earlier instant still show it), and the gateway then "
+    "writes its retirement (actor edgeloom, reason expired). Must be after now. Omitted on "
+    "ingest: the lane's ttl from now, if its policy gives one; on update: the record keeps "
+    "its expiry."
+)
+EXPIRE_NOW = (
+    "true: the record expires at once, at this write's instant (an expiresAt at or before "
+    "now is then accepted and taken as now)."
+)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 import strawberry
@@ -11,6 +12,7 @@ from strawberry.schema.name_converter import NameConverter
 from strawberry.types.arguments import InputContext
 
 from gql.api import descriptions as d
+from policies.guard import NO_EXPIRY, Expiry
 from store.kinds.record import commands, embedding
 
 
@@ -41,6 +43,8 @@ class IngestInput:
         "chain (e_adjustment:adj_<hex>) joins it to those on none.",
     )
     embedding: list[float] | None = strawberry.field(default=None, description=d.EMBEDDING)
+    expires_at: datetime | None = strawberry.field(default=None, description=d.EXPIRES_AT)
+    expire_now: bool | None = strawberry.field(default=None, description=d.EXPIRE_NOW)
 
     def to_command(self) -> commands.NewRecord:
         return commands.NewRecord(
@@ -51,7 +55,15 @@ class IngestInput:
             idempotency_key=self.idempotency_key,
             adjusts=tuple(self.adjusts or ()),
             embedding=None if self.embedding is None else embedding.pack(self.embedding),
+            expiry=expiry(self.expires_at, self.expire_now),
         )
+
+
+def expiry(expires_at: datetime | None, expire_now: bool | None) -> Expiry:
+    """What a write's `expiresAt` and `expireNow` ask."""
+    if expires_at is None and not expire_now:
+        return NO_EXPIRY
+    return Expiry(expires_at, bool(expire_now))
 
 
 def ingest_command(inputs: Iterable[IngestInput]) -> commands.Ingest:
@@ -61,8 +73,8 @@ def ingest_command(inputs: Iterable[IngestInput]) -> commands.Ingest:
 
 def ingest_input(value: Mapping[str, Any], names: NameConverter) -> IngestInput:
     """An IngestInput straight from the value graphql-core has already coerced: every
-    field is a string or a list (of strings, or the embedding's floats), so there is
-    nothing left to convert
+    field is a string, a list (of strings, or the embedding's floats), the expiry's
+    DateTime (parsed by its scalar) or a boolean, so there is nothing left to convert
     (strawberry's generic conversion walks each field's type for every value:
     bench/README.md, "Figures behind choices in the code").
     """

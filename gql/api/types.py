@@ -207,6 +207,11 @@ class Record:
         description="The agent who wrote version 1.",
         metadata=compiled(sql.record_column("created_by")),
     )
+    expires_at: datetime | None = strawberry.field(
+        description="When it expires (null: never): from then on every read treats it as "
+        "retired. Set by expiresAt, or by its lane's ttl.",
+        metadata=compiled(sql.record_column("expires_at")),
+    )
     properties: list[str] = strawberry.field(
         description="The caller-written edge properties as label:value strings.",
         metadata=compiled(sql.Compiler.record_properties),
@@ -322,6 +327,7 @@ class Record:
             created_at=r.created_at,
             updated_at=r.updated_at,
             created_by=r.created_by,
+            expires_at=r.state.expires_at,
             properties=[str(p) for p in domain.declared(r.state.properties)],
             metadata=JSON(r.state.metadata),
             _model=r,

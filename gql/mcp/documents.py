@@ -4,7 +4,8 @@ from __future__ import annotations
 
 # What a write answers with: enough to read, link or update the record next.
 BRIEF = (
-    "id lane sourceType version properties warnings { code message property similarTo memberCount }"
+    "id lane sourceType version properties expiresAt "
+    "warnings { code message property similarTo memberCount }"
 )
 RECORD = (
     "id lane sourceType authority content version createdAt updatedAt createdBy properties "
@@ -35,8 +36,10 @@ READ = f"""query($id: ID!, $asOf: DateTime) {{ record(id: $id, asOf: $asOf) {{ {
 READ_VERSIONS = f"""query($id: ID!, $asOf: DateTime) {{
   record(id: $id, asOf: $asOf) {{ {RECORD} versions {{ {VERSION} }} }} }}"""
 
-UPDATE = f"""mutation($id: ID!, $content: String, $properties: [String!], $expectedVersion: Int) {{
-  update(id: $id, content: $content, properties: $properties, expectedVersion: $expectedVersion)
+UPDATE = f"""mutation($id: ID!, $content: String, $properties: [String!], $expectedVersion: Int,
+    $expiresAt: DateTime, $expireNow: Boolean) {{
+  update(id: $id, content: $content, properties: $properties, expectedVersion: $expectedVersion,
+    expiresAt: $expiresAt, expireNow: $expireNow)
   {{ {BRIEF} }} }}"""
 
 LABELS = "query($lane: String) { labels(lane: $lane) { label recordCount } }"

@@ -39,6 +39,12 @@ def item_schema() -> dict[str, Any]:
                 "items": {"type": "number"},
                 "description": _ingest("embedding"),
             },
+            "expires_at": {
+                "type": "string",
+                "format": "date-time",
+                "description": _ingest("expiresAt"),
+            },
+            "expire_now": {"type": "boolean", "description": _ingest("expireNow")},
         },
         "required": ["content"],
         "additionalProperties": False,
@@ -53,6 +59,8 @@ INGEST_KEYS = {
     "adjusts": "adjusts",
     "idempotency_key": "idempotencyKey",
     "embedding": "embedding",
+    "expires_at": "expiresAt",
+    "expire_now": "expireNow",
 }
 
 

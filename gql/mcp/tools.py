@@ -95,6 +95,8 @@ class Tools:
         adjusts: Annotated[list[str] | None, described(_ingest("adjusts"))] = None,
         idempotency_key: Annotated[str | None, described(_ingest("idempotencyKey"))] = None,
         embedding: Annotated[list[float] | None, described(_ingest("embedding"))] = None,
+        expires_at: Annotated[datetime | None, described(_ingest("expiresAt"))] = None,
+        expire_now: Annotated[bool | None, described(_ingest("expireNow"))] = None,
         records: Annotated[
             list[dict[str, Any]] | None,
             described(
@@ -122,6 +124,8 @@ class Tools:
                 "adjusts": adjusts,
                 "idempotency_key": idempotency_key,
                 "embedding": embedding,
+                "expires_at": None if expires_at is None else expires_at.isoformat(),
+                "expire_now": expire_now,
             }
             data = await run(session, doc.INGEST, {"input": ingest_input(one)})
             return data["ingest"]
@@ -261,6 +265,10 @@ class Tools:
         expected_version: Annotated[
             int | None, described(mutation_arg("update", "expectedVersion"))
         ] = None,
+        expires_at: Annotated[
+            datetime | None, described(mutation_arg("update", "expiresAt"))
+        ] = None,
+        expire_now: Annotated[bool | None, described(mutation_arg("update", "expireNow"))] = None,
     ) -> CallToolResult:
         async def work(session: Session) -> Any:
             variables = {
@@ -268,6 +276,8 @@ class Tools:
                 "content": content,
                 "properties": properties,
                 "expectedVersion": expected_version,
+                "expiresAt": None if expires_at is None else expires_at.isoformat(),
+                "expireNow": expire_now,
             }
             return (await run(session, doc.UPDATE, variables))["update"]
 

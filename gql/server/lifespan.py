@@ -13,6 +13,7 @@ from starlette.applications import Starlette
 from gql.api.session import Services
 from gql.feed.hub import FeedHub
 from gql.server.checkpoint_loop import anchor_every
+from gql.server.expiry_loop import expire_every
 from gql.server.frames import text_frames
 from gql.server.heap import settle_heap
 from gql.server.metrics import Metrics
@@ -86,7 +87,10 @@ def lifespan(
             )
             # The standbys serve reads once a check finds them up and close enough.
             await replicas.check()
-            tasks = [asyncio.create_task(anchor_every(pool, settings.checkpoint_seconds, signer))]
+            tasks = [
+                asyncio.create_task(anchor_every(pool, settings.checkpoint_seconds, signer)),
+                asyncio.create_task(expire_every(pool, executor, settings.expiry_seconds)),
+            ]
             if replicas.enabled:
                 tasks.append(asyncio.create_task(replicas.check_every()))
             if metrics is not None:

@@ -76,6 +76,9 @@ class Settings:
     # and the key file that signs them (None: unsigned).
     checkpoint_seconds: float = 60.0
     checkpoint_key: Path | None = None
+    # How often the tombstones of expired records are written (0: never). Reads treat a
+    # record as retired from its expiry on whether or not its tombstone is written yet.
+    expiry_seconds: float = 5.0
     # Sign with the key in checkpoint_key although this memory's newest checkpoints were
     # signed by another (or it is missing): without it such a start is refused.
     new_checkpoint_key: bool = False

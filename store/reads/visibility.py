@@ -49,6 +49,9 @@ OTHER_LANE = "toLane"
 # The caller's lanes and the instant T as SQLAlchemy Core binds them (`core`).
 CORE_LANES = "CAST(:lanes AS text[])"
 CORE_AT = "CAST(:as_of AS timestamptz)"
+# The instant current reads compare expiries with (migration 0030: `now()`, replaceable
+# by a test that moves the clock).
+NOW = "edgeloom_now()"
 
 P = TypeVar("P", bound="Property")
 D = TypeVar("D", bound="datetime")
@@ -78,7 +81,14 @@ class Rule:
     cannot be retired), and `tombstone` the key a retired record's ledger state holds:
     every current read leaves a retired record out, and every earlier read shows it as
     it was. A record's memberships close when it is retired (the projection rule), so
-    reads of memberships need no slot of their own.
+    reads of memberships need no slot of their own for that.
+
+    `expiry` names both the records' column and the state's key of the instant a record
+    expires: from it on the record is treated as retired by every read, before the
+    gateway writes its tombstone (`store.kinds.record.expiry`). Until then its
+    memberships are still open, so reads of memberships leave out those of a record
+    expired at T (`unexpired`: a probe of the few pending expiries now, of the records
+    that ever expired at an earlier T). Now is `edgeloom_now()` (migration 0030).
     """
 
     hidden_labels: tuple[str, ...] = (ADJUSTMENT,)
@@ -86,6 +96,7 @@ class Rule:
     metadata_prefix: str = METADATA_PREFIX
     retired: str | None = "retired_at"
     tombstone: str = "retired"
+    expiry: str = "expires_at"
     edge_validity: EdgeValidity = field(default_factory=EdgeValidity)
 
     # -- lanes ------------------------------------------------------------------
@@ -137,8 +148,14 @@ class Rule:
         return self.lane(t, lanes) + self.not_retired(t, at)
 
     def record_in_lane(self, t: str, lane: str) -> str:
-        """SQL: `record` for one of the caller's lanes read one at a time (`in_lane`)."""
-        return self.in_lane(t, lane) + self.not_retired(t, None)
+        """SQL: `record` for one of the caller's lanes read one at a time (`in_lane`), in
+        index order: its expiry is told by the pending expiries (`unexpired`), so that the
+        lane's rows are still read from the index alone."""
+        if self.retired is None:
+            return self.in_lane(t, lane)
+        retired = _col(t, self.retired)
+        unexpired = self.unexpired(_col(t, "id"), None)
+        return f"{self.in_lane(t, lane)} AND {retired} IS NULL AND {unexpired}"
 
     def not_retired(self, t: str, at: str | None) -> str:
         """SQL to append: the record is not retired now (or its retirement in force now
@@ -146,23 +163,55 @@ class Rule:
         `at` and restored since is told by the version read at `at` (`alive`)."""
         if self.retired is None:
             return ""
-        retired = _col(t, self.retired)
+        retired, expires = _col(t, self.retired), _col(t, self.expiry)
         if at is None:
-            return f" AND {retired} IS NULL"
-        return f" AND ({retired} IS NULL OR {retired} > {at})"
+            return f" AND {retired} IS NULL AND ({expires} IS NULL OR {expires} > {NOW})"
+        return (
+            f" AND ({retired} IS NULL OR {retired} > {at})"
+            f" AND ({expires} IS NULL OR {expires} > {at})"
+        )
 
     def retired_now(self, t: str, lanes: str) -> str:
-        """SQL: the record is in a readable lane and retired now (its readers are told so)."""
-        retired = "false" if self.retired is None else f"{_col(t, self.retired)} IS NOT NULL"
-        return f"{self.lane(t, lanes)} AND {retired}"
+        """SQL: the record is in a readable lane and retired now, or expired now (its
+        readers are told so)."""
+        if self.retired is None:
+            return f"{self.lane(t, lanes)} AND false"
+        retired, expires = _col(t, self.retired), _col(t, self.expiry)
+        return f"{self.lane(t, lanes)} AND ({retired} IS NOT NULL OR {expires} <= {NOW})"
 
-    def alive(self, v: str) -> str:
+    def expired_now(self, t: str) -> str:
+        """SQL: the record `t` is expired now and its tombstone not written yet (so the
+        maintained counts still count it, and its readers are told of its expiry)."""
+        if self.retired is None:
+            return "false"
+        return f"{_col(t, self.retired)} IS NULL AND {_col(t, self.expiry)} <= {NOW}"
+
+    def unexpired(self, record_id: str, at: str | None) -> str:
+        """SQL: the record `record_id` (an SQL expression) is not expired now (or at
+        `at`) with its tombstone still to be written: what reads of memberships and of
+        search's rows (still open until then) add. Now it probes the pending expiries
+        (`ix_records_expiring`); at `at`, every expiry (`ix_records_expires_at`): a record
+        whose current expiry came by `at` was expired then (an expiry is never set
+        before the write that sets it)."""
+        if self.retired is None:
+            return "true"
+        x = "xe_"
+        due = self.expired_now(x) if at is None else f"{x}.{self.expiry} <= {at}"
+        return f"NOT EXISTS (SELECT 1 FROM records {x} WHERE {x}.id = {record_id} AND {due})"
+
+    def alive(self, v: str, at: str | None = None) -> str:
         """SQL: the record version `v` (a ledger entry, the newest written by the instant
-        read at) is no tombstone: a record retired then is absent from a read then."""
-        return f"{_col(v, 'state')}->'{self.tombstone}' IS NULL"
+        read at, `at`) is no tombstone, nor expired then: a record retired then is absent
+        from a read then."""
+        state = _col(v, "state")
+        alive = f"{state}->'{self.tombstone}' IS NULL"
+        if at is None:
+            return alive
+        expires = f"({state}->>'{self.expiry}')::timestamptz"
+        return f"{alive} AND ({state}->>'{self.expiry}' IS NULL OR {expires} > {at})"
 
     def alive_state(self, state: Mapping[str, Any]) -> bool:
-        """`alive`, for a version already read."""
+        """`alive`, for a version already read (its expiry aside)."""
         return state.get(self.tombstone) is None
 
     # -- memberships of edge properties -----------------------------------------
@@ -195,8 +244,10 @@ class Rule:
         return recorded_from <= at and (recorded_to is None or recorded_to > at)
 
     def member(self, t: str, lanes: str, at: str | None) -> str:
-        """SQL: a membership the caller may see, held now (or at `at`)."""
-        return f"{self.lane(t, lanes)} AND {self.held(t, at)}"
+        """SQL: a membership the caller may see, held now (or at `at`), of a record not
+        expired then."""
+        held = f"{self.lane(t, lanes)} AND {self.held(t, at)}"
+        return f"{held} AND {self.unexpired(_col(t, 'record_id'), at)}"
 
     # -- corrections ------------------------------------------------------------
 
@@ -227,22 +278,26 @@ class Rule:
 
         Now, each end is its own equality against the retired records (an index of
         their ids alone, `ix_records_retired`): probed, or hashed once when there are few,
-        never two primary key lookups and heap fetches an edge."""
+        never two primary key lookups and heap fetches an edge; and each end is probed
+        in the pending expiries likewise (`unexpired`)."""
         if self.retired is None:
             return "true"
         if at is None:
-            return " AND ".join(
+            retired = [
                 f"NOT EXISTS (SELECT 1 FROM records x_ WHERE x_.id = {_col(t, end)} "
                 f"AND x_.{self.retired} IS NOT NULL)"
                 for end in ("from_id", "to_id")
-            )
-        # Retired at `at`: the newest version of either end written by then is a tombstone.
+            ]
+            expired = [self.unexpired(_col(t, end), None) for end in ("from_id", "to_id")]
+            return " AND ".join(retired + expired)
+        # Retired at `at`: the newest version of either end written by then is a tombstone
+        # (or expired by then).
         ends = f"{_col(t, 'from_id')}, {_col(t, 'to_id')}"
         return (
             f"NOT EXISTS (SELECT 1 FROM unnest(ARRAY[{ends}]) AS x_(id) CROSS JOIN LATERAL ("
             f"SELECT v_.state FROM ledger v_ WHERE v_.kind = 'record' AND v_.object_id = x_.id "
             f"AND v_.at <= {at} ORDER BY v_.version DESC LIMIT 1) v_ "
-            f"WHERE NOT ({self.alive('v_')}))"
+            f"WHERE NOT ({self.alive('v_', at)}))"
         )
 
     def edge_ends(self, t: str, lanes: str) -> str:

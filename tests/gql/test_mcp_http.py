@@ -219,8 +219,8 @@ async def test_an_unknown_argument_is_refused_naming_the_tools_arguments(
         error = await refused(session, "e_ingest", content="a note", lane="notes")
         before = await call(session, "e_audit", action="list", kinds=["sr_ingested"], first=500)
     arguments = [
-        *("adjusts", "assign_lane", "content", "embedding", "idempotency_key"),
-        *("properties", "records", "source_type"),
+        *("adjusts", "assign_lane", "content", "embedding", "expire_now", "expires_at"),
+        *("idempotency_key", "properties", "records", "source_type"),
     ]
     assert error == {
         "error": "e_ingest takes no argument 'lane' (did you mean 'assign_lane'?); its "

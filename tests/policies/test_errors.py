@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from policies import errors
 from policies.errors import (
     ContentFormatError,
     EmbeddingError,
+    ExpiryError,
     HiddenMemberError,
     LabelNotAllowedError,
     LaneForbiddenError,
@@ -40,6 +43,7 @@ SAMPLES: list[PolicyError] = [
     NotReadableError("record", "sr_0123456789abcdef0123456789abcdef"),
     EmbeddingError("notes", 3, 384, "all-MiniLM-L6-v2"),
     VectorSizeError(3, {"notes": (384, "all-MiniLM-L6-v2")}),
+    ExpiryError(datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 2, tzinfo=UTC), False),
 ]
 
 CODES = {

@@ -106,7 +106,7 @@ def test_required_keys_with_text_format_refused() -> None:
         (
             "lanes: {a: {types: {}}}",
             "lanes.a",
-            "allowed keys: ['embedding', 'source_types', 'text_search']",
+            "allowed keys: ['embedding', 'source_types', 'text_search', 'ttl']",
         ),
         (
             "lanes: {a: {text_search: klingon}}",
@@ -139,7 +139,7 @@ def test_required_keys_with_text_format_refused() -> None:
         (
             "lanes: {a: [x]}",
             "lanes.a",
-            "mapping with keys ['embedding', 'source_types', 'text_search']",
+            "mapping with keys ['embedding', 'source_types', 'text_search', 'ttl']",
         ),
         ("lanes: {a: {source_types: [x]}}", "lanes.a.source_types", "source type names"),
         (

@@ -74,7 +74,8 @@ async def conn(url: str) -> AsyncIterator[Connection]:
             "CREATE TEMP TABLE things (id text, lane text, label text, retired_at timestamptz, "
             "recorded_from timestamptz, recorded_to timestamptz, at timestamptz, "
             "valid_at timestamptz, invalid_at timestamptz, created_at timestamptz, "
-            "to_lane text, payload jsonb, from_id text, to_id text)"
+            "to_lane text, payload jsonb, from_id text, to_id text, expires_at timestamptz, "
+            "record_id text)"
         )
         await connection.executemany(
             "INSERT INTO things VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
@@ -104,19 +105,40 @@ def test_each_slot_renders_its_predicate() -> None:
     # Without the retired slot the record rule is the lane rule; the rule in force has it.
     assert Rule(retired=None).record("r", "$1", "$3") == RULE.lane("r", "$1")
     assert RULE.record("r", "$1", "$3") == RETIRING.record("r", "$1", "$3")
-    assert RETIRING.record("r", "$1") == "r.lane = ANY($1) AND r.retired_at IS NULL"
-    assert RULE.retired_now("r", "$1") == "r.lane = ANY($1) AND r.retired_at IS NOT NULL"
+    assert RETIRING.record("r", "$1") == (
+        "r.lane = ANY($1) AND r.retired_at IS NULL "
+        "AND (r.expires_at IS NULL OR r.expires_at > edgeloom_now())"
+    )
+    assert RULE.retired_now("r", "$1") == (
+        "r.lane = ANY($1) AND (r.retired_at IS NOT NULL OR r.expires_at <= edgeloom_now())"
+    )
     assert RULE.alive("v") == "v.state->'retired' IS NULL"
+    assert RULE.alive("v", "$2") == (
+        "v.state->'retired' IS NULL AND (v.state->>'expires_at' IS NULL "
+        "OR (v.state->>'expires_at')::timestamptz > $2)"
+    )
     assert RULE.alive_state({"content": "x"}) and not RULE.alive_state({"retired": {}})
     assert RETIRING.record("r", "$1", "$3") == (
-        "r.lane = ANY($1) AND (r.retired_at IS NULL OR r.retired_at > $3)"
+        "r.lane = ANY($1) AND (r.retired_at IS NULL OR r.retired_at > $3) "
+        "AND (r.expires_at IS NULL OR r.expires_at > $3)"
     )
-    assert RETIRING.record_in_lane("q", "l.lane") == "q.lane = l.lane AND q.retired_at IS NULL"
+    pending = (
+        "NOT EXISTS (SELECT 1 FROM records xe_ WHERE xe_.id = {} "
+        "AND xe_.retired_at IS NULL AND xe_.expires_at <= edgeloom_now())"
+    )
+    assert RETIRING.record_in_lane("q", "l.lane") == (
+        "q.lane = l.lane AND q.retired_at IS NULL AND " + pending.format("q.id")
+    )
     assert RULE.held("m", None) == "m.recorded_to IS NULL"
     assert RULE.held("m", "$4") == (
         "m.recorded_from <= $4 AND (m.recorded_to IS NULL OR m.recorded_to > $4)"
     )
-    assert RULE.member("m", "$3", None) == "m.lane = ANY($3) AND m.recorded_to IS NULL"
+    assert RULE.member("m", "$3", None) == (
+        "m.lane = ANY($3) AND m.recorded_to IS NULL AND " + pending.format("m.record_id")
+    )
+    assert RULE.unexpired("m.record_id", "$4") == (
+        "NOT EXISTS (SELECT 1 FROM records xe_ WHERE xe_.id = m.record_id AND xe_.expires_at <= $4)"
+    )
     assert RULE.correction("c", "$1", None) == "c.lane = ANY($1)"
     assert RULE.correction("c", "$1", "$2") == "c.lane = ANY($1) AND c.at <= $2"
     assert RULE.shown_label("m.label") == (
@@ -128,7 +150,8 @@ def test_each_slot_renders_its_predicate() -> None:
         "AND NOT EXISTS (SELECT 1 FROM unnest(ARRAY[g.from_id, g.to_id]) AS x_(id) "
         "CROSS JOIN LATERAL (SELECT v_.state FROM ledger v_ WHERE v_.kind = 'record' "
         "AND v_.object_id = x_.id AND v_.at <= $2 ORDER BY v_.version DESC LIMIT 1) v_ "
-        "WHERE NOT (v_.state->'retired' IS NULL))"
+        "WHERE NOT (v_.state->'retired' IS NULL AND (v_.state->>'expires_at' IS NULL "
+        "OR (v_.state->>'expires_at')::timestamptz > $2)))"
     )
     assert RULE.edge("g", "$1", "$2") == (
         "g.lane = ANY($1) AND g.to_lane = ANY($1) AND g.valid_at <= $2 AND g.created_at <= $2 "
@@ -142,7 +165,8 @@ def test_each_slot_renders_its_predicate() -> None:
         "AND NOT EXISTS (SELECT 1 FROM records x_ WHERE x_.id = g.from_id "
         "AND x_.retired_at IS NOT NULL) "
         "AND NOT EXISTS (SELECT 1 FROM records x_ WHERE x_.id = g.to_id "
-        "AND x_.retired_at IS NOT NULL)"
+        "AND x_.retired_at IS NOT NULL) "
+        f"AND {pending.format('g.from_id')} AND {pending.format('g.to_id')}"
     )
     assert RULE.edge("g", "$1", None).endswith(ends_kept)
     assert RULE.edge("g", "$1", None, include_expired=True).endswith(ends_kept)
@@ -194,6 +218,37 @@ async def test_a_retired_record_is_absent_now_and_present_before(conn: Connectio
         conn, unslotted.record("t", "$1"), notes
     )
     assert now == await ids(conn, RULE.record("t", "$1::text[]"), notes)
+
+
+async def test_an_expired_record_is_absent_from_its_instant_swept_or_not(
+    conn: Connection,
+) -> None:
+    """A record (and its memberships) expired at T: absent now and at T, present before,
+    with no tombstone written; the records row says when (`expires_at`)."""
+    await conn.execute(
+        "INSERT INTO records (id, lane, source_type, authority, content, properties, version, "
+        "created_at, updated_at, created_by, ledger_hash, expires_at) VALUES ('sr_expiring', "
+        "'notes', 'conversational', 'conversational', '', '[]', 1, $1, $1, 'dev', '', $2) "
+        "ON CONFLICT DO NOTHING",
+        T0,
+        T,
+    )
+    await conn.execute("UPDATE things SET expires_at = $1 WHERE id = 'open'", T)
+    await conn.execute("UPDATE things SET record_id = 'sr_expiring' WHERE id = 'later'")
+    notes = ["notes"]
+    now = await ids(conn, RULE.record("t", "$1::text[]"), notes)
+    assert "open" not in now and "later" in now
+    assert "open" in await ids(conn, RULE.record("t", "$1::text[]", "$2"), notes, BEFORE)
+    assert "open" not in await ids(conn, RULE.record("t", "$1::text[]", "$2"), notes, T)
+    assert "open" in await ids(conn, RULE.retired_now("t", "$1::text[]"), notes)
+    # Memberships of the expired record (here: 'later') are left out now and from T.
+    assert "later" not in await ids(conn, RULE.member("t", "$1::text[]", None), notes)
+    assert "later" not in await ids(conn, RULE.member("t", "$1::text[]", "$2"), notes, AFTER)
+    assert "later" in await ids(conn, Rule(retired=None).member("t", "$1::text[]", None), notes)
+    assert "open" in await ids(conn, RULE.expired_now("t"))
+    assert "sr_expiring" in {
+        r["id"] for r in await conn.fetch(f"SELECT id FROM records r WHERE {RULE.expired_now('r')}")
+    }
 
 
 async def test_memberships_held_at_an_instant(conn: Connection) -> None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime
 from typing import Annotated, Any
 
 import strawberry
 
 from gql.api import descriptions as d
 from gql.api.correction_types import Correction
-from gql.api.inputs import IngestInput, ingest_command
+from gql.api.inputs import IngestInput, expiry, ingest_command
 from gql.api.intake_types import FileInput, IntakeReport
 from gql.api.policy_types import PolicyVersion
 from gql.api.resolvers.edges import EdgeMutation
@@ -120,6 +121,8 @@ class Mutation(EdgeMutation):
                 "new content without one drops the old content's vector."
             ),
         ] = None,
+        expires_at: Annotated[datetime | None, _arg(d.EXPIRES_AT)] = None,
+        expire_now: Annotated[bool | None, _arg(d.EXPIRE_NOW)] = None,
     ) -> Record:
         command = commands.Update(
             record_id=id,
@@ -127,6 +130,7 @@ class Mutation(EdgeMutation):
             properties=None if properties is None else tuple(properties),
             expected_version=expected_version,
             embedding=None if embedding is None else vectors.pack(embedding),
+            expiry=expiry(expires_at, expire_now),
         )
         record = await info.context.execute(command)
         named = {parse_property(p).label for p in properties or ()}

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from policies.errors import PolicyError, PropertyFormatError, ReservedLabelError
-from policies.guard import RecordChange, decide
+from policies.guard import NO_EXPIRY, Expiry, RecordChange, decide, decide_expiry, lane_expiry
 from policies.model import DEFAULT_LANE, DEFAULT_SOURCE_TYPE
 from policies.properties import Property, is_reserved_label, parse_properties, parse_property
 from store.errors import (
@@ -25,8 +25,14 @@ from store.errors import (
 from store.ids import ADJUSTMENT, ADJUSTMENT_HINT, edge_property_id, new_record_id
 from store.kinds.record import embedding
 from store.kinds.record.asserted_commands import changing, joined, mint, pending_chains
+from store.kinds.record.events import expiry_payload
 from store.kinds.record.locks import Records, RecordsRead
-from store.kinds.record.model import Record, RecordState, declared, next_version
+from store.kinds.record.model import (
+    Record,
+    RecordState,
+    declared,
+    next_version,
+)
 from store.ledger.command import Applied, Current, Event, Locks, Plan, Txn, Write
 from store.limits import (
     check_batch,
@@ -55,6 +61,8 @@ class NewRecord:
     metadata: tuple[str, ...] = ()
     # The caller's vector for the content, packed (store.kinds.record.embedding.pack).
     embedding: bytes | None = None
+    # When it expires, as the caller asks (none: its lane's lifetime, if it gives one).
+    expiry: Expiry = NO_EXPIRY
 
     def __post_init__(self) -> None:
         if len(self.adjusts) > MAX_ADJUSTS:
@@ -170,15 +178,15 @@ class Ingest:
             stamp.authority,
             (*properties, *metadata, *on),
             embedding=item.embedding,
+            expires_at=lane_expiry(txn.rules.lane(stamp.lane), txn.at, item.expiry),
         )
-        events[0] = Event(
-            "sr_ingested",
-            {
-                "sourceType": state.source_type,
-                "authority": state.authority,
-                "properties": [str(p) for p in properties],
-            },
-        )
+        ingested = {
+            "sourceType": state.source_type,
+            "authority": state.authority,
+            "properties": [str(p) for p in properties],
+            **expiry_payload(None, state),
+        }
+        events[0] = Event("sr_ingested", ingested)
         return Write(
             kind="record",
             object_id=record_id,
@@ -215,6 +223,8 @@ class Update:
     expected_version: int | None = None
     metadata: tuple[str, ...] = ()  # `key:value`, as `NewRecord.metadata`
     embedding: bytes | None = None
+    # A new expiry (none asked: the record keeps its own).
+    expiry: Expiry = NO_EXPIRY
 
     def __post_init__(self) -> None:
         if self.content is not None:
@@ -274,6 +284,7 @@ class Update:
             stamp.authority,
             tuple(properties),
             embedding=vector,
+            expires_at=decide_expiry(txn.at, self.expiry, before.expires_at),
         )
         if state == before:
             return Plan((), lambda _: record)
@@ -282,6 +293,7 @@ class Update:
             "added": [str(p) for p in added],
             "removed": [str(p) for p in removed],
         }
+        payload.update(expiry_payload(before, state))
         if stamp.authority != before.authority:
             payload["authority"] = stamp.authority
         metadata = RULE.metadata(properties)

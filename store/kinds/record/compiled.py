@@ -19,6 +19,7 @@ from store.reads.compiled_sql import (
 )
 from store.reads.json_sql import Build, _literal, iso
 from store.reads.statements import PageSql
+from store.reads.visibility import RULE
 
 
 def record_source(compiler: Compiler, r: str, as_of: str | None) -> tuple[str, dict[str, str]]:
@@ -38,6 +39,7 @@ def record_source(compiler: Compiler, r: str, as_of: str | None) -> tuple[str, d
             version=f"{r}.version",
             updated_at=iso(f"{r}.updated_at"),
             properties=f"{r}.properties",
+            expires_at=iso(f"{r}.{RULE.expiry}"),
         )
         return "", cols
     v = f"{r}v"
@@ -49,6 +51,7 @@ def record_source(compiler: Compiler, r: str, as_of: str | None) -> tuple[str, d
         version=f"{v}.version",
         updated_at=iso(f"{v}.at"),
         properties=f"{v}.state->'properties'",
+        expires_at=iso(f"({v}.state->>'{RULE.expiry}')::timestamptz"),
     )
     # The newest version written by as_of (none: the record did not exist yet).
     return version_at_sql(r, as_of), cols

@@ -11,6 +11,12 @@ either unfolded or folded, never both. A read sums the folded counts and the unf
 deltas of the caller's lanes: exact for the snapshot it reads, in a few rows however
 many records there are. Counts as of an earlier instant come from the membership
 intervals.
+
+A record that expired is counted out at its instant, before its tombstone (the write
+that moves the counts) is written: every read of a count now also subtracts what the
+pending expiries due now hold (`RULE.expired_now`, `expired_members`), read from the
+index of those records alone (`ix_records_expiring`: they are few, since the gateway
+writes their tombstones within seconds) and their current memberships.
 """
 
 from __future__ import annotations
@@ -104,6 +110,16 @@ async def fold(conn: Conn) -> bool:
     return True
 
 
+def expired_members(x: str, m: str) -> str:
+    """SQL: `records {x} JOIN edge_properties {m}`, the current memberships of the records
+    expired now whose tombstone is not written yet (`RULE.expired_now`): the maintained
+    counts still count them."""
+    return (
+        f"records {x} JOIN edge_properties {m} ON {m}.record_id = {x}.id "
+        f"AND {RULE.held(m, None)} AND {RULE.expired_now(x)}"
+    )
+
+
 def records_count(lanes: str, source_type: str | None = None) -> str:
     """SQL: how many current records the lanes `lanes` hold (of `source_type` if given)."""
     of_type = "" if source_type is None else f" AND source_type = {source_type}"
@@ -111,7 +127,9 @@ def records_count(lanes: str, source_type: str | None = None) -> str:
     return (
         "SELECT coalesce(sum(c.n), 0)::bigint FROM ("
         f"SELECT records AS n FROM record_counts WHERE {where} "
-        f"UNION ALL SELECT delta FROM record_deltas WHERE {where}) c"
+        f"UNION ALL SELECT delta FROM record_deltas WHERE {where} "
+        f"UNION ALL SELECT -count(*) FROM records x_ WHERE {RULE.expired_now('x_')} "
+        f"AND {RULE.lane('x_', lanes)}{of_type.replace('source_type', 'x_.source_type')}) c"
     )
 
 
@@ -123,12 +141,15 @@ def member_count(
     never shown as a hyperedge has none."""
     key = key or f"edgeloom_value_key({value})"
     where = f"label = {label} AND {RULE.lane('', lanes)}"
+    expired = f"m_.label = {label} AND m_.value_key = {key} AND {RULE.lane('m_', lanes)}"
     if shown:
         where += f" AND {RULE.shown_label('label')}"
+        expired += f" AND {RULE.shown_label('m_.label')}"
     return (
         "SELECT coalesce(sum(c.n), 0)::bigint FROM ("
         f"SELECT records AS n FROM member_counts WHERE value_key = {key} AND {where} "
         "UNION ALL SELECT delta FROM member_deltas "
         f"WHERE value_hash = edgeloom_member_hash({label}, {key}) "
-        f"AND edgeloom_value_key(value) = {key} AND {where}) c"
+        f"AND edgeloom_value_key(value) = {key} AND {where} "
+        f"UNION ALL SELECT -count(*) FROM {expired_members('x_', 'm_')} WHERE {expired}) c"
     )

@@ -10,7 +10,7 @@ from typing import Any
 
 from policies.properties import Property
 from store.ids import ADJUSTMENT, CONNECT, GROUP, edge_property_id
-from store.kinds.record.model import RecordState, declared
+from store.kinds.record.model import RecordState, declared, instant_text
 from store.ledger.entry import Entry
 from store.ledger.implied import Implied, Links, Shared, differs
 from store.reads.visibility import RULE
@@ -143,6 +143,7 @@ def _ingested(before: RecordState | None, state: RecordState, entry: Entry) -> l
                 "sourceType": state.source_type,
                 "authority": state.authority,
                 "properties": [str(p) for p in declared(state.properties)],
+                **expiry_payload(None, state),
             },
         )
     ]
@@ -164,7 +165,16 @@ def _updated(before: RecordState | None, state: RecordState, entry: Entry) -> li
         payload["authority"] = state.authority
     if state.metadata != before.metadata:
         payload["metadata"] = state.metadata
+    payload.update(expiry_payload(before, state))
     return [Implied("sr_updated", payload)]
+
+
+def expiry_payload(before: RecordState | None, state: RecordState) -> dict[str, str]:
+    """`expiresAt` in a payload: when the write gave the record a new expiry."""
+    expires = state.expires_at
+    if expires is None or (before is not None and expires == before.expires_at):
+        return {}
+    return {"expiresAt": instant_text(expires)}
 
 
 def _property_events(name: str, pick: Callable[..., list[Property]]) -> Callable[..., Any]:

@@ -62,17 +62,17 @@ _CTES = (
         "moved_records",
         """INSERT INTO records AS r (id, lane, source_type, authority, content, properties,
                           version, created_at, updated_at, created_by, idempotency_key,
-                          ledger_hash, retired_at, retired_by, retired_reason)
+                          ledger_hash, retired_at, retired_by, retired_reason, expires_at)
   SELECT id, lane, source_type, authority, content, properties, version, created_at,
          updated_at, created_by, idempotency_key, ledger_hash, retired_at, retired_by,
-         retired_reason
+         retired_reason, expires_at
   FROM {rows}
   ON CONFLICT (id) DO UPDATE SET
     lane = EXCLUDED.lane, source_type = EXCLUDED.source_type, authority = EXCLUDED.authority,
     content = EXCLUDED.content, properties = EXCLUDED.properties, version = EXCLUDED.version,
     updated_at = EXCLUDED.updated_at, ledger_hash = EXCLUDED.ledger_hash,
     retired_at = EXCLUDED.retired_at, retired_by = EXCLUDED.retired_by,
-    retired_reason = EXCLUDED.retired_reason""",
+    retired_reason = EXCLUDED.retired_reason, expires_at = EXCLUDED.expires_at""",
         (
             ("id", "text"),
             ("lane", "text"),
@@ -89,6 +89,7 @@ _CTES = (
             ("retired_at", "timestamptz"),
             ("retired_by", "text"),
             ("retired_reason", "text"),
+            ("expires_at", "timestamptz"),
         ),
     ),
     Cte(
@@ -147,7 +148,7 @@ _CTES = (
 
 _RECORDS = """
 SELECT id, lane, source_type, authority, content, properties, version, created_at, updated_at,
-       created_by, ledger_hash, retired_at, retired_by, retired_reason
+       created_by, ledger_hash, retired_at, retired_by, retired_reason, expires_at
 FROM records
 """
 _MEMBERSHIPS = """

@@ -27,7 +27,7 @@ IDEMPOTENCY_CONSTRAINT = "uq_records_created_by_idempotency_key"
 
 _RECORD_COLUMNS = (
     "id, lane, source_type, authority, content, properties, version, created_at, "
-    "updated_at, created_by, ledger_hash, retired_at, retired_by, retired_reason, "
+    "updated_at, created_by, ledger_hash, retired_at, retired_by, retired_reason, expires_at, "
     # The one part of a record's state `records` leaves out: its vector, from its entry.
     "(SELECT l.state->'embedding' FROM ledger l WHERE l.kind = 'record' "
     "AND l.object_id = records.id AND l.version = records.version) AS embedding"
@@ -103,7 +103,10 @@ class Records:
     adjusts, which it knows only by reading them.
     `retired`: the command acts on retired records too (retiring, restoring): prefixes
     resolve among them and they are handed to it; any other command is refused a
-    retired record (`RetiredRecordError`).
+    retired record (`RetiredRecordError`), and so is a record expired by the write's
+    instant (its tombstone not written yet), as if it were retired.
+    `engine`: the engine acts (expiry's tombstones), on records of every lane; named by
+    exact id only.
     """
 
     ids: tuple[str, ...] = ()
@@ -111,6 +114,7 @@ class Records:
     carrying: tuple[tuple[str, str], ...] = ()
     carried_by_records: tuple[str, ...] = ()
     retired: bool = False
+    engine: bool = False
 
     def locks(self, **rest: Any) -> Locks:
         """The `Locks` of a command that locks these records and `rest` (the ledger's own
@@ -207,7 +211,7 @@ class RecordStep:
             raise HoldersMovedError()
 
     async def read(self, conn: Conn, txn: Txn, locked: Sequence[asyncpg.Record]) -> RecordsRead:
-        records = _readable(txn, self.exact, locked, self.asked.retired)
+        records = _readable(txn, self.exact, locked, self.asked.retired, self.asked.engine)
         holders, hidden = _held(txn, self.holding, locked)
         return RecordsRead(
             records={**{r.id: r for rs in holders.values() for r in rs}, **records},
@@ -242,20 +246,28 @@ async def _exact_ids(
 
 
 def _readable(
-    txn: Txn, exact: Mapping[str, str], rows: Sequence[asyncpg.Record], retired: bool = False
+    txn: Txn,
+    exact: Mapping[str, str],
+    rows: Sequence[asyncpg.Record],
+    retired: bool = False,
+    engine: bool = False,
 ) -> dict[str, Record]:
     """The locked records by the caller's ident; one it may not read is not found, and
-    a retired one is refused (said so) unless the command acts on retired records."""
+    a retired (or expired) one is refused (said so) unless the command acts on retired
+    records. The engine reads every lane."""
     if not exact:
         return {}
-    lanes = set(txn.agent.readable_lanes(txn.rules))
-    found = {row["id"]: _record(row) for row in rows if RULE.may_read(row["lane"], lanes)}
+    if engine:
+        found = {row["id"]: _record(row) for row in rows}
+    else:
+        lanes = set(txn.agent.readable_lanes(txn.rules))
+        found = {row["id"]: _record(row) for row in rows if RULE.may_read(row["lane"], lanes)}
     missing = [ident for ident, rid in exact.items() if rid not in found]
     if missing:
         raise NotFoundError("record", missing[0])
     if not retired:
         for ident, rid in exact.items():
-            gone = found[rid].retirement
+            gone = found[rid].retirement_at(txn.at)
             if gone is not None:
                 raise RetiredRecordError(ident, gone.at, gone.actor, gone.reason)
     return {ident: found[rid] for ident, rid in exact.items()}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from policies.properties import Property, property_of
@@ -14,6 +14,14 @@ from store.ledger.entry import Row
 from store.reads.visibility import RULE
 
 PropertyPairs = tuple[tuple[str, str], ...]
+
+# The key of a record's state holding when it expires (`RULE.expiry`).
+EXPIRES = RULE.expiry
+
+
+def instant_text(at: datetime) -> str:
+    """An instant as a state holds it: ISO 8601 in UTC, to the microsecond."""
+    return at.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,12 @@ class RecordState:
     retired: Retired | None = None
     # The caller's vector for the content (store.kinds.record.embedding), or None.
     embedding: bytes | None = None
+    # The instant from which the record is treated as retired (None: it never expires).
+    expires_at: datetime | None = None
+
+    def expired(self, at: datetime) -> bool:
+        """Whether the record is expired at `at` (retired by the instant, swept or not)."""
+        return self.expires_at is not None and self.expires_at <= at
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -57,12 +71,16 @@ class RecordState:
         # Likewise only an entry with a vector has this key.
         if self.embedding is not None:
             data["embedding"] = embedding.to_texts(self.embedding)
+        # And only an entry of a record that expires.
+        if self.expires_at is not None:
+            data[EXPIRES] = instant_text(self.expires_at)
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RecordState:
         retired = data.get("retired")
         vector = data.get("embedding")
+        expires = data.get(EXPIRES)
         return cls(
             content=data["content"],
             lane=data["lane"],
@@ -71,6 +89,7 @@ class RecordState:
             properties=parse_pairs(data["properties"]),
             retired=None if retired is None else Retired(retired.get("reason")),
             embedding=None if vector is None else embedding.from_texts(vector),
+            expires_at=None if expires is None else datetime.fromisoformat(expires),
         )
 
     def held(self) -> tuple[Property, ...]:
@@ -96,6 +115,12 @@ def visible(properties: Sequence[Property]) -> list[Property]:
 def declared(properties: Sequence[Property]) -> list[Property]:
     """The caller's own (non-reserved) edge properties."""
     return RULE.declared(properties)
+
+
+# Who retires an expired record, and why (the sweeper's tombstone, and what a read says
+# of an expired record before it is written).
+EXPIRY_ACTOR = "edgeloom"
+EXPIRY_REASON = "expired"
 
 
 @dataclass(frozen=True)
@@ -135,6 +160,14 @@ class Record:
             return None
         return Retirement(self.updated_at, self.retired_by or "", retired.reason)
 
+    def retirement_at(self, at: datetime) -> Retirement | None:
+        """`retirement`, or, for a record expired by `at` whose tombstone the gateway has
+        not written yet, the retirement its expiry stands for."""
+        expires = self.state.expires_at
+        if self.state.retired is None and expires is not None and expires <= at:
+            return Retirement(expires, EXPIRY_ACTOR, EXPIRY_REASON)
+        return self.retirement
+
     @classmethod
     def at_entry(cls, first: Version, entry: Version) -> Record:
         """The record as its ledger entry `entry` left it, a tombstone too (`first`: its
@@ -165,6 +198,7 @@ class Record:
                 properties=parse_pairs(row["properties"]),
                 retired=None if retired_at is None else Retired(row["retired_reason"]),
                 embedding=_embedding(_optional(row, "embedding")),
+                expires_at=_optional(row, "expires_at"),
             ),
             created_at=row["created_at"],
             updated_at=row["updated_at"],

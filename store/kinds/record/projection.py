@@ -110,6 +110,7 @@ RECORD_COLUMNS = (
     "retired_at",
     "retired_by",
     "retired_reason",
+    "expires_at",
 )
 
 
@@ -133,6 +134,7 @@ def record_row(record: Record, idempotency_key: str | None = None) -> dict[str, 
         "retired_at": record.updated_at if state.retired is not None else None,
         "retired_by": record.retired_by,
         "retired_reason": state.retired.reason if state.retired is not None else None,
+        "expires_at": state.expires_at,
     }
 
 

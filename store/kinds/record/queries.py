@@ -28,7 +28,7 @@ from store.reads.visibility import RULE
 MAX_MATCH = 16
 RECORD_COLUMNS = (
     "id, lane, source_type, authority, content, properties, version, created_at, "
-    "updated_at, created_by, ledger_hash"
+    "updated_at, created_by, ledger_hash, expires_at"
 )
 LEDGER_COLUMNS = "object_id, version, event, actor, at, policy_version, state, hash"
 
@@ -288,7 +288,7 @@ def one_value_page(p: Params, at: bool, after: bool) -> str:
         CROSS JOIN LATERAL (
           SELECT DISTINCT m.record_id AS id FROM edge_properties m
           WHERE {RULE.in_lane("m", "l.lane")} AND {carries_nth(p, "m", 0)}
-          AND {RULE.held("m", as_of)} {keyed}
+          AND {RULE.held("m", as_of)} AND {RULE.unexpired("m.record_id", as_of)} {keyed}
           ORDER BY 1 LIMIT {limit}
         ) pg ORDER BY 1 LIMIT {limit}"""
 

@@ -9,6 +9,7 @@ from datetime import datetime
 
 from store.errors import AmbiguousIdError, InvalidIdError, NotFoundError, RetiredRecordError
 from store.ids import RECORD_ID, RECORD_PREFIX
+from store.kinds.record.model import EXPIRY_ACTOR, EXPIRY_REASON
 from store.reads.snapshot import Reader
 from store.reads.visibility import RULE
 
@@ -64,7 +65,7 @@ def version_at_sql(r: str, as_of: str) -> str:
 def alive_sql(r: str, as_of: str | None) -> str:
     """SQL to append to a read of `records {r}` joined by `version_at_sql`: the version read
     at as_of is no tombstone (now, the records row's rule says it)."""
-    return "" if as_of is None else f" AND {RULE.alive(f'{r}v')}"
+    return "" if as_of is None else f" AND {RULE.alive(f'{r}v', as_of)}"
 
 
 def readable_sql(r: str, lanes: str, as_of: str | None) -> str:
@@ -78,7 +79,7 @@ def retired_sql(r: str, lanes: str, as_of: str | None) -> str:
     `version_at_sql`) was retired at `as_of`: its readers are told so."""
     if as_of is None:
         return RULE.retired_now(r, lanes)
-    return f"{RULE.lane(r, lanes)} AND NOT ({RULE.alive(f'{r}v')})"
+    return f"{RULE.lane(r, lanes)} AND NOT ({RULE.alive(f'{r}v', as_of)})"
 
 
 RESOLVE = candidates_sql("$1", "$2::text[]", None, MAX_CANDIDATES + 1)
@@ -86,13 +87,23 @@ RESOLVE_AT = candidates_sql("$1", "$2::text[]", "$3", MAX_CANDIDATES + 1)
 # Among retired records too: reads of history (audit).
 RESOLVE_RETIRED_TOO = _range("$1", RULE.lane("", "$2::text[]"), MAX_CANDIDATES + 1)
 
+_TOMB = f"NOT ({RULE.alive('rv')})"
+_EXPIRED = RULE.expired_now("")
+# A record expired and not swept yet is told as retired at its expiry, by the engine.
 _RETIRED_NOW = f"""
-SELECT retired_at AS at, retired_by AS actor, retired_reason AS reason FROM records
+SELECT CASE WHEN {_EXPIRED} THEN {RULE.expiry} ELSE retired_at END AS at,
+       CASE WHEN {_EXPIRED} THEN '{EXPIRY_ACTOR}' ELSE retired_by END AS actor,
+       CASE WHEN {_EXPIRED} THEN '{EXPIRY_REASON}' ELSE retired_reason END AS reason
+FROM records
 WHERE {named_sql("", "$1", prefix=False)} AND {retired_sql("", "$2::text[]", None)}
 """
-# The newest version written by $3 of a readable record, when it is a tombstone.
+# The newest version written by $3 of a readable record, when it is a tombstone (or was
+# expired by $3).
 _RETIRED_AT = f"""
-SELECT rv.at, rv.actor, rv.state->'{RULE.tombstone}'->>'reason' AS reason
+SELECT CASE WHEN {_TOMB} THEN rv.at ELSE (rv.state->>'{RULE.expiry}')::timestamptz END AS at,
+       CASE WHEN {_TOMB} THEN rv.actor ELSE '{EXPIRY_ACTOR}' END AS actor,
+       CASE WHEN {_TOMB} THEN rv.state->'{RULE.tombstone}'->>'reason'
+            ELSE '{EXPIRY_REASON}' END AS reason
 FROM records r {version_at_sql("r", "$3")}
 WHERE {named_sql("r", "$1", prefix=False)} AND {retired_sql("r", "$2::text[]", "$3")}
 """

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
-from policies.guard import ObjectChange, decide_object
+from policies.guard import NO_EXPIRY, ObjectChange, decide_object, lane_expiry
 from policies.properties import Property
 from store.errors import AlreadyRetiredError, InvalidInputError, NotRetiredError
 from store.ids import ADJUSTMENT, CONNECT, GROUP, RECORD_KIND
@@ -61,7 +61,7 @@ def _retired(
     for ident in idents:
         record = current.rows.record(ident)
         decide_object(txn.rules, txn.agent, ObjectChange(RECORD_KIND, record.id, record.lane))
-        gone = record.retirement
+        gone = record.retirement_at(txn.at)
         if gone is not None:
             raise AlreadyRetiredError(record.id, gone.at, gone.actor, gone.reason)
         state = replace(record.state, retired=Retired(reason))
@@ -132,11 +132,14 @@ class RestoreRecord:
     def decide(self, txn: Txn, current: Current[RecordsRead]) -> Plan[Record]:
         record = current.rows.record(self.record_id)
         decide_object(txn.rules, txn.agent, ObjectChange(RECORD_KIND, record.id, record.lane))
-        if record.retirement is None:
+        if record.retirement_at(txn.at) is None:
             raise NotRetiredError(record.id)
         ended = [p for p in record.state.properties if p.reserved and not _held(current, p)]
         kept = tuple(p for p in record.state.properties if p not in ended)
-        state = replace(record.state, properties=kept, retired=None)
+        # Restored, it expires no more, unless its lane gives its records a lifetime:
+        # then that lifetime runs again from now.
+        expires = lane_expiry(txn.rules.lane(record.lane), txn.at, NO_EXPIRY)
+        state = replace(record.state, properties=kept, retired=None, expires_at=expires)
         event = Event("sr_restored", {"ended": [str(p) for p in ended]})
         write = next_version(record, state, "sr_restored", [event])
         return Plan((write,), lambda applied: applied.records[record.id])

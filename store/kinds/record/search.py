@@ -257,7 +257,7 @@ def vector_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
     n = shape.vector
     query = f"{p('vector', 'real[]')}::vector({n})"
     at = p("as_of", "timestamptz") if shape.as_of else None
-    filters = f"w.dims = {n} AND {RULE.held('w', at)}"
+    filters = f"w.dims = {n} AND {RULE.held('w', at)} AND {RULE.unexpired('w.record_id', at)}"
     if shape.source_types:
         filters += f" AND w.source_type = ANY({p('source_types', 'text[]')})"
     # Spelled as the index's expression, so that the planner walks the index.
@@ -363,7 +363,7 @@ def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
     if shape.properties:
         members = members_sql(p, shape.properties, shape.mode, shape.as_of)
         where += f" AND w.record_id IN (SELECT m.record_id FROM ({members}) m)"
-    held = RULE.held("w", at)
+    held = f"{RULE.held('w', at)} AND {RULE.unexpired('w.record_id', at)}"
     budget = search_plan.COUNT_BUDGET
     columns = "w.record_id AS id, w.from_version, w.recorded_from AS since, w.lane, w.words"
     newest = "ORDER BY f.since DESC, f.id DESC"

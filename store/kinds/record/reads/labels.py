@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from store.kinds.record.counts import expired_members
 from store.reads.compiled_sql import Compiler, Sel, SiteParams
 from store.reads.registry import Before, Values, Wants
 from store.reads.snapshot import Reader
@@ -95,10 +96,15 @@ def labels_sql(p: Params, shape: LabelsShape) -> str:
             WHERE {RULE.member("m", lanes, p("as_of", "timestamptz"))}
             AND {RULE.caller_label("m.label")}
             GROUP BY m.label ORDER BY record_count DESC, m.label"""
-    # The folded counts plus the deltas not folded yet, per label; e_* are never counted.
+    # The folded counts plus the deltas not folded yet, per label, less the records
+    # expired now and not retired yet (`counts.expired_members`); e_* are never counted.
     return f"""SELECT c.label, sum(c.n)::bigint AS record_count FROM (
           SELECT label, records AS n FROM label_counts WHERE {RULE.lane("", lanes)}
-          UNION ALL SELECT label, delta FROM label_deltas WHERE {RULE.lane("", lanes)}) c
+          UNION ALL SELECT label, delta FROM label_deltas WHERE {RULE.lane("", lanes)}
+          UNION ALL SELECT m_.label, -count(DISTINCT x_.id)
+            FROM {expired_members("x_", "m_")}
+            WHERE {RULE.lane("m_", lanes)} AND {RULE.caller_label("m_.label")}
+            AND NOT ({RULE.metadata_label("m_.label")}) GROUP BY m_.label) c
         GROUP BY c.label HAVING sum(c.n) > 0 ORDER BY record_count DESC, c.label"""
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from policies.properties import Property
+from store.kinds.record.counts import expired_members
 from store.kinds.record.queries import member_counts
 from store.reads.compiled_sql import Compiler, PageRow, RecordRow, Sel, SiteParams
 from store.reads.json_sql import text_cursor
@@ -178,6 +179,9 @@ def values_sql(p: Params, shape: ValuesShape, by_count: bool = False) -> str:
           WHERE {" AND ".join(folded)}
           UNION ALL
           SELECT {key}, d.value, d.delta FROM member_deltas d WHERE {" AND ".join(unfolded)}
+          UNION ALL
+          SELECT d.value_key, d.value, -1 FROM {expired_members("x_", "d")}
+          WHERE {" AND ".join(unfolded)}
         ) u GROUP BY u.value_key HAVING sum(u.n) > 0 ORDER BY {order} LIMIT {p("limit")}"""
 
 
