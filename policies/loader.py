@@ -77,6 +77,7 @@ class RawLane(TypedDict, total=False):
     source_types: dict[str, RawSourceType | None] | None
     text_search: str
     embedding: RawEmbedding
+    properties_personal: bool
 
 
 class RawAgent(TypedDict, total=False):
@@ -86,6 +87,7 @@ class RawAgent(TypedDict, total=False):
     write: list[str]
     apply_policy: bool
     read_metrics: bool
+    erase: bool
 
 
 class RawPolicy(TypedDict, total=False):
@@ -344,9 +346,12 @@ class _Reader:
         embedding = None
         if fields.get("embedding") is not None:
             embedding = self.embedding(fields["embedding"], f"{key}.embedding")
+        personal = self.flag(fields.get("properties_personal", True), f"{key}.properties_personal")
         raw_types = fields.get("source_types")
         if raw_types is None:
-            return Lane(name, text_search=language, embedding=embedding)
+            return Lane(
+                name, text_search=language, embedding=embedding, properties_personal=personal
+            )
         key = f"{key}.source_types"
         entries = self.entries(raw_types, key, "source type")
         return Lane(
@@ -357,6 +362,7 @@ class _Reader:
             },
             text_search=language,
             embedding=embedding,
+            properties_personal=personal,
         )
 
     def embedding(self, value: object, key: str) -> Embedding:
@@ -489,6 +495,7 @@ class _Reader:
             write=self.lane_refs(fields.get("write", []), f"{key}.write", declared),
             apply_policy=self.flag(fields.get("apply_policy", False), f"{key}.apply_policy"),
             read_metrics=self.flag(fields.get("read_metrics", False), f"{key}.read_metrics"),
+            erase=self.flag(fields.get("erase", False), f"{key}.erase"),
         )
 
     def lane_refs(self, value: object, key: str, declared: list[str]) -> tuple[str, ...]:
@@ -520,7 +527,7 @@ DEV_POLICY_YAML = """\
 lanes:
   default: {}
 agents:
-  dev: { read: ["*"], write: ["*"], apply_policy: true }
+  dev: { read: ["*"], write: ["*"], apply_policy: true, erase: true }
 """
 
 

@@ -243,6 +243,11 @@ class Kind(Protocol):
         attaches one locks the records it attaches to, so none is added meanwhile."""
         ...
 
+    async def ever_attached(self, conn: Conn, record_ids: Sequence[str]) -> list[str]:
+        """The ids of its objects, live or not, ever attached to those records (what an
+        erasure of them reads: `Locks.history`)."""
+        ...
+
     def retired_with(
         self, txn: Txn, current: Current[Any], object_id: str, records: Collection[str]
     ) -> Write | None:
@@ -279,6 +284,9 @@ class KindDefaults:
         return None
 
     async def attached(self, conn: Conn, record_ids: Sequence[str]) -> list[str]:
+        return []
+
+    async def ever_attached(self, conn: Conn, record_ids: Sequence[str]) -> list[str]:
         return []
 
     def retired_with(

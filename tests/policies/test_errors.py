@@ -6,6 +6,7 @@ from policies import errors
 from policies.errors import (
     ContentFormatError,
     EmbeddingError,
+    EraseForbiddenError,
     HiddenMemberError,
     LabelNotAllowedError,
     LaneForbiddenError,
@@ -35,6 +36,7 @@ SAMPLES: list[PolicyError] = [
     RequiredKeysError("crm", "report", ["title"], missing=["title"]),
     LaneForbiddenError("planner", "crm", "write", ["notes"]),
     PolicyApplyForbiddenError("planner", ["curator"]),
+    EraseForbiddenError("planner", ["curator"]),
     UnknownAgentError("ghost"),
     HiddenMemberError("group", "e_group:team_0", ["notes"]),
     NotReadableError("record", "sr_0123456789abcdef0123456789abcdef"),
@@ -47,6 +49,7 @@ CODES = {
     LaneForbiddenError: "FORBIDDEN",
     NotReadableError: "NOT_FOUND",
     PolicyApplyForbiddenError: "FORBIDDEN",
+    EraseForbiddenError: "FORBIDDEN",
     UnknownAgentError: "UNAUTHENTICATED",
 }
 

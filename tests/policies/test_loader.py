@@ -106,7 +106,7 @@ def test_required_keys_with_text_format_refused() -> None:
         (
             "lanes: {a: {types: {}}}",
             "lanes.a",
-            "allowed keys: ['embedding', 'source_types', 'text_search']",
+            "allowed keys: ['embedding', 'properties_personal', 'source_types', 'text_search']",
         ),
         (
             "lanes: {a: {text_search: klingon}}",
@@ -139,7 +139,7 @@ def test_required_keys_with_text_format_refused() -> None:
         (
             "lanes: {a: [x]}",
             "lanes.a",
-            "mapping with keys ['embedding', 'source_types', 'text_search']",
+            "mapping with keys ['embedding', 'properties_personal', 'source_types', 'text_search']",
         ),
         ("lanes: {a: {source_types: [x]}}", "lanes.a.source_types", "source type names"),
         (
@@ -271,7 +271,7 @@ def test_required_keys_with_text_format_refused() -> None:
         (
             "lanes: {n: {}}\nagents: {a: {admin: true}}",
             "agents.a",
-            "['apply_policy', 'read', 'read_metrics', 'write']",
+            "['apply_policy', 'erase', 'read', 'read_metrics', 'write']",
         ),
         ("lanes: {n: {}}\nagents: {a: {read: n}}", "agents.a.read", "allowed: ['*', 'n']"),
         (

@@ -23,6 +23,8 @@ RECORD_EVENT_KINDS = (
     # A tombstone, and the version that brings the record back.
     "sr_retired",
     "sr_restored",
+    # An erasure (store.kinds.record.erase): a tombstone that also erased the content.
+    "sr_erased",
 )
 # Asserted edges: each is a new version of every record it touches.
 ASSERTED_EVENT_KINDS = (
@@ -204,6 +206,13 @@ def _restored(before: RecordState | None, state: RecordState, entry: Entry) -> l
     return [Implied("sr_restored", {"ended": [str(p) for p in _removed(before, state)]})]
 
 
+def _erased(before: RecordState | None, state: RecordState, entry: Entry) -> list[Implied]:
+    erased = state.erased
+    if erased is None:
+        return []
+    return [Implied("sr_erased", {"reason": erased.reason, "erased": len(erased.entries)})]
+
+
 _RECORD_RULES: dict[str, Callable[[RecordState | None, RecordState, Entry], list[Implied]]] = {
     "sr_ingested": _ingested,
     "sr_updated": _updated,
@@ -217,6 +226,7 @@ _RECORD_RULES: dict[str, Callable[[RecordState | None, RecordState, Entry], list
     "adjusted": _adjusted,
     "sr_retired": _retired,
     "sr_restored": _restored,
+    "sr_erased": _erased,
 }
 
 

@@ -25,6 +25,24 @@ class Retired:
 
 
 @dataclass(frozen=True)
+class Erased:
+    """What an erasure entry adds to a record's state: why, whether the edge properties
+    were kept (the lane's policy says they are not personal), and every entry it erased
+    as {kind, id, version, hash}. Who and when are its entry's actor and time."""
+
+    reason: str
+    properties_kept: bool
+    entries: tuple[Mapping[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "reason": self.reason,
+            "properties_kept": self.properties_kept,
+            "entries": [dict(e) for e in self.entries],
+        }
+
+
+@dataclass(frozen=True)
 class RecordState:
     """A record's whole state: what one ledger entry holds.
 
@@ -41,6 +59,8 @@ class RecordState:
     retired: Retired | None = None
     # The caller's vector for the content (store.kinds.record.embedding), or None.
     embedding: bytes | None = None
+    # Set on the erasure entry and every version after it (store.kinds.record.erase).
+    erased: Erased | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -57,12 +77,15 @@ class RecordState:
         # Likewise only an entry with a vector has this key.
         if self.embedding is not None:
             data["embedding"] = embedding.to_texts(self.embedding)
+        if self.erased is not None:
+            data["erased"] = self.erased.to_json()
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RecordState:
         retired = data.get("retired")
         vector = data.get("embedding")
+        erased = data.get("erased")
         return cls(
             content=data["content"],
             lane=data["lane"],
@@ -71,6 +94,7 @@ class RecordState:
             properties=parse_pairs(data["properties"]),
             retired=None if retired is None else Retired(retired.get("reason")),
             embedding=None if vector is None else embedding.from_texts(vector),
+            erased=None if erased is None else _erased(erased),
         )
 
     def held(self) -> tuple[Property, ...]:
@@ -82,6 +106,10 @@ class RecordState:
     def metadata(self) -> dict[str, str]:
         """Its metadata, by key."""
         return RULE.metadata(self.properties)
+
+
+def _erased(data: Mapping[str, Any]) -> Erased:
+    return Erased(data["reason"], data["properties_kept"], tuple(data.get("entries", ())))
 
 
 def parse_pairs(pairs: Sequence[Sequence[str]]) -> tuple[Property, ...]:
@@ -165,6 +193,7 @@ class Record:
                 properties=parse_pairs(row["properties"]),
                 retired=None if retired_at is None else Retired(row["retired_reason"]),
                 embedding=_embedding(_optional(row, "embedding")),
+                erased=_erased_of(_optional(row, "erased")),
             ),
             created_at=row["created_at"],
             updated_at=row["updated_at"],
@@ -178,6 +207,11 @@ def _embedding(texts: Sequence[str] | None) -> bytes | None:
     # The write path's lock reads it from the record's newest ledger entry; other reads
     # leave it out (a vector is for search, not for showing).
     return None if texts is None else embedding.from_texts(texts)
+
+
+def _erased_of(data: Mapping[str, Any] | None) -> Erased | None:
+    # Read, like the vector, from the newest ledger entry by the write path's lock.
+    return None if data is None else _erased(data)
 
 
 def _optional(row: Row, key: str) -> Any:
