@@ -14,6 +14,7 @@ import pytest
 
 from policies.errors import EraseForbiddenError
 from store.errors import AlreadyErasedError, NotFoundError, NotRestorableError
+from store.kinds.correction.commands import Correct
 from store.kinds.edge.commands import UpsertEdge
 from store.kinds.policy.in_force import PolicyCache
 from store.kinds.record.commands import Ingest, NewRecord, Update
@@ -58,8 +59,8 @@ async def executor_at(database_url: str) -> AsyncIterator[Executor]:
 
 async def write_person(executor: Executor, marker: str, lane: str = "people") -> tuple[str, str]:
     """A record holding `marker` in its content (twice, across versions), its tags, an edge
-    property, metadata and a vector, and a typed edge to another record quoting it; its id
-    and the other record's."""
+    property, metadata and a vector, a typed edge to another record quoting it and a
+    correction of it; its id and the other record's."""
     vector = pack([0.1, 0.2, 0.3]) if lane == "people" else None
     [records] = [
         await executor.execute(
@@ -82,6 +83,7 @@ async def write_person(executor: Executor, marker: str, lane: str = "people") ->
     await executor.execute("writer", Update(person, f"{marker} moved to 3 Oak Road"))
     quote = {"quote": f"{marker} lives at", "source": "notes.md", "offset": 0}
     await executor.execute("writer", UpsertEdge(person, other, "mentions", evidence=quote))
+    await executor.execute("writer", Correct(person, f"{marker} moved again", f"{marker} called"))
     return person, other
 
 
@@ -150,10 +152,10 @@ async def test_an_erasure_leaves_no_byte_of_the_content_and_verify_holds(
     erasure = json.loads(entry["erased"])
     assert erasure["reason"] == "the person asked"
     listed = sorted((e["kind"], e["version"]) for e in erasure["entries"])
-    assert listed == [("edge", 1), ("record", 1), ("record", 2)]
+    assert listed == [("correction", 1), ("edge", 1), ("record", 1), ("record", 2)]
     said = [(p["kind"], json.loads(p["payload"])) for p in payloads]
     assert [p for _, p in said[:-1]] == [{"erased": f"record:{person}:3"}] * (len(said) - 1)
-    assert said[-1] == ("sr_erased", {"reason": "the person asked", "erased": 3})
+    assert said[-1] == ("sr_erased", {"reason": "the person asked", "erased": 4})
     assert vectors == 0 and names == 0
     assert other
 

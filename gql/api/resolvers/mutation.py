@@ -296,7 +296,8 @@ class Mutation(EdgeMutation):
     @strawberry.mutation(
         description="Erase a record: its content leaves every version of it, and what was "
         "derived from it (its words and vectors in search, its tags, the evidence of typed "
-        "edges to or from it, its events' payloads, exports taken afterwards); its edge "
+        "edges to or from it, its corrections' content and reason, its events' payloads, "
+        "exports taken afterwards); its edge "
         "properties too unless its lane's policy says they are not personal "
         "(properties_personal: false). What stays: its id, its versions' metadata (who, "
         "when, which event), and its erasure: a new version, event sr_erased, a tombstone "

@@ -127,6 +127,13 @@ class EdgeKind(KindDefaults):
         rows = await conn.fetch(_EVER_ATTACHED, list(record_ids))
         return [row["id"] for row in rows]
 
+    def erased(self, state: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        # Its evidence quotes the records it joins (a line of one that names the other).
+        return None if state.get("evidence") is None else {**state, "evidence": None}
+
+    def erased_rows(self) -> str | None:
+        return "UPDATE edges SET evidence = NULL WHERE id = ANY($1::text[])"
+
     async def holder(self, conn: Conn, key: str, values: tuple[str, ...]) -> str | None:
         if key != LIVE_KEY:
             return None

@@ -7,8 +7,9 @@ the edge properties were kept, and every entry it erased with the hash that entr
 carries. In the same transaction (`Plan.rewrite`) the entries it names are rewritten to
 their erased form (no content, no vector, no edge property unless the lane's policy
 says its properties are not personal: `properties_personal: false`; the engine's
-connections, groups and chains, which are ids, stay), as is the evidence of every typed
-edge to or from the record; their events' payloads become `{"erased": ...}`; the
+connections, groups and chains, which are ids, stay), as is every entry of another kind
+attached to it that quotes it (`Kind.erased`: a typed edge's evidence, a correction's content
+and reason); their events' payloads become `{"erased": ...}`; the
 record's words, vectors, tags and memberships are written again from the erased
 entries; and the search statistics and value counts it alone held are dropped.
 
@@ -25,7 +26,6 @@ naming the erasure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,14 +38,12 @@ from store.kinds.record.model import Erased, Record, RecordState, Retired, next_
 from store.kinds.record.retire import MAX_REASON_CHARS, retired_with
 from store.ledger.command import Applied, Current, Event, Locks, Plan, Txn, Write
 from store.ledger.entry import Entry
-from store.ledger.registry import kinds
+from store.ledger.registry import kind_of, kinds
 from store.limits import check_storable
 from store.pool import Conn
 from store.reads.visibility import RULE
 
 EVENT = "sr_erased"
-# The field of a typed edge's state that quotes the records it joins.
-EVIDENCE = "evidence"
 
 _INSERT_MEMBERSHIPS = """
 INSERT INTO edge_properties (id, record_id, lane, label, value, recorded_from, recorded_to,
@@ -54,7 +52,6 @@ SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
                      $6::timestamptz[], $7::timestamptz[], $8::int[], $9::int[])
 """
 _INSERT_TAGS = "INSERT INTO record_tags (record_id, lane, tags) VALUES ($1, $2, $3)"
-_EDGE_EVIDENCE = "UPDATE edges SET evidence = NULL WHERE id = ANY($1::text[])"
 _ENTRIES = """
 SELECT kind, object_id, version, event, actor, at, policy_version, state, prev_hash, hash,
        state_sha256
@@ -104,7 +101,8 @@ class _Rewrite:
     record_id: str
     ref: str
     rewrites: list[dict[str, Any]]
-    edges_newest: list[str]
+    # Objects of other kinds whose newest entry it erases, by kind: their rows move too.
+    newest: dict[str, list[str]]
 
     async def __call__(self, conn: Conn, applied: Applied[Any]) -> None:
         # The counts its tombstone moved are folded now, so that a word or value only
@@ -113,8 +111,11 @@ class _Rewrite:
         await conn.execute(
             "SELECT edgeloom_erase($1, $2, $3::jsonb)", self.ref, self.record_id, self.rewrites
         )
-        if self.edges_newest:
-            await conn.execute(_EDGE_EVIDENCE, self.edges_newest)
+        for kind_name, ids in self.newest.items():
+            kind = kind_of(kind_name)
+            statement = None if kind is None else kind.erased_rows()
+            if statement is not None:
+                await conn.execute(statement, ids)
         await rebuild(conn, self.record_id)
 
 
@@ -170,17 +171,19 @@ class EraseRecord:
             erased = erased_record_state(RecordState.from_json(entry.state), keep).to_json()
             rewrites.append({**_listed(entry), "state": erased})
             listed.append(_listed(entry))
-        newest: list[str] = []
-        for (kind, object_id), entries in sorted(current.history.items()):
-            if kind == RECORD_KIND:
+        newest: dict[str, list[str]] = {}
+        for (kind_name, object_id), entries in sorted(current.history.items()):
+            kind = kind_of(kind_name)
+            if kind_name == RECORD_KIND or kind is None:
                 continue
             for entry in entries:
-                if entry.state.get(EVIDENCE) is None:
+                erased_state = kind.erased(entry.state)
+                if erased_state is None:
                     continue
-                rewrites.append({**_listed(entry), "state": {**entry.state, EVIDENCE: None}})
+                rewrites.append({**_listed(entry), "state": erased_state})
                 listed.append(_listed(entry))
                 if entry is entries[-1]:
-                    newest.append(object_id)
+                    newest.setdefault(kind_name, []).append(object_id)
         state = replace(
             erased_record_state(record.state, keep),
             retired=Retired(self.reason),
@@ -197,13 +200,6 @@ class EraseRecord:
 
 def _without_evidence(write: Write) -> Write:
     """A typed edge retired with the erased record keeps no quote of it."""
-    if write.state.get(EVIDENCE) is None:
-        return write
-    state: Mapping[str, Any] = {**write.state, EVIDENCE: None}
-    return replace(write, state=state)
-
-
-def erased_entries(state: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
-    """The entries an erasure entry's state names (none for any other state)."""
-    erased = state.get("erased")
-    return () if not isinstance(erased, Mapping) else erased.get("entries", ())
+    kind = kind_of(write.kind)
+    state = None if kind is None else kind.erased(write.state)
+    return write if state is None else replace(write, state=state)
