@@ -23,6 +23,7 @@ from store.ledger.entry import Entry
 from store.ledger.implied import Implied, Links, Problem, Shared, differs
 from store.ledger.registry import kind_of, kinds
 from store.pool import Conn
+from store.reads.visibility import OTHER_LANE
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -88,9 +89,16 @@ def check_entry(
             )
     if erased_by is not None:
         # An erased entry's events keep every column but their payload, which names the
-        # erasure; what they said of the content is gone with it.
-        erased = {"erased": erased_by}
+        # erasure (and the second lane the event concerns, as its entry implies it: the
+        # feed's visibility rule reads it); what they said of the content is gone with it.
+        lanes = (
+            set() if isinstance(implied, str) else {w.payload.get(OTHER_LANE) for w in implied[1]}
+        )
         for event in events:
+            erased: dict[str, Any] = {"erased": erased_by}
+            other = event["payload"].get(OTHER_LANE)
+            if other is not None and other in lanes:
+                erased[OTHER_LANE] = other
             if event["payload"] != erased:
                 found.append(
                     problem(event["seq"], f"payload is not {erased} though its entry was erased")

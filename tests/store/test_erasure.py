@@ -141,6 +141,12 @@ async def test_an_erasure_leaves_no_byte_of_the_content_and_verify_holds(
         payloads = await conn.fetch(
             "SELECT kind, payload FROM audit_events WHERE object_id = $1 ORDER BY seq", person
         )
+        edge_payloads = await conn.fetch(
+            "SELECT e.payload::text FROM audit_events e JOIN ledger l ON l.kind = 'edge' "
+            "AND l.object_id = e.object_id AND l.version = e.version_after "
+            "WHERE l.state->>'from_id' = $1 AND l.erased_by IS NOT NULL",
+            person,
+        )
         vectors = await conn.fetchval(
             "SELECT count(*) FROM record_vectors WHERE record_id = $1", person
         )
@@ -155,7 +161,12 @@ async def test_an_erasure_leaves_no_byte_of_the_content_and_verify_holds(
     assert listed == [("correction", 1), ("edge", 1), ("record", 1), ("record", 2)]
     said = [(p["kind"], json.loads(p["payload"])) for p in payloads]
     assert [p for _, p in said[:-1]] == [{"erased": f"record:{person}:3"}] * (len(said) - 1)
-    assert said[-1] == ("sr_erased", {"reason": "the person asked", "erased": 4})
+    assert said[-1] == ("sr_erased", {"reason": "the person asked"})
+    # An edge's erased event still names its second lane: the feed shows it only to a
+    # reader of both.
+    assert [json.loads(p["payload"]) for p in edge_payloads] == [
+        {"erased": f"record:{person}:3", "toLane": "people"}
+    ]
     assert vectors == 0 and names == 0
     assert other
 

@@ -189,7 +189,7 @@ class EraseRecord:
             retired=Retired(self.reason),
             erased=Erased(self.reason, keep, tuple(listed)),
         )
-        event = Event(EVENT, {"reason": self.reason, "erased": len(listed)})
+        event = Event(EVENT, {"reason": self.reason})
         writes: list[Write] = [next_version(record, state, EVENT, [event])]
         if record.retirement is None:
             writes += [_without_evidence(w) for w in retired_with(txn, current, {record.id})]

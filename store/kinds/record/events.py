@@ -210,7 +210,8 @@ def _erased(before: RecordState | None, state: RecordState, entry: Entry) -> lis
     erased = state.erased
     if erased is None:
         return []
-    return [Implied("sr_erased", {"reason": erased.reason, "erased": len(erased.entries)})]
+    # Not how many entries it erased: some may be of edges to records the reader cannot read.
+    return [Implied("sr_erased", {"reason": erased.reason})]
 
 
 _RECORD_RULES: dict[str, Callable[[RecordState | None, RecordState, Entry], list[Implied]]] = {

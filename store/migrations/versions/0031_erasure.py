@@ -7,7 +7,8 @@
 - the ledger and the audit events stay append-only except for exactly an erasure's
   rewrite: an entry's `state` (and `erased_by`, once) may change only when an `sr_erased`
   entry written by the same transaction names that entry by kind, id, version and hash;
-  an event's payload only to `{"erased": ...}` naming the erasure of its entry. Every other
+  an event's payload only to `{"erased": ...}` naming the erasure of its entry (with the
+  `toLane` it named, by which the feed shows it only to a reader of both lanes). Every other
   column, row and operation is refused as before;
 - `edgeloom_erase(erasure, record_id, rewrites)`: runs as the owner (the runtime role
   holds no UPDATE or DELETE on history), rewrites the entries an erasure names and their
@@ -44,6 +45,18 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, public AS $$
 $$;
 """
 
+# An erased event's payload: the erasure, and the second lane the event concerns if it names
+# one (`toLane` of a typed edge's events), by which the feed still shows it only to a reader
+# of both lanes.
+_ERASED_PAYLOAD = r"""
+CREATE FUNCTION edgeloom_erased_payload(erasure text, payload jsonb) RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT jsonb_build_object('erased', $1)
+    || CASE WHEN $2 ? 'toLane' THEN jsonb_build_object('toLane', $2 -> 'toLane')
+            ELSE '{}'::jsonb END
+$$;
+"""
+
 _HISTORY_TRIGGER = r"""
 CREATE FUNCTION edgeloom_append_only_but_erasure() RETURNS trigger LANGUAGE plpgsql
 SET search_path = pg_catalog, public AS $$
@@ -61,7 +74,7 @@ BEGIN
     SELECT l.erased_by INTO erasure FROM ledger l
     WHERE l.kind = OLD.object_kind AND l.object_id = OLD.object_id
       AND l.version = OLD.version_after;
-    IF erasure IS NOT NULL AND NEW.payload = jsonb_build_object('erased', erasure)
+    IF erasure IS NOT NULL AND NEW.payload = edgeloom_erased_payload(erasure, OLD.payload)
        AND to_jsonb(NEW) - 'payload' = to_jsonb(OLD) - 'payload'
        AND EXISTS (SELECT 1 FROM ledger l WHERE l.kind = OLD.object_kind
                    AND l.object_id = OLD.object_id AND l.version = OLD.version_after
@@ -99,7 +112,7 @@ BEGIN
       RAISE EXCEPTION 'erasure %: no entry % % v%', erasure, r ->> 'kind', r ->> 'id',
         r ->> 'version';
     END IF;
-    UPDATE audit_events SET payload = jsonb_build_object('erased', erasure)
+    UPDATE audit_events SET payload = edgeloom_erased_payload(erasure, payload)
     WHERE object_kind = r ->> 'kind' AND object_id = r ->> 'id'
       AND version_after = (r ->> 'version')::int;
   END LOOP;
@@ -123,6 +136,7 @@ def upgrade() -> None:
     op.execute("ALTER TABLE ledger ADD COLUMN state_sha256 text")
     op.execute("ALTER TABLE ledger ADD COLUMN erased_by text")
     op.execute(_NAMES)
+    op.execute(_ERASED_PAYLOAD)
     op.execute(_HISTORY_TRIGGER)
     for table in ("ledger", "audit_events"):
         op.execute(f"DROP TRIGGER {table}_append_only ON {table}")
@@ -143,6 +157,7 @@ def downgrade() -> None:
             "FOR EACH ROW EXECUTE FUNCTION edgeloom_append_only()"
         )
     op.execute("DROP FUNCTION edgeloom_append_only_but_erasure()")
+    op.execute("DROP FUNCTION edgeloom_erased_payload(text, jsonb)")
     op.execute("DROP FUNCTION edgeloom_erasure_names(text, text, text, int, text)")
     op.execute("ALTER TABLE ledger DROP COLUMN erased_by")
     op.execute("ALTER TABLE ledger DROP COLUMN state_sha256")
