@@ -279,6 +279,24 @@ class PolicyApplyForbiddenError(PolicyError):
         return {"agent": self.agent}
 
 
+class EraseForbiddenError(PolicyError):
+    """The agent profile does not allow erasing records."""
+
+    code: ClassVar[str] = "FORBIDDEN"
+
+    def __init__(self, agent: str, permitted: Sequence[str]) -> None:
+        self.agent = agent
+        names = list(permitted)
+        super().__init__(
+            f"agent {agent!r} may not erase records; the profiles the policy names for "
+            f"erasure (erase: true): {names}",
+            names,
+        )
+
+    def context(self) -> dict[str, object]:
+        return {"agent": self.agent}
+
+
 class HiddenMemberError(PolicyError):
     """A change to a connection, group or chain that joins records the caller cannot read."""
 

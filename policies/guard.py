@@ -14,6 +14,7 @@ from datetime import datetime
 from policies.errors import (
     ContentFormatError,
     EmbeddingError,
+    EraseForbiddenError,
     ExpiryError,
     HiddenMemberError,
     LabelNotAllowedError,
@@ -263,6 +264,14 @@ def check_apply_policy(policy: Policy, agent: AgentProfile) -> None:
     """Refuse `applyPolicy` to an agent whose profile lacks `apply_policy`."""
     if not agent.apply_policy:
         raise PolicyApplyForbiddenError(agent.name, policy.policy_appliers())
+
+
+def check_erase(policy: Policy, agent: AgentProfile, lane: str) -> None:
+    """Refuse `eraseRecord` to an agent whose profile lacks `erase`, or that may not write
+    the record's lane."""
+    if not agent.erase:
+        raise EraseForbiddenError(agent.name, policy.erasers())
+    check_write_lane(policy, agent, lane)
 
 
 def check_caller_properties(properties: Sequence[Property]) -> None:

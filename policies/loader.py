@@ -82,6 +82,7 @@ class RawLane(TypedDict, total=False):
     text_search: str
     embedding: RawEmbedding
     ttl: str
+    properties_personal: bool
 
 
 class RawAgent(TypedDict, total=False):
@@ -91,6 +92,7 @@ class RawAgent(TypedDict, total=False):
     write: list[str]
     apply_policy: bool
     read_metrics: bool
+    erase: bool
 
 
 class RawPolicy(TypedDict, total=False):
@@ -350,9 +352,16 @@ class _Reader:
         if fields.get("embedding") is not None:
             embedding = self.embedding(fields["embedding"], f"{key}.embedding")
         ttl = None if fields.get("ttl") is None else self.ttl(fields["ttl"], f"{key}.ttl")
+        personal = self.flag(fields.get("properties_personal", True), f"{key}.properties_personal")
         raw_types = fields.get("source_types")
         if raw_types is None:
-            return Lane(name, text_search=language, embedding=embedding, ttl=ttl)
+            return Lane(
+                name,
+                text_search=language,
+                embedding=embedding,
+                ttl=ttl,
+                properties_personal=personal,
+            )
         key = f"{key}.source_types"
         entries = self.entries(raw_types, key, "source type")
         return Lane(
@@ -364,6 +373,7 @@ class _Reader:
             text_search=language,
             embedding=embedding,
             ttl=ttl,
+            properties_personal=personal,
         )
 
     def ttl(self, value: object, key: str) -> timedelta:
@@ -507,6 +517,7 @@ class _Reader:
             write=self.lane_refs(fields.get("write", []), f"{key}.write", declared),
             apply_policy=self.flag(fields.get("apply_policy", False), f"{key}.apply_policy"),
             read_metrics=self.flag(fields.get("read_metrics", False), f"{key}.read_metrics"),
+            erase=self.flag(fields.get("erase", False), f"{key}.erase"),
         )
 
     def lane_refs(self, value: object, key: str, declared: list[str]) -> tuple[str, ...]:
@@ -538,7 +549,7 @@ DEV_POLICY_YAML = """\
 lanes:
   default: {}
 agents:
-  dev: { read: ["*"], write: ["*"], apply_policy: true }
+  dev: { read: ["*"], write: ["*"], apply_policy: true, erase: true }
 """
 
 

@@ -153,6 +153,9 @@ class Lane:
     embedding: Embedding | None = None
     # How long its new records live when the writer names no expiry (None: forever).
     ttl: timedelta | None = None
+    # Whether its records' edge properties are personal: an erasure removes them (the
+    # default) or, when false, keeps them beside the record's ids.
+    properties_personal: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "source_types", _frozen_mapping(self.source_types))
@@ -195,6 +198,8 @@ class AgentProfile:
     write: tuple[str, ...] = ()
     apply_policy: bool = False
     read_metrics: bool = False
+    # May erase records (eraseRecord) in the lanes it may write.
+    erase: bool = False
 
     def can_read(self, lane: str) -> bool:
         """Whether the profile names `lane` (or every lane) for reading."""
@@ -241,6 +246,10 @@ class Policy:
         if found is None:
             raise UnknownAgentError(name)
         return found
+
+    def erasers(self) -> list[str]:
+        """Agents allowed to erase records, sorted."""
+        return sorted(name for name, profile in self.agents.items() if profile.erase)
 
     def policy_appliers(self) -> list[str]:
         """Agents allowed to apply a policy, sorted."""

@@ -78,6 +78,39 @@ class AlreadyRetiredError(StoreError):
         return {"id": self.ident, "retired": self.retired}
 
 
+class AlreadyErasedError(StoreError):
+    """eraseRecord on a record that is erased already: nothing changed."""
+
+    code = "CONFLICT"
+
+    def __init__(self, ident: str, at: datetime, actor: str | None, reason: str) -> None:
+        super().__init__(
+            f"record '{ident}' was erased already, {_said(at, actor or '', reason)}; "
+            "nothing changed (an erasure is final: its entry names what it erased)"
+        )
+        self.ident = ident
+        self.erased = _retirement(at, actor or "", reason)
+
+    def extensions(self) -> dict[str, object]:
+        return {"id": self.ident, "erased": self.erased}
+
+
+class NotRestorableError(StoreError):
+    """restoreRecord on an erased record: its content is gone."""
+
+    code = "CONFLICT"
+
+    def __init__(self, ident: str) -> None:
+        super().__init__(
+            f"record '{ident}' was erased; its content is gone from every version and it "
+            "cannot be restored (ingest a new record instead)"
+        )
+        self.ident = ident
+
+    def extensions(self) -> dict[str, object]:
+        return {"id": self.ident}
+
+
 class EndedAlreadyError(StoreError):
     """Ending a connection, group or adjustment chain that has ended already: nothing
     changed."""

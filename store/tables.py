@@ -83,8 +83,13 @@ ledger = Table(
     Column("state", JSONB, nullable=False),
     Column("prev_hash", Text, nullable=True),
     Column("hash", Text, nullable=False),
-    # 2: the canonical bytes docs/ledger.md specifies; 1: entries written before it.
+    # 3: the canonical bytes docs/ledger.md specifies, over the state's digest; 2: over the
+    # state itself; 1: entries written before ledger kinds.
     Column("hash_format", SmallInteger, nullable=False, server_default=text("2")),
+    # Format 3: the SHA-256 of the state's canonical JSON, which the hash covers.
+    Column("state_sha256", Text, nullable=True),
+    # The erasure entry (kind:id:version) that erased this entry's content (migration 0031).
+    Column("erased_by", Text, nullable=True),
     Column("txid", XID8, nullable=False, server_default=text("pg_current_xact_id()")),
     Index("uq_ledger_kind_object_id_version", "kind", "object_id", "version", unique=True),
     Index("ix_ledger_txid", "txid"),

@@ -48,9 +48,13 @@ async def run_verify(args: argparse.Namespace, database: Database) -> int:
     report = await verify(database.url, signer)
     for problem in report.problems:
         print(problem)
+    # Erased entries are no problem: each is named with the erasure that vouches for it.
+    for erased in report.erased:
+        print(erased)
     status = "ok" if report.ok else f"FAILED ({len(report.problems)} problems)"
+    erased = f", {len(report.erased)} of them erased" if report.erased else ""
     print(
-        f"verify {status}: {report.records} records, {report.entries} ledger entries, "
+        f"verify {status}: {report.records} records, {report.entries} ledger entries{erased}, "
         f"{report.memberships} memberships, {report.checkpoints} checkpoints checked "
         f"in {database.description}"
     )

@@ -18,20 +18,25 @@ from store.ids import new_event_id
 from store.ledger import registry
 from store.ledger.command import Txn, Write
 from store.ledger.entry import Entry
-from store.ledger.hashing import entry_hash
+from store.ledger.hashing import digest_hash, entry_hash, state_sha256
 from store.ledger.registry import Cte, Rows, Writer
 from store.pool import Conn
 
 TICK = timedelta(microseconds=1)
+# The hash format new entries are written in: 3 (over the state's digest). Entries an
+# earlier edgeloom wrote are of format 2, which tests write again by setting it so.
+WRITE_FORMAT = 3
 _NONE: list[dict[str, Any]] = []
 
 _ENTRIES = """
 new_entries AS (
   INSERT INTO ledger (kind, object_id, version, event, actor, at, policy_version, state,
-                      prev_hash, hash)
-  SELECT kind, object_id, version, event, actor, at, policy_version, state, prev_hash, hash
+                      prev_hash, hash, hash_format, state_sha256)
+  SELECT kind, object_id, version, event, actor, at, policy_version, state, prev_hash, hash,
+         CASE WHEN state_sha256 IS NULL THEN 2 ELSE 3 END, state_sha256
   FROM jsonb_to_recordset($1::jsonb) AS x(kind text, object_id text, version int, event text,
-       actor text, at timestamptz, policy_version int, state jsonb, prev_hash text, hash text)
+       actor text, at timestamptz, policy_version int, state jsonb, prev_hash text, hash text,
+       state_sha256 text)
 )"""
 _EVENTS = """
 INSERT INTO audit_events (id, kind, record_id, lane, actor, at, payload, version_before,
@@ -95,10 +100,18 @@ def entry_for(txn: Txn, write: Write) -> Entry:
         "actor": txn.agent_name,
         "at": at,
         "policy_version": txn.policy_version,
-        "state": write.state,
         "prev_hash": None if previous is None else previous.hash,
     }
-    return Entry(**fields, hash=entry_hash(**fields))
+    if WRITE_FORMAT == 2:
+        return Entry(**fields, state=write.state, hash=entry_hash(**fields, state=write.state))
+    # Hash format 3: the hash covers the state's digest, kept beside it.
+    digest = state_sha256(write.state)
+    return Entry(
+        **fields,
+        state=write.state,
+        hash=digest_hash(**fields, state_digest=digest),
+        state_sha256=digest,
+    )
 
 
 def build_rows(

@@ -12,7 +12,7 @@ a new class here, never a second path.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
@@ -58,6 +58,10 @@ class Locks:
     Objects and keys are locked after the rows, in one sorted order of all of them.
     `attached`: kinds whose live objects attached to the locked rows (`Kind.attached`)
     are locked as `objects` too, with their newest entry and state, once the rows are.
+    `history`: read every entry of the locked rows and of every object of any kind ever
+    attached to them (`Kind.ever_attached`), oldest first (`Current.history`): what an
+    erasure rewrites. An object no longer live is never written again, so its entries
+    need no lock.
     """
 
     rows: Hashable | None = None
@@ -66,6 +70,7 @@ class Locks:
     objects: tuple[tuple[str, str], ...] = ()
     keys: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
     attached: tuple[str, ...] = ()
+    history: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,8 @@ class Current(Generic[Read]):
     # Each of `Locks.keys`, as the command gave it -> the id of the object holding it
     # (its state and head are in `states` and `heads`); absent: none holds it.
     keyed: Mapping[tuple[str, str, tuple[str, ...]], str] = field(default_factory=dict)
+    # (kind, id) -> every entry of the object, oldest first (`Locks.history`).
+    history: Mapping[tuple[str, str], Sequence[Entry]] = field(default_factory=dict)
 
     def head(self, kind: str, object_id: str) -> Head | None:
         """The newest entry of a locked object (None: it does not exist yet)."""
@@ -182,12 +189,18 @@ class Plan(Generic[R]):
     command's result; otherwise the last step's is). A later step may lock only what
     the first step locked, or objects the transaction wrote: whatever a later step
     could wait for is locked by the first, in the one order of every lock
-    (`store.ledger.executor`)."""
+    (`store.ledger.executor`).
+
+    `rewrite`, given the step's connection and what its writes applied, rewrites in the
+    same transaction what those writes erase (`store.kinds.record.erase`): the one write
+    that changes rows already written, through the database's own narrow exception to
+    the append-only rule, never a table opened to the gateway."""
 
     writes: Sequence[Write]
     result: Callable[[Applied[Any]], R]
     after_commit: Sequence[Callable[[], None]] = field(default_factory=tuple)
     then: Callable[[Applied[Any]], Command[R] | None] | None = None
+    rewrite: Callable[[Any, Applied[Any]], Awaitable[None]] | None = None
 
 
 class Command(Protocol[R]):

@@ -28,11 +28,19 @@ class Entry:
     state: Mapping[str, Any]
     prev_hash: str | None
     hash: str
+    # The digest of `state` its hash covers (hash format 3); None for earlier formats.
+    state_sha256: str | None = None
 
     @classmethod
     def from_row(cls, row: Any) -> Entry:
-        """An entry from a ledger row or mapping (an export line, its time parsed)."""
-        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+        """An entry from a ledger row or mapping (an export line, its time parsed; a line
+        exported before hash format 3 has no `state_sha256`)."""
+        fields = {name: row[name] for name in cls.__dataclass_fields__ if name != "state_sha256"}
+        try:
+            digest = row["state_sha256"]
+        except KeyError:
+            digest = None
+        return cls(**fields, state_sha256=digest)
 
     def row(self) -> dict[str, Any]:
         return {
@@ -46,4 +54,5 @@ class Entry:
             "state": self.state,
             "prev_hash": self.prev_hash,
             "hash": self.hash,
+            "state_sha256": self.state_sha256,
         }

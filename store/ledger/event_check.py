@@ -23,6 +23,7 @@ from store.ledger.entry import Entry
 from store.ledger.implied import Implied, Links, Problem, Shared, differs
 from store.ledger.registry import kind_of, kinds
 from store.pool import Conn
+from store.reads.visibility import OTHER_LANE
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -54,6 +55,7 @@ def check_entry(
     hash_format: int,
     events: Sequence[Mapping[str, Any]],
     links: Links,
+    erased_by: str | None = None,
 ) -> list[Problem]:
     """Compare the stored `events` of `entry` (columns as `_ENTRY_EVENTS` reads them)
     with what the entry implies; `before` is the object's previous state."""
@@ -85,6 +87,23 @@ def check_entry(
             found.append(
                 problem(seq, f"at is {at.isoformat()}; the entry's is {entry.at.isoformat()}")
             )
+    if erased_by is not None:
+        # An erased entry's events keep every column but their payload, which names the
+        # erasure (and the second lane the event concerns, as its entry implies it: the
+        # feed's visibility rule reads it); what they said of the content is gone with it.
+        lanes = (
+            set() if isinstance(implied, str) else {w.payload.get(OTHER_LANE) for w in implied[1]}
+        )
+        for event in events:
+            erased: dict[str, Any] = {"erased": erased_by}
+            other = event["payload"].get(OTHER_LANE)
+            if other is not None and other in lanes:
+                erased[OTHER_LANE] = other
+            if event["payload"] != erased:
+                found.append(
+                    problem(event["seq"], f"payload is not {erased} though its entry was erased")
+                )
+        return found
     # Kinds and payloads, paired in feed order (an entry's events are written in order).
     left = list(events)
     for want in wanted:
@@ -137,7 +156,9 @@ def check_object(rows: Sequence[Mapping[str, Any]], links: Mapping[str, Links]) 
     before: Mapping[str, Any] | None = None
     for row in rows:
         entry = Entry.from_row(row)
-        found.extend(check_entry(before, entry, row["hash_format"], row["events"], own))
+        found.extend(
+            check_entry(before, entry, row["hash_format"], row["events"], own, row["erased_by"])
+        )
         before = entry.state
     kind = kind_of(rows[0]["kind"]) if rows else None
     if kind is not None and before is not None:
@@ -147,7 +168,8 @@ def check_object(rows: Sequence[Mapping[str, Any]], links: Mapping[str, Links]) 
 
 _LEDGER_EVENTS = f"""
 SELECT l.kind, l.object_id, l.version, l.event, l.actor, l.at, l.policy_version, l.state,
-       l.prev_hash, l.hash, l.hash_format, {_ENTRY_EVENTS} AS events
+       l.prev_hash, l.hash, l.hash_format, l.state_sha256, l.erased_by,
+       {_ENTRY_EVENTS} AS events
 FROM ledger l ORDER BY l.kind, l.object_id, l.version
 """
 

@@ -85,6 +85,7 @@ from store.ledger.locks import (
     key_holders,
     lock_objects,
     read_heads,
+    read_history,
     resolved_keys,
     row_locks,
 )
@@ -222,7 +223,17 @@ class Executor:
         await lock_objects(conn, objects, (), held)
         read = await step.read(conn, txn, rows)
         heads, states = await read_heads(conn, locks.heads, objects)
-        current = Current(rows=read, heads=heads, states=states, keyed=keyed, attached=tuple(found))
+        history = {}
+        if locks.history:
+            history = await read_history(conn, sorted(set(step.exact.values())))
+        current = Current(
+            rows=read,
+            heads=heads,
+            states=states,
+            keyed=keyed,
+            attached=tuple(found),
+            history=history,
+        )
         plan = command.decide(txn, current)
         applied: Applied[Any] = Applied(entries=(), records={})
         if plan.writes:
@@ -232,6 +243,8 @@ class Executor:
             applied = Applied(entries=entries, records=written)
             held.written.update(w.object_id for w in plan.writes)
             self._wrote(table_rows)
+            if plan.rewrite is not None:
+                await plan.rewrite(conn, applied)
         return txn, plan, applied
 
     async def _lock(

@@ -5,6 +5,12 @@ actor, at, event, id, kind, policy_version, prev_hash, state and version, keys s
 by code point at every level, no whitespace, non-ASCII characters as themselves, `at`
 in UTC as YYYY-MM-DDTHH:MM:SS.ffffffZ; SHA-256 over its UTF-8 bytes, as lower-case hex.
 Format 1 is how entries were hashed before kinds existed; verify still checks them.
+
+Format 3 (every entry written now): the same object with `state_sha256`, the SHA-256 of the
+state's canonical JSON as lower-case hex, in place of `state`. The ledger keeps that digest
+beside the state (column `state_sha256`), so an entry whose content was erased
+(`store.kinds.record.erase`) still checks: its hash from the digest, and the digest, no
+longer the state's, from the erasure entry that names the entry.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import orjson
 if TYPE_CHECKING:
     from store.ledger.entry import Entry
 
-FORMAT = 2
+FORMAT = 3
 
 
 # The entries of one transaction share its time.
@@ -77,6 +83,46 @@ def entry_hash(**fields: Any) -> str:
     return hashlib.sha256(canonical_bytes(**fields)).hexdigest()
 
 
+def state_sha256(state: Mapping[str, Any]) -> str:
+    """The digest of a state that format 3 hashes: SHA-256 of its canonical JSON, as hex."""
+    return hashlib.sha256(canonical_json(state)).hexdigest()
+
+
+def written_hash(**fields: Any) -> str:
+    """The format-3 hash of an entry holding `state` (keyword arguments as
+    `canonical_bytes` takes): what the write path gives every new entry."""
+    state = fields.pop("state")
+    return digest_hash(**fields, state_digest=state_sha256(state))
+
+
+def digest_hash(
+    *,
+    kind: str,
+    object_id: str,
+    version: int,
+    event: str,
+    actor: str,
+    at: datetime,
+    policy_version: int,
+    state_digest: str,
+    prev_hash: str | None,
+) -> str:
+    """The format-3 hash of an entry: its canonical bytes hold `state_sha256` (the state's
+    digest) where format 2 holds `state`."""
+    body = {
+        "kind": kind,
+        "id": object_id,
+        "version": version,
+        "event": event,
+        "actor": actor,
+        "at": canonical_time(at),
+        "policy_version": policy_version,
+        "state_sha256": state_digest,
+        "prev_hash": prev_hash,
+    }
+    return hashlib.sha256(canonical_json(body)).hexdigest()
+
+
 def legacy_entry_hash(
     *,
     object_id: str,
@@ -104,7 +150,20 @@ def legacy_entry_hash(
 
 
 def stored_hash(entry: Entry, hash_format: int) -> str:
-    """The hash `entry` must carry, by the format it was written in."""
+    """The hash `entry` must carry, by the format it was written in (format 3: over the
+    digest it keeps, `Entry.state_sha256`, which `state_matches` compares with its state)."""
+    if hash_format == 3:
+        return digest_hash(
+            kind=entry.kind,
+            object_id=entry.object_id,
+            version=entry.version,
+            event=entry.event,
+            actor=entry.actor,
+            at=entry.at,
+            policy_version=entry.policy_version,
+            state_digest=entry.state_sha256 or "",
+            prev_hash=entry.prev_hash,
+        )
     fields: dict[str, Any] = {
         "object_id": entry.object_id,
         "version": entry.version,
@@ -118,3 +177,9 @@ def stored_hash(entry: Entry, hash_format: int) -> str:
     if hash_format == 1:
         return legacy_entry_hash(**fields)
     return entry_hash(kind=entry.kind, **fields)
+
+
+def state_matches(entry: Entry, hash_format: int) -> bool:
+    """Whether the state is the one the entry's hash covers: for format 3, that it has the
+    digest the entry keeps (formats 1 and 2 hash the state itself)."""
+    return hash_format != 3 or state_sha256(entry.state) == entry.state_sha256

@@ -13,6 +13,7 @@ from store.errors import InvalidInputError, StoreError
 from store.ledger import registry
 from store.ledger.append import UnknownKindError
 from store.ledger.command import Head, Locks, RowRef
+from store.ledger.entry import Entry
 from store.ledger.registry import Kind
 from store.ledger.row_locks import RowLocks
 from store.pool import Conn
@@ -156,6 +157,30 @@ async def lock_objects(
         names.append("\x1f".join((kind_name, key, *values)))
         held.take(names[-1], values)
     await conn.execute(LOCK_OBJECTS, names)
+
+
+_HISTORY = """
+SELECT kind, object_id, version, event, actor, at, policy_version, state, prev_hash, hash,
+       state_sha256
+FROM ledger
+WHERE (kind, object_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+ORDER BY kind, object_id, version
+"""
+
+
+async def read_history(conn: Conn, record_ids: Sequence[str]) -> dict[tuple[str, str], list[Entry]]:
+    """Every entry of the locked rows and of every object ever attached to them, by
+    (kind, id), oldest first (`Locks.history`)."""
+    rows_kind = next(k.name for k in registry.kinds() if k.row_locks() is not None)
+    wanted = [(rows_kind, i) for i in record_ids]
+    for kind in registry.kinds():
+        wanted += [(kind.name, i) for i in await kind.ever_attached(conn, record_ids)]
+    found: dict[tuple[str, str], list[Entry]] = {}
+    if not wanted:
+        return found
+    for row in await conn.fetch(_HISTORY, [k for k, _ in wanted], [i for _, i in wanted]):
+        found.setdefault((row["kind"], row["object_id"]), []).append(Entry.from_row(row))
+    return found
 
 
 async def attached(

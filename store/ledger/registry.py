@@ -243,6 +243,21 @@ class Kind(Protocol):
         attaches one locks the records it attaches to, so none is added meanwhile."""
         ...
 
+    async def ever_attached(self, conn: Conn, record_ids: Sequence[str]) -> list[str]:
+        """The ids of its objects, live or not, ever attached to those records (what an
+        erasure of them reads: `Locks.history`)."""
+        ...
+
+    def erased(self, state: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """One of its states without what it quotes of the record it is attached to (an
+        erasure of that record), or None when it holds nothing of it."""
+        ...
+
+    def erased_rows(self) -> str | None:
+        """SQL moving its projection's rows, of the ids in $1 (text[]), to their newest
+        entry's erased state (None: it has nothing to erase)."""
+        ...
+
     def retired_with(
         self, txn: Txn, current: Current[Any], object_id: str, records: Collection[str]
     ) -> Write | None:
@@ -280,6 +295,15 @@ class KindDefaults:
 
     async def attached(self, conn: Conn, record_ids: Sequence[str]) -> list[str]:
         return []
+
+    async def ever_attached(self, conn: Conn, record_ids: Sequence[str]) -> list[str]:
+        return []
+
+    def erased(self, state: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        return None
+
+    def erased_rows(self) -> str | None:
+        return None
 
     def retired_with(
         self, txn: Txn, current: Current[Any], object_id: str, records: Collection[str]

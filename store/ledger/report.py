@@ -14,6 +14,8 @@ class Report:
     memberships: int = 0
     checkpoints: int = 0
     problems: list[str] = field(default_factory=list)
+    # Entries whose content an erasure removed, each named with its erasure: not problems.
+    erased: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -19,7 +19,8 @@ _SOURCES: dict[str, tuple[str, str]] = {
     "entry": (
         "SELECT count(*) FROM ledger",
         "SELECT seq, kind, object_id, version, event, actor, at, policy_version, state, "
-        "prev_hash, hash, hash_format FROM ledger ORDER BY kind, object_id, version",
+        "prev_hash, hash, hash_format, state_sha256, erased_by FROM ledger "
+        "ORDER BY kind, object_id, version",
     ),
     "key": (
         "SELECT count(*) FROM records WHERE idempotency_key IS NOT NULL",

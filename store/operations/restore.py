@@ -23,8 +23,8 @@ import asyncpg
 import store.kinds  # noqa: F401  (registers the built-in kinds)
 from store.ledger import registry
 from store.ledger.entry import Entry
+from store.ledger.erasure import Erasures
 from store.ledger.event_check import event_problems
-from store.ledger.hashing import stored_hash
 from store.ledger.implied import Problem
 from store.operations import checkpoints
 from store.operations.backup import (
@@ -58,6 +58,7 @@ class _Importer:
         self.keys: list[tuple[str, str]] = []
         self.replays = {kind.name: kind.replay(keep=False) for kind in registry.kinds()}
         self.last: Entry | None = None  # the entry before, to check each chain as it is read
+        self.erasures = Erasures()
         # Where each entry, event and checkpoint is in the file (by its seq), to name
         # the line of what the checks after reading find.
         self.entry_seqs, self.entry_lines = array("q"), array("q")
@@ -83,7 +84,7 @@ class _Importer:
 
     async def entry(self, number: int, line: dict[str, Any]) -> None:
         entry = Entry.from_row({**line, "at": _at(line["at"])})
-        self._check_chain(number, entry, line["hash_format"])
+        self._check_chain(number, entry, line["hash_format"], line.get("erased_by"))
         self.last = entry
         self.entry_seqs.append(line["seq"])
         self.entry_lines.append(number)
@@ -102,6 +103,8 @@ class _Importer:
                 entry.prev_hash,
                 entry.hash,
                 line["hash_format"],
+                entry.state_sha256,
+                line.get("erased_by"),
             ),
         )
         if self.object and (self.object[0].kind, self.object[0].object_id) != (
@@ -111,7 +114,9 @@ class _Importer:
             await self.project()
         self.object.append(entry)
 
-    def _check_chain(self, number: int, entry: Entry, hash_format: int) -> None:
+    def _check_chain(
+        self, number: int, entry: Entry, hash_format: int, erased_by: str | None
+    ) -> None:
         """The entry continues its object's chain (or starts one, in the file's order)
         and its hash is the hash of its canonical bytes."""
         last, key = self.last, (entry.kind, entry.object_id)
@@ -130,8 +135,9 @@ class _Importer:
             )
         if entry.prev_hash != prev_hash:
             raise self.refuse(number, f"{name} v{entry.version}: prev_hash breaks the chain")
-        if stored_hash(entry, hash_format) != entry.hash:
-            raise self.refuse(number, f"{name} v{entry.version}: hash does not match content")
+        problem = self.erasures.check(entry, hash_format, erased_by)
+        if problem is not None:
+            raise self.refuse(number, problem)
 
     def event(self, number: int, seq: int) -> None:
         if self.event_seqs and seq <= self.event_seqs[-1]:
@@ -179,6 +185,8 @@ _COLUMNS: dict[str, tuple[str, ...]] = {
         "prev_hash",
         "hash",
         "hash_format",
+        "state_sha256",
+        "erased_by",
     ),
     "audit_events": (
         "seq",
@@ -301,6 +309,9 @@ async def _read(
             f"{path} ends before its closing line: the export is incomplete, "
             "so nothing was imported"
         )
+    erasures = importer.erasures.problems()
+    if erasures:
+        raise BackupError(f"{path}: {erasures[0]}; nothing was imported")
     if importer.object:
         await importer.project()
     await importer.flush()

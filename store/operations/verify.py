@@ -14,8 +14,8 @@ import asyncpg
 import store.kinds  # noqa: F401  (registers the built-in kinds)
 from store.ledger import registry
 from store.ledger.entry import Entry
+from store.ledger.erasure import Erasures
 from store.ledger.event_check import event_problems
-from store.ledger.hashing import stored_hash
 from store.ledger.report import Report
 from store.operations import checkpoints
 from store.operations.checkpoints import Checkpoint, covered_hashes
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 _LEDGER = """
 SELECT kind, object_id, version, event, actor, at, policy_version, state, prev_hash, hash,
-       hash_format
+       hash_format, state_sha256, erased_by
 FROM ledger ORDER BY kind, object_id, version
 """
 _NEXT_TXID = "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint"
@@ -60,6 +60,7 @@ async def verify(url: str, signer: Signer | None = None) -> Report:
 async def _replay(conn: Conn, report: Report) -> dict[str, Replay]:
     """Every object's chain, checked and replayed by its kind's rule."""
     replays = {kind.name: kind.replay(keep=True) for kind in registry.kinds()}
+    erasures = Erasures()
     chain_of: list[asyncpg.Record] = []
     async for row in conn.cursor(_LEDGER, prefetch=2000):
         report.entries += 1
@@ -67,15 +68,19 @@ async def _replay(conn: Conn, report: Report) -> dict[str, Replay]:
             row["kind"],
             row["object_id"],
         ):
-            _replay_object(chain_of, replays, report)
+            _replay_object(chain_of, replays, report, erasures)
             chain_of = []
         chain_of.append(row)
     if chain_of:
-        _replay_object(chain_of, replays, report)
+        _replay_object(chain_of, replays, report, erasures)
+    report.problems.extend(erasures.problems())
+    report.erased.extend(erasures.erased())
     return replays
 
 
-def _replay_object(rows: list[asyncpg.Record], replays: dict[str, Replay], report: Report) -> None:
+def _replay_object(
+    rows: list[asyncpg.Record], replays: dict[str, Replay], report: Report, erasures: Erasures
+) -> None:
     """Check one object's chain and move the rebuilt projections through its entries."""
     kind, object_id = rows[0]["kind"], rows[0]["object_id"]
     name = registry.describe(kind, object_id)
@@ -87,8 +92,9 @@ def _replay_object(rows: list[asyncpg.Record], replays: dict[str, Replay], repor
             report.problems.append(f"{name}: version {entry.version} where {number} was expected")
         if entry.prev_hash != prev_hash:
             report.problems.append(f"{name} v{entry.version}: prev_hash breaks the chain")
-        if stored_hash(entry, row["hash_format"]) != entry.hash:
-            report.problems.append(f"{name} v{entry.version}: hash does not match content")
+        problem = erasures.check(entry, row["hash_format"], row["erased_by"])
+        if problem is not None:
+            report.problems.append(problem)
         prev_hash = entry.hash
         entries.append(entry)
     replay = replays.get(kind)

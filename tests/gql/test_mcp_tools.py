@@ -12,7 +12,7 @@ import pytest
 
 from store.ids import edge_property_id
 from store.kinds.record.vectors import availability
-from store.ledger.hashing import entry_hash
+from store.ledger.hashing import written_hash
 from tests.conftest import GatewayFactory
 from tests.gql._api import unique
 from tests.gql._mcp import Connect, call, over_each, over_http, refused
@@ -211,7 +211,7 @@ async def test_a_change_through_a_tool_and_through_graphql_leaves_the_same_trail
         assert _state(mine, by_tool) == _state(theirs, by_graphql)
         # The tool's entry hashed with the other's id, time and previous hash is the
         # other's hash: the same canonical bytes apart from ids and times.
-        assert theirs["hash"] == entry_hash(
+        assert theirs["hash"] == written_hash(
             kind=mine["kind"],
             object_id=by_graphql,
             version=mine["version"],

@@ -8,6 +8,7 @@ from policies import errors
 from policies.errors import (
     ContentFormatError,
     EmbeddingError,
+    EraseForbiddenError,
     ExpiryError,
     HiddenMemberError,
     LabelNotAllowedError,
@@ -38,6 +39,7 @@ SAMPLES: list[PolicyError] = [
     RequiredKeysError("crm", "report", ["title"], missing=["title"]),
     LaneForbiddenError("planner", "crm", "write", ["notes"]),
     PolicyApplyForbiddenError("planner", ["curator"]),
+    EraseForbiddenError("planner", ["curator"]),
     UnknownAgentError("ghost"),
     HiddenMemberError("group", "e_group:team_0", ["notes"]),
     NotReadableError("record", "sr_0123456789abcdef0123456789abcdef"),
@@ -51,6 +53,7 @@ CODES = {
     LaneForbiddenError: "FORBIDDEN",
     NotReadableError: "NOT_FOUND",
     PolicyApplyForbiddenError: "FORBIDDEN",
+    EraseForbiddenError: "FORBIDDEN",
     UnknownAgentError: "UNAUTHENTICATED",
 }
 

@@ -106,7 +106,8 @@ def test_required_keys_with_text_format_refused() -> None:
         (
             "lanes: {a: {types: {}}}",
             "lanes.a",
-            "allowed keys: ['embedding', 'source_types', 'text_search', 'ttl']",
+            "allowed keys: ['embedding', 'properties_personal', 'source_types', 'text_search', "
+            "'ttl']",
         ),
         (
             "lanes: {a: {text_search: klingon}}",
@@ -139,7 +140,8 @@ def test_required_keys_with_text_format_refused() -> None:
         (
             "lanes: {a: [x]}",
             "lanes.a",
-            "mapping with keys ['embedding', 'source_types', 'text_search', 'ttl']",
+            "mapping with keys ['embedding', 'properties_personal', 'source_types', "
+            "'text_search', 'ttl']",
         ),
         ("lanes: {a: {source_types: [x]}}", "lanes.a.source_types", "source type names"),
         (
@@ -271,7 +273,7 @@ def test_required_keys_with_text_format_refused() -> None:
         (
             "lanes: {n: {}}\nagents: {a: {admin: true}}",
             "agents.a",
-            "['apply_policy', 'read', 'read_metrics', 'write']",
+            "['apply_policy', 'erase', 'read', 'read_metrics', 'write']",
         ),
         ("lanes: {n: {}}\nagents: {a: {read: n}}", "agents.a.read", "allowed: ['*', 'n']"),
         (

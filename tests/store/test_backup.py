@@ -18,7 +18,7 @@ import pytest
 from gql.api.limits import DEFAULT_MAX_BODY
 from gql.server.settings import Settings
 from policies.properties import MAX_VALUE_LENGTH
-from store.ledger.hashing import entry_hash
+from store.ledger.hashing import written_hash
 from store.limits import MAX_CONTENT_CHARS
 from store.operations import backup, signing
 from tests.gql._api import ADD, GATHER, REMOVE, RESTORE_RECORD, RETIRE_RECORD, UPDATE, ingest
@@ -296,7 +296,7 @@ async def test_a_broken_chain_is_refused_at_its_line(
         # Its own hash recomputed: only the chain can tell.
         entry = lines[at]
         entry["prev_hash"] = "0" * 64
-        entry["hash"] = entry_hash(
+        entry["hash"] = written_hash(
             kind=entry["kind"],
             object_id=rid,
             version=entry["version"],
@@ -361,7 +361,7 @@ async def test_a_forged_record_appended_is_refused_with_the_key(
     )
     forged_id = "sr_" + "f" * 32
     forged = {**model, "object_id": forged_id, "seq": max(x["seq"] for x in entries) + 1}
-    forged["hash"] = entry_hash(
+    forged["hash"] = written_hash(
         kind="record",
         object_id=forged_id,
         version=1,
@@ -437,7 +437,9 @@ def test_the_line_limit_holds_the_largest_record_entry() -> None:
         "state": state,
         "prev_hash": "0" * 64,
         "hash": "0" * 64,
-        "hash_format": 2,
+        "hash_format": 3,
+        "state_sha256": "0" * 64,
+        "erased_by": None,
     }
     assert len(orjson.dumps(line)) + 1 <= backup.RECORD_LINE_BYTES <= backup.MAX_LINE_BYTES
     # A policy version's YAML comes in one request body and is written no longer.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gql.server.settings import Settings
 from store.kinds.record.word_counts import recount
-from store.ledger.hashing import entry_hash
+from store.ledger.hashing import state_sha256, written_hash
 from store.operations import checkpoints, signing
 from store.operations.verify import verify
 from store.pool import connect
@@ -134,7 +134,7 @@ async def test_rewriting_an_entry_with_recomputed_hashes_is_detected(
         )
         state = json.loads(row["state"])
         state["content"] = "forged"
-        forged = entry_hash(
+        forged = written_hash(
             kind="record",
             object_id=erased,
             version=3,
@@ -147,10 +147,12 @@ async def test_rewriting_an_entry_with_recomputed_hashes_is_detected(
         )
         await conn.execute(LEDGER_OFF)
         await conn.execute(
-            "UPDATE ledger SET state = $2::jsonb, hash = $3 WHERE object_id = $1 AND version = 3",
+            "UPDATE ledger SET state = $2::jsonb, hash = $3, state_sha256 = $4 "
+            "WHERE object_id = $1 AND version = 3",
             erased,
             json.dumps(state),
             forged,
+            state_sha256(state),
         )
         await conn.execute(
             "UPDATE records SET content = 'forged', ledger_hash = $2 WHERE id = $1", erased, forged

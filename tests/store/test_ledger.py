@@ -6,6 +6,7 @@ import hashlib
 import json
 import uuid
 from datetime import UTC
+from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
@@ -23,8 +24,17 @@ async def verify_report(url: str) -> Report:
     return await verify(url)
 
 
+def canonical(value: Any) -> bytes:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8")
+
+
 def expected_hash(row: asyncpg.Record) -> str:
-    """The chain's hash, written out from the specification of docs/ledger.md alone."""
+    """The chain's hash, written out from the specification of docs/ledger.md alone
+    (hash format 3: the state's digest in place of the state)."""
+    state = json.loads(row["state"])
+    digest = hashlib.sha256(canonical(state)).hexdigest()
+    assert row["hash_format"] == 3 and row["state_sha256"] == digest
     body = {
         "kind": row["kind"],
         "id": row["object_id"],
@@ -33,11 +43,10 @@ def expected_hash(row: asyncpg.Record) -> str:
         "actor": row["actor"],
         "at": row["at"].astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "policy_version": row["policy_version"],
-        "state": json.loads(row["state"]),
+        "state_sha256": digest,
         "prev_hash": row["prev_hash"],
     }
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical(body)).hexdigest()
 
 
 async def write_history(gateway: Gateway) -> str:

@@ -30,7 +30,7 @@ from store.intake.run import DEFAULT_FOLDER, Intake
 from store.intake.sources import IN_PARTS, Covered, SentSource
 from store.kinds.correction.commands import Correct
 from store.kinds.policy.commands import ApplyPolicy
-from store.kinds.record import asserted, asserted_commands, commands, retire
+from store.kinds.record import asserted, asserted_commands, commands, erase, retire
 from store.kinds.record import embedding as vectors
 from store.kinds.record.model import declared
 from store.ledger.command import Command
@@ -296,6 +296,37 @@ class Mutation(EdgeMutation):
         ],
     ) -> Record:
         return Record.from_domain(await info.context.execute(retire.RestoreRecord(id)))
+
+    @strawberry.mutation(
+        description="Erase a record: its content leaves every version of it, and what was "
+        "derived from it (its words and vectors in search, its tags, the evidence of typed "
+        "edges to or from it, its corrections' content and reason, its events' payloads, "
+        "exports taken afterwards); its edge "
+        "properties too unless its lane's policy says they are not personal "
+        "(properties_personal: false). What stays: its id, its versions' metadata (who, "
+        "when, which event), and its erasure: a new version, event sr_erased, a tombstone "
+        "naming who, when, why, under which policy version, and every entry it erased with "
+        "its hash, so verify still checks every chain. Allowed only to an agent whose "
+        "profile has erase: true (the refusal names them), with write access to the "
+        "record's lane; a record you may not read answers as a missing one; erasing an "
+        "erased record is refused with code CONFLICT naming the erasure; an erased record "
+        "cannot be restored."
+    )
+    async def erase_record(
+        self,
+        info: Info,
+        id: Annotated[
+            strawberry.ID,
+            _arg(
+                "The record to erase: its exact id, or a unique prefix among your readable "
+                "records, retired ones included."
+            ),
+        ],
+        reason: Annotated[
+            str, _arg("Why it is erased (required); kept on the erasure entry and its event.")
+        ],
+    ) -> Record:
+        return Record.from_domain(await info.context.execute(erase.EraseRecord(id, reason)))
 
     @strawberry.mutation(
         description="Build or refresh memory from a folder's files, as `edgeloom intake` does: "

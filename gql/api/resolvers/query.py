@@ -194,9 +194,9 @@ class Query(SearchQuery, EdgeQuery):
             list[str] | None,
             _arg(
                 "Only events of these kinds (sr_ingested, sr_updated, property_added, "
-                "property_removed, sr_retired, sr_restored, connected, disconnected, grouped, "
-                "ungrouped, adjusted, unadjusted, corrected, policy_applied, and those of newer "
-                "kinds); an unknown "
+                "property_removed, sr_retired, sr_restored, sr_erased, connected, disconnected, "
+                "grouped, ungrouped, adjusted, unadjusted, corrected, policy_applied, and those "
+                "of newer kinds); an unknown "
                 "kind is refused naming the known ones."
             ),
         ] = None,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,8 +10,10 @@ from store.kinds.correction.projection import CorrectionRow, project_correction
 from store.ledger.entry import Entry
 from store.ledger.implied import Implied, Links, Shared
 from store.ledger.registry import Cte, KindDefaults, NewestRowReplay, RowWriter, Table, insert
+from store.pool import Conn
 
 NAME = "correction"
+_ATTACHED = "SELECT id FROM corrections WHERE record_id = ANY($1::text[]) ORDER BY id"
 # A correction is its own ledgered object attached to a record; the record is unchanged.
 CORRECTION_EVENT_KINDS = ("corrected",)
 
@@ -45,6 +47,19 @@ class CorrectionKind(KindDefaults):
         return NewestRowReplay(
             keep, "correction", self.tables[0], project_correction, lambda r: CorrectionRow(**r)
         )
+
+    async def ever_attached(self, conn: Conn, record_ids: Sequence[str]) -> list[str]:
+        rows = await conn.fetch(_ATTACHED, list(record_ids))
+        return [row["id"] for row in rows]
+
+    def erased(self, state: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        # What it says of the record, and why, may quote the record's content.
+        if state.get("content") == "" and state.get("reason") is None:
+            return None
+        return {**state, "content": "", "reason": None}
+
+    def erased_rows(self) -> str | None:
+        return "UPDATE corrections SET content = '', reason = NULL WHERE id = ANY($1::text[])"
 
     def implied(
         self, before: Mapping[str, Any] | None, entry: Entry, links: Links

@@ -76,6 +76,9 @@ SELECT id FROM edges
 WHERE (from_id = ANY($1::text[]) OR to_id = ANY($1::text[])) AND expired_at IS NULL
 ORDER BY id
 """
+_EVER_ATTACHED = """
+SELECT id FROM edges WHERE from_id = ANY($1::text[]) OR to_id = ANY($1::text[]) ORDER BY id
+"""
 _HOLDER = """
 SELECT id FROM edges
 WHERE from_id = $1 AND to_id = $2 AND type = $3 AND namespace = $4 AND expired_at IS NULL
@@ -119,6 +122,17 @@ class EdgeKind(KindDefaults):
     async def attached(self, conn: Conn, record_ids: Sequence[str]) -> list[str]:
         rows = await conn.fetch(_ATTACHED, list(record_ids))
         return [row["id"] for row in rows]
+
+    async def ever_attached(self, conn: Conn, record_ids: Sequence[str]) -> list[str]:
+        rows = await conn.fetch(_EVER_ATTACHED, list(record_ids))
+        return [row["id"] for row in rows]
+
+    def erased(self, state: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        # Its evidence quotes the records it joins (a line of one that names the other).
+        return None if state.get("evidence") is None else {**state, "evidence": None}
+
+    def erased_rows(self) -> str | None:
+        return "UPDATE edges SET evidence = NULL WHERE id = ANY($1::text[])"
 
     async def holder(self, conn: Conn, key: str, values: tuple[str, ...]) -> str | None:
         if key != LIVE_KEY:

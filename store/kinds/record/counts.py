@@ -153,3 +153,12 @@ def member_count(
         f"AND edgeloom_value_key(value) = {key} AND {where} "
         f"UNION ALL SELECT -count(*) FROM {expired_members('x_', 'm_')} WHERE {expired}) c"
     )
+
+
+async def fold_in_transaction(conn: Conn) -> None:
+    """Fold every committed delta and the transaction's own now, inside the caller's
+    transaction, waiting for a fold that is running (an erasure: its tombstone's deltas
+    are folded before it drops the counts left at zero)."""
+    await conn.execute("SELECT pg_advisory_xact_lock($1)", _FOLD_LOCK)
+    for statement in _FOLDS:
+        await conn.execute(statement)

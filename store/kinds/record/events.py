@@ -23,6 +23,8 @@ RECORD_EVENT_KINDS = (
     # A tombstone, and the version that brings the record back.
     "sr_retired",
     "sr_restored",
+    # An erasure (store.kinds.record.erase): a tombstone that also erased the content.
+    "sr_erased",
 )
 # Asserted edges: each is a new version of every record it touches.
 ASSERTED_EVENT_KINDS = (
@@ -214,6 +216,14 @@ def _restored(before: RecordState | None, state: RecordState, entry: Entry) -> l
     return [Implied("sr_restored", {"ended": [str(p) for p in _removed(before, state)]})]
 
 
+def _erased(before: RecordState | None, state: RecordState, entry: Entry) -> list[Implied]:
+    erased = state.erased
+    if erased is None:
+        return []
+    # Not how many entries it erased: some may be of edges to records the reader cannot read.
+    return [Implied("sr_erased", {"reason": erased.reason})]
+
+
 _RECORD_RULES: dict[str, Callable[[RecordState | None, RecordState, Entry], list[Implied]]] = {
     "sr_ingested": _ingested,
     "sr_updated": _updated,
@@ -227,6 +237,7 @@ _RECORD_RULES: dict[str, Callable[[RecordState | None, RecordState, Entry], list
     "adjusted": _adjusted,
     "sr_retired": _retired,
     "sr_restored": _restored,
+    "sr_erased": _erased,
 }
 
 

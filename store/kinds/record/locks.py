@@ -30,7 +30,10 @@ _RECORD_COLUMNS = (
     "updated_at, created_by, ledger_hash, retired_at, retired_by, retired_reason, expires_at, "
     # The one part of a record's state `records` leaves out: its vector, from its entry.
     "(SELECT l.state->'embedding' FROM ledger l WHERE l.kind = 'record' "
-    "AND l.object_id = records.id AND l.version = records.version) AS embedding"
+    "AND l.object_id = records.id AND l.version = records.version) AS embedding, "
+    # And whether it was erased, which `records` does not say either.
+    "(SELECT l.state->'erased' FROM ledger l WHERE l.kind = 'record' "
+    "AND l.object_id = records.id AND l.version = records.version) AS erased"
 )
 _LOCK = (
     HEAD

@@ -33,6 +33,24 @@ class Retired:
 
 
 @dataclass(frozen=True)
+class Erased:
+    """What an erasure entry adds to a record's state: why, whether the edge properties
+    were kept (the lane's policy says they are not personal), and every entry it erased
+    as {kind, id, version, hash}. Who and when are its entry's actor and time."""
+
+    reason: str
+    properties_kept: bool
+    entries: tuple[Mapping[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "reason": self.reason,
+            "properties_kept": self.properties_kept,
+            "entries": [dict(e) for e in self.entries],
+        }
+
+
+@dataclass(frozen=True)
 class RecordState:
     """A record's whole state: what one ledger entry holds.
 
@@ -56,6 +74,9 @@ class RecordState:
         """Whether the record is expired at `at` (retired by the instant, swept or not)."""
         return self.expires_at is not None and self.expires_at <= at
 
+    # Set on the erasure entry and every version after it (store.kinds.record.erase).
+    erased: Erased | None = None
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "content": self.content,
@@ -74,6 +95,8 @@ class RecordState:
         # And only an entry of a record that expires.
         if self.expires_at is not None:
             data[EXPIRES] = instant_text(self.expires_at)
+        if self.erased is not None:
+            data["erased"] = self.erased.to_json()
         return data
 
     @classmethod
@@ -81,6 +104,7 @@ class RecordState:
         retired = data.get("retired")
         vector = data.get("embedding")
         expires = data.get(EXPIRES)
+        erased = data.get("erased")
         return cls(
             content=data["content"],
             lane=data["lane"],
@@ -90,6 +114,7 @@ class RecordState:
             retired=None if retired is None else Retired(retired.get("reason")),
             embedding=None if vector is None else embedding.from_texts(vector),
             expires_at=None if expires is None else datetime.fromisoformat(expires),
+            erased=None if erased is None else _erased(erased),
         )
 
     def held(self) -> tuple[Property, ...]:
@@ -101,6 +126,10 @@ class RecordState:
     def metadata(self) -> dict[str, str]:
         """Its metadata, by key."""
         return RULE.metadata(self.properties)
+
+
+def _erased(data: Mapping[str, Any]) -> Erased:
+    return Erased(data["reason"], data["properties_kept"], tuple(data.get("entries", ())))
 
 
 def parse_pairs(pairs: Sequence[Sequence[str]]) -> tuple[Property, ...]:
@@ -199,6 +228,7 @@ class Record:
                 retired=None if retired_at is None else Retired(row["retired_reason"]),
                 embedding=_embedding(_optional(row, "embedding")),
                 expires_at=_optional(row, "expires_at"),
+                erased=_erased_of(_optional(row, "erased")),
             ),
             created_at=row["created_at"],
             updated_at=row["updated_at"],
@@ -212,6 +242,11 @@ def _embedding(texts: Sequence[str] | None) -> bytes | None:
     # The write path's lock reads it from the record's newest ledger entry; other reads
     # leave it out (a vector is for search, not for showing).
     return None if texts is None else embedding.from_texts(texts)
+
+
+def _erased_of(data: Mapping[str, Any] | None) -> Erased | None:
+    # Read, like the vector, from the newest ledger entry by the write path's lock.
+    return None if data is None else _erased(data)
 
 
 def _optional(row: Row, key: str) -> Any:

@@ -18,7 +18,12 @@ from dataclasses import dataclass, replace
 
 from policies.guard import NO_EXPIRY, ObjectChange, decide_object, lane_expiry
 from policies.properties import Property
-from store.errors import AlreadyRetiredError, InvalidInputError, NotRetiredError
+from store.errors import (
+    AlreadyRetiredError,
+    InvalidInputError,
+    NotRestorableError,
+    NotRetiredError,
+)
 from store.ids import ADJUSTMENT, CONNECT, GROUP, RECORD_KIND
 from store.kinds.record.locks import Records, RecordsRead
 from store.kinds.record.model import Record, Retired, next_version
@@ -134,6 +139,8 @@ class RestoreRecord:
         decide_object(txn.rules, txn.agent, ObjectChange(RECORD_KIND, record.id, record.lane))
         if record.retirement_at(txn.at) is None:
             raise NotRetiredError(record.id)
+        if record.state.erased is not None:
+            raise NotRestorableError(record.id)
         ended = [p for p in record.state.properties if p.reserved and not _held(current, p)]
         kept = tuple(p for p in record.state.properties if p not in ended)
         # Restored, it expires no more, unless its lane gives its records a lifetime:
