@@ -19,7 +19,7 @@ from tests.conftest import GatewayFactory
 from tests.gql._api import AUDIT, RECORD, RESTORE_RECORD, RETIRE_RECORD, unique
 from tests.gql._differential import compiled_path
 from tests.gql._edges import edges, upsert
-from tests.gql._feed import feed_client
+from tests.gql._feed import feed_client, newest_cursor
 from tests.gql._mcp import call, over_http
 from tests.gql._policy_support import mint
 from tests.gql.test_retire import ordinary_path
@@ -365,7 +365,8 @@ async def test_the_gateway_writes_the_retirement_of_an_expired_record_by_itself(
     gateway = await start_gateway(policy_yaml=POLICY, expiry_seconds=0.2)
     tokens = await mint(gateway, "writer", "reader")
     async with feed_client(gateway, tokens["reader"]) as feed:
-        await feed.subscribe("f", kinds=["sr_retired"])
+        # From a cursor: the sweep may write before a live subscription would be armed.
+        await feed.subscribe("f", kinds=["sr_retired"], after=await newest_cursor(gateway))
         record = await write(gateway, tokens["writer"], "at once", [], expireNow=True)
         [event] = await feed.events("f", 1)
     assert (event["recordId"], event["actor"]) == (record["id"], "edgeloom")

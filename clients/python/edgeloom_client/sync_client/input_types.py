@@ -1,3 +1,4 @@
+from datetime import datetime
 from typing import Optional
 
 from pydantic import Field
@@ -22,3 +23,7 @@ class IngestInput(BaseModel):
     "Records this one adjusts: it joins their adjustment chains, and one new chain (e_adjustment:adj_<hex>) joins it to those on none."
     embedding: Optional[list[float]] = None
     "The content's vector, made by the model the lane's policy names and of the size it declares (see policy); a record with one is found by search(vector). Finite numbers only."
+    expires_at: Optional[datetime] = Field(alias="expiresAt", default=None)
+    "When the record expires: from this instant every read treats it as retired (as if retired then; reads asOf an earlier instant still show it), and the gateway then writes its retirement (actor edgeloom, reason expired). Must be after now. Omitted on ingest: the lane's ttl from now, if its policy gives one; on update: the record keeps its expiry."
+    expire_now: Optional[bool] = Field(alias="expireNow", default=None)
+    "true: the record expires at once, at this write's instant (an expiresAt at or before now is then accepted and taken as now)."
