@@ -280,7 +280,7 @@ def test_serve_refuses_a_missing_or_bad_policy_file(
     err = refused_in_process(capsys, "--policy", str(bad), "--data-dir", str(tmp_path / "pg"))
     assert err.strip() == (
         f"edgeloom: policy '{bad}': key 'lanes.notes': unknown key 'colour'; "
-        "allowed keys: ['embedding', 'source_types', 'text_search']"
+        "allowed keys: ['embedding', 'properties_personal', 'source_types', 'text_search', 'ttl']"
     )
     assert not (tmp_path / "pg").exists()
 

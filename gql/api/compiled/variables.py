@@ -80,6 +80,17 @@ _SCALARS: dict[str, Callable[[Any], Any]] = {
     "Boolean": _boolean,
 }
 
+
+def _parsed(parse: Callable[[Any], Any], value: Any) -> Any:
+    """A value of the schema's own scalars (DateTime, say) as graphql-core coerces it:
+    by the scalar's parser, anything it refuses left to graphql-core to word."""
+    try:
+        parsed = parse(value)
+    except Exception:  # graphql-core turns any of them into its error
+        return _NO
+    return _NO if parsed is Undefined else parsed
+
+
 Coercer = Callable[[Mapping[str, Any]], VariableValues | None]
 
 
@@ -92,7 +103,7 @@ def _check(
     if isinstance(kind, GraphQLNonNull):
         kind = kind.of_type
     if isinstance(kind, GraphQLScalarType):
-        return _SCALARS.get(kind.name)
+        return _SCALARS.get(kind.name) or functools.partial(_parsed, kind.parse_value)
     if isinstance(kind, GraphQLInputObjectType):
         return _input_object(kind, within)
     if not (isinstance(kind, GraphQLList) and isinstance(kind.of_type, GraphQLNonNull)):
