@@ -16,6 +16,7 @@ import asyncpg
 
 from policies.properties import Property
 from store.kinds.record.queries import _RECORDS_BY_ID
+from store.kinds.record.reads.traverse import step_record, traverse_root, walk_items, walk_values
 from store.kinds.record.resolve import RESOLVE
 from store.kinds.record.traverse import (
     ALL,
@@ -26,7 +27,6 @@ from store.kinds.record.traverse import (
     Traversal,
     hop_statement,
 )
-from store.kinds.record.traverse_compiled import step_record, traverse_root, walk_items, walk_values
 from store.reads.compiled_sql import Compiler, Sel, record_column
 from store.reads.shape import Shape
 from store.reads.statements import Statement

@@ -42,7 +42,7 @@ from store.errors import StoreError
 from store.ids import RECORD_ID
 from store.kinds.edge import reads as edge_reads
 from store.kinds.record import search
-from store.kinds.record import traverse_compiled as traverse_sql
+from store.kinds.record.reads import traverse as traverse_sql
 from store.kinds.record.reads.search import VECTOR_SCOPE
 from store.kinds.record.resolve import check_record_ident
 from store.kinds.record.traverse import Walk, check

@@ -35,7 +35,7 @@ from gql.api.types import (
 from policies.properties import parse_property
 from store.feed import audit as audit_reads
 from store.kinds.record import compiled as record_sql
-from store.kinds.record import traverse_compiled as traverse_sql
+from store.kinds.record.reads import traverse as traverse_sql
 from store.kinds.record.resolve import resolve_id
 from store.kinds.record.tags import tag_counts
 from store.kinds.record.traverse import walk_from
