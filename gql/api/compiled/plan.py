@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from graphql import (
@@ -42,10 +41,8 @@ from store.errors import StoreError
 from store.ids import RECORD_ID
 from store.kinds.edge import reads as edge_reads
 from store.kinds.record import search
-from store.kinds.record.reads import traverse as traverse_sql
 from store.kinds.record.reads.search import VECTOR_SCOPE
 from store.kinds.record.resolve import check_record_ident
-from store.kinds.record.traverse import Walk, check
 from store.reads.compiled_sql import Compiler, NotCompilable, Sel, typename
 from store.reads.pages import bind_page, id_cursor, time_cursor
 from store.reads.shape import Shape
@@ -254,46 +251,6 @@ def _time_page(prefix: str, args: Mapping[str, Any], values: Values) -> bool:
     if keyed is not None:
         values[prefix + "after_at"], values[prefix + "after_id"] = keyed
     return keyed is not None
-
-
-def traverse_asked(
-    start: str,
-    lanes: Sequence[str],
-    depth: int | None,
-    labels: Sequence[str] | None,
-    as_of: datetime | None,
-    limit: int | None,
-    edge_types: Sequence[str] | None,
-) -> Walk:
-    """The walk `traverse`'s arguments ask for (defaults filled in), checked."""
-    asked = Walk(
-        start,
-        lanes,
-        1 if depth is None else depth,
-        labels,
-        as_of,
-        100 if limit is None else limit,
-        edge_types,
-    )
-    check(asked.depth, asked.limit, asked.labels, asked.edge_types)
-    return asked
-
-
-def bind_traverse(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    """The walk to read before the statement (`traverse_sql.read_walk`)."""
-    values[prefix + traverse_sql.ASKED] = traverse_asked(
-        check_record_ident(args["from"]),
-        list(lanes),
-        args.get("depth"),
-        args.get("labels"),
-        args.get("asOf"),
-        args.get("limit"),
-        args.get("edgeTypes"),
-    )
-    values[prefix + "as_of"] = args.get("asOf")
-    return Shape(as_of=args.get("asOf") is not None)
 
 
 def bind_edge_property(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -10,11 +9,7 @@ import strawberry
 
 from gql.api import descriptions as d
 from gql.api.compiled.fields import compiled, served
-from gql.api.compiled.plan import (
-    bind_edge_property,
-    bind_traverse,
-    traverse_asked,
-)
+from gql.api.compiled.plan import bind_edge_property
 from gql.api.label_types import LabelCount, TagCount
 from gql.api.page_types import page_info
 from gql.api.policy_types import PolicyVersion, Profile
@@ -35,10 +30,8 @@ from gql.api.types import (
 from policies.properties import parse_property
 from store.feed import audit as audit_reads
 from store.kinds.record import compiled as record_sql
-from store.kinds.record.reads import traverse as traverse_sql
 from store.kinds.record.resolve import resolve_id
 from store.kinds.record.tags import tag_counts
-from store.kinds.record.traverse import walk_from
 
 
 def _arg(text: str) -> Any:
@@ -144,7 +137,7 @@ class Query(SearchQuery, EdgeQuery):
         description="Walk breadth first from one record over the edges it shares: edge "
         "properties, connections, groups and adjustment chains, and typed edges either way "
         "(the links intake detects among them).",
-        metadata=compiled(traverse_sql.traverse_root, bind_traverse, traverse_sql.read_walk),
+        metadata=served("traverse"),
     )
     async def traverse(
         self,
@@ -159,10 +152,7 @@ class Query(SearchQuery, EdgeQuery):
         limit: Annotated[int | None, _arg(d.TRAVERSE_LIMIT)] = 100,
         edge_types: Annotated[list[str] | None, _arg(d.TRAVERSE_EDGE_TYPES)] = None,
     ) -> Traversal:
-        asked = traverse_asked(from_, [], depth, labels, as_of, limit, edge_types)
-        async with info.context.read() as (conn, lanes):
-            found = await walk_from(conn, dataclasses.replace(asked, lanes=lanes))
-        return await traversal(info, found, as_of)
+        return await traversal(info, await find(info, "traverse"), as_of)
 
     @strawberry.field(
         description="The hyperedge label:value, with its readable members; null when no "
