@@ -17,9 +17,9 @@ from gql.api.scalars import JSON
 from gql.api.types import Info, Record
 from store.kinds.edge import compiled as edge_sql
 from store.kinds.edge import model as domain
-from store.kinds.edge import reads
+from store.kinds.edge import queries as reads
 from store.kinds.edge.commands import UpsertEdge
-from store.kinds.edge.reads import Ego
+from store.kinds.edge.queries import Ego
 from store.reads import compiled_sql as sql
 from store.reads.pages import Page
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import asyncpg
 
-from store.kinds.edge.reads import _ego_statement, _list_statement
+from store.kinds.edge.queries import _ego_statement, _list_statement
 from store.kinds.record.queries import _RECORDS_AS_OF
 from store.kinds.record.reads.gather import GatherShape, _gather_statement
 from store.reads.shape import GatherMode, Shape

@@ -39,7 +39,7 @@ from policies.errors import PolicyError
 from policies.properties import parse_property
 from store.errors import StoreError
 from store.ids import RECORD_ID
-from store.kinds.edge import reads as edge_reads
+from store.kinds.edge import queries as edge_reads
 from store.kinds.record import search
 from store.kinds.record.reads.search import VECTOR_SCOPE
 from store.kinds.record.resolve import check_record_ident

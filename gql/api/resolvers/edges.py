@@ -24,7 +24,7 @@ from gql.api.edge_types import (
 from gql.api.page_types import PageInfo
 from gql.api.types import Info
 from store.errors import NotFoundError
-from store.kinds.edge import reads
+from store.kinds.edge import queries as reads
 from store.kinds.edge.commands import ResolveConflict, RetireEdge
 from store.kinds.edge.compiled import conflicts_root, edges_root, related_root
 from store.kinds.record.resolve import resolve_id

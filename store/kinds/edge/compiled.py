@@ -1,14 +1,14 @@
 """Typed edges on the compiled path: the SQL of `edges(...)`, `related(id)`, `conflicts`
 and of an `Edge`'s fields, for `store.reads.compiled_sql`'s one statement per request.
 
-Each listing is `store.kinds.edge.reads`' own (its source, filters and cursor), so both
+Each listing is `store.kinds.edge.queries`' own (its source, filters and cursor), so both
 paths read the same rows under the same visibility rule.
 """
 
 from __future__ import annotations
 
 from store.kinds.edge.model import conflict_sql
-from store.kinds.edge.reads import FILTERS, conflicts_sql, list_sql
+from store.kinds.edge.queries import FILTERS, conflicts_sql, list_sql
 from store.kinds.record.compiled import record_source
 from store.kinds.record.resolve import readable_sql
 from store.reads.compiled_sql import Compiler, EdgeRow, PageRow, RecordRow, Sel, SiteParams

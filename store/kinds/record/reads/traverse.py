@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from store.kinds.edge.reads import edge_source
+from store.kinds.edge.queries import edge_source
 from store.kinds.record.compiled import record_source
 from store.kinds.record.resolve import check_record_ident, readable_sql
 from store.kinds.record.traverse import Linked, Traversal, Walk, check, walk_from
