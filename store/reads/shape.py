@@ -23,10 +23,3 @@ class Shape:
 
     as_of: bool = False
     after: bool = False
-    # The optional filters given (by their parameters' names), and includeExpired.
-    filters: tuple[str, ...] = ()
-    expired: bool = False
-    namespace: bool = False
-    # The review queue's conflict states: one state is a constant of the statement, so
-    # its page is read in its index's order and stops at the page's end.
-    states: tuple[str, ...] = ()
