@@ -19,7 +19,9 @@ class GatherMode(enum.Enum):
 
 @dataclass(frozen=True)
 class Shape:
-    """The arguments of one read that change its statement, for one request."""
+    """What changes the statement of a page nested in a read's answer (a hyperedge's
+    members, the edges at one end of `related`'s record): whether it goes on after a
+    cursor. A read declared in the registry (`store.reads.registry`) has a shape of its
+    own."""
 
-    as_of: bool = False
     after: bool = False

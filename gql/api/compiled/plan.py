@@ -36,7 +36,6 @@ from gql.api.compiled.fields import Binder, Read, Values, compiled_field
 from gql.api.compiled.selection import Node, children, collect, plain_operation
 from gql.api.compiled.variables import Coercer, coercer
 from policies.errors import PolicyError
-from policies.properties import parse_property
 from store.errors import StoreError
 from store.kinds.record import search
 from store.kinds.record.reads.search import VECTOR_SCOPE
@@ -238,15 +237,6 @@ def compile_operation(
 
 def _page(prefix: str, first: int | None, values: Values) -> None:
     bind_page(values, prefix, first)
-
-
-def bind_edge_property(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    prop = parse_property(args["property"])
-    values[prefix + "label"], values[prefix + "value"] = prop.label, prop.value
-    values[prefix + "as_of"] = args.get("asOf")
-    return Shape(as_of=args.get("asOf") is not None)
 
 
 def bind_members(

@@ -1,6 +1,15 @@
 """The record kind's reads, one module each, registered with the kinds (`store.kinds`)."""
 
-from store.kinds.record.reads import gather, labels, record, records, search, traverse, values
+from store.kinds.record.reads import (
+    edge_property,
+    gather,
+    labels,
+    record,
+    records,
+    search,
+    traverse,
+    values,
+)
 
 READS = (
     record.READ,
@@ -10,4 +19,5 @@ READS = (
     labels.READ,
     values.READ,
     traverse.READ,
+    edge_property.READ,
 )
