@@ -54,8 +54,9 @@ class ConflictsRead:
         return edge_page_sql(compiler, sel, read, "rank, created_at, id", None)
 
     async def find(
-        self, db: Reader, args: ConflictsArgs, lanes: Sequence[str], wants: Wants
+        self, db: Reader, given: Mapping[str, Any], lanes: Sequence[str], wants: Wants
     ) -> Page[Edge]:
+        args = self.arguments(given)
         chosen = RULE.chosen(lanes, args.lanes)
         return await conflicts(db, lanes, args.status, chosen, args.first, args.after)
 

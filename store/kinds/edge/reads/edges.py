@@ -81,9 +81,10 @@ class EdgesRead:
         return edge_page_sql(compiler, sel, list_sql(p, shape), "created_at, id", as_of)
 
     async def find(
-        self, db: Reader, args: EdgesArgs, lanes: Sequence[str], wants: Wants
+        self, db: Reader, given: Mapping[str, Any], lanes: Sequence[str], wants: Wants
     ) -> Page[Edge] | None:
         """The page of edges; None when an end named names no record the caller can read."""
+        args = self.arguments(given)
         try:
             start = (
                 None

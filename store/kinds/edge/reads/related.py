@@ -73,8 +73,11 @@ class RelatedRead:
         )
         return compiler.fields(sel.children, RelatedRow(sel.site, ident, shape))
 
-    async def find(self, db: Reader, args: RelatedArgs, lanes: Sequence[str], wants: Wants) -> str:
+    async def find(
+        self, db: Reader, given: Mapping[str, Any], lanes: Sequence[str], wants: Wants
+    ) -> str:
         """The full id of the record (refused as `resolve_id` refuses it)."""
+        args = self.arguments(given)
         return await resolve_id(db, args.ident, lanes, args.as_of)
 
 

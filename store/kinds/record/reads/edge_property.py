@@ -70,9 +70,10 @@ class EdgePropertyRead:
         )
 
     async def find(
-        self, db: Reader, args: EdgePropertyArgs, lanes: Sequence[str], wants: Wants
+        self, db: Reader, given: Mapping[str, Any], lanes: Sequence[str], wants: Wants
     ) -> Carried:
         """How many readable records carry the property (now, or at `as_of`)."""
+        args = self.arguments(given)
         counts = await member_counts(db, [args.property], lanes, args.as_of)
         return Carried(args.property, counts.get(args.property, 0))
 

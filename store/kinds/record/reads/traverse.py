@@ -115,7 +115,10 @@ class TraverseRead:
             body = body.replace(as_of, compiler.arg(sel.site, "as_of", "timestamptz"))
         return body
 
-    async def find(self, db: Reader, args: Walk, lanes: Sequence[str], wants: Wants) -> Traversal:
+    async def find(
+        self, db: Reader, given: Mapping[str, Any], lanes: Sequence[str], wants: Wants
+    ) -> Traversal:
+        args = self.arguments(given)
         return await walk_from(db, replace(args, lanes=list(lanes)))
 
 
