@@ -180,11 +180,19 @@ class Context:
         return [found.get(i, []) for i in ids]
 
     async def member_count(self, prop: Property, as_of: datetime | None) -> int:
+        return await self._count_loader(as_of).load(prop)
+
+    def counted(self, prop: Property, as_of: datetime | None, members: int) -> None:
+        """How many readable records carry `prop`, as a read found it: what
+        `member_count` then gives without reading it again."""
+        self._count_loader(as_of).prime(prop, members)
+
+    def _count_loader(self, as_of: datetime | None) -> DataLoader[Property, int]:
         loader = self._counts.get(as_of)
         if loader is None:
             loader = DataLoader(load_fn=lambda keys: self._load_counts(keys, as_of))
             self._counts[as_of] = loader
-        return await loader.load(prop)
+        return loader
 
     async def _load_counts(self, props: Sequence[Property], as_of: datetime | None) -> list[int]:
         async with self.read() as (db, lanes):

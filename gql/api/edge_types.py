@@ -11,15 +11,15 @@ import strawberry
 
 from gql.api import descriptions as d
 from gql.api.compiled.fields import compiled
-from gql.api.compiled.plan import bind_edge_page
 from gql.api.page_types import PageInfo, page_info
 from gql.api.scalars import JSON
 from gql.api.types import Info, Record
 from store.kinds.edge import compiled as edge_sql
 from store.kinds.edge import model as domain
-from store.kinds.edge import reads
+from store.kinds.edge import queries
 from store.kinds.edge.commands import UpsertEdge
-from store.kinds.edge.reads import Ego
+from store.kinds.edge.queries import Ego
+from store.kinds.edge.reads import related as related_sql
 from store.reads import compiled_sql as sql
 from store.reads.pages import Page
 
@@ -212,7 +212,7 @@ def edge_page(page: Page[domain.Edge], as_of: datetime | None = None) -> EdgePag
 @strawberry.type(description="The typed edges into and out of one record.")
 class Related:
     record_id: strawberry.ID = strawberry.field(
-        description="The record asked about (full id).", metadata=compiled(edge_sql.related_id)
+        description="The record asked about (full id).", metadata=compiled(related_sql.related_id)
     )
     as_of: strawberry.Private[datetime | None]
     namespace: strawberry.Private[str | None] = None
@@ -223,7 +223,7 @@ class Related:
         "count; each edge's toRecord is the other end. Of a file's record (a note intake "
         "wrote), the edges from the note: from its record and its parts (sections) to "
         "records outside it.",
-        metadata=compiled(edge_sql.related_outgoing, bind_edge_page),
+        metadata=compiled(related_sql.related_outgoing, related_sql.bind_end_page),
     )
     async def outgoing(
         self,
@@ -237,7 +237,7 @@ class Related:
         description="Edges to the record, oldest first, a page at a time with the total "
         "count; each edge's fromRecord is the other end. Of a file's record, the edges "
         "into the note (its record and its parts) from records outside it.",
-        metadata=compiled(edge_sql.related_incoming, bind_edge_page),
+        metadata=compiled(related_sql.related_incoming, related_sql.bind_end_page),
     )
     async def incoming(
         self,
@@ -252,7 +252,7 @@ class Related:
     ) -> EdgePage:
         # The edges of one end are the list `edges(fromId:)` or `edges(toId:)` gives.
         async with info.context.read() as (db, lanes):
-            page = await reads.list_edges(
+            page = await queries.list_edges(
                 db,
                 lanes,
                 **end,
@@ -265,7 +265,7 @@ class Related:
         return edge_page(page, self.as_of)
 
     @strawberry.field(
-        description="The record asked about.", metadata=compiled(edge_sql.related_record)
+        description="The record asked about.", metadata=compiled(related_sql.related_record)
     )
     async def record(self, info: Info) -> Record | None:
         return await _record(info, self.record_id, self.as_of)

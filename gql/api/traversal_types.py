@@ -12,9 +12,9 @@ from gql.api.edge_types import Edge
 from gql.api.types import Info, Record
 from policies.properties import Property
 from store.kinds.edge.model import Edge as EdgeRow
-from store.kinds.edge.reads import edges_by_id
+from store.kinds.edge.queries import edges_by_id
 from store.kinds.record import traverse
-from store.kinds.record import traverse_compiled as sql
+from store.kinds.record.reads import traverse as sql
 from store.reads.compiled_sql import column
 
 

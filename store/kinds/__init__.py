@@ -9,6 +9,7 @@ The ledger (`store.ledger`) knows no kind: it loops over the registry
 
 from store.kinds.correction.kind import KIND as CORRECTION
 from store.kinds.edge.kind import KIND as EDGE
+from store.kinds.edge.reads import READS as EDGE_READS
 from store.kinds.policy.kind import KIND as POLICY
 from store.kinds.record.kind import KIND as RECORD
 from store.kinds.record.reads import READS as RECORD_READS
@@ -20,5 +21,5 @@ from store.reads.registry import register as register_read
 for _kind in (RECORD, CORRECTION, POLICY, EDGE):
     register(_kind)
 
-for _read in RECORD_READS:
+for _read in (*RECORD_READS, *EDGE_READS):
     register_read(_read)

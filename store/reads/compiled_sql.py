@@ -3,7 +3,7 @@
 The GraphQL layer turns a query's selection into a tree of `Sel` (response key,
 API field name, children, and the builder of its SQL: a `Compiler` method or one
 of the builders at the end, which each GraphQL field names as its own) and, per
-request, a `Shape` for each field that takes arguments (which optional arguments
+request, a shape for each field that takes arguments (which optional arguments
 are set, how many properties a gather has).
 This module turns the tree and shapes into one statement whose single row holds
 `ok` and the response body as JSON text; `ok` is false when the data call for a

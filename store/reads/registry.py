@@ -5,9 +5,10 @@ read once from the field's GraphQL argument values (`arguments`, by their GraphQ
 names); its binder (`bind`: checks them, puts the values its statement takes under the
 site's prefix, and says its shape, a type of its own); its SQL (`sql`: the field's JSON
 for the compiled path, built with `store.reads.compiled_sql`); and what it finds for a
-resolver (`find`, on the request's snapshot). Both paths run the registered read: the
-compiled path binds and builds it, a resolver reads its arguments with the same
-`arguments` and renders what `find` returns.
+resolver (`find`, on the request's snapshot, from the same GraphQL values: it reads its
+arguments with the same `arguments`). Both paths run the registered read: the compiled
+path binds and builds it, a resolver hands the field's values to `find` in one call and
+renders what it returns.
 
 Reads join here from the kinds' side (`store.kinds` registers them, as it registers the
 kinds), so the generic compiler names none.
@@ -62,8 +63,13 @@ class Read(Protocol):
         """SQL: the field's JSON, for the shape `bind` said."""
         ...
 
-    async def find(self, db: Reader, args: Any, lanes: Sequence[str], wants: Wants) -> Any:
-        """What the read finds for a resolver, in the lanes the caller may read."""
+    async def find(
+        self, db: Reader, given: Mapping[str, Any], lanes: Sequence[str], wants: Wants
+    ) -> Any:
+        """What the read finds for a resolver, in the lanes the caller may read, its
+        arguments read from `given` (the field's GraphQL values, by name, and what the
+        read takes from the request rather than from GraphQL, such as a search's vector
+        scope)."""
         ...
 
 

@@ -19,14 +19,9 @@ class GatherMode(enum.Enum):
 
 @dataclass(frozen=True)
 class Shape:
-    """The arguments of one read that change its statement, for one request."""
+    """What changes the statement of a page nested in a read's answer (a hyperedge's
+    members, the edges at one end of `related`'s record): whether it goes on after a
+    cursor. A read declared in the registry (`store.reads.registry`) has a shape of its
+    own."""
 
-    as_of: bool = False
     after: bool = False
-    # The optional filters given (by their parameters' names), and includeExpired.
-    filters: tuple[str, ...] = ()
-    expired: bool = False
-    namespace: bool = False
-    # The review queue's conflict states: one state is a constant of the statement, so
-    # its page is read in its index's order and stops at the page's end.
-    states: tuple[str, ...] = ()

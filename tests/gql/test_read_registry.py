@@ -76,7 +76,10 @@ class RecordCount:
         source_type = compiler.arg(sel.site, "source_type") if shape.source_type else None
         return f"({_count_sql(lanes, source_type)})"
 
-    async def find(self, db: Reader, args: CountArgs, lanes: Sequence[str], wants: Wants) -> int:
+    async def find(
+        self, db: Reader, given: Mapping[str, Any], lanes: Sequence[str], wants: Wants
+    ) -> int:
+        args = self.arguments(given)
         chosen = RULE.chosen(lanes, None if args.lane is None else [args.lane])
         if args.source_type is None:
             return int(await db.fetchval(_count_sql("$1::text[]", None), chosen))

@@ -22,6 +22,10 @@ NESTED = """
 query($id: ID!) { record(id: $id) { id edgeProperties { property memberCount
   members(first: 3) { totalCount items { id versions { number } } } } } }
 """
+# Its memberCount is the count the read found, not a second read of it.
+EDGE_PROPERTY = """
+query($property: String!) { edgeProperty(property: $property) { property memberCount } }
+"""
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +39,8 @@ async def data(start_gateway: GatewayFactory) -> tuple[Gateway, Gateway, dict[st
     for n in range(3):
         await upsert(compiled, fromId=ids[n], toId=ids[n + 1], type="supports", evidence={"n": n})
     await upsert(compiled, fromId=ids[3], toId=ids[0], type="contradicts")
-    return compiled, plain, {"id": ids[0], "match": [tag, "topic:t0"], "first": 2}
+    variables = {"id": ids[0], "match": [tag, "topic:t0"], "first": 2, "property": tag}
+    return compiled, plain, variables
 
 
 async def count(gateway: Gateway, query: str, variables: dict[str, Any]) -> int:
@@ -58,6 +63,7 @@ async def count(gateway: Gateway, query: str, variables: dict[str, Any]) -> int:
         ("edges", EDGES),
         ("related", RELATED),
         ("conflicts", CONFLICTS),
+        ("edgeProperty", EDGE_PROPERTY),
     ],
 )
 async def test_a_compiled_read_is_one_statement(
@@ -86,6 +92,7 @@ async def test_nested_pages_and_versions_are_still_one_statement(
         (EDGES, 4),
         (RELATED, 8),
         (CONFLICTS, 6),
+        (EDGE_PROPERTY, 3),
     ],
 )
 async def test_the_ordinary_path_stays_within_a_few_statements(

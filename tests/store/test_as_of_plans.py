@@ -16,10 +16,10 @@ from typing import Any
 
 import asyncpg
 
-from store.kinds.edge.reads import _ego_statement, _list_statement
+from store.kinds.edge.queries import EdgesShape, _ego_statement, _list_statement
 from store.kinds.record.queries import _RECORDS_AS_OF
 from store.kinds.record.reads.gather import GatherShape, _gather_statement
-from store.reads.shape import GatherMode, Shape
+from store.reads.shape import GatherMode
 from tests.support import Databases, plan_nodes, sql
 
 EDGES = 2000
@@ -123,15 +123,15 @@ async def test_a_past_edge_read_looks_each_edge_up_on_the_ledger_by_id(
         base = {"lanes": ["default"], "as_of": as_of}
         reads = {
             "edges from": (
-                _list_statement(Shape(as_of=True, filters=("from_id",))),
+                _list_statement(EdgesShape(as_of=True, filters=("from_id",))),
                 {**base, "from_id": records[7], "limit": 51},
             ),
             "edges to (related's incoming)": (
-                _list_statement(Shape(as_of=True, filters=("to_id",))),
+                _list_statement(EdgesShape(as_of=True, filters=("to_id",))),
                 {**base, "to_id": records[7], "limit": 51},
             ),
             "edges from with expired": (
-                _list_statement(Shape(as_of=True, filters=("from_id",), expired=True)),
+                _list_statement(EdgesShape(as_of=True, filters=("from_id",), expired=True)),
                 {**base, "from_id": records[7], "limit": 51},
             ),
             "ego both": (_ego_statement(True, "BOTH"), {**base, "nodes": records[:3]}),

@@ -16,6 +16,13 @@ import asyncpg
 
 from policies.properties import Property
 from store.kinds.record.queries import _RECORDS_BY_ID
+from store.kinds.record.reads.traverse import (
+    READ,
+    TraverseShape,
+    step_record,
+    walk_items,
+    walk_values,
+)
 from store.kinds.record.resolve import RESOLVE
 from store.kinds.record.traverse import (
     ALL,
@@ -26,9 +33,7 @@ from store.kinds.record.traverse import (
     Traversal,
     hop_statement,
 )
-from store.kinds.record.traverse_compiled import step_record, traverse_root, walk_items, walk_values
 from store.reads.compiled_sql import Compiler, Sel, record_column
-from store.reads.shape import Shape
 from store.reads.statements import Statement
 from tests.support import Databases, plan_nodes, sql
 
@@ -164,8 +169,17 @@ def _walk_statement() -> tuple[Statement, dict[str, Any]]:
     """The compiled path's statement for `traverse { items { record { id } } }`."""
     record = Sel("record", "record", build=step_record, children=(ID,))
     items = Sel("items", "items", build=walk_items, children=(record,))
-    root = Sel("traverse", "traverse", site=0, children=(items,), build=traverse_root)
-    return Compiler({0: Shape()}).statement([root]), {"lanes": ["default"], "max_bytes": 1 << 20}
+    root = Sel(
+        "traverse",
+        "traverse",
+        site=0,
+        children=(items,),
+        build=lambda compiler, sel, _: READ.sql(compiler, sel, TraverseShape(as_of=False)),
+    )
+    return Compiler({0: TraverseShape(as_of=False)}).statement([root]), {
+        "lanes": ["default"],
+        "max_bytes": 1 << 20,
+    }
 
 
 async def test_a_walk_is_rendered_by_primary_key_before_and_after_analyze(

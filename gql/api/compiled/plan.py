@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from graphql import (
@@ -37,21 +36,14 @@ from gql.api.compiled.fields import Binder, Read, Values, compiled_field
 from gql.api.compiled.selection import Node, children, collect, plain_operation
 from gql.api.compiled.variables import Coercer, coercer
 from policies.errors import PolicyError
-from policies.properties import parse_property
 from store.errors import StoreError
-from store.ids import RECORD_ID
-from store.kinds.edge import reads as edge_reads
 from store.kinds.record import search
-from store.kinds.record import traverse_compiled as traverse_sql
 from store.kinds.record.reads.search import VECTOR_SCOPE
-from store.kinds.record.resolve import check_record_ident
-from store.kinds.record.traverse import Walk, check
 from store.reads.compiled_sql import Compiler, NotCompilable, Sel, typename
-from store.reads.pages import bind_page, id_cursor, time_cursor
+from store.reads.pages import bind_page, id_cursor
 from store.reads.shape import Shape
 from store.reads.snapshot import Reader
 from store.reads.statements import Statement
-from store.reads.visibility import RULE
 
 # A field's arguments from the request's coerced variables; raises GraphQLError.
 Arguments = Callable[[VariableValues], dict[str, Any]]
@@ -247,64 +239,6 @@ def _page(prefix: str, first: int | None, values: Values) -> None:
     bind_page(values, prefix, first)
 
 
-def _time_page(prefix: str, args: Mapping[str, Any], values: Values) -> bool:
-    """A page in (created_at, id) order: its size, and its cursor when it has one."""
-    _page(prefix, args.get("first"), values)
-    keyed = time_cursor(args.get("after"))
-    if keyed is not None:
-        values[prefix + "after_at"], values[prefix + "after_id"] = keyed
-    return keyed is not None
-
-
-def traverse_asked(
-    start: str,
-    lanes: Sequence[str],
-    depth: int | None,
-    labels: Sequence[str] | None,
-    as_of: datetime | None,
-    limit: int | None,
-    edge_types: Sequence[str] | None,
-) -> Walk:
-    """The walk `traverse`'s arguments ask for (defaults filled in), checked."""
-    asked = Walk(
-        start,
-        lanes,
-        1 if depth is None else depth,
-        labels,
-        as_of,
-        100 if limit is None else limit,
-        edge_types,
-    )
-    check(asked.depth, asked.limit, asked.labels, asked.edge_types)
-    return asked
-
-
-def bind_traverse(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    """The walk to read before the statement (`traverse_sql.read_walk`)."""
-    values[prefix + traverse_sql.ASKED] = traverse_asked(
-        check_record_ident(args["from"]),
-        list(lanes),
-        args.get("depth"),
-        args.get("labels"),
-        args.get("asOf"),
-        args.get("limit"),
-        args.get("edgeTypes"),
-    )
-    values[prefix + "as_of"] = args.get("asOf")
-    return Shape(as_of=args.get("asOf") is not None)
-
-
-def bind_edge_property(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    prop = parse_property(args["property"])
-    values[prefix + "label"], values[prefix + "value"] = prop.label, prop.value
-    values[prefix + "as_of"] = args.get("asOf")
-    return Shape(as_of=args.get("asOf") is not None)
-
-
 def bind_members(
     prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
 ) -> Shape:
@@ -313,54 +247,3 @@ def bind_members(
     if key is not None:
         values[prefix + "after_id"] = key
     return Shape(after=key is not None)
-
-
-def bind_edges(prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values) -> Shape:
-    _page(prefix, args.get("first"), values)
-    as_of = args.get("asOf")
-    given = {}
-    for name, key in (
-        ("from_id", "fromId"),
-        ("to_id", "toId"),
-        ("type", "type"),
-        ("namespace", "namespace"),
-    ):
-        found = args.get(key)
-        if found is not None and name in ("from_id", "to_id"):
-            found = check_record_ident(found)
-            # A prefix is resolved, and a record then retired refused, the ordinary way.
-            if RECORD_ID.fullmatch(found) is None or as_of is not None:
-                raise ValueError(f"{key} is resolved by the ordinary path")
-        given[name] = found
-    expired = bool(args.get("includeExpired"))
-    return edge_reads.bind_list(values, prefix, lanes, given, as_of, expired, args.get("after"))
-
-
-def bind_related(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    ident = check_record_ident(args["id"])
-    # A prefix is resolved, and a record retired then refused, the ordinary way.
-    if RECORD_ID.fullmatch(ident) is None or args.get("asOf") is not None:
-        raise ValueError("id is resolved by the ordinary path")
-    values[prefix + "id"] = ident
-    namespace = args.get("namespace")
-    values[prefix + "namespace"] = namespace
-    return Shape(namespace=namespace is not None, expired=bool(args.get("includeExpired")))
-
-
-def bind_edge_page(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    """A page of the edges at one end of `related`'s record (its filters are related's)."""
-    return Shape(after=_time_page(prefix, args, values))
-
-
-def bind_conflicts(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    _page(prefix, args.get("first"), values)
-    status = args.get("status")
-    chosen = RULE.chosen(lanes, args.get("lanes"))
-    state = "UNRESOLVED" if status is None else status.name
-    return edge_reads.bind_conflicts(values, prefix, lanes, state, chosen, args.get("after"))

@@ -8,8 +8,7 @@ from typing import Annotated
 
 import strawberry
 
-from gql.api.compiled.fields import compiled
-from gql.api.compiled.plan import bind_conflicts, bind_edges, bind_related
+from gql.api.compiled.fields import served
 from gql.api.edge_types import (
     ConflictResolution,
     ConflictStatus,
@@ -22,13 +21,12 @@ from gql.api.edge_types import (
     edge_page,
 )
 from gql.api.page_types import PageInfo
+from gql.api.reads import find
 from gql.api.types import Info
 from store.errors import NotFoundError
-from store.kinds.edge import reads
+from store.kinds.edge import queries
 from store.kinds.edge.commands import ResolveConflict, RetireEdge
-from store.kinds.edge.compiled import conflicts_root, edges_root, related_root
 from store.kinds.record.resolve import resolve_id
-from store.reads.visibility import RULE
 
 _AS_OF = "Read as things stood at this instant (default: now): the edges recorded by then."
 _EMPTY = PageInfo(has_next_page=False, end_cursor=None)
@@ -40,7 +38,7 @@ class EdgeQuery:
     @strawberry.field(
         description="Typed edges, every given filter AND-ed, oldest first, with the total "
         "count; for the edges around one record, related is shorter.",
-        metadata=compiled(edges_root, bind_edges),
+        metadata=served("edges"),
     )
     async def edges(
         self,
@@ -70,30 +68,15 @@ class EdgeQuery:
             strawberry.argument(description="A previous page's endCursor, to go on from there."),
         ] = None,
     ) -> EdgePage:
-        async with info.context.read() as (db, lanes):
-            try:
-                start = None if from_id is None else await resolve_id(db, from_id, lanes, as_of)
-                end = None if to_id is None else await resolve_id(db, to_id, lanes, as_of)
-            except NotFoundError:
-                return EdgePage(items=[], total_count=0, page_info=_EMPTY)
-            page = await reads.list_edges(
-                db,
-                lanes,
-                from_id=start,
-                to_id=end,
-                type=type,
-                namespace=namespace,
-                as_of=as_of,
-                include_expired=bool(include_expired),
-                first=first,
-                after=after,
-            )
+        page = await find(info, "edges")
+        if page is None:
+            return EdgePage(items=[], total_count=0, page_info=_EMPTY)
         return edge_page(page, as_of)
 
     @strawberry.field(
         description="The typed edges into and out of one record, with the records at their "
         "ends (fromRecord, toRecord).",
-        metadata=compiled(related_root, bind_related),
+        metadata=served("related"),
     )
     async def related(
         self,
@@ -110,10 +93,8 @@ class EdgeQuery:
         as_of: Annotated[datetime | None, strawberry.argument(description=_AS_OF)] = None,
         include_expired: Annotated[bool | None, strawberry.argument(description=_EXPIRED)] = False,
     ) -> Related:
-        async with info.context.read() as (db, lanes):
-            record_id = await resolve_id(db, id, lanes, as_of)
         return Related(
-            record_id=strawberry.ID(record_id),
+            record_id=strawberry.ID(await find(info, "related")),
             as_of=as_of,
             namespace=namespace,
             include_expired=bool(include_expired),
@@ -123,7 +104,7 @@ class EdgeQuery:
         description="The review queue: contradicts edges with both records, who asserted "
         "each and the evidence, the unresolved first, oldest first. Nothing is resolved "
         "on its own: resolve one with resolveConflict.",
-        metadata=compiled(conflicts_root, bind_conflicts),
+        metadata=served("conflicts"),
     )
     async def conflicts(
         self,
@@ -144,11 +125,7 @@ class EdgeQuery:
             strawberry.argument(description="A previous page's endCursor, to go on from there."),
         ] = None,
     ) -> EdgePage:
-        chosen_status = (status or ConflictStatus.UNRESOLVED).name
-        async with info.context.read() as (db, readable):
-            chosen = RULE.chosen(readable, lanes)
-            page = await reads.conflicts(db, readable, chosen_status, chosen, first, after)
-        return edge_page(page)
+        return edge_page(await find(info, "conflicts"))
 
     @strawberry.field(
         description="The neighbourhood of some records over typed edges, 1 or 2 hops, with "
@@ -186,7 +163,7 @@ class EdgeQuery:
     ) -> EgoView:
         depth = 1 if hops is None else hops
         most = 100 if limit is None else limit
-        reads.check_ego(depth, most)
+        queries.check_ego(depth, most)
         way = (direction or Direction.BOTH).name
         async with info.context.read() as (db, lanes):
             starts: list[str] = []
@@ -196,7 +173,7 @@ class EdgeQuery:
                     starts.append(await resolve_id(db, node, lanes, as_of))
                 except NotFoundError:
                     dangling.append(node)
-            found = await reads.ego(
+            found = await queries.ego(
                 db, lanes, starts, depth, way, types, most, as_of, bool(include_expired)
             )
         return EgoView.from_domain(found, dangling, as_of)

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import datetime
 from typing import Annotated, Any
 
 import strawberry
 
 from gql.api import descriptions as d
-from gql.api.compiled.fields import compiled, served
-from gql.api.compiled.plan import (
-    bind_edge_property,
-    bind_traverse,
-    traverse_asked,
-)
+from gql.api.compiled.fields import served
 from gql.api.label_types import LabelCount, TagCount
 from gql.api.page_types import page_info
 from gql.api.policy_types import PolicyVersion, Profile
@@ -32,13 +26,9 @@ from gql.api.types import (
     RecordPage,
     record_page,
 )
-from policies.properties import parse_property
 from store.feed import audit as audit_reads
-from store.kinds.record import compiled as record_sql
-from store.kinds.record import traverse_compiled as traverse_sql
 from store.kinds.record.resolve import resolve_id
 from store.kinds.record.tags import tag_counts
-from store.kinds.record.traverse import walk_from
 
 
 def _arg(text: str) -> Any:
@@ -144,7 +134,7 @@ class Query(SearchQuery, EdgeQuery):
         description="Walk breadth first from one record over the edges it shares: edge "
         "properties, connections, groups and adjustment chains, and typed edges either way "
         "(the links intake detects among them).",
-        metadata=compiled(traverse_sql.traverse_root, bind_traverse, traverse_sql.read_walk),
+        metadata=served("traverse"),
     )
     async def traverse(
         self,
@@ -159,15 +149,12 @@ class Query(SearchQuery, EdgeQuery):
         limit: Annotated[int | None, _arg(d.TRAVERSE_LIMIT)] = 100,
         edge_types: Annotated[list[str] | None, _arg(d.TRAVERSE_EDGE_TYPES)] = None,
     ) -> Traversal:
-        asked = traverse_asked(from_, [], depth, labels, as_of, limit, edge_types)
-        async with info.context.read() as (conn, lanes):
-            found = await walk_from(conn, dataclasses.replace(asked, lanes=lanes))
-        return await traversal(info, found, as_of)
+        return await traversal(info, await find(info, "traverse"), as_of)
 
     @strawberry.field(
         description="The hyperedge label:value, with its readable members; null when no "
         "record you can read carries it.",
-        metadata=compiled(record_sql.edge_property_root, bind_edge_property),
+        metadata=served("edgeProperty"),
     )
     async def edge_property(
         self,
@@ -175,10 +162,12 @@ class Query(SearchQuery, EdgeQuery):
         property: Annotated[str, _arg("The edge property, label:value (parsed as on ingest).")],
         as_of: Annotated[datetime | None, _arg(d.AS_OF)] = None,
     ) -> EdgeProperty | None:
-        prop = parse_property(property)
-        if await info.context.member_count(prop, as_of) == 0:
+        carried = await find(info, "edgeProperty")
+        # Its memberCount is the count found, not read again.
+        info.context.counted(carried.property, as_of, carried.members)
+        if carried.members == 0:
             return None
-        return EdgeProperty.of(prop, None, as_of)
+        return EdgeProperty.of(carried.property, None, as_of)
 
     @strawberry.field(
         description="Audit events you may read, oldest first (feed order); a payload never "

@@ -4,7 +4,7 @@ detector found, with who said it, how sure, the evidence, and when it held.
 An edge (id `edge_` + 32 hex) is a ledgered object: each upsert, retirement and
 resolution is a new entry holding its whole state, and `edges` is its projection, one
 row per edge as its newest entry leaves it. Reading an edge as it was at T reads the
-ledger instead (`store.kinds.edge.reads`): the newest entry of each edge written by T,
+ledger instead (`store.kinds.edge.queries`): the newest entry of each edge written by T,
 so what was recorded after T stays unseen, and the validity of that state (`valid_at
 <= T < invalid_at`) decides whether it held then. No second history table to keep in
 step: the entries are the history, and `verify` checks them.

@@ -134,15 +134,6 @@ def edge_member_count(compiler: Compiler, sel: Sel, row: EdgePropertyRow) -> str
     return f"({member_count(compiler, row.label, row.value, row.as_of)})"
 
 
-def edge_property_root(compiler: Compiler, sel: Sel, _: None) -> str:
-    shape = compiler.shape(sel.site)
-    as_of = compiler.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
-    label, value = compiler.arg(sel.site, "label"), compiler.arg(sel.site, "value")
-    count = member_count(compiler, label, value, as_of)
-    body = compiler.fields(sel.children, EdgePropertyRow("NULL::text", label, value, as_of))
-    return f"(SELECT CASE WHEN c.n = 0 THEN NULL ELSE {body} END FROM (SELECT ({count}) AS n) c)"
-
-
 # -- asserted edges ------------------------------------------------------------
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from policies.properties import Property
 from store.errors import InvalidInputError
-from store.kinds.edge.reads import edge_source
+from store.kinds.edge.queries import edge_source
 from store.kinds.record import counts
 from store.kinds.record.names import note_of
 from store.kinds.record.resolve import resolve_id

@@ -79,8 +79,9 @@ class GatherRead:
         return page(compiler, sel, read, as_of, by_time=shape.mode is GatherMode.TIMELINE)
 
     async def find(
-        self, db: Reader, args: GatherArgs, lanes: Sequence[str], wants: Wants
+        self, db: Reader, given: Mapping[str, Any], lanes: Sequence[str], wants: Wants
     ) -> Page[str]:
+        args = self.arguments(given)
         chosen = RULE.chosen(lanes, args.lanes)
         count = wants("totalCount")
         return await gather(

@@ -65,8 +65,9 @@ class LabelsRead:
         )
 
     async def find(
-        self, db: Reader, args: LabelsArgs, lanes: Sequence[str], wants: Wants
+        self, db: Reader, given: Mapping[str, Any], lanes: Sequence[str], wants: Wants
     ) -> list[LabelCount]:
+        args = self.arguments(given)
         return await label_counts(db, lanes, args.lane, args.as_of)
 
 

@@ -77,10 +77,11 @@ class RecordRead:
         )
 
     async def find(
-        self, db: Reader, args: RecordArgs, lanes: Sequence[str], wants: Wants
+        self, db: Reader, given: Mapping[str, Any], lanes: Sequence[str], wants: Wants
     ) -> str | None:
         """The full id of the record, or None when no readable record has it; a record
         retired then is refused (RetiredRecordError)."""
+        args = self.arguments(given)
         try:
             return await resolve_id(db, args.ident, lanes, args.as_of)
         except RetiredRecordError:

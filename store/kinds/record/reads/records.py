@@ -71,8 +71,9 @@ class RecordsRead:
         return page(compiler, sel, read, None, by_time=True, whole_rows=True)
 
     async def find(
-        self, db: Reader, args: RecordsArgs, lanes: Sequence[str], wants: Wants
+        self, db: Reader, given: Mapping[str, Any], lanes: Sequence[str], wants: Wants
     ) -> Page[str]:
+        args = self.arguments(given)
         chosen = RULE.chosen(lanes, None if args.lane is None else [args.lane])
         count = wants("totalCount")
         return await browse(

@@ -28,6 +28,9 @@ from store.reads.visibility import RULE
 
 # Among a request's values, not a parameter: what the binder checks a vector by.
 VECTOR_SCOPE = "@vector_scope"
+# Beside the field's GraphQL values on the resolver path (not a GraphQL argument): what a
+# vector may be compared with, read from the policy.
+SCOPE = "scope"
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,7 @@ class SearchRead:
             given.get("first"),
             given.get("after"),
             syntax,
+            given.get(SCOPE),
         )
 
     def bind(
@@ -131,12 +135,13 @@ class SearchRead:
         return compiler.paged(sel, PageSql(page, count, hits), "place", row)
 
     async def find(
-        self, db: Reader, args: SearchAsked, lanes: Sequence[str], wants: Wants
+        self, db: Reader, given: Mapping[str, Any], lanes: Sequence[str], wants: Wants
     ) -> search.Hits:
-        given = search_args(args, lanes, args.scope)
+        args = self.arguments(given)
         count = wants("totalCount")
         marks = wants("items", "highlights")
-        return await search.search(db, given, args.first, count, marks)
+        asked = search_args(args, lanes, args.scope)
+        return await search.search(db, asked, args.first, count, marks)
 
 
 READ = SearchRead()

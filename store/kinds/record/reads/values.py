@@ -105,8 +105,9 @@ class ValuesRead:
         return compiler.paged(sel, read, "value_key", row)
 
     async def find(
-        self, db: Reader, args: ValuesArgs, lanes: Sequence[str], wants: Wants
+        self, db: Reader, given: Mapping[str, Any], lanes: Sequence[str], wants: Wants
     ) -> Page[ValueCount]:
+        args = self.arguments(given)
         chosen = RULE.chosen(lanes, None if args.lane is None else [args.lane])
         return await values(
             db, args.label, chosen, args.prefix, args.similar_to, args.first, args.after

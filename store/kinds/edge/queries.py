@@ -19,7 +19,6 @@ from store.kinds.edge.kind import NAME
 from store.kinds.edge.model import COLUMNS, CONTRADICTS, RESOLVED, UNRESOLVED, Edge
 from store.kinds.record.names import note_of
 from store.reads.pages import Page, encode_cursor, key_cursor, page_size, time_cursor
-from store.reads.shape import Shape
 from store.reads.snapshot import Reader
 from store.reads.statements import PageSql, Params, Statement, page_rows
 from store.reads.visibility import RULE
@@ -54,6 +53,28 @@ def edge_source(p: Params, as_of: bool) -> str:
 _SELECT = ", ".join(f"g.{c}" for c in COLUMNS)
 
 
+@dataclass(frozen=True)
+class EdgesShape:
+    """What of a listing's arguments changes its statement (`list_sql`)."""
+
+    as_of: bool = False
+    after: bool = False
+    # The filters given, by their names in `FILTERS` (each the parameter of its name).
+    filters: tuple[str, ...] = ()
+    # includeExpired: the edges no longer valid at the instant read too.
+    expired: bool = False
+
+
+@dataclass(frozen=True)
+class ConflictsShape:
+    """What of the review queue's arguments changes its statement (`conflicts_sql`)."""
+
+    after: bool
+    # The queue's conflict states: one state is a constant of the statement, so its page
+    # is read in its index's order and stops at the page's end.
+    states: tuple[str, ...]
+
+
 def _edge(row: Any) -> Edge:
     return Edge.from_row(row)
 
@@ -73,7 +94,7 @@ def bind_list(
     as_of: datetime | None,
     include_expired: bool,
     after: str | None,
-) -> Shape:
+) -> EdgesShape:
     """Put the values `list_sql` takes in `values` (each name after `prefix`): the
     filters `given` (by their names in `FILTERS`; None: not given), refusing a cursor
     this list did not give; and say its shape."""
@@ -85,12 +106,12 @@ def bind_list(
         values[prefix + name] = given[name]
     if key is not None:
         values[prefix + "after_at"], values[prefix + "after_id"] = key
-    return Shape(
+    return EdgesShape(
         as_of=as_of is not None, after=key is not None, filters=filters, expired=include_expired
     )
 
 
-def list_sql(p: Params, shape: Shape) -> PageSql:
+def list_sql(p: Params, shape: EdgesShape) -> PageSql:
     """SQL: the edges `edges(...)` lists, every filter named in `shape` AND-ed (each the
     parameter of its name), oldest first (created_at, id), and their count."""
     at = p("as_of", "timestamptz") if shape.as_of else None
@@ -115,7 +136,7 @@ def list_sql(p: Params, shape: Shape) -> PageSql:
 
 
 @functools.cache
-def _list_statement(shape: Shape) -> Statement:
+def _list_statement(shape: EdgesShape) -> Statement:
     p = Params()
     return page_rows(p, list_sql(p, shape), True)
 
@@ -202,7 +223,7 @@ def bind_conflicts(
     status: str,
     chosen: Sequence[str],
     after: str | None,
-) -> Shape:
+) -> ConflictsShape:
     """Put the values `conflicts_sql` takes in `values` (each name after `prefix`):
     the states of `status` (a key of `CONFLICT_STATUSES`), the lanes chosen, refusing a
     cursor the queue did not give; and say its shape."""
@@ -213,10 +234,10 @@ def bind_conflicts(
         values[prefix + "after_rank"], values[prefix + "after_at"], values[prefix + "after_id"] = (
             key
         )
-    return Shape(after=key is not None, states=CONFLICT_STATUSES[status])
+    return ConflictsShape(key is not None, CONFLICT_STATUSES[status])
 
 
-def conflicts_sql(p: Params, shape: Shape) -> PageSql:
+def conflicts_sql(p: Params, shape: ConflictsShape) -> PageSql:
     """SQL: the review queue (the shape's `states`, `lanes`, `chosen`), each row with its
     `rank` (0: unresolved), in (rank, created_at, id) order, and its count.
 
@@ -244,7 +265,7 @@ def conflicts_sql(p: Params, shape: Shape) -> PageSql:
 
 
 @functools.cache
-def _conflicts_statement(shape: Shape) -> Statement:
+def _conflicts_statement(shape: ConflictsShape) -> Statement:
     p = Params()
     return page_rows(p, conflicts_sql(p, shape), True)
 

@@ -1,23 +1,25 @@
-"""Traverse on the compiled path: the walk's answer as SQL building the response, for
-`store.reads.compiled_sql`'s statement.
+"""The `traverse` read: a walk breadth first from one record over the edges it shares.
 
-The walk itself is `store.kinds.record.traverse.traverse`, the one the resolver calls:
-it runs first, hop by hop on the request's snapshot (`read_walk`), and what it found
-reaches the statement as arrays (`walk_values`); the statement reads, in the same
-snapshot, only the fields asked of the records and typed edges it reached.
+The walk itself is `store.kinds.record.traverse.walk_from`, which the resolver's `find`
+runs; on the compiled path it runs first, hop by hop on the request's snapshot
+(`read_walk`, the read's `before`), and what it found reaches the statement as arrays
+(`walk_values`); the statement reads, in the same snapshot, only the fields asked of the
+records and typed edges it reached.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-from store.kinds.edge.reads import edge_source
+from store.kinds.edge.queries import edge_source
 from store.kinds.record.compiled import record_source
-from store.kinds.record.resolve import readable_sql
-from store.kinds.record.traverse import Linked, Traversal, walk_from
+from store.kinds.record.resolve import check_record_ident, readable_sql
+from store.kinds.record.traverse import Linked, Traversal, Walk, check, walk_from
 from store.reads.compiled_sql import Compiler, EdgeRow, RecordRow, Sel, SiteParams
 from store.reads.json_sql import Build
+from store.reads.registry import Before, Values, Wants
 from store.reads.snapshot import Reader
 from store.reads.visibility import RULE
 
@@ -69,16 +71,55 @@ class StepRow:
     walk: WalkRow
 
 
-def traverse_root(compiler: Compiler, sel: Sel, _: None) -> str:
-    """SQL: a Traversal of the walk the site's read found."""
-    shape = compiler.shape(sel.site)
-    # A placeholder is numbered at its first use: only a used one may exist (a selection
-    # of the figures alone reads no record, so no instant).
-    as_of = f"{{as_of_{compiler.alias('w')}}}" if shape.as_of else None
-    body = compiler.fields(sel.children, WalkRow(sel.site, as_of))
-    if as_of is not None and as_of in body:
-        body = body.replace(as_of, compiler.arg(sel.site, "as_of", "timestamptz"))
-    return body
+@dataclass(frozen=True)
+class TraverseShape:
+    # At an earlier instant: the records and typed edges reached are read as they were.
+    as_of: bool
+
+
+@dataclass(frozen=True)
+class TraverseRead:
+    field: str = "traverse"
+    before: Before | None = read_walk
+
+    def arguments(self, given: Mapping[str, Any]) -> Walk:
+        """The walk asked for (defaults filled in), checked; its lanes are the caller's,
+        given when it runs."""
+        depth, limit = given.get("depth"), given.get("limit")
+        asked = Walk(
+            given["from"],
+            (),
+            1 if depth is None else depth,
+            given.get("labels"),
+            given.get("asOf"),
+            100 if limit is None else limit,
+            given.get("edgeTypes"),
+        )
+        check(asked.depth, asked.limit, asked.labels, asked.edge_types)
+        return asked
+
+    def bind(self, values: Values, prefix: str, args: Walk, lanes: Sequence[str]) -> TraverseShape:
+        """The walk to run before the statement (`read_walk`)."""
+        start = check_record_ident(args.start)
+        values[prefix + ASKED] = replace(args, start=start, lanes=list(lanes))
+        values[prefix + "as_of"] = args.as_of
+        return TraverseShape(args.as_of is not None)
+
+    def sql(self, compiler: Compiler, sel: Sel, shape: TraverseShape) -> str:
+        """SQL: a Traversal of the walk the site's read found."""
+        # A placeholder is numbered at its first use: only a used one may exist (a
+        # selection of the figures alone reads no record, so no instant).
+        as_of = f"{{as_of_{compiler.alias('w')}}}" if shape.as_of else None
+        body = compiler.fields(sel.children, WalkRow(sel.site, as_of))
+        if as_of is not None and as_of in body:
+            body = body.replace(as_of, compiler.arg(sel.site, "as_of", "timestamptz"))
+        return body
+
+    async def find(
+        self, db: Reader, given: Mapping[str, Any], lanes: Sequence[str], wants: Wants
+    ) -> Traversal:
+        args = self.arguments(given)
+        return await walk_from(db, replace(args, lanes=list(lanes)))
 
 
 def walk_items(compiler: Compiler, sel: Sel, row: WalkRow) -> str:
@@ -146,3 +187,6 @@ def walk_clipped(compiler: Compiler, sel: Sel, row: WalkRow) -> str:
         f"(SELECT coalesce(json_agg({body} ORDER BY {c}.n), '[]'::json) "
         f"FROM unnest({lists}) WITH ORDINALITY AS {c}(via, hop, member_count, exact, n))"
     )
+
+
+READ = TraverseRead()
