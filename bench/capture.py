@@ -147,13 +147,15 @@ async def capture_gateway(database_url: str) -> AsyncIterator[tuple[int, Recorde
     recorder = Recorder()
     recorder.install()
     port = free_port()
-    # No checkpoints: a background transaction would mingle with the calls recorded.
+    # No checkpoints and no expiry sweep: a background transaction would mingle with the
+    # calls recorded.
     settings = Settings(
         database_url=database_url,
         anonymous_agent="dev",
         pool_size=4,
         read_pool_size=4,
         checkpoint_seconds=0,
+        expiry_seconds=0,
     )
     config = uvicorn.Config(
         create_app(settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on"

@@ -46,9 +46,12 @@ def canonical_bytes(
     actor: str,
     at: datetime,
     policy_version: int,
-    state: Mapping[str, Any],
     prev_hash: str | None,
+    state: Mapping[str, Any] | None = None,
+    state_digest: str | None = None,
 ) -> bytes:
+    """The canonical bytes of an entry: format 2 holds its `state`, format 3 the state's
+    digest (`state_digest`, under the key `state_sha256`) in its place."""
     body = {
         "kind": kind,
         "id": object_id,
@@ -57,9 +60,12 @@ def canonical_bytes(
         "actor": actor,
         "at": canonical_time(at),
         "policy_version": policy_version,
-        "state": state,
         "prev_hash": prev_hash,
     }
+    if state_digest is None:
+        body["state"] = state
+    else:
+        body["state_sha256"] = state_digest
     return canonical_json(body)
 
 
@@ -95,32 +101,10 @@ def written_hash(**fields: Any) -> str:
     return digest_hash(**fields, state_digest=state_sha256(state))
 
 
-def digest_hash(
-    *,
-    kind: str,
-    object_id: str,
-    version: int,
-    event: str,
-    actor: str,
-    at: datetime,
-    policy_version: int,
-    state_digest: str,
-    prev_hash: str | None,
-) -> str:
-    """The format-3 hash of an entry: its canonical bytes hold `state_sha256` (the state's
-    digest) where format 2 holds `state`."""
-    body = {
-        "kind": kind,
-        "id": object_id,
-        "version": version,
-        "event": event,
-        "actor": actor,
-        "at": canonical_time(at),
-        "policy_version": policy_version,
-        "state_sha256": state_digest,
-        "prev_hash": prev_hash,
-    }
-    return hashlib.sha256(canonical_json(body)).hexdigest()
+def digest_hash(**fields: Any) -> str:
+    """The format-3 hash of an entry (keyword arguments as `canonical_bytes` takes, with
+    `state_digest`, the state's digest, where format 2 has `state`)."""
+    return hashlib.sha256(canonical_bytes(**fields)).hexdigest()
 
 
 def legacy_entry_hash(
