@@ -354,22 +354,17 @@ class _Reader:
         ttl = None if fields.get("ttl") is None else self.ttl(fields["ttl"], f"{key}.ttl")
         personal = self.flag(fields.get("properties_personal", True), f"{key}.properties_personal")
         raw_types = fields.get("source_types")
-        if raw_types is None:
-            return Lane(
-                name,
-                text_search=language,
-                embedding=embedding,
-                ttl=ttl,
-                properties_personal=personal,
-            )
-        key = f"{key}.source_types"
-        entries = self.entries(raw_types, key, "source type")
-        return Lane(
-            name,
-            {
+        types: dict[str, SourceType] = {}
+        if raw_types is not None:
+            key = f"{key}.source_types"
+            entries = self.entries(raw_types, key, "source type")
+            types = {
                 type_name: self.source_type(type_name, raw_type, f"{key}.{type_name}")
                 for type_name, raw_type in entries.items()
-            },
+            }
+        return Lane(
+            name,
+            types,
             text_search=language,
             embedding=embedding,
             ttl=ttl,
