@@ -40,7 +40,7 @@ from policies.model import Embedding
 from store.kinds.record import embedding
 from store.kinds.record.commands import NewRecord
 from store.kinds.record.queries import GatherMode
-from store.kinds.record.search import SearchArgs, VectorScope, _statement, bind
+from store.kinds.record.search.statement import SearchArgs, VectorScope, _statement, bind
 from store.pool import plain_url
 
 DIMS = 384

@@ -40,7 +40,7 @@ from bench.vectors import DIMS, Space
 from policies.model import Embedding
 from store.database import create_engine
 from store.kinds.record.queries import GatherMode
-from store.kinds.record.search import SearchArgs, VectorScope, _statement, bind
+from store.kinds.record.search.statement import SearchArgs, VectorScope, _statement, bind
 from store.operations.migrate import migrate
 from store.pool import plain_url
 

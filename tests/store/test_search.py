@@ -13,7 +13,7 @@ import pytest
 from asyncpg import Connection
 
 from store.errors import InvalidInputError
-from store.kinds.record.search import (
+from store.kinds.record.search.statement import (
     MAX_QUERY_CHARS,
     Hit,
     SearchArgs,

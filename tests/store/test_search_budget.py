@@ -15,9 +15,9 @@ from datetime import datetime
 import pytest
 from asyncpg import Connection
 
-from store.kinds.record import search as store_search
-from store.kinds.record import search_plan
-from store.kinds.record.search_plan import Syntax
+from store.kinds.record.search import planner
+from store.kinds.record.search import statement as store_search
+from store.kinds.record.search.planner import Syntax
 from store.reads.shape import GatherMode
 from tests.gql._api import RETIRE_RECORD, ingest, unique
 from tests.store import _two_lanes
@@ -34,15 +34,15 @@ READS = {"walked": True, "indexed": False}
 
 @pytest.fixture(params=list(READS))
 def small_budgets(request: pytest.FixtureRequest) -> Iterator[None]:
-    was = search_plan.COUNT_BUDGET, search_plan._walk
+    was = planner.COUNT_BUDGET, planner._walk
     walked = READS[request.param]
-    search_plan.COUNT_BUDGET = 2
-    search_plan._walk = lambda records, matches: walked  # type: ignore[assignment]
+    planner.COUNT_BUDGET = 2
+    planner._walk = lambda records, matches: walked  # type: ignore[assignment]
     store_search._statement.cache_clear()
     try:
         yield
     finally:
-        search_plan.COUNT_BUDGET, search_plan._walk = was
+        planner.COUNT_BUDGET, planner._walk = was
         store_search._statement.cache_clear()
 
 
@@ -152,10 +152,10 @@ async def test_each_lane_is_walked_by_its_own_statistics(
     await ingest(gateway, f"{rare} {common}", lane="secret")
     for n in range(5):
         await ingest(gateway, f"other{n}", lane="secret")
-    monkeypatch.setattr(search_plan, "COUNT_BUDGET", 2)
+    monkeypatch.setattr(planner, "COUNT_BUDGET", 2)
 
     async def walked(text: str, lanes: list[str], members: int | None = None) -> dict[str, bool]:
-        found = await search_plan.plan(conn, lanes, text, Syntax.STRICT, members=members)
+        found = await planner.plan(conn, lanes, text, Syntax.STRICT, members=members)
         return {lane.lane: lane.walk for lane in found.lanes}
 
     # The word most of notes' rows hold is walked for there, and not in secret, where

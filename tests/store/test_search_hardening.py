@@ -10,10 +10,10 @@ import pytest
 from asyncpg import Connection
 
 from store.errors import InvalidInputError
-from store.kinds.record import search as store_search
-from store.kinds.record import search_plan
-from store.kinds.record.search import Hits, SearchArgs, search, search_cursor
-from store.kinds.record.search_plan import Syntax
+from store.kinds.record.search import planner
+from store.kinds.record.search import statement as store_search
+from store.kinds.record.search.planner import Syntax
+from store.kinds.record.search.statement import Hits, SearchArgs, search, search_cursor
 from store.reads.pages import encode_cursor
 from store.reads.shape import GatherMode
 from tests.gql._api import ingest, unique
@@ -36,13 +36,13 @@ gateway, conn = _two_lanes.gateway_under(POLICY), _two_lanes.conn
 
 @pytest.fixture
 def small_budget() -> Iterator[None]:
-    was = search_plan.COUNT_BUDGET
-    search_plan.COUNT_BUDGET = 3
+    was = planner.COUNT_BUDGET
+    planner.COUNT_BUDGET = 3
     store_search._statement.cache_clear()
     try:
         yield
     finally:
-        search_plan.COUNT_BUDGET = was
+        planner.COUNT_BUDGET = was
         store_search._statement.cache_clear()
 
 
@@ -65,9 +65,9 @@ async def test_past_the_budget_a_hidden_lane_changes_neither_plan_nor_newest(
             written.append(await ingest(gateway, f"{x} {y} n{n}", lane=lane))
     newest = [r["id"] for r in written[-3:]]
 
-    async def alice() -> tuple[list[str], list[str], search_plan.Plan]:
+    async def alice() -> tuple[list[str], list[str], planner.Plan]:
         by_x, by_y = await find(conn, x, syntax), await find(conn, y, syntax)
-        plan = await search_plan.plan(conn, ALICE, x, syntax)
+        plan = await planner.plan(conn, ALICE, x, syntax)
         return [h.id for h in by_x.items], [h.id for h in by_y.items], plan
 
     before = await alice()
@@ -118,9 +118,9 @@ async def test_a_word_only_a_hidden_lane_holds_reads_nothing(
     word = unique("hidden")
     for n in range(5):
         await ingest(gateway, f"{word} filler{n}", lane="bob")
-    plan = await search_plan.plan(conn, ALICE, word, syntax)
+    plan = await planner.plan(conn, ALICE, word, syntax)
     assert plan.lanes == () and plan.unknown == (word.lower(),)
     assert (await find(conn, word, syntax)).items == []
     # As of an earlier instant her lanes may have held it: they are read then.
-    earlier = await search_plan.plan(conn, ALICE, word, syntax, as_of=True)
+    earlier = await planner.plan(conn, ALICE, word, syntax, as_of=True)
     assert {lane.lane for lane in earlier.lanes} == set(ALICE)

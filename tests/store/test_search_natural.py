@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from asyncpg import Connection
 
-from store.kinds.record import search_plan
-from store.kinds.record.search import Hits, SearchArgs, search
-from store.kinds.record.search_plan import Syntax
+from store.kinds.record.search import planner
+from store.kinds.record.search.planner import Syntax
+from store.kinds.record.search.statement import Hits, SearchArgs, search
 from store.operations.verify import verify
 from store.reads.shape import GatherMode
 from tests.gql._api import RETIRE_RECORD, UPDATE, ingest, unique
@@ -98,7 +98,7 @@ async def test_a_repeated_word_saturates_and_length_does_not_win(
     # More occurrences score more, each less than the one before, towards a bound.
     assert scores[once["id"]] < scores[twice["id"]] < second
     assert second - scores[twice["id"]] < first * 18
-    assert second < scores[once["id"]] * (search_plan.K1 + 1)
+    assert second < scores[once["id"]] * (planner.K1 + 1)
 
     short = await ingest(gateway, f"{other} brief", lane="plain")
     padding = " ".join(f"w{n}" for n in range(60))
@@ -115,7 +115,7 @@ async def test_a_lane_the_caller_cannot_read_changes_neither_scores_nor_order(
         await ingest(gateway, text, lane="plain")
     question = f"{a} or {b}?"
     before = await find(conn, question, ["plain"])
-    plan_before = await search_plan.plan(conn, ["plain"], question, Syntax.NATURAL)
+    plan_before = await planner.plan(conn, ["plain"], question, Syntax.NATURAL)
 
     # Another agent's lane, stuffed with the query's words in every proportion.
     for n in range(40):
@@ -123,7 +123,7 @@ async def test_a_lane_the_caller_cannot_read_changes_neither_scores_nor_order(
 
     after = await find(conn, question, ["plain"])
     assert [(h.id, h.score) for h in after.items] == [(h.id, h.score) for h in before.items]
-    assert await search_plan.plan(conn, ["plain"], question, Syntax.NATURAL) == plan_before
+    assert await planner.plan(conn, ["plain"], question, Syntax.NATURAL) == plan_before
     # Read with that lane, the weights move: the statistics are the lanes read.
     both = await find(conn, question, ["plain", "stuffed"])
     shared = {h.id: h.score for h in both.items}
@@ -178,8 +178,8 @@ async def test_past_the_budget_the_newest_holders_of_the_rarest_word_are_ranked(
     word, rarer = unique("budget"), unique("rarer")
     written = [await ingest(gateway, f"{word} {rarer} n{n}", lane="plain") for n in range(3)]
     await ingest(gateway, f"{word} only", lane="plain")
-    monkeypatch.setattr(search_plan, "COUNT_BUDGET", 2)
-    from store.kinds.record import search as store_search
+    monkeypatch.setattr(planner, "COUNT_BUDGET", 2)
+    from store.kinds.record.search import statement as store_search
 
     store_search._statement.cache_clear()
     try:
@@ -226,8 +226,8 @@ async def test_a_small_match_makes_every_word_read_its_candidates(
         await ingest(gateway, f"{common} elsewhere {n}", lane="plain")
     evidence = await ingest(gateway, f"{common} in the scene", [scene], lane="plain")
     other = await ingest(gateway, f"{rare} in the scene", [scene], lane="plain")
-    monkeypatch.setattr(search_plan, "COUNT_BUDGET", 2)
-    from store.kinds.record import search as store_search
+    monkeypatch.setattr(planner, "COUNT_BUDGET", 2)
+    from store.kinds.record.search import statement as store_search
 
     store_search._statement.cache_clear()
     try:

@@ -19,10 +19,10 @@ from asyncpg import Connection
 from policies.errors import EmbeddingError, VectorSizeError
 from policies.model import Embedding
 from store.errors import InvalidInputError
-from store.kinds.record import search as store_search
-from store.kinds.record import search_plan
 from store.kinds.record.queries import GatherMode
-from store.kinds.record.search import Hit, Hits, SearchArgs, VectorScope, search
+from store.kinds.record.search import planner
+from store.kinds.record.search import statement as store_search
+from store.kinds.record.search.statement import Hit, Hits, SearchArgs, VectorScope, search
 from store.kinds.record.vectors import availability
 from store.operations.verify import verify
 from tests.conftest import GatewayFactory
@@ -259,13 +259,13 @@ async def test_past_the_budget_the_count_is_a_lower_bound(
     word = unique("b")
     for _ in range(3):
         await ingest(gateway, word, lane="notes")
-    was = search_plan.COUNT_BUDGET
-    search_plan.COUNT_BUDGET = 2
+    was = planner.COUNT_BUDGET
+    planner.COUNT_BUDGET = 2
     store_search._statement.cache_clear()
     try:
         page = await find(conn, None, text=word)
     finally:
-        search_plan.COUNT_BUDGET = was
+        planner.COUNT_BUDGET = was
         store_search._statement.cache_clear()
     # Past the budget, the budget's newest matches are the ones ranked.
     assert (page.total_count, page.total_exact, len(page.items)) == (2, False, 2)
@@ -282,13 +282,13 @@ async def test_past_the_budget_hybrid_fuses_the_newest_matches(
         for n in range(2)
     ]
     written += [await ingest(gateway, f"{word} " * (2 - n), [tag], lane="notes") for n in range(2)]
-    was = search_plan.COUNT_BUDGET
-    search_plan.COUNT_BUDGET = 1
+    was = planner.COUNT_BUDGET
+    planner.COUNT_BUDGET = 1
     store_search._statement.cache_clear()
     try:
         page = await find(conn, [1, 0, 0, 0], text=word, match=[tag])
     finally:
-        search_plan.COUNT_BUDGET = was
+        planner.COUNT_BUDGET = was
         store_search._statement.cache_clear()
     # Three hits fused, counted past the budget by the text's four matches, of which the
     # newest alone is ranked: the best match, the oldest, is in the vector list only.

@@ -37,8 +37,8 @@ from gql.api.compiled.selection import Node, children, collect, plain_operation
 from gql.api.compiled.variables import Coercer, coercer
 from policies.errors import PolicyError
 from store.errors import StoreError
-from store.kinds.record import search
 from store.kinds.record.reads.search import VECTOR_SCOPE
+from store.kinds.record.search import statement as search
 from store.reads.compiled_sql import Compiler, NotCompilable, Sel, typename
 from store.reads.pages import bind_page, id_cursor
 from store.reads.shape import Shape

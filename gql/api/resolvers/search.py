@@ -15,10 +15,10 @@ from gql.api.page_types import PageInfo, page_info
 from gql.api.reads import find
 from gql.api.session import vector_scope
 from gql.api.types import GatherMode, Info, Record
-from store.kinds.record import search as store_search
-from store.kinds.record import search_compiled as sql
 from store.kinds.record import values_compiled as values_sql
 from store.kinds.record.reads import values as store_values
+from store.kinds.record.search import compiled_json as sql
+from store.kinds.record.search import statement as store_search
 from store.reads.compiled_sql import Compiler, column
 
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from store.kinds.record import search
 from store.kinds.record.compiled import record_source
-from store.kinds.record.search_compiled import SearchPageRow
+from store.kinds.record.search import statement as search
+from store.kinds.record.search.compiled_json import SearchPageRow
 from store.reads.compiled_sql import Compiler, RecordRow, Sel, SiteParams
 from store.reads.json_sql import iso
 from store.reads.pages import bind_page

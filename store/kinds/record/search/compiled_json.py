@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from store.kinds.record.resolve import readable_sql
-from store.kinds.record.search import (
+from store.kinds.record.search.statement import (
     COUNT_BUDGET,
     NO_VECTOR_HIT,
     SearchShape,

@@ -1,7 +1,7 @@
 """Search: records by their words, by the caller's vector, or both, narrowed like any
 other read, in one statement.
 
-A text query is what an agent writes, a question or keywords (`search_plan.Syntax.
+A text query is what an agent writes, a question or keywords (`planner.Syntax.
 NATURAL`): every word the lane's language keeps counts and none is required, and the
 candidates are ranked by BM25 over the statistics of the caller's lanes alone
 (`search_plan`, `word_counts`); `Syntax.STRICT` is PostgreSQL's websearch syntax, every
@@ -49,11 +49,12 @@ from typing import Any
 from policies.guard import vector_lanes
 from policies.model import Embedding
 from store.errors import InvalidInputError
-from store.kinds.record import counts, embedding, search_plan
+from store.kinds.record import counts, embedding
 from store.kinds.record.queries import bind_properties, gather_properties, members_sql
-from store.kinds.record.search_plan import COUNT_BUDGET as COUNT_BUDGET
-from store.kinds.record.search_plan import Plan
-from store.kinds.record.search_plan import Syntax as Syntax
+from store.kinds.record.search import planner
+from store.kinds.record.search.planner import COUNT_BUDGET as COUNT_BUDGET
+from store.kinds.record.search.planner import Plan
+from store.kinds.record.search.planner import Syntax as Syntax
 from store.reads.pages import Page, encode_cursor, key_cursor, page_size
 from store.reads.shape import GatherMode
 from store.reads.snapshot import Reader
@@ -197,7 +198,7 @@ def search_sql(p: Params, shape: SearchShape) -> tuple[str, str]:
           row_number() OVER (ORDER BY {_ORDER}) AS place
         FROM (SELECT * FROM hits k {keyed} ORDER BY {_ORDER} LIMIT {p("limit")}) k
         ORDER BY place"""
-    counted = f"SELECT count(*) FROM (SELECT 1 FROM hits LIMIT {search_plan.COUNT_BUDGET + 1}) c"
+    counted = f"SELECT count(*) FROM (SELECT 1 FROM hits LIMIT {planner.COUNT_BUDGET + 1}) c"
     if text_only:
         counted = "SELECT n FROM hits_count"
     elif shape.fused:
@@ -364,7 +365,7 @@ def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
         members = members_sql(p, shape.properties, shape.mode, shape.as_of)
         where += f" AND w.record_id IN (SELECT m.record_id FROM ({members}) m)"
     held = f"{RULE.held('w', at)} AND {RULE.unexpired('w.record_id', at)}"
-    budget = search_plan.COUNT_BUDGET
+    budget = planner.COUNT_BUDGET
     columns = "w.record_id AS id, w.from_version, w.recorded_from AS since, w.lane, w.words"
     newest = "ORDER BY f.since DESC, f.id DESC"
     lane = RULE.in_lane("w", "l.lane")
@@ -402,7 +403,7 @@ def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
         CROSS JOIN LATERAL ({score_sql(p, shape.syntax)}) s)"""
 
 
-def score_sql(p: Params, syntax: search_plan.Syntax) -> str:
+def score_sql(p: Params, syntax: planner.Syntax) -> str:
     """SQL: one row, the candidate `r`'s score by its lane's plan `l`, and the query's
     words it holds (`matched`, in the query's order).
 
@@ -416,9 +417,9 @@ def score_sql(p: Params, syntax: search_plan.Syntax) -> str:
                 coalesce(cardinality(u.positions), 1) AS tf
               FROM unnest(ts_filter(setweight(r.words, 'A', l.lexemes), '{a}')) u) t"""
     matched = "coalesce(array_agg(l.words[t.i] ORDER BY t.i), '{}')"
-    if syntax is search_plan.Syntax.STRICT:
+    if syntax is planner.Syntax.STRICT:
         return f"SELECT ts_rank_cd(r.words, l.query) AS score, {matched} AS matched FROM {held}"
-    k1, b = search_plan.K1, search_plan.B
+    k1, b = planner.K1, planner.B
     norm = f"({k1} * (1 - {b} + {b} * length(r.words) / {p('average_length', 'float8')}))"
     phrases = f"""(SELECT coalesce(sum(l.phrase_idfs[j] * {k1 + 1} / (1 + {norm})), 0)
               FROM generate_subscripts(l.phrases, 1) j WHERE r.words @@ l.phrases[j])"""
@@ -572,7 +573,7 @@ async def plan_text(db: Reader, values: dict[str, Any], prefix: str) -> Plan:
     """The plan of a bound search's text (`bind`), its values put in `values` (what the
     statement takes, and how the query was read: terms, dropped, hint)."""
     syntax = values[prefix + "syntax"]
-    plan = await search_plan.plan(
+    plan = await planner.plan(
         db,
         values[prefix + "lanes"],
         values[prefix + "text"],
@@ -584,7 +585,7 @@ async def plan_text(db: Reader, values: dict[str, Any], prefix: str) -> Plan:
     values.update(plan.values(prefix))
     values[prefix + "text_complete"] = plan.complete
     values[prefix + "terms"], values[prefix + "dropped"] = list(plan.terms), list(plan.dropped)
-    values[prefix + "hint"] = search_plan.hint(plan, syntax)
+    values[prefix + "hint"] = planner.hint(plan, syntax)
     return plan
 
 
@@ -617,9 +618,9 @@ async def search(
     statement = _statement(shape, count)
     rows = await db.fetch(statement.text, *statement.args(values))
     total = rows[0]["total"] if rows and count else None
-    exact = total is None or (total <= search_plan.COUNT_BUDGET and (plan is None or plan.complete))
+    exact = total is None or (total <= planner.COUNT_BUDGET and (plan is None or plan.complete))
     if total is not None:
-        total = min(total, search_plan.COUNT_BUDGET)
+        total = min(total, planner.COUNT_BUDGET)
     found = [row for row in rows if row["id"] is not None]
     items = [_hit(row) for row in found[:size]]
     last = found[len(items) - 1] if items else None
@@ -628,7 +629,7 @@ async def search(
         end = encode_cursor([last["score_key"], last["since"].isoformat(), last["id"]])
     hint = None
     if not found and args.after is None:
-        hint = search_plan.hint(plan, args.syntax) if plan else NO_VECTOR_HIT
+        hint = planner.hint(plan, args.syntax) if plan else NO_VECTOR_HIT
     terms, dropped = (plan.terms, plan.dropped) if plan else ((), ())
     return Hits(items, total, len(found) > size, end, exact, terms, dropped, hint)
 
