@@ -40,7 +40,8 @@ from policies.model import Embedding
 from store.kinds.record import embedding
 from store.kinds.record.commands import NewRecord
 from store.kinds.record.queries import GatherMode
-from store.kinds.record.search.statement import SearchArgs, VectorScope, _statement, bind
+from store.kinds.record.search.arguments import SearchArgs, VectorScope, bind
+from store.kinds.record.search.statement import search_statement
 from store.pool import plain_url
 
 DIMS = 384
@@ -150,7 +151,7 @@ async def plan(conn: asyncpg.Connection, asked: dict[str, Any]) -> str:
     values: dict[str, Any] = {"limit": 11}
     shape = bind(values, "", args)
     assert shape is not None
-    statement = _statement(shape, True)
+    statement = search_statement(shape, True)
     rows = await conn.fetch(
         "EXPLAIN (ANALYZE, COSTS off, TIMING off) " + statement.text, *statement.args(values)
     )

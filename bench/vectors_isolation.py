@@ -40,7 +40,8 @@ from bench.vectors import DIMS, Space
 from policies.model import Embedding
 from store.database import create_engine
 from store.kinds.record.queries import GatherMode
-from store.kinds.record.search.statement import SearchArgs, VectorScope, _statement, bind
+from store.kinds.record.search.arguments import SearchArgs, VectorScope, bind
+from store.kinds.record.search.statement import search_statement
 from store.operations.migrate import migrate
 from store.pool import plain_url
 
@@ -95,7 +96,7 @@ def statement(vector: list[float]) -> tuple[str, list[Any]]:
     values: dict[str, Any] = {"limit": 11}
     shape = bind(values, "", args)
     assert shape is not None
-    st = _statement(shape, True)
+    st = search_statement(shape, True)
     return st.text, st.args(values)
 
 

@@ -19,7 +19,7 @@ from store.errors import NoPolicyError, ResponseTooLargeError
 from store.kinds.policy import in_force as policy_store
 from store.kinds.policy.in_force import PolicyCache, PolicyVersion
 from store.kinds.record import queries
-from store.kinds.record.search.statement import VectorScope
+from store.kinds.record.search.arguments import VectorScope
 from store.kinds.record.vectors import UNCHECKED as VECTORS_UNCHECKED
 from store.ledger.command import Command
 from store.ledger.executor import Executor

@@ -13,14 +13,9 @@ import pytest
 from asyncpg import Connection
 
 from store.errors import InvalidInputError
-from store.kinds.record.search.statement import (
-    MAX_QUERY_CHARS,
-    Hit,
-    SearchArgs,
-    Syntax,
-    prefix_last,
-    search,
-)
+from store.kinds.record.search.arguments import MAX_QUERY_CHARS, SearchArgs, prefix_last
+from store.kinds.record.search.find import Hit, search
+from store.kinds.record.search.terms import Syntax
 from store.kinds.record.words import language, relanguage
 from store.operations.verify import verify
 from store.reads.pages import Page

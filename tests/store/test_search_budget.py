@@ -16,8 +16,8 @@ import pytest
 from asyncpg import Connection
 
 from store.kinds.record.search import planner
-from store.kinds.record.search import statement as store_search
 from store.kinds.record.search.planner import Syntax
+from store.kinds.record.search.statement import search_statement
 from store.reads.shape import GatherMode
 from tests.gql._api import RETIRE_RECORD, ingest, unique
 from tests.store import _two_lanes
@@ -38,12 +38,12 @@ def small_budgets(request: pytest.FixtureRequest) -> Iterator[None]:
     walked = READS[request.param]
     planner.COUNT_BUDGET = 2
     planner._walk = lambda records, matches: walked  # type: ignore[assignment]
-    store_search._statement.cache_clear()
+    search_statement.cache_clear()
     try:
         yield
     finally:
         planner.COUNT_BUDGET, planner._walk = was
-        store_search._statement.cache_clear()
+        search_statement.cache_clear()
 
 
 async def write(gateway: Gateway, word: str, times: int, **fields: object) -> dict[str, object]:

@@ -10,10 +10,11 @@ import pytest
 from asyncpg import Connection
 
 from store.errors import InvalidInputError
-from store.kinds.record.search import planner
-from store.kinds.record.search import statement as store_search
+from store.kinds.record.search import highlights, planner
+from store.kinds.record.search.arguments import SearchArgs, search_cursor
+from store.kinds.record.search.find import Hits, search
 from store.kinds.record.search.planner import Syntax
-from store.kinds.record.search.statement import Hits, SearchArgs, search, search_cursor
+from store.kinds.record.search.statement import search_statement
 from store.reads.pages import encode_cursor
 from store.reads.shape import GatherMode
 from tests.gql._api import ingest, unique
@@ -38,12 +39,12 @@ gateway, conn = _two_lanes.gateway_under(POLICY), _two_lanes.conn
 def small_budget() -> Iterator[None]:
     was = planner.COUNT_BUDGET
     planner.COUNT_BUDGET = 3
-    store_search._statement.cache_clear()
+    search_statement.cache_clear()
     try:
         yield
     finally:
         planner.COUNT_BUDGET = was
-        store_search._statement.cache_clear()
+        search_statement.cache_clear()
 
 
 async def find(conn: Connection, text: str, syntax: Syntax, **kw: Any) -> Hits:
@@ -99,7 +100,7 @@ async def test_a_record_of_one_word_repeated_costs_its_highlights_once(
     await conn.execute("SET statement_timeout = '20s'")
     found = await find(conn, word, Syntax.NATURAL)
     [hit] = found.items
-    assert hit.id == record["id"] and len(hit.highlights) == store_search.MAX_HIGHLIGHTS
+    assert hit.id == record["id"] and len(hit.highlights) == highlights.MAX_HIGHLIGHTS
     step = len(word) + 1
     assert [h.start for h in hit.highlights] == [n * step for n in range(50)]
     assert all(h.text == word for h in hit.highlights)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from store.errors import InvalidInputError
-from store.kinds.record.search.statement import check_text, search_cursor
+from store.kinds.record.search.arguments import check_text, search_cursor
 from store.reads.pages import encode_cursor
 
 

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from asyncpg import Connection
 
-from store.kinds.record.search import planner
+from store.kinds.record.search import bm25, planner
+from store.kinds.record.search.arguments import SearchArgs
+from store.kinds.record.search.find import Hits, search
 from store.kinds.record.search.planner import Syntax
-from store.kinds.record.search.statement import Hits, SearchArgs, search
 from store.operations.verify import verify
 from store.reads.shape import GatherMode
 from tests.gql._api import RETIRE_RECORD, UPDATE, ingest, unique
@@ -98,7 +99,7 @@ async def test_a_repeated_word_saturates_and_length_does_not_win(
     # More occurrences score more, each less than the one before, towards a bound.
     assert scores[once["id"]] < scores[twice["id"]] < second
     assert second - scores[twice["id"]] < first * 18
-    assert second < scores[once["id"]] * (planner.K1 + 1)
+    assert second < scores[once["id"]] * (bm25.K1 + 1)
 
     short = await ingest(gateway, f"{other} brief", lane="plain")
     padding = " ".join(f"w{n}" for n in range(60))
@@ -179,13 +180,13 @@ async def test_past_the_budget_the_newest_holders_of_the_rarest_word_are_ranked(
     written = [await ingest(gateway, f"{word} {rarer} n{n}", lane="plain") for n in range(3)]
     await ingest(gateway, f"{word} only", lane="plain")
     monkeypatch.setattr(planner, "COUNT_BUDGET", 2)
-    from store.kinds.record.search import statement as store_search
+    from store.kinds.record.search.statement import search_statement
 
-    store_search._statement.cache_clear()
+    search_statement.cache_clear()
     try:
         found = await find(conn, f"{word} {rarer}", ["plain"])
     finally:
-        store_search._statement.cache_clear()
+        search_statement.cache_clear()
     # The rarest word is held by three records, past a budget of two: its two newest.
     assert (found.total_count, found.total_exact) == (2, False)
     assert set(ids(found)) == {written[1]["id"], written[2]["id"]}
@@ -227,14 +228,14 @@ async def test_a_small_match_makes_every_word_read_its_candidates(
     evidence = await ingest(gateway, f"{common} in the scene", [scene], lane="plain")
     other = await ingest(gateway, f"{rare} in the scene", [scene], lane="plain")
     monkeypatch.setattr(planner, "COUNT_BUDGET", 2)
-    from store.kinds.record.search import statement as store_search
+    from store.kinds.record.search.statement import search_statement
 
-    store_search._statement.cache_clear()
+    search_statement.cache_clear()
     try:
         found = await find(conn, f"{common} {rare}", ["plain"], match=[scene])
         pooled = await find(conn, f"{common} {rare}", ["plain"])
     finally:
-        store_search._statement.cache_clear()
+        search_statement.cache_clear()
     assert set(ids(found)) == {evidence["id"], other["id"]} and found.total_exact
     # Without the match, the common word only scores what the rare one found.
     assert ids(pooled) == [other["id"]] and not pooled.total_exact

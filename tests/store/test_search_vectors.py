@@ -20,9 +20,10 @@ from policies.errors import EmbeddingError, VectorSizeError
 from policies.model import Embedding
 from store.errors import InvalidInputError
 from store.kinds.record.queries import GatherMode
-from store.kinds.record.search import planner
-from store.kinds.record.search import statement as store_search
-from store.kinds.record.search.statement import Hit, Hits, SearchArgs, VectorScope, search
+from store.kinds.record.search import fusion, planner, vector_hits
+from store.kinds.record.search.arguments import SearchArgs, VectorScope
+from store.kinds.record.search.find import Hit, Hits, search
+from store.kinds.record.search.statement import search_statement
 from store.kinds.record.vectors import availability
 from store.operations.verify import verify
 from tests.conftest import GatewayFactory
@@ -94,12 +95,12 @@ def ids(page: Hits) -> list[str]:
 @pytest.fixture
 def walk_always() -> Iterator[None]:
     """Every filtered search walks the index (no filter counts as small)."""
-    was = store_search.EXACT_SCAN_MAX
-    store_search.EXACT_SCAN_MAX = -1
-    store_search._statement.cache_clear()
+    was = vector_hits.EXACT_SCAN_MAX
+    vector_hits.EXACT_SCAN_MAX = -1
+    search_statement.cache_clear()
     yield
-    store_search.EXACT_SCAN_MAX = was
-    store_search._statement.cache_clear()
+    vector_hits.EXACT_SCAN_MAX = was
+    search_statement.cache_clear()
 
 
 async def corpus(gateway: Gateway, tag: str) -> list[str]:
@@ -199,7 +200,7 @@ async def test_hybrid_fuses_the_two_lists_on_one_scale(
         return (scores[hit] - mean + 3 * deviation) / (6 * deviation)
 
     def fused(h: Hit) -> float:
-        weight = store_search.TEXT_WEIGHT
+        weight = fusion.TEXT_WEIGHT
         return weight * placed(text, h.id) + (1 - weight) * placed(near, h.id)
 
     assert (by_id[both["id"]].text_rank, by_id[both["id"]].vector_rank) == (1, 2)
@@ -261,12 +262,12 @@ async def test_past_the_budget_the_count_is_a_lower_bound(
         await ingest(gateway, word, lane="notes")
     was = planner.COUNT_BUDGET
     planner.COUNT_BUDGET = 2
-    store_search._statement.cache_clear()
+    search_statement.cache_clear()
     try:
         page = await find(conn, None, text=word)
     finally:
         planner.COUNT_BUDGET = was
-        store_search._statement.cache_clear()
+        search_statement.cache_clear()
     # Past the budget, the budget's newest matches are the ones ranked.
     assert (page.total_count, page.total_exact, len(page.items)) == (2, False, 2)
     exact = await find(conn, None, text=word)
@@ -284,12 +285,12 @@ async def test_past_the_budget_hybrid_fuses_the_newest_matches(
     written += [await ingest(gateway, f"{word} " * (2 - n), [tag], lane="notes") for n in range(2)]
     was = planner.COUNT_BUDGET
     planner.COUNT_BUDGET = 1
-    store_search._statement.cache_clear()
+    search_statement.cache_clear()
     try:
         page = await find(conn, [1, 0, 0, 0], text=word, match=[tag])
     finally:
         planner.COUNT_BUDGET = was
-        store_search._statement.cache_clear()
+        search_statement.cache_clear()
     # Three hits fused, counted past the budget by the text's four matches, of which the
     # newest alone is ranked: the best match, the oldest, is in the vector list only.
     assert (page.total_count, page.total_exact) == (1, False)

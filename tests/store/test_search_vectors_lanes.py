@@ -18,7 +18,8 @@ from asyncpg import Connection
 
 from policies.model import Embedding
 from store.kinds.record.queries import GatherMode
-from store.kinds.record.search.statement import Hits, SearchArgs, VectorScope, search
+from store.kinds.record.search.arguments import SearchArgs, VectorScope
+from store.kinds.record.search.find import Hits, search
 from store.kinds.record.vectors import availability
 from tests.conftest import GatewayFactory
 from tests.support import Gateway, sql

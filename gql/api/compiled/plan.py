@@ -38,7 +38,7 @@ from gql.api.compiled.variables import Coercer, coercer
 from policies.errors import PolicyError
 from store.errors import StoreError
 from store.kinds.record.reads.search import VECTOR_SCOPE
-from store.kinds.record.search import statement as search
+from store.kinds.record.search.arguments import VectorScope
 from store.reads.compiled_sql import Compiler, NotCompilable, Sel, typename
 from store.reads.pages import bind_page, id_cursor
 from store.reads.shape import Shape
@@ -166,7 +166,7 @@ class Operation:
         variables: Mapping[str, Any] | None,
         lanes: Sequence[str],
         max_bytes: int,
-        vectors: search.VectorScope | None = None,
+        vectors: VectorScope | None = None,
     ) -> Bound:
         """The statement and values for one request (a body of at most `max_bytes` of
         data; `vectors`: what a search by vector may use), with the reads to run first;

@@ -17,8 +17,9 @@ from gql.api.session import vector_scope
 from gql.api.types import GatherMode, Info, Record
 from store.kinds.record import values_compiled as values_sql
 from store.kinds.record.reads import values as store_values
+from store.kinds.record.search import arguments, fusion, highlights, planner, vector_hits
 from store.kinds.record.search import compiled_json as sql
-from store.kinds.record.search import statement as store_search
+from store.kinds.record.search.find import Highlight as FoundHighlight
 from store.reads.compiled_sql import Compiler, column
 
 
@@ -43,7 +44,7 @@ class Highlight:
     )
 
     @classmethod
-    def from_domain(cls, found: store_search.Highlight) -> Highlight:
+    def from_domain(cls, found: FoundHighlight) -> Highlight:
         return cls(text=found.text, start=found.start, end=found.end)
 
 
@@ -56,12 +57,12 @@ class SearchHit:
         description="Higher is better: for text alone its BM25 score over the query's words "
         "it holds (rare words weigh more, a repeated word saturates, a long record is not "
         "favoured for its length; syntax STRICT: ts_rank_cd); for a vector alone its cosine "
-        f"similarity (1 - cosine distance); for both, {store_search.TEXT_WEIGHT} times its "
+        f"similarity (1 - cosine distance); for both, {fusion.TEXT_WEIGHT} times its "
         "text score over the best text score plus "
-        f"{round(1 - store_search.TEXT_WEIGHT, 2)} times its similarity placed between the "
+        f"{round(1 - fusion.TEXT_WEIGHT, 2)} times its similarity placed between the "
         "vector list's least and best (0 for a list it is not in). Past the count budget "
         "(totalCountExact false) the "
-        f"text list is the {store_search.COUNT_BUDGET:,} newest matches, ranked among "
+        f"text list is the {planner.COUNT_BUDGET:,} newest matches, ranked among "
         "themselves.",
         metadata=compiled(sql.hit_score),
     )
@@ -80,15 +81,15 @@ class SearchHit:
     )
     highlights: list[Highlight] = strawberry.field(
         description=f"The words the query matched, in content order (at most "
-        f"{store_search.MAX_HIGHLIGHTS}).",
+        f"{highlights.MAX_HIGHLIGHTS}).",
         metadata=compiled(sql.hit_highlights),
     )
 
 
 @strawberry.type(
     description="A page of search hits, best first, with how many there are. A search with "
-    f"at most {store_search.COUNT_BUDGET:,} text matches ranks them all; one with more ranks "
-    f"its {store_search.COUNT_BUDGET:,} newest matches (newest by the version's transaction "
+    f"at most {planner.COUNT_BUDGET:,} text matches ranks them all; one with more ranks "
+    f"its {planner.COUNT_BUDGET:,} newest matches (newest by the version's transaction "
     "time): a word in most records says little on its own, so narrow it with `match` or "
     "more words."
 )
@@ -98,14 +99,14 @@ class SearchPage:
     )
     total_count: int = strawberry.field(
         description=f"How many hits the whole search has, counted up to "
-        f"{store_search.COUNT_BUDGET:,}; past that, {store_search.COUNT_BUDGET:,} and "
+        f"{planner.COUNT_BUDGET:,}; past that, {planner.COUNT_BUDGET:,} and "
         "totalCountExact false. A vector list holds at most "
-        f"{store_search.VECTOR_DEPTH} (its nearest).",
+        f"{vector_hits.VECTOR_DEPTH} (its nearest).",
         metadata=compiled(sql.search_total),
     )
     total_count_exact: bool = strawberry.field(
         description="Whether totalCount is exact (false: a lower bound; with text, the text "
-        f"hits ranked are then the {store_search.COUNT_BUDGET:,} newest matches, or the "
+        f"hits ranked are then the {planner.COUNT_BUDGET:,} newest matches, or the "
         "records holding the query's rarer words, its commonest left to score them).",
         metadata=compiled(sql.total_exact),
     )
@@ -162,9 +163,9 @@ class ValuePage:
 
 SEARCH_VECTOR = (
     "The vector of what to find (made by the model the lanes' policy names, of the size it "
-    f"declares): the {store_search.VECTOR_DEPTH} nearest records by cosine distance among "
+    f"declares): the {vector_hits.VECTOR_DEPTH} nearest records by cosine distance among "
     "the lanes whose embedding has its size. With text, both lists are fused, each score on "
-    f"one scale (text weighing {store_search.TEXT_WEIGHT}: see score)."
+    f"one scale (text weighing {fusion.TEXT_WEIGHT}: see score)."
 )
 
 SEARCH_TEXT = (
@@ -172,7 +173,7 @@ SEARCH_TEXT = (
     'required; rare words weigh more; "a quoted phrase" also counts as a phrase. With '
     'syntax STRICT: PostgreSQL\'s websearch syntax (every word required, "a phrase", `or` '
     "between alternatives, -word to leave out, the last bare word also a prefix). At most "
-    f"{store_search.MAX_QUERY_CHARS} characters."
+    f"{arguments.MAX_QUERY_CHARS} characters."
 )
 
 
@@ -198,8 +199,8 @@ class SearchQuery:
         "vector (nearest first), or both fused; narrowed to a gather by "
         "match, and to lanes, source types and an instant, like every other read: a record "
         "you cannot read, or retired then, is never found or counted, and its words never "
-        f"weigh in your scores. Past {store_search.COUNT_BUDGET:,} candidates only the "
-        f"newest {store_search.COUNT_BUDGET:,} are ranked: narrow a common word with match "
+        f"weigh in your scores. Past {planner.COUNT_BUDGET:,} candidates only the "
+        f"newest {planner.COUNT_BUDGET:,} are ranked: narrow a common word with match "
         "or rarer words.",
         metadata=served("search"),
     )

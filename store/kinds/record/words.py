@@ -1,5 +1,5 @@
 """The words of each record version: the text index search reads
-(`store.kinds.record.search.statement`).
+(`store.kinds.record.search`).
 
 A row holds one interval in which a live record's content, lane and source type stayed
 the same, with that content's `tsvector` in its lane's text-search language and the

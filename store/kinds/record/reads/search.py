@@ -15,8 +15,10 @@ from datetime import datetime
 from typing import Any
 
 from store.kinds.record.compiled import record_source
-from store.kinds.record.search import statement as search
+from store.kinds.record.search import find, planner, statement
+from store.kinds.record.search.arguments import SearchArgs, SearchShape, VectorScope, bind
 from store.kinds.record.search.compiled_json import SearchPageRow
+from store.kinds.record.search.terms import Syntax
 from store.reads.compiled_sql import Compiler, RecordRow, Sel, SiteParams
 from store.reads.json_sql import iso
 from store.reads.pages import bind_page
@@ -46,16 +48,14 @@ class SearchAsked:
     as_of: datetime | None
     first: int | None
     after: str | None
-    syntax: search.Syntax
+    syntax: Syntax
     # What a vector may be compared with (the resolver's, from the policy).
-    scope: search.VectorScope | None = None
+    scope: VectorScope | None = None
 
 
-def search_args(
-    asked: SearchAsked, lanes: Sequence[str], scope: search.VectorScope | None
-) -> search.SearchArgs:
+def search_args(asked: SearchAsked, lanes: Sequence[str], scope: VectorScope | None) -> SearchArgs:
     """The store's arguments of a search by a caller who may read `lanes`."""
-    return search.SearchArgs(
+    return SearchArgs(
         asked.text,
         asked.match,
         asked.mode,
@@ -64,7 +64,7 @@ def search_args(
         asked.as_of,
         asked.after,
         asked.vector,
-        scope or search.VectorScope(),
+        scope or VectorScope(),
         asked.syntax,
     )
 
@@ -73,7 +73,7 @@ async def read_plan(db: Reader, prefix: str, values: Values) -> None:
     """Plan the search's text as the resolver does, on the request's snapshot, and put
     the plan's values in `values` under the site's `prefix`."""
     if prefix + "text" in values:
-        await search.plan_text(db, values, prefix)
+        await planner.plan_text(db, values, prefix)
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ class SearchRead:
     before: Before | None = read_plan
 
     def arguments(self, given: Mapping[str, Any]) -> SearchAsked:
-        syntax = search.Syntax((given.get("syntax") or search.Syntax.NATURAL).value)
+        syntax = Syntax((given.get("syntax") or Syntax.NATURAL).value)
         return SearchAsked(
             given.get("text"),
             given.get("vector"),
@@ -99,22 +99,22 @@ class SearchRead:
 
     def bind(
         self, values: Values, prefix: str, args: SearchAsked, lanes: Sequence[str]
-    ) -> search.SearchShape:
+    ) -> SearchShape:
         bind_page(values, prefix, args.first)
         scope = values.get(VECTOR_SCOPE)
-        if args.vector is not None and not isinstance(scope, search.VectorScope):
+        if args.vector is not None and not isinstance(scope, VectorScope):
             raise Ordinary("a search by vector reads its scope from the policy")
-        shape = search.bind(values, prefix, search_args(args, lanes, scope))
+        shape = bind(values, prefix, search_args(args, lanes, scope))
         if shape is None:
             raise Ordinary("nothing to find (match names only the engine's labels)")
         # The highlights are built where the field asks for them (search_compiled).
         return replace(shape, highlights=False)
 
-    def sql(self, compiler: Compiler, sel: Sel, shape: search.SearchShape) -> str:
+    def sql(self, compiler: Compiler, sel: Sel, shape: SearchShape) -> str:
         """SQL: a SearchPage, best first, with the exact count."""
         p = SiteParams(compiler, sel.site)
-        hits = search.hits_sql(p, shape)
-        page, count = search.search_sql(p, shape)
+        hits = statement.hits_sql(p, shape)
+        page, count = statement.search_sql(p, shape)
         as_of = compiler.arg(sel.site, "as_of", "timestamptz") if shape.as_of else None
         s, r = compiler.alias("s"), compiler.alias("r")
         lateral, cols = record_source(compiler, r, as_of)
@@ -136,12 +136,12 @@ class SearchRead:
 
     async def find(
         self, db: Reader, given: Mapping[str, Any], lanes: Sequence[str], wants: Wants
-    ) -> search.Hits:
+    ) -> find.Hits:
         args = self.arguments(given)
         count = wants("totalCount")
         marks = wants("items", "highlights")
         asked = search_args(args, lanes, args.scope)
-        return await search.search(db, asked, args.first, count, marks)
+        return await find.search(db, asked, args.first, count, marks)
 
 
 READ = SearchRead()

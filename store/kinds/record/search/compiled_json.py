@@ -2,8 +2,8 @@
 response, for `store.reads.compiled_sql`'s one statement per request.
 
 The page itself is the search read's (`store.kinds.record.reads.search`); its hits, their
-ranks, highlights and count are `store.kinds.record.search`'s own SQL (`hits_sql`,
-`search_sql`, `highlights_sql`), after the same plan, so both paths read the same rows
+ranks, highlights and count are `store.kinds.record.search`'s own SQL (`statement`'s
+`hits_sql` and `search_sql`, `highlights`), after the same plan, so both paths read the same rows
 under the same rule.
 """
 
@@ -12,13 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from store.kinds.record.resolve import readable_sql
-from store.kinds.record.search.statement import (
-    COUNT_BUDGET,
-    NO_VECTOR_HIT,
-    SearchShape,
-    highlights_sql,
-    version_content_sql,
-)
+from store.kinds.record.search.arguments import SearchShape
+from store.kinds.record.search.find import NO_VECTOR_HIT
+from store.kinds.record.search.highlights import highlights_sql, version_content_sql
+from store.kinds.record.search.planner import COUNT_BUDGET
 from store.reads.compiled_sql import Compiler, PageRow, RecordRow, Sel
 from store.reads.json_sql import float_json
 

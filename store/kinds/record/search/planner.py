@@ -10,7 +10,7 @@ caller reads and nothing else.
 
 The default syntax (`Syntax.NATURAL`) reads what an agent writes, a question or
 keywords: every word the lane's language keeps is a term, none is required, and a
-record's score is BM25 (`score_sql` in `search`) over its terms, weighed by inverse
+record's score is BM25 (`bm25`) over its terms, weighed by inverse
 document frequency in the caller's lanes. Stop words are dropped (and said so); the
 English word "or" is a word like any other; a quoted phrase is a term of its own besides
 its words. Candidates are the records holding the rarest terms, as many terms as keep
@@ -30,41 +30,28 @@ every match, a match fetched through it costing about WALK_COST rows walked.
 
 from __future__ import annotations
 
-import enum
 import json
-import math
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from store.kinds.record import word_counts
-from store.kinds.record.words import CONFIG
+from store.kinds.record.search.bm25 import idf
+from store.kinds.record.search.narrowing import members_kept
+from store.kinds.record.search.terms import LEXEME, Syntax, Words, read_words
 from store.reads.snapshot import Reader
 
-# BM25's constants, as Lucene and most engines keep them (Robertson and Zaragoza, "The
-# Probabilistic Relevance Framework", 2009): K1 is how fast a repeated word saturates
-# (1.2: a second occurrence adds about a third of the first), B how much a record's length
-# discounts it (0.75: mostly, not wholly, so long records are not shut out).
-K1 = 1.2
-B = 0.75
 # Matches counted, and candidates ranked, at most (see the module).
 COUNT_BUDGET = 1_000
+
 # A `match` keeping at most this many records (by the maintained counts) makes every
 # record of it holding any term a candidate: scoring them all costs less than the
 # statistics of a whole lane would save.
 MEMBERS_SCORED = 5_000
+
 # A row fetched through the GIN index costs about this many rows walked newest first
 # (a bitmap heap scan visits a page a match; a walk reads each page's rows in turn).
 WALK_COST = 10
-
-# A lexeme in a tsquery's text: quoted, a quote in it doubled.
-_LEXEME = re.compile(r"'((?:[^']|'')*)'")
-
-
-class Syntax(enum.Enum):
-    NATURAL = "NATURAL"
-    STRICT = "STRICT"
 
 
 @dataclass(frozen=True)
@@ -122,84 +109,6 @@ class Plan:
             prefix + "text_plan": json.dumps([lane.row() for lane in self.lanes]),
             prefix + "average_length": self.average_length,
         }
-
-
-@dataclass
-class _Words:
-    """What one language makes of the query: its kept words (lexeme -> the query's word),
-    the words it drops, its phrases and its strict query."""
-
-    config: str
-    lanes: list[str]
-    kept: dict[str, str] = field(default_factory=dict)
-    dropped: list[str] = field(default_factory=list)
-    phrases: list[str] = field(default_factory=list)
-    strict: str = ""
-
-
-# The query's words in each language the lanes use, and their statistics in the lanes:
-# one statement, so planning costs one round trip. A phrase's lexemes are among the
-# query's (it is part of the text, read by the same parser).
-_READ_WORDS = f"""
-WITH l AS (SELECT x.lane, {CONFIG}(x.lane) AS config FROM unnest($1::text[]) AS x(lane)),
-c AS (SELECT config, array_agg(lane ORDER BY lane) AS lanes FROM l GROUP BY config),
-d AS (
-  SELECT c.config, d.token, d.lexemes, d.n
-  FROM c CROSS JOIN LATERAL ts_debug(c.config, $2) WITH ORDINALITY
-    AS d(alias, description, token, dictionaries, dictionary, lexemes, n)
-  WHERE d.lexemes IS NOT NULL
-),
-w AS (
-  SELECT c.config::text AS config, c.lanes,
-    (SELECT coalesce(json_agg(json_build_array(d.token, d.lexemes) ORDER BY d.n), '[]')
-       FROM d WHERE d.config = c.config) AS tokens,
-    (SELECT coalesce(json_agg(phraseto_tsquery(c.config, p.p)::text ORDER BY p.o), '[]')
-       FROM unnest($3::text[]) WITH ORDINALITY AS p(p, o)) AS phrases,
-    websearch_to_tsquery(c.config, $2)::text AS strict
-  FROM c
-),
-counted AS ({
-    word_counts.read_sql(
-        f"array_append(ARRAY(SELECT DISTINCT unnest(d.lexemes) FROM d), '{word_counts.TOTAL}')"
-    )
-})
-SELECT (SELECT coalesce(json_agg(w ORDER BY w.config), '[]') FROM w)::text AS languages,
-  (SELECT coalesce(json_agg(json_build_array(lane, lexeme, records, lexemes)), '[]')
-     FROM counted)::text AS counts
-"""
-
-
-def phrases_of(text: str) -> list[str]:
-    """The quoted phrases of a query (an unclosed quote runs to the end)."""
-    parts = text.split('"')
-    return [p.strip() for p in parts[1::2] if p.strip()]
-
-
-async def read_words(
-    db: Reader, lanes: Sequence[str], text: str
-) -> tuple[list[_Words], dict[str, word_counts.LaneCounts]]:
-    """What each language of `lanes` makes of `text`, and the statistics of its words in
-    `lanes`."""
-    row = await db.fetchrow(_READ_WORDS, list(lanes), text, phrases_of(text))
-    assert row is not None
-    found = []
-    for language in json.loads(row["languages"]):
-        words = _Words(language["config"], list(language["lanes"]), strict=language["strict"])
-        for token, lexemes in language["tokens"]:
-            if not lexemes:
-                words.dropped.append(token.lower())
-            for lexeme in lexemes:
-                words.kept.setdefault(lexeme, token.lower())
-        words.phrases = [p for p in language["phrases"] if "<" in p]
-        found.append(words)
-    return found, word_counts.collect(lanes, json.loads(row["counts"]))
-
-
-def idf(records: int, holding: int) -> float:
-    """Inverse document frequency as Lucene computes it: never negative, so a word most
-    records hold still counts a little."""
-    records = max(records, holding)
-    return math.log(1 + (records - holding + 0.5) / (holding + 0.5))
 
 
 def _quote(lexeme: str) -> str:
@@ -275,7 +184,7 @@ async def plan(
     for w in languages:
         phrases, phrase_idfs = [], []
         for phrase in w.phrases:
-            inside = [x.replace("''", "'") for x in _LEXEME.findall(phrase)]
+            inside = [x.replace("''", "'") for x in LEXEME.findall(phrase)]
             rarest = min((holding.get(x, 0) for x in inside), default=0)
             if rarest:
                 phrases.append(phrase)
@@ -309,7 +218,7 @@ async def plan(
 
 
 def _strict_lane(
-    lane: str, words: _Words, counts: word_counts.LaneCounts, prefix: bool, narrowed: bool
+    lane: str, words: Words, counts: word_counts.LaneCounts, prefix: bool, narrowed: bool
 ) -> LanePlan:
     query = words.strict
     if prefix and query.endswith("'"):
@@ -318,7 +227,7 @@ def _strict_lane(
     walk = False
     if not narrowed and query and "|" not in query and "!" not in query and counts.records:
         share = 1.0
-        for x in {y.replace("''", "'") for y in _LEXEME.findall(query)}:
+        for x in {y.replace("''", "'") for y in LEXEME.findall(query)}:
             share *= counts.holding.get(x, 0) / counts.records
         walk = _walk(counts.records, share * counts.records)
     return LanePlan(
@@ -353,3 +262,23 @@ def hint(plan: Plan, syntax: Syntax) -> str:
             "they hold, or drop a word"
         )
     return "no record matches within the filters given: widen match, lanes, sourceTypes or asOf"
+
+
+async def plan_text(db: Reader, values: dict[str, Any], prefix: str) -> Plan:
+    """The plan of a bound search's text (`bind`), its values put in `values` (what the
+    statement takes, and how the query was read: terms, dropped, hint)."""
+    syntax = values[prefix + "syntax"]
+    found = await plan(
+        db,
+        values[prefix + "lanes"],
+        values[prefix + "text"],
+        syntax,
+        values[prefix + "prefix"],
+        await members_kept(db, values, prefix),
+        values[prefix + "as_of"] is not None,
+    )
+    values.update(found.values(prefix))
+    values[prefix + "text_complete"] = found.complete
+    values[prefix + "terms"], values[prefix + "dropped"] = list(found.terms), list(found.dropped)
+    values[prefix + "hint"] = hint(found, syntax)
+    return found
