@@ -20,7 +20,7 @@ from policies.errors import EmbeddingError, VectorSizeError
 from policies.model import Embedding
 from store.errors import InvalidInputError
 from store.kinds.record.queries import GatherMode
-from store.kinds.record.search import fusion, planner, vector_hits
+from store.kinds.record.search import fusion, planner
 from store.kinds.record.search.arguments import SearchArgs, VectorScope
 from store.kinds.record.search.find import Hit, Hits, search
 from store.kinds.record.search.statement import search_statement
@@ -95,11 +95,11 @@ def ids(page: Hits) -> list[str]:
 @pytest.fixture
 def walk_always() -> Iterator[None]:
     """Every filtered search walks the index (no filter counts as small)."""
-    was = vector_hits.EXACT_SCAN_MAX
-    vector_hits.EXACT_SCAN_MAX = -1
+    was = planner.EXACT_SCAN_MAX
+    planner.EXACT_SCAN_MAX = -1
     search_statement.cache_clear()
     yield
-    vector_hits.EXACT_SCAN_MAX = was
+    planner.EXACT_SCAN_MAX = was
     search_statement.cache_clear()
 
 

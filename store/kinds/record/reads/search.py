@@ -70,10 +70,9 @@ def search_args(asked: SearchAsked, lanes: Sequence[str], scope: VectorScope | N
 
 
 async def read_plan(db: Reader, prefix: str, values: Values) -> None:
-    """Plan the search's text as the resolver does, on the request's snapshot, and put
-    the plan's values in `values` under the site's `prefix`."""
-    if prefix + "text" in values:
-        await planner.plan_text(db, values, prefix)
+    """Plan the search as the resolver does, on the request's snapshot, and put the
+    plan's values in `values` under the site's `prefix`."""
+    await planner.plan_search(db, values, prefix)
 
 
 @dataclass(frozen=True)

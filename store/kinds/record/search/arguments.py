@@ -148,9 +148,9 @@ def bind(values: dict[str, Any], prefix: str, args: SearchArgs) -> SearchShape |
             prefix + "source_types": list(args.source_types or ()),
         }
     )
+    values[prefix + "narrowed"], values[prefix + "mode"] = len(props), args.mode
     if words is not None:
         values[prefix + "text"], values[prefix + "syntax"] = words, args.syntax
-        values[prefix + "narrowed"], values[prefix + "mode"] = len(props), args.mode
         values[prefix + "prefix"] = args.syntax is Syntax.STRICT and prefix_last(words)
     if vector is not None:
         values[prefix + "vector"] = list(embedding.unpack(vector[0]))

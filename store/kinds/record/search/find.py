@@ -52,9 +52,7 @@ async def search(
     shape = bind(values, "", args)
     if shape is None:
         return Hits([], 0 if count else None, False, None)
-    plan = None
-    if shape.text:
-        plan = await planner.plan_text(db, values, "")
+    plan = await planner.plan_search(db, values, "")
     if not highlights:
         shape = replace(shape, highlights=False)
     statement = search_statement(shape, count)

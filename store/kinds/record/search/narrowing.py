@@ -1,6 +1,6 @@
 """About how many records a search's `match` keeps, from the member counts the write
 path maintains: what decides whether its members are read whole (the planner's
-MEMBERS_SCORED, the vector list's EXACT_SCAN_MAX)."""
+MEMBERS_SCORED and EXACT_SCAN_MAX)."""
 
 from __future__ import annotations
 
@@ -27,17 +27,23 @@ def members_estimate_sql(p: Params, properties: int, mode: GatherMode, lanes: st
 
 
 @functools.cache
-def _members_estimate(properties: int, mode: GatherMode) -> Statement:
+def _members_estimate(properties: int, mode: GatherMode, lanes: tuple[str, ...]) -> Statement:
     p = Params()
-    return p.statement(f"SELECT ({members_estimate_sql(p, properties, mode, 'lanes')})::bigint")
+    each = [f"({members_estimate_sql(p, properties, mode, x)})::bigint" for x in lanes]
+    return p.statement(f"SELECT {', '.join(each)}")
 
 
-async def members_kept(db: Reader, values: Mapping[str, Any], prefix: str) -> int | None:
-    """About how many records a bound search's `match` keeps (None: no match)."""
+async def members_kept(
+    db: Reader, values: Mapping[str, Any], prefix: str, lanes: tuple[str, ...]
+) -> tuple[int, ...] | None:
+    """About how many records a bound search's `match` keeps among each of `lanes` (the
+    names of its values holding lanes: those it reads, those its vector is compared in),
+    in one statement (None: no match)."""
     properties = values[prefix + "narrowed"]
     if not properties:
         return None
-    statement = _members_estimate(properties, values[prefix + "mode"])
+    statement = _members_estimate(properties, values[prefix + "mode"], lanes)
     own = {k.removeprefix(prefix): v for k, v in values.items() if k.startswith(prefix)}
-    found: int = await db.fetchval(statement.text, *statement.args(own))
-    return found
+    row = await db.fetchrow(statement.text, *statement.args(own))
+    assert row is not None
+    return tuple(row)

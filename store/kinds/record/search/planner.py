@@ -49,6 +49,10 @@ COUNT_BUDGET = 1_000
 # statistics of a whole lane would save.
 MEMBERS_SCORED = 5_000
 
+# A `match` keeping at most this many records (by the maintained counts) has its
+# vectors compared exactly rather than found by walking the index.
+EXACT_SCAN_MAX = 5_000
+
 # A row fetched through the GIN index costs about this many rows walked newest first
 # (a bitmap heap scan visits a page a match; a walk reads each page's rows in turn).
 WALK_COST = 10
@@ -264,9 +268,35 @@ def hint(plan: Plan, syntax: Syntax) -> str:
     return "no record matches within the filters given: widen match, lanes, sourceTypes or asOf"
 
 
-async def plan_text(db: Reader, values: dict[str, Any], prefix: str) -> Plan:
-    """The plan of a bound search's text (`bind`), its values put in `values` (what the
-    statement takes, and how the query was read: terms, dropped, hint)."""
+async def plan_search(db: Reader, values: dict[str, Any], prefix: str) -> Plan | None:
+    """Decide how a bound search (`arguments.bind`) reads, from what the database holds on
+    the request's snapshot, and put the decisions among its statement's values (each name
+    after `prefix`); the statement's text does not change with them.
+
+    1. How many records `match` keeps, by the maintained member counts (`narrowing`),
+       among the lanes it reads and those its vector is compared in: one statement.
+    2. Its text's plan (`plan`): the terms that find candidates, each lane's read from the
+       GIN index or walked newest first, and the terms' weights; with how the query was
+       read (terms, dropped, hint) for the answer.
+    3. Whether its vector list compares the members of `match` exactly (`exact_vectors`:
+       they are at most EXACT_SCAN_MAX) or walks each lane's index, checking each record
+       the walk reaches.
+
+    Returns the text's plan (None: a search by vector alone)."""
+    text, vector = prefix + "text" in values, prefix + "vector" in values
+    lanes = (("lanes",) if text else ()) + (("vector_lanes",) if vector else ())
+    kept = await members_kept(db, values, prefix, lanes)
+    if vector and kept is not None:
+        values[prefix + "exact_vectors"] = kept[-1] <= EXACT_SCAN_MAX
+    if not text:
+        return None
+    return await plan_text(db, values, prefix, None if kept is None else kept[0])
+
+
+async def plan_text(db: Reader, values: dict[str, Any], prefix: str, members: int | None) -> Plan:
+    """The plan of a bound search's text (`members`: about how many records its `match`
+    keeps, None: no match), its values put in `values` (what the statement takes, and how
+    the query was read: terms, dropped, hint)."""
     syntax = values[prefix + "syntax"]
     found = await plan(
         db,
@@ -274,7 +304,7 @@ async def plan_text(db: Reader, values: dict[str, Any], prefix: str) -> Plan:
         values[prefix + "text"],
         syntax,
         values[prefix + "prefix"],
-        await members_kept(db, values, prefix),
+        members,
         values[prefix + "as_of"] is not None,
     )
     values.update(found.values(prefix))

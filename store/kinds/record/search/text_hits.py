@@ -22,8 +22,8 @@ def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
     first until COUNT_BUDGET + 1 match (the match asked of each row as a function, which
     no index serves: the GIN index would read every match to sort them by time). Each
     lane's index read is its own subquery (OFFSET 0), so the index is probed with that
-    lane's query rather than every row joined to the plan's lanes. Within
-    the budget every candidate is ranked; past it, the COUNT_BUDGET newest.
+    lane's query rather than every row joined to the plan's lanes. The COUNT_BUDGET
+    newest candidates are ranked: within the budget, every one.
 
     The rule on the words row (`RULE.in_lane`, `RULE.held`) is the whole visibility
     rule, with no read of `records` per match: a row holds its record's lane (which no
@@ -64,11 +64,7 @@ def text_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
           OFFSET 0) m),
       {name}_count AS (
         SELECT count(*) AS n FROM (SELECT 1 FROM {name}_matches LIMIT {budget + 1}) c),
-      {name}_ranked AS (
-        SELECT * FROM {name}_matches WHERE (SELECT n FROM {name}_count) <= {budget}
-        UNION ALL
-        SELECT * FROM (SELECT * FROM {name}_matches f {newest} LIMIT {budget}) f
-        WHERE (SELECT n FROM {name}_count) > {budget}),
+      {name}_ranked AS (SELECT * FROM {name}_matches f {newest} LIMIT {budget}),
       {name} AS (
         SELECT r.id, r.from_version, r.since, l.config, l.marks AS query, s.score, s.matched,
                NULL::bigint AS vector_rank

@@ -1,21 +1,17 @@
 """The vector list: the nearest record versions to the caller's vector, each lane's
-walked in its own HNSW index, or compared exactly when `match` keeps few records."""
+walked in its own HNSW index, or, when the planner says `match` keeps few records
+(`planner.EXACT_SCAN_MAX`), the members' vectors compared exactly."""
 
 from __future__ import annotations
 
 from store.kinds.record.queries import members_sql
 from store.kinds.record.search.arguments import SearchShape
-from store.kinds.record.search.narrowing import members_estimate_sql
 from store.reads.statements import Params
 from store.reads.visibility import RULE
 
 # The vector list: the nearest this many (what a vector search pages through, and what
 # is fused with the text list).
 VECTOR_DEPTH = 100
-
-# A `match` keeping at most this many records (by the maintained counts) has its
-# vectors compared exactly rather than found by walking the index.
-EXACT_SCAN_MAX = 5_000
 
 
 def vector_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
@@ -36,10 +32,11 @@ def vector_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
     # Spelled as the index's expression, so that the planner walks the index.
     walked = f"(w.embedding::vector({n}) <=> {query})"
     columns = "w.record_id AS id, w.from_version, w.recorded_from AS since"
-    members, small = "", ""
+    members, exact = "", ""
     if shape.properties:
         members = members_sql(p, shape.properties, shape.mode, shape.as_of)
-        small = f"({_estimate(p, shape)}) <= {EXACT_SCAN_MAX}"
+        # Decided before the statement (`planner.plan_search`).
+        exact = p("exact_vectors", "boolean")
 
     def walk(lane: str) -> str:
         # The lane is a parameter the planner sees (a custom plan), so that it proves the
@@ -47,10 +44,10 @@ def vector_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
         # the lane exactly, as does a lane whose index the next start makes.
         where = f"{RULE.in_lane('w', lane)} AND {filters}"
         if shape.properties:
-            # Which of the two runs is decided once, before either (a one-time filter).
-            # Asked of each record the walk reaches (OFFSET 0 keeps it a per-row check,
+            # The one of the two runs the planner chose runs (a one-time filter). Asked of
+            # each record the walk reaches (OFFSET 0 keeps it a per-row check,
             # which the planner would otherwise join, sorting every member by distance).
-            where += f""" AND NOT {small} AND EXISTS (
+            where += f""" AND NOT {exact} AND EXISTS (
                 SELECT 1 FROM ({members}) m WHERE m.record_id = w.record_id OFFSET 0)"""
         return f"""(SELECT {columns}, {walked} AS distance FROM record_vectors w
               WHERE {where} ORDER BY {walked} LIMIT {VECTOR_DEPTH})"""
@@ -62,7 +59,7 @@ def vector_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
             (SELECT {columns}, (w.embedding <=> {query}) AS distance
               FROM ({members}) m JOIN record_vectors w ON w.record_id = m.record_id
                 AND {RULE.lane("w", p("vector_lanes", "text[]"))} AND {filters}
-              WHERE {small}
+              WHERE {exact}
               ORDER BY 4 LIMIT {VECTOR_DEPTH})"""
     # The walk's relaxed order is put right by the exact distances it returns. A distance
     # outside [0, 2] is NaN (pgvector's float32 sums of a vector past the lengths a write
@@ -75,8 +72,3 @@ def vector_hits_sql(p: Params, shape: SearchShape, name: str) -> str:
                  AS vector_rank
         FROM (SELECT * FROM ({found}) a WHERE a.distance BETWEEN 0 AND 2
               ORDER BY a.distance, a.since DESC, a.id LIMIT {VECTOR_DEPTH}) f)"""
-
-
-def _estimate(p: Params, shape: SearchShape) -> str:
-    """SQL: about how many records of the vector lanes `match` keeps."""
-    return members_estimate_sql(p, shape.properties, shape.mode, "vector_lanes")
