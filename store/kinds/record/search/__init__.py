@@ -27,9 +27,9 @@ cosine distance among the lanes whose embedding has the vector's size (one model
 `policies.guard.vector_lanes`), under the same filters, scored 1 - distance. The walk is
 each lane's own HNSW index (migration 0028: no other lane's vectors are in its graph) with
 iterative scans (the database's default, migration 0023), so a filtered walk goes on until
-it has found that many; but when `match` keeps
-few records (at most EXACT_SCAN_MAX by the maintained member counts) their vectors are
-compared exactly instead, which no walk could beat. Text and vector together are fused
+it has found that many; but when `match` keeps few records (at most the planner's
+EXACT_SCAN_MAX by the maintained member counts) their vectors are compared exactly
+instead, which no walk could beat. Text and vector together are fused
 on one scale (`fusion`), each list computed under the same filters.
 
 Its modules, in the order a search runs: `arguments` (checked and bound, and the shape
@@ -37,6 +37,7 @@ they give the statement), `terms` (the query's words read by each lane's languag
 their statistics), `planner` (which records are candidates and how each lane's are read),
 `text_hits` and `bm25` (the text list and its score), `vector_hits` (the vector list),
 `fusion` (the two on one scale), `statement` (the one statement: the hits ranked, a page
-of them and their count), `highlights`, and `find` (the resolver's run of it) or
-`compiled_json` (the compiled path's, which builds the same SQL inside its response).
+of them and their count), `highlights`, `hints` (what to try when nothing was found),
+and `find` (the resolver's run of it) or `compiled_json` (the compiled path's, which
+builds the same SQL inside its response).
 """

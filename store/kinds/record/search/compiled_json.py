@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from store.kinds.record.resolve import readable_sql
 from store.kinds.record.search.arguments import SearchShape
-from store.kinds.record.search.find import NO_VECTOR_HIT
 from store.kinds.record.search.highlights import highlights_sql, version_content_sql
+from store.kinds.record.search.hints import NO_VECTOR_HIT
 from store.kinds.record.search.planner import COUNT_BUDGET
 from store.reads.compiled_sql import Compiler, PageRow, RecordRow, Sel
 from store.reads.json_sql import float_json

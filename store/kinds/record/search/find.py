@@ -9,6 +9,7 @@ from typing import Any
 
 from store.kinds.record.search import planner
 from store.kinds.record.search.arguments import SearchArgs, bind
+from store.kinds.record.search.hints import NO_VECTOR_HIT, hint
 from store.kinds.record.search.statement import search_statement
 from store.reads.pages import Page, encode_cursor, page_size
 from store.reads.snapshot import Reader
@@ -67,18 +68,11 @@ async def search(
     end = None
     if last is not None:
         end = encode_cursor([last["score_key"], last["since"].isoformat(), last["id"]])
-    hint = None
+    suggested = None
     if not found and args.after is None:
-        hint = planner.hint(plan, args.syntax) if plan else NO_VECTOR_HIT
+        suggested = hint(plan, args.syntax) if plan else NO_VECTOR_HIT
     terms, dropped = (plan.terms, plan.dropped) if plan else ((), ())
-    return Hits(items, total, len(found) > size, end, exact, terms, dropped, hint)
-
-
-# What an empty search by vector alone suggests.
-NO_VECTOR_HIT = (
-    "no record you can read has a vector of this size within the filters given: check the "
-    "lanes' embedding (policy) and widen match, lanes or asOf"
-)
+    return Hits(items, total, len(found) > size, end, exact, terms, dropped, suggested)
 
 
 def _hit(row: Any) -> Hit:

@@ -37,6 +37,7 @@ from typing import Any
 
 from store.kinds.record import word_counts
 from store.kinds.record.search.bm25 import idf
+from store.kinds.record.search.hints import hint
 from store.kinds.record.search.narrowing import members_kept
 from store.kinds.record.search.terms import LEXEME, Syntax, Words, read_words
 from store.reads.snapshot import Reader
@@ -244,28 +245,6 @@ def _strict_lane(
         tuple(words.kept[x] for x in lexemes),
         tuple(0.0 for _ in lexemes),
     )
-
-
-def hint(plan: Plan, syntax: Syntax) -> str:
-    """What to try when a search found nothing."""
-    if not plan.terms:
-        if plan.dropped:
-            return (
-                f"every word of the query is too common to search by ({', '.join(plan.dropped)}): "
-                "add a word that names what you look for"
-            )
-        return "the query holds no word to search by: give words, or a vector"
-    if plan.unknown and len(plan.unknown) == len(plan.terms):
-        return (
-            f"no record you can read holds {', '.join(plan.unknown)}: try other words for it, "
-            "another lane, or a vector"
-        )
-    if syntax is Syntax.STRICT:
-        return (
-            "syntax STRICT requires every word: leave syntax out to rank records by the words "
-            "they hold, or drop a word"
-        )
-    return "no record matches within the filters given: widen match, lanes, sourceTypes or asOf"
 
 
 async def plan_search(db: Reader, values: dict[str, Any], prefix: str) -> Plan | None:
