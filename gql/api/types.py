@@ -18,7 +18,6 @@ from strawberry.types.nodes import SelectedField
 
 from gql.api import descriptions as d
 from gql.api.compiled.fields import compiled
-from gql.api.compiled.plan import bind_members
 from gql.api.context import Context
 from gql.api.correction_types import Correction, corrections
 from gql.api.page_types import PageInfo, page_info
@@ -142,7 +141,7 @@ class EdgeProperty:
 
     @strawberry.field(
         description="The readable records that carry it, by id.",
-        metadata=compiled(gather_read.member_page, bind_members),
+        metadata=compiled(gather_read.member_page, gather_read.bind_members),
     )
     async def members(
         self,
@@ -514,7 +513,7 @@ class Connection(AssertedEdge):
 class Group(AssertedEdge):
     @strawberry.field(
         description="Its readable members now (or at asOf), by id.",
-        metadata=compiled(gather_read.member_page, bind_members),
+        metadata=compiled(gather_read.member_page, gather_read.bind_members),
     )
     async def members(
         self,

@@ -20,7 +20,6 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from store.reads.json_sql import MAX_KEYS, Build, NotCompilable, Sel, _literal, cursor, iso, obj
-from store.reads.shape import Shape
 from store.reads.statements import PageSql, Params, Statement
 from store.reads.visibility import RULE
 
@@ -44,13 +43,6 @@ class Compiler:
 
     def arg(self, site: int | None, name: str, cast: str | None = None) -> str:
         return self.p(f"s{site}_{name}", cast)
-
-    def shape(self, site: int | None) -> Shape:
-        """The shape of a site whose field is bound the shared way (`Shape`), not by a
-        registered read of its own (`store.reads.registry`)."""
-        found = self.shapes[site or 0]
-        assert isinstance(found, Shape)
-        return found
 
     def lanes(self) -> str:
         return self.p("lanes", "text[]")

@@ -40,8 +40,6 @@ from store.errors import StoreError
 from store.kinds.record.reads.search import VECTOR_SCOPE
 from store.kinds.record.search.arguments import VectorScope
 from store.reads.compiled_sql import Compiler, NotCompilable, Sel, typename
-from store.reads.pages import bind_page, id_cursor
-from store.reads.shape import Shape
 from store.reads.snapshot import Reader
 from store.reads.statements import Statement
 
@@ -230,20 +228,3 @@ def compile_operation(
     assert query is not None
     roots = tree(collect([operation.selection_set], fragments, query.name), query)
     return Operation(schema, document, operation, roots, sites)
-
-
-# -- binders: each checks its arguments as its resolver does ----------------------
-
-
-def _page(prefix: str, first: int | None, values: Values) -> None:
-    bind_page(values, prefix, first)
-
-
-def bind_members(
-    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
-    _page(prefix, args.get("first"), values)
-    key = id_cursor(args.get("after"))
-    if key is not None:
-        values[prefix + "after_id"] = key
-    return Shape(after=key is not None)

@@ -17,7 +17,6 @@ from store.reads.compiled_sql import Compiler, Sel, SiteParams
 from store.reads.json_sql import Build
 from store.reads.pages import bind_page, time_cursor
 from store.reads.registry import Before, Ordinary, Values, Wants
-from store.reads.shape import Shape
 from store.reads.snapshot import Reader
 from store.reads.visibility import RULE
 
@@ -96,16 +95,24 @@ def related_record(compiler: Compiler, sel: Sel, row: RelatedRow) -> str:
     return record_at(compiler, sel, row.ident, None)
 
 
+@dataclass(frozen=True)
+class EndPageShape:
+    """What changes the statement of a page of the edges at one end of `related`'s record
+    (its filters being related's, `RelatedShape`): whether it goes on after a cursor."""
+
+    after: bool
+
+
 def bind_end_page(
     prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
-) -> Shape:
+) -> EndPageShape:
     """A page of the edges at one end of `related`'s record (its filters are related's):
     its size, and its cursor when it has one."""
     bind_page(values, prefix, args.get("first"))
     keyed = time_cursor(args.get("after"))
     if keyed is not None:
         values[prefix + "after_at"], values[prefix + "after_id"] = keyed
-    return Shape(after=keyed is not None)
+    return EndPageShape(after=keyed is not None)
 
 
 def _end(end: str) -> Build:
@@ -114,7 +121,7 @@ def _end(end: str) -> Build:
         too), as `related`'s ordinary path pages them (`list_sql`: `related`'s filters,
         the page's own first and after)."""
         page = compiler.shapes[sel.site or 0]
-        assert isinstance(page, Shape)
+        assert isinstance(page, EndPageShape)
         given = {end: row.ident, "lanes": compiler.lanes()}
         if row.shape.namespace:
             given["namespace"] = compiler.arg(row.site, "namespace")

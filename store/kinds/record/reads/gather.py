@@ -180,6 +180,26 @@ async def gather(
     return keyed_page(rows, size, count, by_time=mode is GatherMode.TIMELINE)
 
 
+@dataclass(frozen=True)
+class MembersShape:
+    """What changes the statement of a page of members nested in an answer (a hyperedge's,
+    an asserted edge's): whether it goes on after a cursor."""
+
+    after: bool
+
+
+def bind_members(
+    prefix: str, args: Mapping[str, Any], lanes: Sequence[str], values: Values
+) -> MembersShape:
+    """A page of members: its size, and its cursor when it has one (the property and the
+    instant are the row's it is nested in, `member_page`)."""
+    bind_page(values, prefix, args.get("first"))
+    key = id_cursor(args.get("after"))
+    if key is not None:
+        values[prefix + "after_id"] = key
+    return MembersShape(after=key is not None)
+
+
 def members_shape(as_of: bool, after: bool) -> GatherShape:
     """The shape of one property's members (label_0, value_0), by id: a one-value gather."""
     return GatherShape(as_of=as_of, after=after, mode=GatherMode.UNION, properties=1)
@@ -210,7 +230,8 @@ def member_page(compiler: Compiler, sel: Sel, row: EdgePropertyRow | AssertedRow
     """SQL: a RecordPage of the readable records carrying the value now (or at as_of):
     a gather of that one value, its label and value the row's (its page bound by the
     members field's own binder, `bind_members`)."""
-    shape = compiler.shape(sel.site)
+    shape = compiler.shapes[sel.site or 0]
+    assert isinstance(shape, MembersShape)
     given = {"label_0": row.label, "value_0": row.value, "lanes": compiler.lanes()}
     if row.as_of is not None:
         given["as_of"] = row.as_of
