@@ -33,7 +33,7 @@ from store.kinds.record.reads import gather as gather_read
 from store.kinds.record.reads import values
 from store.ledger import audit
 from store.reads import compiled_sql as sql
-from store.reads import shape
+from store.reads import gather_mode
 from store.reads.pages import Page
 
 Info = strawberry.Info[Context, None]
@@ -47,8 +47,8 @@ class GatherMode(enum.Enum):
         "TIMELINE", description="the union, ordered by when each record joined the edge"
     )
 
-    def to_store(self) -> shape.GatherMode:
-        return shape.GatherMode(self.value)
+    def to_store(self) -> gather_mode.GatherMode:
+        return gather_mode.GatherMode(self.value)
 
 
 @strawberry.type(description="A page of records, with the total size of the whole list.")

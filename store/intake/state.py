@@ -18,8 +18,8 @@ from store.intake.records import (
 from store.kinds.record import queries
 from store.kinds.record.model import Record
 from store.kinds.record.reads import gather as gather_read
+from store.reads.gather_mode import GatherMode
 from store.reads.pages import MAX_PAGE
-from store.reads.shape import GatherMode
 from store.reads.snapshot import Reader
 from store.reads.statements import Params
 from store.reads.visibility import RULE

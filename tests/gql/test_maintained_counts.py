@@ -20,7 +20,7 @@ from store.kinds.record.reads import gather as gather_read
 from store.kinds.record.reads import records as records_read
 from store.operations.verify import verify
 from store.pool import create_pool
-from store.reads.shape import GatherMode
+from store.reads.gather_mode import GatherMode
 from store.reads.snapshot import Snapshot
 from tests.conftest import GatewayFactory
 from tests.gql._api import RESTORE_RECORD, RETIRE_RECORD

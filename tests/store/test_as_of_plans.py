@@ -19,7 +19,7 @@ import asyncpg
 from store.kinds.edge.queries import EdgesShape, _ego_statement, _list_statement
 from store.kinds.record.queries import _RECORDS_AS_OF
 from store.kinds.record.reads.gather import GatherShape, _gather_statement
-from store.reads.shape import GatherMode
+from store.reads.gather_mode import GatherMode
 from tests.support import Databases, plan_nodes, sql
 
 EDGES = 2000

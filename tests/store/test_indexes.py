@@ -22,7 +22,7 @@ import pytest
 from store.kinds.record.queries import _MEMBER_COUNTS_AT
 from store.kinds.record.reads.gather import GatherShape, _gather_statement
 from store.pool import plain_url
-from store.reads.shape import GatherMode
+from store.reads.gather_mode import GatherMode
 from store.reads.visibility import RULE
 from tests.conftest import GatewayFactory
 from tests.gql._api import INGEST_MANY, ingest

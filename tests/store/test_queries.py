@@ -19,7 +19,7 @@ from store.kinds.record.model import Record, RecordState, parse_pairs
 from store.kinds.record.projection import label_changes
 from store.kinds.record.reads import gather as gather_read
 from store.kinds.record.resolve import resolve_id
-from store.reads.shape import GatherMode
+from store.reads.gather_mode import GatherMode
 from tests.support import Gateway, sql
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

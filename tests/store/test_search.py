@@ -18,8 +18,8 @@ from store.kinds.record.search.find import Hit, search
 from store.kinds.record.search.terms import Syntax
 from store.kinds.record.words import language, relanguage
 from store.operations.verify import verify
+from store.reads.gather_mode import GatherMode
 from store.reads.pages import Page
-from store.reads.shape import GatherMode
 from tests.gql._api import RETIRE_RECORD, UPDATE, ingest, unique
 from tests.store import _two_lanes
 from tests.store._two_lanes import BOTH

@@ -18,7 +18,7 @@ from asyncpg import Connection
 from store.kinds.record.search import planner
 from store.kinds.record.search.planner import Syntax
 from store.kinds.record.search.statement import search_statement
-from store.reads.shape import GatherMode
+from store.reads.gather_mode import GatherMode
 from tests.gql._api import RETIRE_RECORD, ingest, unique
 from tests.store import _two_lanes
 from tests.store._two_lanes import BOTH

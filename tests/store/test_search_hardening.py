@@ -15,8 +15,8 @@ from store.kinds.record.search.arguments import SearchArgs, search_cursor
 from store.kinds.record.search.find import Hits, search
 from store.kinds.record.search.planner import Syntax
 from store.kinds.record.search.statement import search_statement
+from store.reads.gather_mode import GatherMode
 from store.reads.pages import encode_cursor
-from store.reads.shape import GatherMode
 from tests.gql._api import ingest, unique
 from tests.store import _two_lanes
 from tests.support import Gateway

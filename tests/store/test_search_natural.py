@@ -14,7 +14,7 @@ from store.kinds.record.search.arguments import SearchArgs
 from store.kinds.record.search.find import Hits, search
 from store.kinds.record.search.planner import Syntax
 from store.operations.verify import verify
-from store.reads.shape import GatherMode
+from store.reads.gather_mode import GatherMode
 from tests.gql._api import RETIRE_RECORD, UPDATE, ingest, unique
 from tests.store import _two_lanes
 from tests.support import Gateway

@@ -30,7 +30,7 @@ from store.kinds.edge.model import EVENT_KINDS as EDGE_EVENT_KINDS
 from store.kinds.record import model as domain
 from store.kinds.record.reads import gather as gather_read
 from store.ledger.events import check_kinds
-from store.reads import shape
+from store.reads import gather_mode
 from store.reads.pages import MAX_PAGE
 from store.reads.visibility import RULE
 
@@ -178,7 +178,7 @@ async def _members(
     """The gather's members as JOINED, read with the feed's position in one snapshot;
     `progress` then lets through only the changes that snapshot could not see."""
     props = [str(p) for p in wanted.match or ()]
-    mode = shape.GatherMode.UNION if wanted.union else shape.GatherMode.INTERSECT
+    mode = gather_mode.GatherMode.UNION if wanted.union else gather_mode.GatherMode.INTERSECT
     ids: list[str] = []
     async with context.read() as (db, lanes):
         row = await db.fetchrow(_POSITION)

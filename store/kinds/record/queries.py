@@ -19,8 +19,8 @@ from store.errors import InvalidInputError, ResponseTooLargeError
 from store.kinds.record import counts
 from store.kinds.record.model import Record, RecordState, Version
 from store.kinds.record.resolve import readable_sql, version_at_sql
+from store.reads.gather_mode import GatherMode
 from store.reads.pages import Page, encode_cursor
-from store.reads.shape import GatherMode
 from store.reads.snapshot import Reader
 from store.reads.statements import Params
 from store.reads.visibility import RULE

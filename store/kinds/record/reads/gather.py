@@ -20,9 +20,9 @@ from store.kinds.record.queries import (
     one_value_page,
 )
 from store.reads.compiled_sql import AssertedRow, Compiler, EdgePropertyRow, Sel, SiteParams
+from store.reads.gather_mode import GatherMode
 from store.reads.pages import Page, bind_page, id_cursor, page_size, time_cursor
 from store.reads.registry import Before, Values, Wants
-from store.reads.shape import GatherMode
 from store.reads.snapshot import Reader
 from store.reads.statements import PageSql, Params, Statement, page_rows
 from store.reads.visibility import RULE

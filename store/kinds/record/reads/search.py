@@ -20,10 +20,10 @@ from store.kinds.record.search.arguments import SearchArgs, SearchShape, VectorS
 from store.kinds.record.search.compiled_json import SearchPageRow
 from store.kinds.record.search.terms import Syntax
 from store.reads.compiled_sql import Compiler, RecordRow, Sel, SiteParams
+from store.reads.gather_mode import GatherMode
 from store.reads.json_sql import iso
 from store.reads.pages import bind_page
 from store.reads.registry import Before, Ordinary, Values, Wants
-from store.reads.shape import GatherMode
 from store.reads.snapshot import Reader
 from store.reads.statements import PageSql
 from store.reads.visibility import RULE

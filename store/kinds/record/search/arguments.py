@@ -15,8 +15,8 @@ from store.errors import InvalidInputError
 from store.kinds.record import embedding
 from store.kinds.record.queries import bind_properties, gather_properties
 from store.kinds.record.search.terms import Syntax
+from store.reads.gather_mode import GatherMode
 from store.reads.pages import key_cursor
-from store.reads.shape import GatherMode
 
 MAX_QUERY_CHARS = 1000
 

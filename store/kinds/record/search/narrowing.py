@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from store.kinds.record import counts
-from store.reads.shape import GatherMode
+from store.reads.gather_mode import GatherMode
 from store.reads.snapshot import Reader
 from store.reads.statements import Params, Statement
 
