@@ -49,6 +49,7 @@ from gql.feed.outlet import Outlet
 from policies.errors import PolicyError
 from store.errors import InvalidInputError, StoreError, refusal_for
 from store.feed import live as feed
+from store.feed import replay as feed_replay
 from store.kinds.policy.in_force import PolicyVersion
 from store.ledger.events import check_kinds
 from store.reads.replicas import Freshness
@@ -260,14 +261,14 @@ async def _audit_events(
                 allowed=sorted(readable),
             )
     wanted = await arguments.resolve(context)
-    position = None if after is None else await feed.check_cursor(context.engine, after)
+    position = None if after is None else await feed_replay.check_cursor(context.engine, after)
     progress = Progress(last=after, start=position or 0)
     share = None if outlet is None else outlet.share
     async with hub.subscribe(lanes, wanted_kinds, share, rights.bearer, wanted) as subscriber:
         if position is not None:
             # Taken after subscribing: what it cannot see will arrive live.
-            progress.seen = await feed.take_snapshot(context.engine)
-            async for page in feed.replay(
+            progress.seen = await feed_replay.take_snapshot(context.engine)
+            async for page in feed_replay.replay(
                 context.engine,
                 position,
                 progress.seen,

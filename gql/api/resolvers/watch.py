@@ -24,6 +24,7 @@ from gql.feed.batch import Progress
 from gql.feed.hub import FeedUnavailableError
 from store.errors import InvalidInputError
 from store.feed import live as feed
+from store.feed import replay as feed_replay
 from store.feed.entries import Entries, entry_at
 from store.feed.filters import NOTHING_CARRIED, Change, FeedFilter
 from store.kinds.edge.model import EVENT_KINDS as EDGE_EVENT_KINDS
@@ -107,15 +108,15 @@ async def watch_changes(
     wanted = await FeedArguments(match, mode, None).resolve(context)
     # A typed edge is no part of the record a change carries: its events are not told.
     kinds = [k for k in check_kinds(None) if k not in EDGE_EVENT_KINDS]
-    position = None if after is None else await feed.check_cursor(context.engine, after)
+    position = None if after is None else await feed_replay.check_cursor(context.engine, after)
     progress = Progress(last=after, start=position or 0)
     # One write is one change per record, however many events it reported.
     entries = Entries()
     async with hub.subscribe(None, kinds, ("watch",), rights.bearer, wanted) as subscriber:
         if position is not None:
             entries.last = await entry_at(context.engine, position)
-            progress.seen = await feed.take_snapshot(context.engine)
-            async for page in feed.replay(
+            progress.seen = await feed_replay.take_snapshot(context.engine)
+            async for page in feed_replay.replay(
                 context.engine, position, progress.seen, rights.lane_list, kinds, wanted=wanted
             ):
                 await rights.check_token()
