@@ -2,19 +2,16 @@
 
 Every refusal is a `PolicyLoadError` naming the source, the dotted key and what is
 allowed. Lane, source-type, agent, label and authority names reach SQL, logs and
-messages, so they are held to one narrow pattern before anything else uses them.
+messages, so they are held to one narrow pattern before anything else uses them. The
+YAML itself is read by `policies.strict_yaml`.
 """
 
 from __future__ import annotations
 
 import re
-import reprlib
-from collections.abc import Hashable, Iterable
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import NoReturn, TypedDict, cast
-
-import yaml
-from yaml.nodes import CollectionNode, MappingNode, Node
 
 from policies.errors import PolicyLoadError
 from policies.model import (
@@ -34,6 +31,7 @@ from policies.model import (
     parse_duration,
 )
 from policies.properties import MAX_VALUE_LENGTH, RESERVED_PREFIX, is_reserved_label
+from policies.strict_yaml import parse_yaml, show
 
 NAME_PATTERN = r"[a-z][a-z0-9_]{0,62}"
 _NAME = re.compile(NAME_PATTERN)
@@ -42,13 +40,6 @@ _NAME_RULE = (
     "(a lowercase letter, then up to 62 lowercase letters, digits or underscores)"
 )
 CONTENT_FORMATS: tuple[str, ...] = ("json", "text")
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-# How many nodes aliases (and merge keys) may add to a document, over those written:
-# enough to share a block across many lanes; 987 bytes of nested aliases make 10^8.
-MAX_ALIAS_NODES = 100_000
-# A policy nests about 7 deep; the composer recurses once per level, and thousands of
-# brackets would exhaust Python's stack.
-MAX_DEPTH = 64
 
 
 class RawLabelRule(TypedDict, total=False):
@@ -123,148 +114,6 @@ def _kind(value: object) -> str:
     return type(value).__name__
 
 
-# Shows a bounded prefix of a value whatever its size: at most 8 items a level, 3 levels
-# deep, 80 characters of a string, so a value shared a million times costs nothing.
-_SHORT = reprlib.Repr()
-_SHORT.maxlevel = 3
-_SHORT.maxtuple = _SHORT.maxlist = _SHORT.maxdict = _SHORT.maxset = 8
-_SHORT.maxstring = _SHORT.maxother = 80
-
-
-def _show(value: object) -> str:
-    # A string keeps its start, cut as any other value is.
-    shown = repr(value[:80]) if isinstance(value, str) else _SHORT.repr(value)
-    return shown if len(shown) <= 80 else shown[:77] + "..."
-
-
-def _check_aliases(root: Node) -> None:
-    """Refuse a document whose aliases expand it by more than MAX_ALIAS_NODES nodes, or
-    that refers to itself, before anything is built from it.
-
-    An alias is the node its anchor names, shared: the walk sizes each distinct node
-    once, so it costs the nodes written, not the nodes they expand to.
-    """
-    sizes: dict[int, int] = {}
-    open_: set[int] = set()
-    added = 0
-    stack: list[tuple[Node, bool]] = [(root, False)]
-    while stack:
-        node, closing = stack.pop()
-        key = id(node)
-        children = _children(node)
-        if closing:
-            open_.discard(key)
-            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
-        elif key in sizes:
-            added += sizes[key]
-            if added > MAX_ALIAS_NODES:
-                raise yaml.composer.ComposerError(
-                    None,
-                    None,
-                    f"aliases may add at most {MAX_ALIAS_NODES:,} nodes to a document; those of "
-                    "the node",
-                    node.start_mark,
-                )
-        elif key in open_:
-            raise yaml.composer.ComposerError(
-                None,
-                None,
-                "a node refers to itself through an alias",
-                node.start_mark,
-            )
-        else:
-            open_.add(key)
-            stack.append((node, True))
-            stack.extend((child, False) for child in reversed(children))
-
-
-def _children(node: Node) -> list[Node]:
-    if isinstance(node, MappingNode):
-        return [part for pair in node.value for part in pair]
-    if isinstance(node, CollectionNode):
-        return list(node.value)
-    return []
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """`yaml.safe_load`, except a key repeated within one mapping is refused, not last-wins,
-    aliases may not expand the document past MAX_ALIAS_NODES (see `_check_aliases`) and
-    nesting stops at MAX_DEPTH."""
-
-    _depth = 0
-
-    def compose_node(self, parent: Node | None, index: int) -> Node | None:
-        self._depth += 1
-        try:
-            if self._depth > MAX_DEPTH:
-                raise yaml.composer.ComposerError(
-                    None,
-                    None,
-                    f"nested deeper than {MAX_DEPTH} levels",
-                    self.peek_event().start_mark,  # type: ignore[no-untyped-call]
-                )
-            node: Node | None = super().compose_node(parent, index)
-            return node
-        finally:
-            self._depth -= 1
-
-    def compose_document(self) -> Node | None:
-        node: Node | None = super().compose_document()
-        if node is not None:
-            _check_aliases(node)
-        return node
-
-    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Hashable, object]:
-        seen: set[Hashable] = set()
-        for key_node, _ in node.value if isinstance(node, MappingNode) else ():
-            if key_node.tag == _MERGE_TAG:
-                continue
-            key = self.construct_object(key_node, deep=True)
-            if isinstance(key, Hashable):
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        "while reading a mapping",
-                        node.start_mark,
-                        f"found key {key!r} twice",
-                        key_node.start_mark,
-                    )
-                seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-    def construct_object(self, node: Node, deep: bool = False) -> object:
-        """A scalar its tag cannot read (`!!int abc`) is a YAML error at its position."""
-        try:
-            return super().construct_object(node, deep=deep)
-        except ValueError as exc:
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"cannot read {_show(node.value)} as {node.tag} ({exc})",
-                node.start_mark,
-            ) from exc
-
-
-# YAML 1.1 reads an unquoted 2026-01-01 as a date, and 2026-13-01 as a crash. A policy
-# holds no dates, so such a scalar stays the text it is and is judged by the key it is under.
-_StrictLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def _parse_yaml(text: str, source: str) -> object:
-    try:
-        return cast(object, yaml.load(text, Loader=_StrictLoader))
-    except yaml.MarkedYAMLError as exc:
-        where = ""
-        if exc.problem_mark is not None:
-            mark = exc.problem_mark
-            where = f" at line {mark.line + 1} column {mark.column + 1}"
-        raise PolicyLoadError(source, "", f"not valid YAML ({exc.problem}{where})") from exc
-    except yaml.YAMLError as exc:
-        raise PolicyLoadError(source, "", f"not valid YAML ({exc})") from exc
-
-
 class _Reader:
     def __init__(self, source: str) -> None:
         self.source = source
@@ -279,7 +128,7 @@ class _Reader:
             self.fail(key, f"must be a mapping with keys {names}; got {_kind(value)}", names)
         for field in value:
             if field not in names:
-                self.fail(key, f"unknown key {_show(field)}; allowed keys: {names}", names)
+                self.fail(key, f"unknown key {show(field)}; allowed keys: {names}", names)
         return cast(dict[str, object], value)
 
     def entries(self, value: object, key: str, what: str) -> dict[str, object]:
@@ -294,16 +143,16 @@ class _Reader:
         if not isinstance(value, str):
             self.fail(
                 key,
-                f"{what} name {_show(value)} is {_kind(value)}, not a string; {_NAME_RULE} "
+                f"{what} name {show(value)} is {_kind(value)}, not a string; {_NAME_RULE} "
                 "(YAML reads unquoted yes, no, on, off and numbers as other types; quote them)",
             )
         if _NAME.fullmatch(value) is None:
-            self.fail(key, f"{what} name {_show(value)} is not allowed; {_NAME_RULE}")
+            self.fail(key, f"{what} name {show(value)} is not allowed; {_NAME_RULE}")
         return value
 
     def flag(self, value: object, key: str) -> bool:
         if not isinstance(value, bool):
-            self.fail(key, f"must be true or false; got {_kind(value)} {_show(value)}")
+            self.fail(key, f"must be true or false; got {_kind(value)} {show(value)}")
         return value
 
     def strings(self, value: object, key: str) -> list[str]:
@@ -314,9 +163,9 @@ class _Reader:
         for index, item in enumerate(value):
             item_key = f"{key}[{index}]"
             if not isinstance(item, str) or not item:
-                self.fail(item_key, f"must be a non-empty string; got {_kind(item)} {_show(item)}")
+                self.fail(item_key, f"must be a non-empty string; got {_kind(item)} {show(item)}")
             if item in seen:
-                self.fail(item_key, f"{_show(item)} is listed twice; list each once")
+                self.fail(item_key, f"{show(item)} is listed twice; list each once")
             seen.append(item)
         return seen
 
@@ -376,7 +225,7 @@ class _Reader:
         if duration is None:
             self.fail(
                 key,
-                f"{_show(value)} is not a lifetime; allowed: {', '.join(DURATION_FORMS)}, "
+                f"{show(value)} is not a lifetime; allowed: {', '.join(DURATION_FORMS)}, "
                 f"a whole number up to {MAX_TTL.days}d",
                 DURATION_FORMS,
             )
@@ -393,14 +242,14 @@ class _Reader:
             self.fail(
                 f"{key}.dimensions",
                 f"must be a whole number from 1 to {MAX_EMBEDDING_DIMENSIONS} (the size of the "
-                f"model's vectors, e.g. 384); got {_kind(dimensions)} {_show(dimensions)}",
+                f"model's vectors, e.g. 384); got {_kind(dimensions)} {show(dimensions)}",
             )
         model = fields.get("model")
         if not isinstance(model, str) or not model.strip():
             self.fail(
                 f"{key}.model",
                 "must name the model that makes the vectors, e.g. all-MiniLM-L6-v2; got "
-                f"{_kind(model)} {_show(model)}",
+                f"{_kind(model)} {show(model)}",
             )
         return Embedding(dimensions, model.strip())
 
@@ -408,7 +257,7 @@ class _Reader:
         if not isinstance(value, str) or value not in TEXT_SEARCH_CONFIGS:
             self.fail(
                 f"{key}.text_search",
-                f"{_show(value)} is not a text-search language; allowed: "
+                f"{show(value)} is not a text-search language; allowed: "
                 + ", ".join(TEXT_SEARCH_CONFIGS),
                 TEXT_SEARCH_CONFIGS,
             )
@@ -444,7 +293,7 @@ class _Reader:
         if value != "json":
             allowed = list(CONTENT_FORMATS)
             self.fail(
-                key, f"content_format {_show(value)} is not known; allowed: {allowed}", allowed
+                key, f"content_format {show(value)} is not known; allowed: {allowed}", allowed
             )
         return "json"
 
@@ -487,7 +336,7 @@ class _Reader:
             if text != text.strip() or len(text) > MAX_VALUE_LENGTH:
                 self.fail(
                     f"{values_key}[{index}]",
-                    f"value {_show(text)} can never be written; values are trimmed and "
+                    f"value {show(text)} can never be written; values are trimmed and "
                     f"at most {MAX_VALUE_LENGTH} characters",
                 )
         return LabelRule(label, tuple(values))
@@ -526,7 +375,7 @@ class _Reader:
             if item not in allowed:
                 self.fail(
                     f"{key}[{index}]",
-                    f"{_show(item)} is not a declared lane; allowed: {allowed}",
+                    f"{show(item)} is not a declared lane; allowed: {allowed}",
                     allowed,
                 )
             if item not in refs:
@@ -536,7 +385,7 @@ class _Reader:
 
 def load_policy(text: str, source: str = "<policy>") -> Policy:
     """Parse and validate a policy document; `source` names it in every refusal."""
-    return _Reader(source).policy(_parse_yaml(text, source))
+    return _Reader(source).policy(parse_yaml(text, source))
 
 
 DEV_POLICY_YAML = """\

@@ -16,10 +16,10 @@ from gql.api.limits import (
 from gql.api.schema import MAX_ALIASES, MAX_DEPTH, MAX_TOKENS, MAX_VALIDATION_WORK
 from gql.server.settings import DEFAULT_REQUEST_TIMEOUT, Settings
 from gql.server.waiting import MAX_WAITING
-from policies.loader import MAX_ALIAS_NODES
-from policies.loader import MAX_DEPTH as MAX_POLICY_DEPTH
 from policies.model import MAX_EMBEDDING_DIMENSIONS
 from policies.properties import MAX_LABEL_LENGTH, MAX_VALUE_LENGTH
+from policies.strict_yaml import MAX_ALIAS_NODES
+from policies.strict_yaml import MAX_DEPTH as MAX_POLICY_DEPTH
 from store.errors import TooManyWordsError
 from store.kinds.record.embedding import MAX_NORM, MIN_NORM
 from store.kinds.record.queries import DEFAULT_MAX_RESPONSE_BYTES

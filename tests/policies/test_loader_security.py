@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from policies.errors import PolicyLoadError
-from policies.loader import MAX_ALIAS_NODES, MAX_DEPTH, _show, is_valid_name, load_policy
+from policies.loader import is_valid_name, load_policy
+from policies.strict_yaml import MAX_ALIAS_NODES, MAX_DEPTH, show
 
 HOSTILE_NAMES = [
     "crm'; DROP TABLE records; --",
@@ -207,7 +208,7 @@ def test_a_refusal_shows_a_bounded_prefix_of_a_huge_value() -> None:
     for _ in range(7):
         huge = [huge] * 10
     started = time.monotonic()
-    shown = _show(huge)
+    shown = show(huge)
     assert time.monotonic() - started < 0.5
     assert len(shown) <= 80 and shown.startswith("[[[")
-    assert _show("x" * 10**7) == repr("x" * 76)[:-1] + "..."
+    assert show("x" * 10**7) == repr("x" * 76)[:-1] + "..."
