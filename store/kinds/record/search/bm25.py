@@ -3,8 +3,6 @@ PostgreSQL's `ts_rank_cd` (STRICT), as SQL over a candidate and its lane's plan.
 
 from __future__ import annotations
 
-import math
-
 from store.kinds.record.search.terms import Syntax
 from store.reads.statements import Params
 
@@ -13,15 +11,7 @@ from store.reads.statements import Params
 # (1.2: a second occurrence adds about a third of the first), B how much a record's length
 # discounts it (0.75: mostly, not wholly, so long records are not shut out).
 K1 = 1.2
-
 B = 0.75
-
-
-def idf(records: int, holding: int) -> float:
-    """Inverse document frequency as Lucene computes it: never negative, so a word most
-    records hold still counts a little."""
-    records = max(records, holding)
-    return math.log(1 + (records - holding + 0.5) / (holding + 0.5))
 
 
 def score_sql(p: Params, syntax: Syntax) -> str:

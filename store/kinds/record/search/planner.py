@@ -31,12 +31,12 @@ every match, a match fetched through it costing about WALK_COST rows walked.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from store.kinds.record import word_counts
-from store.kinds.record.search.bm25 import idf
 from store.kinds.record.search.hints import hint
 from store.kinds.record.search.narrowing import members_kept
 from store.kinds.record.search.terms import LEXEME, Syntax, Words, read_words
@@ -114,6 +114,13 @@ class Plan:
             prefix + "text_plan": json.dumps([lane.row() for lane in self.lanes]),
             prefix + "average_length": self.average_length,
         }
+
+
+def idf(records: int, holding: int) -> float:
+    """Inverse document frequency as Lucene computes it: never negative, so a word most
+    records hold still counts a little."""
+    records = max(records, holding)
+    return math.log(1 + (records - holding + 0.5) / (holding + 0.5))
 
 
 def _quote(lexeme: str) -> str:
