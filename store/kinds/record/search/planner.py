@@ -26,6 +26,9 @@ Each lane's candidates are read from the GIN index, or by walking the lane's row
 newest first (a btree by time) when the query's share of its rows makes that cheaper:
 a walk finds COUNT_BUDGET matches in about COUNT_BUDGET / share rows, the index reads
 every match, a match fetched through it costing about WALK_COST rows walked.
+
+`plan_search`, both paths' one entry, also says whether the vector list compares the
+members of `match` exactly: each way of reading is chosen by a value decided here.
 """
 
 from __future__ import annotations
