@@ -26,6 +26,11 @@ commits (the cancellation ends there), its failure, or `OutcomeUnknownError` whe
 the outcome does not come within `outcome_timeout` seconds; never "stopped". A task
 already being cancelled begins no new write (`StoppedError`).
 
+Each transaction begins with the lanes PostgreSQL lets it read and write
+(`store.reads.lane_floor`), in the same round trip as its BEGIN: the caller's (`run`'s
+`floor`), for a group the union of its callers' (each command was decided by the guard
+for its own caller); none given, none at all.
+
 After the commit, each kind does what follows it (`Kind.fold`: the record kind folds
 its count deltas once this process's writes come to a fold), off the transaction.
 
@@ -38,6 +43,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import operator
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -93,6 +100,8 @@ from store.ledger.registry import Rows
 from store.ledger.row_locks import Policies
 from store.ledger.upkeep import ANALYZE_AFTER_ROWS, Upkeep
 from store.pool import Conn, Pool
+from store.reads import lane_floor
+from store.reads.lane_floor import CROSSING, Crossing, Floor, Lanes
 from store.reads.replicas import Lsn, commit_lsn
 
 R = TypeVar("R")
@@ -134,10 +143,10 @@ class Executor:
         self._outcome_timeout = outcome_timeout
         self._groups = GroupCommit(self._write_group, self._alone, outcome_timeout=outcome_timeout)
 
-    async def execute(self, agent: str, command: Command[R]) -> R:
-        return (await self.run(agent, command)).result
+    async def execute(self, agent: str, command: Command[R], floor: Floor | None = None) -> R:
+        return (await self.run(agent, command, floor)).result
 
-    async def run(self, agent: str, command: Command[R]) -> Written[R]:
+    async def run(self, agent: str, command: Command[R], floor: Floor | None = None) -> Written[R]:
         """`command`'s result, with its commit's LSN when the executor reports LSNs."""
         task = asyncio.current_task()
         if task is not None and task.cancelling():
@@ -146,18 +155,18 @@ class Executor:
             raise StoppedError()
         result: Written[R]
         if command.locks() == NOTHING_LOCKED:
-            result = await self._groups.submit(agent, command)
+            result = await self._groups.submit(agent, command, floor)
         else:
-            result = await self._alone(agent, command)
+            result = await self._alone(agent, command, floor)
         completed = COMPLETED_WRITES.get()
         if completed is not None:
             completed.append(type(command).__name__)
         return result
 
-    async def _alone(self, agent: str, command: Command[R]) -> Written[R]:
+    async def _alone(self, agent: str, command: Command[R], floor: Floor | None) -> Written[R]:
         for attempt in range(_ATTEMPTS):
             try:
-                return await self._run(agent, command)
+                return await self._run(agent, command, floor)
             except MovedError:
                 # Another command moved what it locks meanwhile: look it up again.
                 if attempt == _ATTEMPTS - 1:
@@ -173,11 +182,11 @@ class Executor:
                 raise
         raise AssertionError("unreachable")
 
-    async def _run(self, agent: str, command: Command[R]) -> Written[R]:
+    async def _run(self, agent: str, command: Command[R], floor: Floor | None) -> Written[R]:
         hooks: list[Callable[[], None]] = []
         wrote = False
         async with self.pool.acquire() as conn:
-            async with _transaction(conn, self._outcome_timeout):
+            async with _transaction(conn, self._outcome_timeout, floor):
                 held = Held()
                 txn, plan, applied = await self._step(conn, agent, command, held, None)
                 hooks += plan.after_commit
@@ -273,7 +282,7 @@ class Executor:
         decided: list[tuple[Waiting, Decided]] = []
         left: Sequence[Waiting] = ()
         async with self.pool.acquire() as conn:
-            async with conn.transaction():
+            async with _transaction(conn, None, group_floor(group)):
                 shared, _ = await self._lock(conn, group[0].agent, NOTHING_LOCKED, [])
                 rows = Rows()
                 for n, waiting in enumerate(group):
@@ -330,20 +339,35 @@ class Executor:
         self.upkeep.committed()
 
 
+def group_floor(group: Sequence[Waiting]) -> Floor | None:
+    """The lanes a group's transaction may read and write: its callers' together."""
+    floors = [w.floor for w in group if w.floor is not None]
+    if any(isinstance(f, Crossing) for f in floors):
+        return CROSSING
+    lanes = [f for f in floors if isinstance(f, Lanes)]
+    return functools.reduce(operator.or_, lanes) if lanes else None
+
+
 @asynccontextmanager
-async def _transaction(conn: Conn, outcome_timeout: float) -> AsyncIterator[None]:
-    """A transaction whose COMMIT, once sent, is seen through (see the module's doc)."""
-    transaction = conn.transaction()
-    await transaction.start()
+async def _transaction(
+    conn: Conn, outcome_timeout: float | None, floor: Floor | None
+) -> AsyncIterator[None]:
+    """A transaction with `floor`'s lanes whose COMMIT, once sent, is seen through (see
+    the module's doc; `outcome_timeout` None: the COMMIT is awaited as any statement)."""
+    await conn.execute(lane_floor.begin("BEGIN", floor, conn))
     try:
         yield
     except BaseException:
-        await transaction.rollback()
+        if not conn.is_closed():
+            await conn.execute("ROLLBACK")
         raise
-    await _commit(conn, transaction.commit(), outcome_timeout)
+    if outcome_timeout is None:
+        await conn.execute("COMMIT")
+    else:
+        await _commit(conn, conn.execute("COMMIT"), outcome_timeout)
 
 
-async def _commit(conn: Conn, commit: Awaitable[None], outcome_timeout: float) -> None:
+async def _commit(conn: Conn, commit: Awaitable[object], outcome_timeout: float) -> None:
     sent = asyncio.ensure_future(commit)
     try:
         await asyncio.shield(sent)  # cancelling the caller does not cancel the COMMIT

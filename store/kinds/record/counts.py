@@ -25,6 +25,7 @@ from store.kinds.record import word_counts
 from store.kinds.record.words import OPENED_WORDS
 from store.ledger.registry import Rows
 from store.pool import Conn
+from store.reads import lane_floor
 from store.reads.visibility import RULE
 
 # The append parts that move the counts (see store.kinds.record.kind): the label and
@@ -99,7 +100,8 @@ def fold_share(rows: Rows) -> float:
 
 async def fold(conn: Conn) -> bool:
     """Fold the committed deltas into the counts; False when another fold is running."""
-    async with conn.transaction():
+    # Every lane's deltas: the gateway's own work, as the crossing role.
+    async with lane_floor.crossing(conn):
         if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", _FOLD_LOCK):
             return False
         # A fold lost in a crash is no loss: its deltas are still there, unfolded, and
