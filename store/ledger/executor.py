@@ -28,8 +28,8 @@ already being cancelled begins no new write (`StoppedError`).
 
 Each transaction begins with the lanes PostgreSQL lets it read and write
 (`store.reads.lane_floor`), in the same round trip as its BEGIN: the caller's (`run`'s
-`floor`), for a group the union of its callers' (each command was decided by the guard
-for its own caller); none given, none at all.
+`floor`; by default the agent's under the policy in force), for a group the union of its
+callers' (each command was decided by the guard for its own caller).
 
 After the commit, each kind does what follows it (`Kind.fold`: the record kind folds
 its count deltas once this process's writes come to a fold), off the transaction.
@@ -58,6 +58,7 @@ from typing import Any, Generic, TypeVar
 
 import asyncpg
 
+from policies.errors import UnknownAgentError
 from store.errors import (
     NoPolicyError,
     OutcomeUnknownError,
@@ -153,6 +154,8 @@ class Executor:
             # Its request is being stopped, and an earlier write of it took the
             # cancellation to answer its own outcome: this one does not begin.
             raise StoppedError()
+        if floor is None:
+            floor = await self._floor_of(agent)
         result: Written[R]
         if command.locks() == NOTHING_LOCKED:
             result = await self._groups.submit(agent, command, floor)
@@ -162,6 +165,26 @@ class Executor:
         if completed is not None:
             completed.append(type(command).__name__)
         return result
+
+    async def _floor_of(self, agent: str) -> Floor:
+        """`agent`'s lanes under the policy in force (as cached for reads): every lane it
+        declares to read, since the guard must see what it refuses, and the agent's own to
+        write; none when no policy is in force or names the agent (the command is refused,
+        or applies the first policy, which writes no lane's rows)."""
+        in_force = self.policies.fresh()
+        if in_force is None:
+            async with self.pool.acquire() as conn:
+                head = await conn.fetchval("SELECT version FROM policy_head WHERE id = 1")
+                if not head:
+                    return Lanes.of(())
+                in_force = await self.policies.version(conn, head)
+            self.policies.remember(in_force)
+        policy = in_force.policy
+        try:
+            profile = policy.agent(agent)
+        except UnknownAgentError:
+            return Lanes.of(())
+        return Lanes.of(policy.lane_names(), profile.writable_lanes(policy))
 
     async def _alone(self, agent: str, command: Command[R], floor: Floor | None) -> Written[R]:
         for attempt in range(_ATTEMPTS):
