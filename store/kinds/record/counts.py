@@ -136,12 +136,24 @@ def records_count(lanes: str, source_type: str | None = None) -> str:
 
 
 def member_count(
-    label: str, value: str, lanes: str, *, key: str | None = None, shown: bool = True
+    label: str,
+    value: str,
+    lanes: str,
+    *,
+    key: str | None = None,
+    value_hash: str | None = None,
+    shown: bool = True,
 ) -> str:
     """SQL: how many records in the lanes `lanes` carry `label`:`value` now (SQL
-    expressions; `key`, the value's key if the caller has it). With `shown`, a label
-    never shown as a hyperedge has none."""
+    expressions; `key`, the value's key, and `value_hash`, its member hash, if the caller
+    has them). With `shown`, a label never shown as a hyperedge has none.
+
+    A caller counting for many rows passes the hash as a column of its own: the lanes'
+    row-level security lets only leakproof comparisons reach an index before its policy
+    (migration 0032), and `edgeloom_member_hash` of a row's columns is not one, so the
+    deltas would be scanned whole for each row."""
     key = key or f"edgeloom_value_key({value})"
+    value_hash = value_hash or f"edgeloom_member_hash({label}, {key})"
     where = f"label = {label} AND {RULE.lane('', lanes)}"
     expired = f"m_.label = {label} AND m_.value_key = {key} AND {RULE.lane('m_', lanes)}"
     if shown:
@@ -151,7 +163,7 @@ def member_count(
         "SELECT coalesce(sum(c.n), 0)::bigint FROM ("
         f"SELECT records AS n FROM member_counts WHERE value_key = {key} AND {where} "
         "UNION ALL SELECT delta FROM member_deltas "
-        f"WHERE value_hash = edgeloom_member_hash({label}, {key}) "
+        f"WHERE value_hash = {value_hash} "
         f"AND edgeloom_value_key(value) = {key} AND {where} "
         f"UNION ALL SELECT -count(*) FROM {expired_members('x_', 'm_')} WHERE {expired}) c"
     )
