@@ -21,6 +21,9 @@ owner that runs this migration (migrations, `verify`, export and import, and
 A typed edge is visible when both its lanes are readable (`to_lane` too), as the
 gateway's rule says.
 
+`ix_records_retired` holds the lane too: an edge's ends are looked up among the retired
+records' ids by an index-only scan, and the policy needs the row's lane.
+
 Revision ID: 0032
 Revises: 0031
 Create Date: 2026-12-07
@@ -28,6 +31,7 @@ Create Date: 2026-12-07
 
 from __future__ import annotations
 
+import sqlalchemy as sa
 from alembic import op
 
 revision = "0032"
@@ -93,7 +97,19 @@ END $$;
 """
 
 
+def _retired_index(include: list[str]) -> None:
+    op.drop_index("ix_records_retired", table_name="records")
+    op.create_index(
+        "ix_records_retired",
+        "records",
+        ["id"],
+        postgresql_include=include,
+        postgresql_where=sa.text("retired_at IS NOT NULL"),
+    )
+
+
 def upgrade() -> None:
+    _retired_index(["lane"])
     op.execute(_CREATE_CROSSING)
     for table in LANE_TABLES:
         using = _USING.get(table, f"lane = ANY({_READ})")
@@ -112,3 +128,4 @@ def downgrade() -> None:
         op.execute(f"DROP POLICY lanes ON {table}")
         op.execute(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY")
         op.execute(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY")
+    _retired_index([])
