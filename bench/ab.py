@@ -8,7 +8,10 @@ request log on) and once at `warning` (off). Each build serves a development gat
 (`edgeloom serve`) on a database of its own in one embedded server; each round drives every
 gateway in turn with `wrk -t1` posting each of `--workloads`: single `ingest` calls (16
 connections), `ingestMany` calls of 500 records with five Zipf-drawn properties each, as
-`bench.run` loads them (4 connections), `record(id)` reads (16 connections).
+`bench.run` loads them (4 connections), and reads (16 connections each): `record(id)`, a
+`gather` of two properties with its `totalCount`, a `records` page with its `totalCount`, a
+`search` of one word and a `traverse` two hops deep, over 5,000 records written first, the
+same in every build.
 Printed per workload and gateway: requests a second, gateway CPU a request (user + system
 time of its process, `/proc/<pid>/stat`, over the requests it answered) and PostgreSQL's CPU
 a request (the backends connected to that gateway's database over the same window; what
@@ -31,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import cast
 
 import asyncpg
 import httpx
@@ -46,8 +50,26 @@ INGEST = (
 )
 READ = '{ record(id: "%s") { id content properties } }'
 INGEST_MANY = "mutation($inputs: [IngestInput!]!) { ingestMany(inputs: $inputs) { id } }"
+GATHER = (
+    "query($match: [String!]!) { gather(match: $match, first: 20) { totalCount "
+    "items { id content properties } } }"
+)
+RECORDS = "{ records(first: 20) { totalCount items { id content properties } } }"
+SEARCH = "query($t: String!) { search(text: $t, first: 10) { totalCount items { record { id } } } }"
+TRAVERSE = "query($f: ID!) { traverse(from: $f, depth: 2) { items { record { id } hop } } }"
 # Connections per workload: as bench.run's callers.
-CONNECTIONS = {"ingest": 16, "ingestMany": 4, "record(id)": 16}
+CONNECTIONS = {
+    "ingest": 16,
+    "ingestMany": 4,
+    "record(id)": 16,
+    "gather": 16,
+    "records": 16,
+    "search": 16,
+    "traverse": 16,
+}
+# The reads' memory: this many `ingestMany` batches of 500 before the rounds, the same in
+# every build.
+LOADED_BATCHES = 10
 LUA = r"""
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
@@ -204,14 +226,33 @@ async def main() -> None:
             await side.ready()
         bodies: dict[Side, dict[str, str]] = {}
         many = Generator().records(500)
-        async with httpx.AsyncClient() as client:
+        loaded = Generator(seed=2)
+        batches = [loaded.records(500) for _ in range(LOADED_BATCHES)]
+        first = batches[0][0]
+        word = str(first["content"]).split()[-1]
+        properties = cast(list[str], first["properties"])
+        async with httpx.AsyncClient(timeout=120) as client:
             for side in sides:
                 written = (await client.post(side.base + "/graphql", json={"query": INGEST})).json()
                 record = written["data"]["ingest"]["id"]
+                for batch in batches:
+                    await client.post(
+                        side.base + "/graphql",
+                        json={"query": INGEST_MANY, "variables": {"inputs": batch}},
+                    )
+                found = await client.post(
+                    side.base + "/graphql",
+                    json={"query": GATHER, "variables": {"match": properties[:1]}},
+                )
+                start = found.json()["data"]["gather"]["items"][0]["id"]
                 bodies[side] = {
                     "ingest": json.dumps({"query": INGEST}),
                     "ingestMany": json.dumps({"query": INGEST_MANY, "variables": {"inputs": many}}),
                     "record(id)": json.dumps({"query": READ % record}),
+                    "gather": json.dumps({"query": GATHER, "variables": {"match": properties[:2]}}),
+                    "records": json.dumps({"query": RECORDS}),
+                    "search": json.dumps({"query": SEARCH, "variables": {"t": word}}),
+                    "traverse": json.dumps({"query": TRAVERSE, "variables": {"f": start}}),
                 }
         for number in range(args.rounds):
             for workload in workloads:
