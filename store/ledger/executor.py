@@ -154,8 +154,6 @@ class Executor:
             # Its request is being stopped, and an earlier write of it took the
             # cancellation to answer its own outcome: this one does not begin.
             raise StoppedError()
-        if floor is None:
-            floor = await self._floor_of(agent)
         result: Written[R]
         if command.locks() == NOTHING_LOCKED:
             result = await self._groups.submit(agent, command, floor)
@@ -186,7 +184,18 @@ class Executor:
             return Lanes.of(())
         return Lanes.of(policy.lane_names(), profile.writable_lanes(policy))
 
+    async def _group_floor(self, group: Sequence[Waiting]) -> Floor:
+        """The lanes a group's transaction may read and write: its callers' together
+        (resolved here, not as each caller submits: a lookup there would part them)."""
+        floors = [w.floor or await self._floor_of(w.agent) for w in group]
+        if any(isinstance(f, Crossing) for f in floors):
+            return CROSSING
+        lanes = [f for f in floors if isinstance(f, Lanes)]
+        return functools.reduce(operator.or_, lanes, Lanes.of(()))
+
     async def _alone(self, agent: str, command: Command[R], floor: Floor | None) -> Written[R]:
+        if floor is None:
+            floor = await self._floor_of(agent)
         for attempt in range(_ATTEMPTS):
             try:
                 return await self._run(agent, command, floor)
@@ -305,7 +314,7 @@ class Executor:
         decided: list[tuple[Waiting, Decided]] = []
         left: Sequence[Waiting] = ()
         async with self.pool.acquire() as conn:
-            async with _transaction(conn, None, group_floor(group)):
+            async with _transaction(conn, None, await self._group_floor(group)):
                 shared, _ = await self._lock(conn, group[0].agent, NOTHING_LOCKED, [])
                 rows = Rows()
                 for n, waiting in enumerate(group):
@@ -360,15 +369,6 @@ class Executor:
                 self._unfolded[kind.name] = 0.0
                 self.upkeep.folded()
         self.upkeep.committed()
-
-
-def group_floor(group: Sequence[Waiting]) -> Floor | None:
-    """The lanes a group's transaction may read and write: its callers' together."""
-    floors = [w.floor for w in group if w.floor is not None]
-    if any(isinstance(f, Crossing) for f in floors):
-        return CROSSING
-    lanes = [f for f in floors if isinstance(f, Lanes)]
-    return functools.reduce(operator.or_, lanes) if lanes else None
 
 
 @asynccontextmanager
