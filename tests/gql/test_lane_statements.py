@@ -112,6 +112,13 @@ async def test_each_statement_of_a_single_lane_request_names_the_lane(gateway: G
         assert heard.statements, name
         unnamed = list(heard.unnamed(LANE))
         assert not unnamed, (name, unnamed)
+        # The lanes cost no round trip: a compiled read is its one statement, a snapshot's
+        # setting rides on its BEGIN.
+        first = heard.statements[0][0]
+        if name == "record":
+            assert len(heard.statements) == 1 and "set_config" in first, heard.statements
+        if first.startswith("BEGIN"):
+            assert f"set_config('edgeloom.read_lanes', '{LANE}', true)" in first, first
     heard.statements.clear()
     await gateway.data(INGEST, {"c": "harbour note written"}, tokens["one"])
     assert not list(heard.unnamed(LANE)), heard.statements
