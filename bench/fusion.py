@@ -169,16 +169,15 @@ def rrf(k: float, weight: float, text_depth: int | None, vector_depth: int | Non
     return fuse
 
 
-def convex(
-    weight: float, text_norm: str, vector_norm: str, every_similarity: bool = True
-) -> Fusion:
+def convex(weight: float, text_norm: str, vector_norm: str, compared: int | None = None) -> Fusion:
     """weight * text + (1 - weight) * similarity, each normalised: text 'bound' (over the
     query's BM25 bound: Bruch et al.'s theoretical min-max, what the gateway serves),
     'max' (over the list's best) or 'minmax' (between the list's least and best); the
     similarity 'theory' ((cos + 1) / 2), 'raw' or 'minmax'. The candidates are the text
     list and the VECTOR_DEPTH nearest. A record in no text list holds none of the words
-    it was read by: BM25 0. A text hit past the nearest: its own similarity if
-    `every_similarity` (as the gateway computes it), else the least of the nearest."""
+    it was read by: BM25 0. A text hit past the nearest: among the text list's best
+    `compared` (None: all), its own similarity (as the gateway computes it); past them,
+    0 (as the gateway reads it), or with `compared` 0 the least of the nearest."""
 
     def normalise(pairs: list[tuple[str, float]], how: str, bound: float) -> dict[str, float]:
         if not pairs:
@@ -197,11 +196,13 @@ def convex(
     def fuse(lists: Lists) -> list[str]:
         t = normalise(lists.text, text_norm, lists.bound)
         vector = lists.vector[:VECTOR_DEPTH]
-        if every_similarity:
+        floor_least = compared == 0
+        if not floor_least:
             nearest = {i for i, _ in vector}
-            vector = vector + [(i, s) for i, s in lists.vector if i in t and i not in nearest]
+            asked = {i for i, _ in lists.text[:compared]}
+            vector = vector + [(i, s) for i, s in lists.vector if i in asked and i not in nearest]
         v = normalise(vector, vector_norm, 0)
-        floor = min(v.values(), default=0.0)
+        floor = min(v.values(), default=0.0) if floor_least else 0.0
         return top({i: weight * t.get(i, 0) + (1 - weight) * v.get(i, floor) for i in t | v})
 
     return fuse
@@ -227,8 +228,12 @@ def candidates() -> dict[str, Fusion]:
                 out[f"rrf k {k}, text weight {w}, depth {d}"] = rrf(k, w, d, d)
     for tn, vn in (("bound", "theory"), ("max", "theory"), ("max", "raw"), ("minmax", "minmax")):
         for w in weights:
-            out[f"convex {tn}/{vn} {w}, nearest only"] = convex(w, tn, vn, False)
-            out[f"convex {tn}/{vn} {w}, every similarity"] = convex(w, tn, vn, True)
+            out[f"convex {tn}/{vn} {w}, nearest only"] = convex(w, tn, vn, 0)
+            out[f"convex {tn}/{vn} {w}, every similarity"] = convex(w, tn, vn)
+    for n in (50, 100, 200):
+        out[f"convex bound/theory 0.65, text's {n} best compared"] = convex(
+            0.65, "bound", "theory", n
+        )
     return out
 
 
