@@ -40,7 +40,7 @@ from bench.relevance import FIRST, POLICY, VECTORS, Gateway, figures, mint_token
 from bench.server import REPO, BenchDatabase, gateway_process, plain_url
 
 RESULTS = REPO / "bench" / "results"
-# The vector list's depth, as the gateway reads it (store.kinds.record.search).
+# The vector list's depth, as the gateway reads it (store.kinds.record.search.vector_hits).
 VECTOR_DEPTH = 100
 TEXT_LIST = """query($text: String, $match: [String!], $after: String) {
   search(text: $text, match: $match, lanes: ["vectors"], first: 500, after: $after) {
@@ -59,7 +59,8 @@ class Lists:
 async def gather_lists(args: argparse.Namespace, split: Split) -> list[dict[str, Any]]:
     import asyncpg
 
-    from store.kinds.record import search_plan
+    from store.kinds.record.search import bm25, planner
+    from store.kinds.record.search.terms import Syntax
 
     questions = split.questions
     db = await BenchDatabase.create()
@@ -94,9 +95,9 @@ async def gather_lists(args: argparse.Namespace, split: Split) -> list[dict[str,
         try:
             bounds = []
             for q in questions:
-                plan = await search_plan.plan(conn, [VECTORS], q.text, search_plan.Syntax.NATURAL)  # type: ignore[arg-type]
+                plan = await planner.plan(conn, [VECTORS], q.text, Syntax.NATURAL)  # type: ignore[arg-type]
                 weights = [w for lane in plan.lanes[:1] for w in lane.idfs + lane.phrase_idfs]
-                bounds.append((search_plan.K1 + 1) * sum(weights))
+                bounds.append((bm25.K1 + 1) * sum(weights))
         finally:
             await conn.close()
     finally:

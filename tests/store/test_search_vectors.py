@@ -8,9 +8,8 @@ refused with the reason, and the vectors are kept all the same.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import AsyncIterator, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -20,10 +19,11 @@ from policies.errors import EmbeddingError, VectorSizeError
 from policies.model import Embedding
 from store.errors import InvalidInputError
 from store.kinds.record.queries import GatherMode
-from store.kinds.record.search import fusion, planner
+from store.kinds.record.search import bm25, fusion, planner, vector_hits
 from store.kinds.record.search.arguments import SearchArgs, VectorScope
 from store.kinds.record.search.find import Hit, Hits, search
 from store.kinds.record.search.statement import search_statement
+from store.kinds.record.search.terms import Syntax
 from store.kinds.record.vectors import availability
 from store.operations.verify import verify
 from tests.conftest import GatewayFactory
@@ -173,35 +173,45 @@ async def test_a_write_of_a_vector_of_another_size_is_refused(gateway: Gateway) 
     assert isinstance(EmbeddingError("notes", 3, 4, "m4"), EmbeddingError)
 
 
-async def test_hybrid_fuses_the_two_lists_on_one_scale(
+async def bound(conn: Connection, text: str) -> float:
+    """The most a record could score by BM25 for `text` in the caller's lanes: each
+    term's idf * (K1 + 1), read from the search's own plan."""
+    plan = await planner.plan(conn, MINE, text, Syntax.NATURAL)  # type: ignore[arg-type]
+    (lane,) = {(x.idfs, x.phrase_idfs) for x in plan.lanes}
+    return (bm25.K1 + 1) * sum(lane[0] + lane[1])
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+async def test_hybrid_fuses_the_two_scores_over_their_ranges(
     gateway: Gateway, conn: Connection, on: None
 ) -> None:
     tag, word = f"t:{unique()}", unique("h")
+    query = [1, 0.1, 0, 0]
     both = await ingest(
         gateway, f"{word} {word} renewal", [tag], lane="notes", embedding=[0, 1, 0, 0]
     )
     words_only = await ingest(gateway, f"{word} risk", [tag], lane="notes")
     vector_only = await ingest(gateway, "unrelated", [tag], lane="notes", embedding=[1, 0, 0, 0])
-    page = await find(conn, [1, 0.1, 0, 0], text=word, match=[tag])
+    page = await find(conn, query, text=word, match=[tag])
     by_id = {h.id: h for h in page.items}
     assert set(by_id) == {both["id"], words_only["id"], vector_only["id"]}
     assert page.total_count == 3
 
-    # Each list alone, under the same filters, gives the scores the fusion puts on a scale.
+    # Each list alone, under the same filters, gives the scores the fusion combines.
     text = {h.id: h.score for h in (await find(conn, None, text=word, match=[tag])).items}
-    near = {h.id: h.score for h in (await find(conn, [1, 0.1, 0, 0], match=[tag])).items}
-
-    def placed(scores: dict[str, float], hit: str) -> float:
-        # On the list's distribution: above its mean less 3 deviations, over 6 deviations.
-        if hit not in scores:
-            return 0.0
-        mean = statistics.fmean(scores.values())
-        deviation = statistics.pstdev(scores.values())
-        return (scores[hit] - mean + 3 * deviation) / (6 * deviation)
+    near = {h.id: h.score for h in (await find(conn, query, match=[tag])).items}
+    most = await bound(conn, word)
+    assert 0 < max(text.values()) < most
 
     def fused(h: Hit) -> float:
+        # The text over its bound, the similarity placed in [0, 1]; no vector adds 0.
         weight = fusion.TEXT_WEIGHT
-        return weight * placed(text, h.id) + (1 - weight) * placed(near, h.id)
+        similarity = (1 + near[h.id]) / 2 if h.id in near else 0.0
+        return weight * text.get(h.id, 0.0) / most + (1 - weight) * similarity
 
     assert (by_id[both["id"]].text_rank, by_id[both["id"]].vector_rank) == (1, 2)
     assert (by_id[words_only["id"]].text_rank, by_id[words_only["id"]].vector_rank) == (2, None)
@@ -211,6 +221,91 @@ async def test_hybrid_fuses_the_two_lists_on_one_scale(
     assert ids(page)[0] == both["id"]
     assert [x.text for x in by_id[both["id"]].highlights] == [word, word]
     assert by_id[vector_only["id"]].highlights == ()
+
+
+async def test_strict_hybrid_places_the_text_over_its_best(
+    gateway: Gateway, conn: Connection, on: None
+) -> None:
+    # ts_rank_cd has no bound of its own: the best text hit stands for it.
+    tag, word = f"t:{unique()}", unique("x")
+    query = [1, 0, 0, 0]
+    written = [
+        await ingest(gateway, f"{word} {word} one", [tag], lane="notes", embedding=[0, 1, 0, 0]),
+        await ingest(gateway, f"{word} two", [tag], lane="notes", embedding=[1, 1, 0, 0]),
+    ]
+    strict = Syntax.STRICT
+    page = await find(conn, query, text=word, match=[tag], syntax=strict)
+    text = {
+        h.id: h.score for h in (await find(conn, None, text=word, match=[tag], syntax=strict)).items
+    }
+    best, weight = max(text.values()), fusion.TEXT_WEIGHT
+    vectors = {written[0]["id"]: [0, 1, 0, 0], written[1]["id"]: [1, 1, 0, 0]}
+    for h in page.items:
+        near = (1 + cosine(query, vectors[h.id])) / 2
+        assert h.score == pytest.approx(weight * text[h.id] / best + (1 - weight) * near, rel=1e-5)
+    assert set(ids(page)) == {r["id"] for r in written}
+
+
+@pytest.fixture
+def one_nearest() -> Iterator[None]:
+    """The vector list holds the nearest record alone."""
+    was = vector_hits.VECTOR_DEPTH
+    vector_hits.VECTOR_DEPTH = 1
+    search_statement.cache_clear()
+    yield
+    vector_hits.VECTOR_DEPTH = was
+    search_statement.cache_clear()
+
+
+async def test_a_text_hit_past_the_vector_list_keeps_its_similarity(
+    gateway: Gateway, conn: Connection, on: None, one_nearest: None
+) -> None:
+    # Two records equal by their words: the one whose vector is nearer the query ranks
+    # first, though neither is in the vector list (a third, with no word, is its nearest).
+    tag, word = f"t:{unique()}", unique("s")
+    query = [1, 0, 0, 0]
+    far = await ingest(gateway, f"{word} note", [tag], lane="notes", embedding=[-1, 1, 0, 0])
+    close = await ingest(gateway, f"{word} memo", [tag], lane="notes", embedding=[1, 1, 0, 0])
+    nearest = await ingest(gateway, "elsewhere", [tag], lane="notes", embedding=[1, 0, 0, 0])
+    page = await find(conn, query, text=word, match=[tag])
+    by_id = {h.id: h for h in page.items}
+    assert ids(page)[0] == close["id"] and set(by_id) == {close["id"], far["id"], nearest["id"]}
+    assert [by_id[r["id"]].vector_rank for r in (close, far, nearest)] == [None, None, 1]
+    text = {h.id: h.score for h in (await find(conn, None, text=word, match=[tag])).items}
+    assert text[far["id"]] == pytest.approx(text[close["id"]])
+    weight, most = fusion.TEXT_WEIGHT, await bound(conn, word)
+    for record, vector in ((close, [1, 1, 0, 0]), (far, [-1, 1, 0, 0])):
+        similarity = (1 + cosine(query, vector)) / 2
+        expected = weight * text[record["id"]] / most + (1 - weight) * similarity
+        assert by_id[record["id"]].score == pytest.approx(expected)
+
+
+async def test_hybrid_ranks_evidence_at_least_as_well_as_either_list(
+    gateway: Gateway, conn: Connection, on: None
+) -> None:
+    """Each list alone puts a decoy first: the text a record that repeats the words but
+    is about something else (its vector opposite), the vectors a record near the question
+    that holds none of its words. The evidence is second in both, and first fused."""
+    tag, rare, common = f"t:{unique()}", unique("acme"), unique("renewal")
+    query = [1, 0, 0, 0]
+    for n in range(6):  # the common word, with nothing near the question
+        await ingest(gateway, f"{common} filler {n}", [tag], lane="notes", embedding=[0, 0, 1, 0])
+    evidence = await ingest(
+        gateway, f"{rare} {common} is due", [tag], lane="notes", embedding=[1, 0.3, 0, 0]
+    )
+    words_decoy = await ingest(
+        gateway, f"{rare} {rare} {rare} {common}", [tag], lane="notes", embedding=[-1, 0, 0, 0]
+    )
+    vector_decoy = await ingest(gateway, "nothing alike", [tag], lane="notes", embedding=query)
+    text = f"{rare} {common}"
+    by_text = ids(await find(conn, None, text=text, match=[tag]))
+    by_vector = ids(await find(conn, query, match=[tag]))
+    fused = ids(await find(conn, query, text=text, match=[tag]))
+    assert by_text[:2] == [words_decoy["id"], evidence["id"]]
+    assert by_vector[:2] == [vector_decoy["id"], evidence["id"]]
+    for ranked in (by_text, by_vector):
+        assert fused.index(evidence["id"]) <= ranked.index(evidence["id"])
+    assert fused[0] == evidence["id"]
 
 
 async def test_as_of_reads_the_vector_of_then(gateway: Gateway, conn: Connection, on: None) -> None:
@@ -441,3 +536,50 @@ async def test_a_stored_vector_with_no_cosine_distance_is_no_hit(
         await conn.execute(
             "UPDATE record_vectors SET embedding = '[1,1,1,1]' WHERE record_id = $1", bad["id"]
         )
+
+
+async def test_hybrid_as_of_compares_a_text_hit_with_its_vector_of_then(
+    gateway: Gateway, conn: Connection, on: None, one_nearest: None
+) -> None:
+    tag, word = f"t:{unique()}", unique("o")
+    query = [1, 0, 0, 0]
+    record = await ingest(gateway, f"{word} memo", [tag], lane="notes", embedding=[1, 1, 0, 0])
+    await ingest(gateway, "elsewhere", [tag], lane="notes", embedding=query)
+    updated = await gateway.data(UPDATE_VECTOR, {"id": record["id"], "embedding": [-1, 0, 0, 0]})
+    between = datetime.fromisoformat(updated["update"]["updatedAt"]) - timedelta(microseconds=1)
+    text = {h.id: h.score for h in (await find(conn, None, text=word, match=[tag])).items}
+    weight, most = fusion.TEXT_WEIGHT, await bound(conn, word)
+    for at, vector in ((between, [1, 1, 0, 0]), (None, [-1, 0, 0, 0])):
+        page = await find(conn, query, text=word, match=[tag], as_of=at)
+        (hit,) = [h for h in page.items if h.id == record["id"]]
+        assert hit.vector_rank is None  # past the one nearest: compared all the same
+        similarity = (1 + cosine(query, vector)) / 2
+        expected = weight * text[record["id"]] / most + (1 - weight) * similarity
+        assert hit.score == pytest.approx(expected)
+
+
+async def test_a_text_hit_past_the_compared_best_adds_no_similarity(
+    gateway: Gateway, conn: Connection, on: None, one_nearest: None
+) -> None:
+    tag, word = f"t:{unique()}", unique("c")
+    query = [1, 0, 0, 0]
+    best = await ingest(gateway, f"{word} {word} memo", [tag], lane="notes", embedding=[1, 1, 0, 0])
+    second = await ingest(gateway, f"{word} note", [tag], lane="notes", embedding=[1, 1, 0, 0])
+    await ingest(gateway, "elsewhere", [tag], lane="notes", embedding=query)
+    was = fusion.TEXT_COMPARED
+    fusion.TEXT_COMPARED = 1
+    search_statement.cache_clear()
+    try:
+        page = await find(conn, query, text=word, match=[tag])
+    finally:
+        fusion.TEXT_COMPARED = was
+        search_statement.cache_clear()
+    by_id = {h.id: h for h in page.items}
+    assert (by_id[best["id"]].text_rank, by_id[second["id"]].text_rank) == (1, 2)
+    text = {h.id: h.score for h in (await find(conn, None, text=word, match=[tag])).items}
+    weight, most = fusion.TEXT_WEIGHT, await bound(conn, word)
+    near = (1 + cosine(query, [1, 1, 0, 0])) / 2
+    assert by_id[best["id"]].score == pytest.approx(
+        weight * text[best["id"]] / most + (1 - weight) * near
+    )
+    assert by_id[second["id"]].score == pytest.approx(weight * text[second["id"]] / most)

@@ -58,9 +58,10 @@ class SearchHit:
         "it holds (rare words weigh more, a repeated word saturates, a long record is not "
         "favoured for its length; syntax STRICT: ts_rank_cd); for a vector alone its cosine "
         f"similarity (1 - cosine distance); for both, {fusion.TEXT_WEIGHT} times its "
-        "text score over the best text score plus "
-        f"{round(1 - fusion.TEXT_WEIGHT, 2)} times its similarity placed between the "
-        "vector list's least and best (0 for a list it is not in). Past the count budget "
+        "text score over the most any record could score for the query (each word's idf "
+        f"times k1 + 1) plus {round(1 - fusion.TEXT_WEIGHT, 2)} times (1 + its "
+        "similarity) / 2, a hit of the text list alone compared with the vector all the same "
+        "(0 for no words held, or no vector). Past the count budget "
         "(totalCountExact false) the "
         f"text list is the {planner.COUNT_BUDGET:,} newest matches, ranked among "
         "themselves.",
@@ -164,8 +165,8 @@ class ValuePage:
 SEARCH_VECTOR = (
     "The vector of what to find (made by the model the lanes' policy names, of the size it "
     f"declares): the {vector_hits.VECTOR_DEPTH} nearest records by cosine distance among "
-    "the lanes whose embedding has its size. With text, both lists are fused, each score on "
-    f"one scale (text weighing {fusion.TEXT_WEIGHT}: see score)."
+    "the lanes whose embedding has its size. With text, both lists are fused, each score "
+    f"over its range (text weighing {fusion.TEXT_WEIGHT}: see score)."
 )
 
 SEARCH_TEXT = (

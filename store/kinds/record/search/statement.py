@@ -77,7 +77,7 @@ def hits_sql(p: Params, shape: SearchShape) -> str:
     if not shape.text:
         return vector_hits_sql(p, shape, "hits")
     text, vector = text_hits_sql(p, shape, "text_hits"), vector_hits_sql(p, shape, "vector_hits")
-    return f"{text}, {vector}, {fused_hits_sql('text_hits', 'vector_hits', 'hits')}"
+    return f"{text}, {vector}, {fused_hits_sql(p, shape, 'text_hits', 'vector_hits', 'hits')}"
 
 
 @functools.cache
