@@ -41,6 +41,7 @@ from store.kinds.record import embedding
 from store.kinds.record.commands import NewRecord
 from store.kinds.record.queries import GatherMode
 from store.kinds.record.search.arguments import SearchArgs, VectorScope, bind
+from store.kinds.record.search.planner import plan_search
 from store.kinds.record.search.statement import search_statement
 from store.pool import plain_url
 
@@ -151,6 +152,8 @@ async def plan(conn: asyncpg.Connection, asked: dict[str, Any]) -> str:
     values: dict[str, Any] = {"limit": 11}
     shape = bind(values, "", args)
     assert shape is not None
+    # The planner decides, as for the gateway, whether the vectors of `match` are compared.
+    await plan_search(conn, values, "")
     statement = search_statement(shape, True)
     rows = await conn.fetch(
         "EXPLAIN (ANALYZE, COSTS off, TIMING off) " + statement.text, *statement.args(values)

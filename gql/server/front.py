@@ -3,7 +3,7 @@ metrics, in one pure-ASGI middleware.
 
 One layer, not one per concern: each layer wraps `send` in a closure of its own and
 adds a call per message to every response, which the smallest answers feel
-(bench/README.md, "Request log and metrics").
+(bench/journal/2026-12-03-request-log-and-metrics.md).
 """
 
 from __future__ import annotations
