@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from policies.errors import UnknownAgentError
 from policies.model import AgentProfile, Policy
 from store.errors import NoPolicyError, ResponseTooLargeError
 from store.kinds.policy import in_force as policy_store
@@ -24,6 +25,7 @@ from store.kinds.record.vectors import UNCHECKED as VECTORS_UNCHECKED
 from store.ledger.command import Command
 from store.ledger.executor import Executor
 from store.pool import Pool
+from store.reads.lane_floor import Lanes
 from store.reads.replicas import Freshness, Replicas
 from store.reads.snapshot import Reader, Snapshot
 
@@ -144,9 +146,27 @@ class Session:
         policy, agent = await self.agent()
         return agent.readable_lanes(policy)
 
+    async def _read_floor(self) -> Lanes:
+        """The lanes PostgreSQL lets this caller's snapshot read."""
+        return Lanes.of(await self.readable_lanes())
+
+    async def write_floor(self) -> Lanes:
+        """The lanes PostgreSQL lets this caller's writes read and write: a write reads
+        every lane the policy declares, since the guard must see what it refuses (a
+        change to a group with a member the caller cannot read), and writes the caller's.
+        With no policy in force, or none naming the caller, none: the command is
+        refused, or applies the first policy (which writes no lane's rows)."""
+        try:
+            policy, agent = await self.agent()
+        except (NoPolicyError, UnknownAgentError):
+            return Lanes.of(())
+        return Lanes.of(policy.lane_names(), agent.writable_lanes(policy))
+
     async def execute(self, command: Command[R]) -> R:
         """Run a write command as the caller (refused when unauthenticated)."""
-        written = await self.services.executor.run(self.agent_name(), command)
+        agent = self.agent_name()
+        floor = await self.write_floor()
+        written = await self.services.executor.run(agent, command, floor)
         self.freshness.wrote(written.lsn)
         return written.result
 
@@ -155,7 +175,7 @@ class Session:
         """The session's one read snapshot, opened at its first statement."""
         if self._snapshot is None:
             source = self.services.replicas or self.services.pool
-            self._snapshot = Snapshot(source, self.freshness)
+            self._snapshot = Snapshot(source, self.freshness, self._read_floor)
         return self._snapshot
 
     @asynccontextmanager

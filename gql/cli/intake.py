@@ -10,6 +10,8 @@ from pathlib import Path
 
 from gql.cli.options import DEV_AGENT, Commands
 from gql.cli.progress import ProgressBar
+from policies.errors import UnknownAgentError
+from policies.model import Policy
 from store.intake.run import Intake
 from store.intake.sources import FolderSource
 from store.kinds.policy import in_force as policy_store
@@ -17,6 +19,7 @@ from store.kinds.policy.in_force import PolicyCache
 from store.ledger.executor import Executor
 from store.pool import create_pool
 from store.printable import printable
+from store.reads.lane_floor import Lanes
 from store.reads.snapshot import Snapshot
 
 
@@ -67,7 +70,7 @@ async def run(args: argparse.Namespace, url: str) -> int:
             )
             return 2
         executor = Executor(pool, cache)
-        snapshot = Snapshot(pool)
+        snapshot = Snapshot(pool, lanes=lambda: _readable(in_force.policy, args.agent))
         # Ctrl-C finishes the files being written and begins no other; a second one
         # stops at once (what was committed stays whole either way).
         stop = asyncio.Event()
@@ -103,3 +106,12 @@ async def run(args: argparse.Namespace, url: str) -> int:
         print("edgeloom: intake interrupted; run it again to complete it", file=sys.stderr)
         return 130
     return 0
+
+
+async def _readable(policy: Policy, agent: str) -> Lanes:
+    """The lanes PostgreSQL lets the intake's reads see: the agent's (none for an agent
+    the policy does not name, which the intake refuses)."""
+    try:
+        return Lanes.of(policy.agent(agent).readable_lanes(policy))
+    except UnknownAgentError:
+        return Lanes.of(())

@@ -21,6 +21,7 @@ from gql.feed.turns import Turns
 from store.feed.live import FeedEvent, with_memberships
 from store.kinds.policy.in_force import PolicyVersion
 from store.pool import Pool
+from store.reads import lane_floor
 
 log = logging.getLogger("edgeloom.feed")
 
@@ -128,7 +129,9 @@ class FanOut:
         """`events` with their records' memberships, for a gathering subscriber that came
         after the reader read them (the events as they were if the read fails)."""
         try:
-            async with self.pool.acquire() as conn:
+            # Every subscriber's records: the gateway's own read, as the crossing role;
+            # each subscriber is sent only what its lanes allow (readable_payload).
+            async with self.pool.acquire() as conn, lane_floor.crossing(conn):
                 return await with_memberships(conn, list(events))
         except Exception:
             log.warning("reading the feed's memberships failed", exc_info=True)

@@ -54,6 +54,7 @@ from store.errors import (
     refusal_for,
 )
 from store.reads.compiled_sql import NotCompilable
+from store.reads.lane_floor import gated, joined
 from store.reads.replicas import fetchrow_once
 
 log = logging.getLogger("edgeloom.compiled")
@@ -251,7 +252,11 @@ class CompiledPath:
             else:
                 # On a standby when one may serve it, else (or when it fails) the
                 # primary; a connection whose statement failed half-way is not reused.
-                text, args = bound.statement.text, bound.args()
+                # The statement sets the lanes PostgreSQL lets it read itself, in its
+                # own implicit transaction (store.reads.lane_floor.gated).
+                args = bound.args()
+                text = gated(bound.statement.text, len(args))
+                args.append(joined(profile.readable_lanes(policy)))
                 replicas = services.replicas
                 if replicas is not None:
                     row = await replicas.fetchrow(session.freshness, text, *args)

@@ -13,6 +13,7 @@ from store.kinds.policy.in_force import PolicyCache, PolicyVersion
 from store.kinds.record import vectors, words
 from store.ledger.executor import Executor
 from store.pool import Pool
+from store.reads import lane_floor
 
 log = logging.getLogger("edgeloom")
 
@@ -56,13 +57,13 @@ async def ensure_policy(executor: Executor, settings: Settings) -> PolicyVersion
             )
         actor = DEV_POLICY_ACTOR if settings.policy_yaml == DEV_POLICY_YAML else "operator"
         command = ApplyPolicy(settings.policy_yaml, settings.policy_source, None, cache)
-        applied = await executor.execute(actor, command)
+        applied = await executor.execute(actor, command, lane_floor.CROSSING)
         log.info("policy version %s in force (%s)", applied.version, settings.policy_source)
         return applied
     current = await policy_store.current(executor.pool, cache)
     if current is None and settings.anonymous_agent is not None:
         command = ApplyPolicy(DEV_POLICY_YAML, "development policy", None, cache)
-        current = await executor.execute(DEV_POLICY_ACTOR, command)
+        current = await executor.execute(DEV_POLICY_ACTOR, command, lane_floor.CROSSING)
         log.info("development policy version %s in force", current.version)
     return current
 
@@ -73,7 +74,7 @@ async def note_search_languages(pool: Pool, version: PolicyVersion | None) -> No
     command (`edgeloom search-languages`), never a start's work."""
     if version is None:
         return
-    async with pool.acquire() as conn:
+    async with pool.acquire() as conn, lane_floor.crossing(conn):
         for name, lane in sorted(version.policy.lanes.items()):
             indexed = await words.language(conn, name)
             if indexed == lane.text_search:

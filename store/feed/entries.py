@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from store import tables as t
 from store.ids import RECORD_KIND
 from store.ledger.audit import AuditEvent
+from store.reads import lane_floor
 
 Entry = tuple[str, int | None]
 """A record entry: the record's id and the version the entry wrote."""
@@ -46,6 +47,8 @@ async def entry_at(engine: AsyncEngine, position: int) -> Entry | None:
     """The record entry of the event at feed `position` (None: none, or another kind's)."""
     ev = t.audit_events
     async with engine.connect() as conn:
+        # A position names an event of any lane: the gateway's own check.
+        await lane_floor.on_core(conn, lane_floor.CROSSING)
         row = (
             await conn.execute(
                 select(ev.c.record_id, ev.c.version_after).where(

@@ -25,6 +25,7 @@ from store.feed import filters
 from store.feed.polls import SNAPSHOT, UNSEEN, poll_statement
 from store.ledger.audit import AuditEvent
 from store.pool import json_codecs, plain_url
+from store.reads import lane_floor
 from store.reads.snapshot import Reader
 from store.reads.visibility import (
     NOTHING_NAMED,
@@ -286,6 +287,10 @@ class FeedReader:
             },
         )
         await json_codecs(conn)
+        if lane_floor.login_role(conn) == lane_floor.RUNTIME_ROLE:
+            # It reads every lane's events for every subscriber: the crossing role, on
+            # this connection of its own for its lifetime.
+            await conn.execute(f"SET ROLE {lane_floor.CROSSING_ROLE}")
         for channel, notice in self.notices.items():
             await conn.add_listener(channel, _listener(notice))
             notice(None)

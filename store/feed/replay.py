@@ -17,6 +17,7 @@ from store.errors import InvalidInputError
 from store.feed import filters
 from store.feed.filters import FeedFilter
 from store.feed.live import FeedEvent, Snapshot, with_memberships, with_named
+from store.reads import lane_floor
 from store.reads.pages import position_cursor
 from store.reads.visibility import CORE_LANES, RULE, core
 
@@ -48,6 +49,9 @@ async def check_cursor(engine: AsyncEngine, cursor: str) -> int:
         return 0
     ev = t.audit_events
     async with engine.connect() as conn:
+        # Positions are one sequence over every lane (docs/security.md): the gateway's
+        # own check, as the crossing role.
+        await lane_floor.on_core(conn, lane_floor.CROSSING)
         newest, exists = (
             await conn.execute(
                 select(
@@ -111,6 +115,7 @@ async def replay(
         if wanted is not None and wanted.about_records:
             statement = _filtered(wanted, position, as_text, readable, kinds, page)
         async with engine.connect() as conn:
+            await lane_floor.on_core(conn, lane_floor.Lanes.of(readable))
             rows = (await conn.execute(statement)).mappings().all()
             events = [FeedEvent.from_row(r) for r in rows]
             if events:

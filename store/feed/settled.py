@@ -15,6 +15,7 @@ import asyncio
 import time
 
 from store.pool import Conn, Pool
+from store.reads import lane_floor
 
 ORDER_WAIT = 1.0
 """The most seconds a poll waits at a gap, as the live feed's reader does."""
@@ -48,7 +49,8 @@ async def settled_through(pool: Pool, after: int, wait: float = ORDER_WAIT) -> i
     """The highest position h >= `after` such that no event at or below h can still
     appear: every position up to it is committed, or was skipped for good (its writer
     rolled back, or was still running after `wait` seconds)."""
-    async with pool.acquire() as conn:
+    # Positions of every lane's events: the gateway's own read, as the crossing role.
+    async with pool.acquire() as conn, lane_floor.crossing(conn):
         seqs, writers = await _look(conn, after)
         gap = first_gap(after, seqs)
         if gap is None or not writers:

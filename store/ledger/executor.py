@@ -26,6 +26,11 @@ commits (the cancellation ends there), its failure, or `OutcomeUnknownError` whe
 the outcome does not come within `outcome_timeout` seconds; never "stopped". A task
 already being cancelled begins no new write (`StoppedError`).
 
+Each transaction begins with the lanes PostgreSQL lets it read and write
+(`store.reads.lane_floor`), in the same round trip as its BEGIN: the caller's (`run`'s
+`floor`; by default the agent's under the policy in force), for a group the union of its
+callers' (each command was decided by the guard for its own caller).
+
 After the commit, each kind does what follows it (`Kind.fold`: the record kind folds
 its count deltas once this process's writes come to a fold), off the transaction.
 
@@ -38,6 +43,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import operator
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -51,6 +58,7 @@ from typing import Any, Generic, TypeVar
 
 import asyncpg
 
+from policies.errors import UnknownAgentError
 from store.errors import (
     NoPolicyError,
     OutcomeUnknownError,
@@ -93,6 +101,8 @@ from store.ledger.registry import Rows
 from store.ledger.row_locks import Policies
 from store.ledger.upkeep import ANALYZE_AFTER_ROWS, Upkeep
 from store.pool import Conn, Pool
+from store.reads import lane_floor
+from store.reads.lane_floor import CROSSING, Crossing, Floor, Lanes
 from store.reads.replicas import Lsn, commit_lsn
 
 R = TypeVar("R")
@@ -134,10 +144,10 @@ class Executor:
         self._outcome_timeout = outcome_timeout
         self._groups = GroupCommit(self._write_group, self._alone, outcome_timeout=outcome_timeout)
 
-    async def execute(self, agent: str, command: Command[R]) -> R:
-        return (await self.run(agent, command)).result
+    async def execute(self, agent: str, command: Command[R], floor: Floor | None = None) -> R:
+        return (await self.run(agent, command, floor)).result
 
-    async def run(self, agent: str, command: Command[R]) -> Written[R]:
+    async def run(self, agent: str, command: Command[R], floor: Floor | None = None) -> Written[R]:
         """`command`'s result, with its commit's LSN when the executor reports LSNs."""
         task = asyncio.current_task()
         if task is not None and task.cancelling():
@@ -146,18 +156,49 @@ class Executor:
             raise StoppedError()
         result: Written[R]
         if command.locks() == NOTHING_LOCKED:
-            result = await self._groups.submit(agent, command)
+            result = await self._groups.submit(agent, command, floor)
         else:
-            result = await self._alone(agent, command)
+            result = await self._alone(agent, command, floor)
         completed = COMPLETED_WRITES.get()
         if completed is not None:
             completed.append(type(command).__name__)
         return result
 
-    async def _alone(self, agent: str, command: Command[R]) -> Written[R]:
+    async def _floor_of(self, agent: str) -> Floor:
+        """`agent`'s lanes under the policy in force (as cached for reads): every lane it
+        declares to read, since the guard must see what it refuses, and the agent's own to
+        write; none when no policy is in force or names the agent (the command is refused,
+        or applies the first policy, which writes no lane's rows)."""
+        in_force = self.policies.fresh()
+        if in_force is None:
+            async with self.pool.acquire() as conn:
+                head = await conn.fetchval("SELECT version FROM policy_head WHERE id = 1")
+                if not head:
+                    return Lanes.of(())
+                in_force = await self.policies.version(conn, head)
+            self.policies.remember(in_force)
+        policy = in_force.policy
+        try:
+            profile = policy.agent(agent)
+        except UnknownAgentError:
+            return Lanes.of(())
+        return Lanes.of(policy.lane_names(), profile.writable_lanes(policy))
+
+    async def _group_floor(self, group: Sequence[Waiting]) -> Floor:
+        """The lanes a group's transaction may read and write: its callers' together
+        (resolved here, not as each caller submits: a lookup there would part them)."""
+        floors = [w.floor or await self._floor_of(w.agent) for w in group]
+        if any(isinstance(f, Crossing) for f in floors):
+            return CROSSING
+        lanes = [f for f in floors if isinstance(f, Lanes)]
+        return functools.reduce(operator.or_, lanes, Lanes.of(()))
+
+    async def _alone(self, agent: str, command: Command[R], floor: Floor | None) -> Written[R]:
+        if floor is None:
+            floor = await self._floor_of(agent)
         for attempt in range(_ATTEMPTS):
             try:
-                return await self._run(agent, command)
+                return await self._run(agent, command, floor)
             except MovedError:
                 # Another command moved what it locks meanwhile: look it up again.
                 if attempt == _ATTEMPTS - 1:
@@ -173,11 +214,11 @@ class Executor:
                 raise
         raise AssertionError("unreachable")
 
-    async def _run(self, agent: str, command: Command[R]) -> Written[R]:
+    async def _run(self, agent: str, command: Command[R], floor: Floor | None) -> Written[R]:
         hooks: list[Callable[[], None]] = []
         wrote = False
         async with self.pool.acquire() as conn:
-            async with _transaction(conn, self._outcome_timeout):
+            async with _transaction(conn, self._outcome_timeout, floor):
                 held = Held()
                 txn, plan, applied = await self._step(conn, agent, command, held, None)
                 hooks += plan.after_commit
@@ -273,7 +314,7 @@ class Executor:
         decided: list[tuple[Waiting, Decided]] = []
         left: Sequence[Waiting] = ()
         async with self.pool.acquire() as conn:
-            async with conn.transaction():
+            async with _transaction(conn, None, await self._group_floor(group)):
                 shared, _ = await self._lock(conn, group[0].agent, NOTHING_LOCKED, [])
                 rows = Rows()
                 for n, waiting in enumerate(group):
@@ -331,19 +372,25 @@ class Executor:
 
 
 @asynccontextmanager
-async def _transaction(conn: Conn, outcome_timeout: float) -> AsyncIterator[None]:
-    """A transaction whose COMMIT, once sent, is seen through (see the module's doc)."""
-    transaction = conn.transaction()
-    await transaction.start()
+async def _transaction(
+    conn: Conn, outcome_timeout: float | None, floor: Floor | None
+) -> AsyncIterator[None]:
+    """A transaction with `floor`'s lanes whose COMMIT, once sent, is seen through (see
+    the module's doc; `outcome_timeout` None: the COMMIT is awaited as any statement)."""
+    await conn.execute(lane_floor.begin("BEGIN", floor, conn))
     try:
         yield
     except BaseException:
-        await transaction.rollback()
+        if not conn.is_closed():
+            await conn.execute("ROLLBACK")
         raise
-    await _commit(conn, transaction.commit(), outcome_timeout)
+    if outcome_timeout is None:
+        await conn.execute("COMMIT")
+    else:
+        await _commit(conn, conn.execute("COMMIT"), outcome_timeout)
 
 
-async def _commit(conn: Conn, commit: Awaitable[None], outcome_timeout: float) -> None:
+async def _commit(conn: Conn, commit: Awaitable[object], outcome_timeout: float) -> None:
     sent = asyncio.ensure_future(commit)
     try:
         await asyncio.shield(sent)  # cancelling the caller does not cancel the COMMIT

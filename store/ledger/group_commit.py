@@ -32,6 +32,7 @@ from store.ledger.append import build_rows
 from store.ledger.command import Applied, Command, Current, Locks, Plan, Txn
 from store.ledger.locks import StepError, late, row_locks
 from store.ledger.registry import Rows
+from store.reads.lane_floor import Floor
 
 # Commands in one group, and the new versions one group may write: a group stays one
 # modest transaction however many callers queue.
@@ -55,6 +56,8 @@ class Waiting:
     agent: str
     command: Command[Any]
     answer: asyncio.Future[Any]
+    # The lanes its caller may read and write (store.reads.lane_floor).
+    floor: Floor | None = None
     decided: bool = False
 
     @property
@@ -73,7 +76,7 @@ class Waiting:
 # Writes a group in one transaction and answers its commands; returns the commands
 # it left for the next group (when the group reached MAX_GROUP_WRITES).
 WriteGroup = Callable[[Sequence[Waiting]], Awaitable[Sequence[Waiting]]]
-RunAlone = Callable[[str, Command[Any]], Awaitable[Any]]
+RunAlone = Callable[[str, Command[Any], "Floor | None"], Awaitable[Any]]
 
 
 class GroupCommit:
@@ -96,8 +99,8 @@ class GroupCommit:
         self._queue: list[Waiting] = []
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def submit(self, agent: str, command: Command[Any]) -> Any:
-        waiting = Waiting(agent, command, asyncio.get_running_loop().create_future())
+    async def submit(self, agent: str, command: Command[Any], floor: Floor | None = None) -> Any:
+        waiting = Waiting(agent, command, asyncio.get_running_loop().create_future(), floor)
         self._queue.append(waiting)
         if self._busy < self._writers:
             self._busy += 1
@@ -155,7 +158,7 @@ class GroupCommit:
 
     async def _alone(self, waiting: Waiting) -> None:
         try:
-            waiting.succeed(await self._run_alone(waiting.agent, waiting.command))
+            waiting.succeed(await self._run_alone(waiting.agent, waiting.command, waiting.floor))
         except Exception as exc:
             waiting.fail(exc)
 

@@ -22,6 +22,14 @@ class Policies(Protocol):
 
     async def current_version(self, conn: Conn) -> InForce: ...
 
+    def fresh(self) -> InForce | None:
+        """The version in force as last read, while it is fresh enough (None: read it)."""
+        ...
+
+    def remember(self, version: Any) -> None:
+        """Keep `version` as the one in force, read now."""
+        ...
+
 
 class RowsRead(Protocol):
     """What a command's locked rows give it to decide on (`Current.rows`)."""

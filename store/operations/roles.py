@@ -1,10 +1,15 @@
-"""Two roles: migrations run as the owner, the gateway as a role that cannot undo history.
+"""Roles: migrations run as the owner, the gateway as a role that cannot undo history.
 
 The runtime role may only SELECT and INSERT on the append-only tables (ledger, audit
 events, checkpoints, policy versions), so neither a code path nor an injected
 statement can update, delete, truncate or disable their triggers: only the owner of a
 table may ALTER it. Projections it may also UPDATE, since they are caches the ledger
 rebuilds.
+
+The crossing role (migration 0032) holds the runtime role's privileges and crosses the
+lanes' row-level security; the runtime role may `SET ROLE` to it, which the gateway does
+only for its own work over every lane (`store.reads.lane_floor.CROSSING`), never for a
+request.
 """
 
 from __future__ import annotations
@@ -18,10 +23,10 @@ from sqlalchemy import Connection, text
 from store.ledger.registry import EVERY_WRITE_TABLES, tables
 from store.ledger.upkeep import MAINTAIN_SINCE
 from store.pool import plain_url
+from store.reads.lane_floor import CROSSING_ROLE, RUNTIME_ROLE
 
 log = logging.getLogger("edgeloom.roles")
 
-RUNTIME_ROLE = "edgeloom_runtime"
 
 # The kinds' tables join these (each kind declares what the role may do on its own).
 APPEND_ONLY_TABLES = (*EVERY_WRITE_TABLES, "checkpoints")
@@ -58,7 +63,33 @@ def grant_runtime(connection: Connection) -> bool:
     ).first()
     if exists is None:
         return False
-    role = RUNTIME_ROLE
+    crossing = connection.execute(
+        text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": CROSSING_ROLE}
+    ).first()
+    roles = [RUNTIME_ROLE] + ([CROSSING_ROLE] if crossing is not None else [])
+    statements = [s for role in roles for s in _grants(connection, role)]
+    if crossing is not None:
+        statements.append(_MAY_CROSS)
+    for statement in statements:
+        connection.execute(text(statement))
+    return True
+
+
+# The owner may lack the right to grant a role it did not make (another database's owner
+# made it): then the gateway's work over every lane finds no rows, and says so.
+_MAY_CROSS = f"""
+DO $$
+BEGIN
+  GRANT {CROSSING_ROLE} TO {RUNTIME_ROLE};
+EXCEPTION
+  WHEN insufficient_privilege OR invalid_grant_operation THEN
+    RAISE NOTICE 'no privilege to grant role {CROSSING_ROLE} to {RUNTIME_ROLE}';
+END $$;
+"""
+
+
+def _grants(connection: Connection, role: str) -> list[str]:
+    """What the gateway's roles are granted (the crossing role as the runtime role)."""
     granted = {
         "SELECT, INSERT": (*APPEND_ONLY_TABLES, *tables("append")),
         "SELECT, INSERT, UPDATE": (*tables("projection"), *RECORDED_TABLES),
@@ -86,9 +117,7 @@ def grant_runtime(connection: Connection) -> bool:
             *tables("folded"),
         )
         statements.append(f"GRANT MAINTAIN ON {', '.join(maintained)} TO {role}")
-    for statement in statements:
-        connection.execute(text(statement))
-    return True
+    return statements
 
 
 def runtime_url(owner_url: str, explicit: str | None = None) -> str:

@@ -17,11 +17,13 @@ later fails the statement (its earlier statements saw the standby's moment).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import asyncpg
 
 from store.pool import Pool
+from store.reads import lane_floor
 from store.reads.replicas import STANDBY_FAILURES, Freshness, Replicas, Route
 
 BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
@@ -40,7 +42,15 @@ class Reader(Protocol):
 class Snapshot:
     """The reads of one operation, on one connection in one read-only transaction."""
 
-    def __init__(self, source: Pool | Replicas, freshness: Freshness | None = None) -> None:
+    def __init__(
+        self,
+        source: Pool | Replicas,
+        freshness: Freshness | None = None,
+        lanes: Callable[[], Awaitable[lane_floor.Floor | None]] | None = None,
+    ) -> None:
+        # The lanes PostgreSQL lets the transaction read, asked for at its start (None:
+        # none, so nothing is visible).
+        self._lanes = lanes
         self._replicas = source if isinstance(source, Replicas) else Replicas(source)
         self._freshness = freshness
         self._route: Route | None = None
@@ -57,9 +67,11 @@ class Snapshot:
         return self._route is not None and self._route.standby is not None
 
     async def _begin(self, route: Route) -> Any:
+        floor = None if self._lanes is None else await self._lanes()
         conn = await route.pool.acquire()
         try:
-            await conn.execute(BEGIN)
+            # The transaction and its lanes in one round trip (store.reads.lane_floor).
+            await conn.execute(lane_floor.begin(BEGIN, floor, conn))
         except BaseException:
             # Whatever state it is in, it is not one to hand to the next reader.
             conn.terminate()

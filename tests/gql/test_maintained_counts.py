@@ -21,6 +21,7 @@ from store.kinds.record.reads import records as records_read
 from store.operations.verify import verify
 from store.pool import create_pool
 from store.reads.gather_mode import GatherMode
+from store.reads.lane_floor import Lanes
 from store.reads.snapshot import Snapshot
 from tests.conftest import GatewayFactory
 from tests.gql._api import RESTORE_RECORD, RETIRE_RECORD
@@ -234,11 +235,14 @@ async def test_counts_read_in_a_snapshot_equal_a_count_in_it_under_concurrent_wr
                 await fold(conn)
             await asyncio.sleep(0.01)
 
+    async def readable() -> Lanes:
+        return Lanes.of(lanes)
+
     tasks = [asyncio.create_task(writer(n)) for n in range(3)] + [asyncio.create_task(folder())]
     seen: set[int] = set()
     try:
         for _ in range(40):
-            snapshot = Snapshot(pool)
+            snapshot = Snapshot(pool, lanes=readable)
             try:
                 page = await records_read.browse(snapshot, lanes, None, 1, None)
                 gathered = await gather_read.gather(

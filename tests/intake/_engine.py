@@ -11,6 +11,7 @@ from store.kinds.policy.in_force import PolicyCache, PolicyVersion
 from store.ledger.executor import Executor
 from store.operations.roles import runtime_url
 from store.pool import create_pool
+from store.reads.lane_floor import Lanes
 from store.reads.snapshot import Snapshot
 
 
@@ -25,11 +26,15 @@ class Engine:
 async def engine(url: str) -> AsyncIterator[Engine]:
     """The executor, the policy in force and a read snapshot of the database at `url`."""
     pool = await create_pool(runtime_url(url), 4)
-    snapshot = Snapshot(pool)
+    cache = PolicyCache.empty()
+    in_force = await policy_store.current(pool, cache)
+    assert in_force is not None
+
+    async def every_lane() -> Lanes:
+        return Lanes.of(in_force.policy.lane_names())
+
+    snapshot = Snapshot(pool, lanes=every_lane)
     try:
-        cache = PolicyCache.empty()
-        in_force = await policy_store.current(pool, cache)
-        assert in_force is not None
         yield Engine(Executor(pool, cache), in_force, snapshot)
     finally:
         await snapshot.close()

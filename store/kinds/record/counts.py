@@ -25,6 +25,7 @@ from store.kinds.record import word_counts
 from store.kinds.record.words import OPENED_WORDS
 from store.ledger.registry import Rows
 from store.pool import Conn
+from store.reads import lane_floor
 from store.reads.visibility import RULE
 
 # The append parts that move the counts (see store.kinds.record.kind): the label and
@@ -99,7 +100,8 @@ def fold_share(rows: Rows) -> float:
 
 async def fold(conn: Conn) -> bool:
     """Fold the committed deltas into the counts; False when another fold is running."""
-    async with conn.transaction():
+    # Every lane's deltas: the gateway's own work, as the crossing role.
+    async with lane_floor.crossing(conn):
         if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1)", _FOLD_LOCK):
             return False
         # A fold lost in a crash is no loss: its deltas are still there, unfolded, and
@@ -134,12 +136,24 @@ def records_count(lanes: str, source_type: str | None = None) -> str:
 
 
 def member_count(
-    label: str, value: str, lanes: str, *, key: str | None = None, shown: bool = True
+    label: str,
+    value: str,
+    lanes: str,
+    *,
+    key: str | None = None,
+    value_hash: str | None = None,
+    shown: bool = True,
 ) -> str:
     """SQL: how many records in the lanes `lanes` carry `label`:`value` now (SQL
-    expressions; `key`, the value's key if the caller has it). With `shown`, a label
-    never shown as a hyperedge has none."""
+    expressions; `key`, the value's key, and `value_hash`, its member hash, if the caller
+    has them). With `shown`, a label never shown as a hyperedge has none.
+
+    A caller counting for many rows passes the hash as a column of its own: the lanes'
+    row-level security lets only leakproof comparisons reach an index before its policy
+    (migration 0032), and `edgeloom_member_hash` of a row's columns is not one, so the
+    deltas would be scanned whole for each row."""
     key = key or f"edgeloom_value_key({value})"
+    value_hash = value_hash or f"edgeloom_member_hash({label}, {key})"
     where = f"label = {label} AND {RULE.lane('', lanes)}"
     expired = f"m_.label = {label} AND m_.value_key = {key} AND {RULE.lane('m_', lanes)}"
     if shown:
@@ -149,7 +163,7 @@ def member_count(
         "SELECT coalesce(sum(c.n), 0)::bigint FROM ("
         f"SELECT records AS n FROM member_counts WHERE value_key = {key} AND {where} "
         "UNION ALL SELECT delta FROM member_deltas "
-        f"WHERE value_hash = edgeloom_member_hash({label}, {key}) "
+        f"WHERE value_hash = {value_hash} "
         f"AND edgeloom_value_key(value) = {key} AND {where} "
         f"UNION ALL SELECT -count(*) FROM {expired_members('x_', 'm_')} WHERE {expired}) c"
     )

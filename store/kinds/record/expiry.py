@@ -28,6 +28,7 @@ from store.kinds.record.model import (
 from store.kinds.record.retire import retired_with
 from store.ledger.command import Current, Event, Locks, Plan, Txn, Write
 from store.ledger.registry import kinds
+from store.reads import lane_floor
 from store.reads.visibility import NOW, RULE
 
 if TYPE_CHECKING:
@@ -81,13 +82,15 @@ async def sweep(pool: Pool, executor: Executor, batch: int = BATCH) -> list[str]
     command; the ids retired."""
     done: list[str] = []
     while True:
-        async with pool.acquire() as conn:
+        # Records of every lane: the gateway's own work, as the crossing role.
+        async with pool.acquire() as conn, lane_floor.crossing(conn):
             row = await conn.fetchrow(DUE, batch)
         assert row is not None
         ids = tuple(row["ids"])
         if not ids:
             return done
-        retired = await executor.execute(EXPIRY_ACTOR, ExpireRecords(ids, row["now"]))
+        command = ExpireRecords(ids, row["now"])
+        retired = await executor.execute(EXPIRY_ACTOR, command, lane_floor.CROSSING)
         done += retired
         if len(ids) < batch or not retired:
             return done

@@ -49,7 +49,8 @@ COUNT_BUDGET = 10_000
 # current memberships looks tiny then, and drew the lookup away from the record id.
 _VALUES = """
 held AS (
-  SELECT DISTINCT m.label, m.value, m.value_key
+  SELECT DISTINCT m.label, m.value, m.value_key,
+    edgeloom_member_hash(m.label, m.value_key) AS value_hash
   FROM unnest({frontier}) AS f(id) CROSS JOIN LATERAL (
     SELECT m.label, m.value, m.value_key, m.recorded_from, m.recorded_to
     FROM edge_properties m WHERE m.record_id = f.id {labels} OFFSET 0
@@ -172,7 +173,14 @@ def hop_statement(as_of: bool, labels: str = ALL, types: str = ALL) -> Statement
         size = (
             _SIZE_AT.format(member_x=member_x, hub=hub)
             if as_of
-            else counts.member_count("e.label", "e.value", lanes, key="e.value_key", shown=False)
+            else counts.member_count(
+                "e.label",
+                "e.value",
+                lanes,
+                key="e.value_key",
+                value_hash="e.value_hash",
+                shown=False,
+            )
         )
         values = _VALUES.format(
             frontier=p("frontier", "text[]"),
