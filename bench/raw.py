@@ -69,7 +69,13 @@ async def run_unit(conn: asyncpg.Connection, unit: Unit, params: list[Any] | Non
     if not unit.transaction:
         # As the read path runs it: one statement on its own, or its own BEGIN/ROLLBACK.
         for n, stmt in enumerate(unit.statements):
-            rows = await conn.fetch(stmt.sql, *(stmt.params if params is None else params[n]))
+            bound = stmt.params if params is None else params[n]
+            if not bound and stmt.sql.startswith("BEGIN"):
+                # A transaction's BEGIN with its lanes' settings (`store.reads.lane_floor`):
+                # several commands in one simple query, as the gateway sends it.
+                await conn.execute(stmt.sql)
+            else:
+                rows = await conn.fetch(stmt.sql, *bound)
         return rows
     transaction = conn.transaction()
     await transaction.start()

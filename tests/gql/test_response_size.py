@@ -9,6 +9,7 @@ import pytest
 
 from store.errors import ResponseTooLargeError
 from store.kinds.record import queries
+from store.reads.lane_floor import Lanes, login_role, settings_sql
 from tests.conftest import DEV, GatewayFactory
 from tests.gql._differential import compiled_path
 from tests.support import Gateway
@@ -110,8 +111,11 @@ async def test_a_refused_read_leaves_the_content_in_the_database(small: Gateway)
     """The ordinary path's record reads learn the content's size from PostgreSQL and are
     sent none of it when a batch would pass what the response has left."""
     assert small.state is not None
-    async with small.state["services"].pool.acquire() as conn:
+    async with small.state["services"].pool.acquire() as conn, conn.transaction():
+        # The reads' transaction, as a snapshot opens it: lane default readable.
+        await conn.execute(settings_sql(Lanes.of(["default"]), login_role(conn)))
         ids = [row["id"] for row in await conn.fetch("SELECT id FROM records")]
+        assert len(ids) == 6
         for read in (
             lambda db, budget: queries.records_by_id(db, ids, ["default"], budget=budget),
             lambda db, budget: queries.versions_of(db, ids, ["default"], budget=budget),
