@@ -74,6 +74,24 @@ async def test_the_gateway_serves_as_the_runtime_role(world: World) -> None:
         )
 
 
+async def test_every_table_holding_a_lane_has_the_policies_forced(world: World) -> None:
+    """A table a later migration adds with a `lane` column is held to the floor too: the
+    catalogue, not the migration's list, says which tables hold a lane's rows."""
+    async with pool(world).acquire() as conn:
+        rows = await conn.fetch(
+            """SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity,
+                      EXISTS (SELECT 1 FROM pg_policies p WHERE p.schemaname = 'public'
+                              AND p.tablename = c.relname AND p.policyname = 'lanes') AS lanes
+               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+               WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')
+                 AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid
+                             AND a.attname = 'lane' AND NOT a.attisdropped)"""
+        )
+    held = {r["relname"]: (r["relrowsecurity"], r["relforcerowsecurity"], r["lanes"]) for r in rows}
+    assert set(held) == set(LANE_TABLES)
+    assert all(flags == (True, True, True) for flags in held.values()), held
+
+
 @pytest.mark.parametrize("switched", [True, False], ids=["policies", "no-policies"], indirect=True)
 async def test_a_statement_naming_the_hidden_lane_finds_nothing(
     world: World, switched: bool
